@@ -1,0 +1,58 @@
+"""PyTorch's own eager ops, checked as CallableKernels.
+
+They show that any Python callable can be put under the battery (a third-party library's op is declared
+the same way), and they run on a CPU-only machine. torch computes f16/bf16 softmax and norms in fp32
+internally and rounds once, so they are declared with fp32 accumulation.
+"""
+import torch
+import torch.nn.functional as F
+
+from verifier.spec import CallableKernel, dtypes
+
+IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
+
+
+def _softmax(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"], dim=-1))
+
+
+def _log_softmax(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.log_softmax(inputs["x"], dim=-1))
+
+
+def _rms_norm(inputs, outputs, params, dt):
+    x = inputs["x"]
+    outputs["y"].copy_(F.rms_norm(x, (x.shape[-1],), inputs["w"], eps=params["eps"]))
+
+
+def _layer_norm(inputs, outputs, params, dt):
+    x = inputs["x"]
+    outputs["y"].copy_(F.layer_norm(x, (x.shape[-1],), inputs["w"], inputs["b"], eps=params["eps"]))
+
+
+def _fused_add_rms_norm(inputs, outputs, params, dt):
+    # vLLM semantics: the sum is formed in fp32, stored rounded into residual; y normalizes the fp32 sum.
+    r = inputs["x"].float() + inputs["residual"].float()
+    outputs["residual"].copy_(r)
+    y = F.rms_norm(r, (r.shape[-1],), inputs["w"].float(), eps=params["eps"])
+    outputs["y"].copy_(y)
+
+
+def _reduce_sum(inputs, outputs, params, dt):
+    outputs["y"].copy_(inputs["x"].sum(dim=-1, dtype=torch.float32 if dt.acc == "float32" else None))
+
+
+KERNELS = [
+    CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=IO,
+                   description="torch.softmax(x, dim=-1)"),
+    CallableKernel(name="torch-log-softmax", op="log_softmax", fn=_log_softmax, dtypes=IO,
+                   description="torch.log_softmax(x, dim=-1)"),
+    CallableKernel(name="torch-rms-norm", op="rmsnorm", fn=_rms_norm, dtypes=IO,
+                   description="torch.nn.functional.rms_norm"),
+    CallableKernel(name="torch-layer-norm", op="layernorm", fn=_layer_norm, dtypes=IO,
+                   description="torch.nn.functional.layer_norm"),
+    CallableKernel(name="torch-fused-add-rms-norm", op="fused_add_rmsnorm", fn=_fused_add_rms_norm, dtypes=IO,
+                   description="fp32 x + residual, residual stored rounded, F.rms_norm on the fp32 sum"),
+    CallableKernel(name="torch-reduce-sum", op="reduce_sum", fn=_reduce_sum, dtypes=[dtypes("f32")],
+                   description="x.sum(dim=-1) in fp32"),
+]

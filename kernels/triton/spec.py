@@ -1,0 +1,52 @@
+"""Triton reduction kernels under test: one program per row, fp32 math, fp32/fp16/bf16 I/O.
+
+math_mode 'triton_approx': Triton lowers fp32 exp to ex2.approx (after a multiply by log2 e),
+fp32 '/' to div.full.f32 and rsqrt to rsqrt.approx, so these kernels are held to the
+approximate-math tolerance column, not the correctly rounded one.
+"""
+from verifier.spec import Expectations, TritonKernel, dtypes
+
+IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
+ONE_BLOCK_MAX_N = 65536  # keep equal to MAX_N in the one-block modules
+
+
+def _one_block(alternative=None):
+    def supports(M, N, dt):
+        if N <= ONE_BLOCK_MAX_N:
+            return None
+        hint = f"; use {alternative} for longer rows" if alternative else ""
+        return f"row of N={N} exceeds the one-block limit N <= {ONE_BLOCK_MAX_N}{hint}"
+
+    return supports
+
+
+# Each row is reduced by one program in a fixed order: same input, same bits.
+_DET = Expectations(deterministic=True)
+
+KERNELS = [
+    TritonKernel(
+        name="triton-softmax", op="softmax", module="softmax.py", launcher="launch", dtypes=IO,
+        math_mode="triton_approx", supports=_one_block("triton-online-softmax"), expectations=_DET,
+        description="one program per row, whole row in one block, masked loads with -inf",
+    ),
+    TritonKernel(
+        name="triton-online-softmax", op="softmax", module="online_softmax.py", launcher="launch", dtypes=IO,
+        math_mode="triton_approx", expectations=_DET,
+        description="one program per row, tiled over columns: running (max, sum) with rescale, then normalize",
+    ),
+    TritonKernel(
+        name="triton-rmsnorm", op="rmsnorm", module="rmsnorm.py", launcher="launch", dtypes=IO,
+        math_mode="triton_approx", supports=_one_block(), expectations=_DET,
+        description="one program per row, rsqrt(mean(x^2) + eps)",
+    ),
+    TritonKernel(
+        name="triton-layernorm", op="layernorm", module="layernorm.py", launcher="launch", dtypes=IO,
+        math_mode="triton_approx", supports=_one_block(), expectations=_DET,
+        description="one program per row, variance of the centred row held in registers",
+    ),
+    TritonKernel(
+        name="triton-fused-add-rmsnorm", op="fused_add_rmsnorm", module="fused_add_rmsnorm.py", launcher="launch",
+        dtypes=IO, math_mode="triton_approx", supports=_one_block(), expectations=_DET,
+        description="residual += x in place (rounded to its dtype); y from the fp32 sum",
+    ),
+]

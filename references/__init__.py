@@ -1,0 +1,137 @@
+"""Float64 and mpmath references, one module per op, and the certified entry point ``reference``.
+
+Each op module exposes
+  float64(inputs, params) -> (values, bounds)   vectorized float64 evaluation; bounds[k] is an a-priori
+                                                  absolute bound on |values[k] - exact|, elementwise
+  mp(inputs, params, rows=None, dps=60) -> dict   mpmath evaluation of the given rows (object arrays of mpf)
+and documents its semantics (special values) and accumulation (which terms are exact) in its docstring.
+
+``reference`` rounds the float64 values into the output dtype and recomputes in mpmath only the elements
+whose bound interval straddles a rounding midpoint (see references._common.certify).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from references import (
+    fused_add_rmsnorm,
+    layernorm,
+    log_softmax,
+    online_softmax,
+    reduce_sum,
+    rmsnorm,
+    softmax,
+)
+from references._common import certify
+from verifier import dtypes as _dt
+from verifier.errors import UsageError
+from verifier.ops import get_op
+
+__all__ = ["MODULES", "Reference", "reference"]
+
+MODULES = {
+    "softmax": softmax,
+    "log_softmax": log_softmax,
+    "online_softmax_stats": online_softmax,
+    "rmsnorm": rmsnorm,
+    "layernorm": layernorm,
+    "fused_add_rmsnorm": fused_add_rmsnorm,
+    "reduce_sum": reduce_sum,
+}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Reference outputs of one op call (arrays are read-only).
+
+    exact:      float64 approximation of the exact result; mpmath-corrected where recomputed.
+    rounded:    the exact result correctly rounded (nearest-even) into each output's dtype; e4m3fn saturates
+                as verifier.ulp.round_to. float64 outputs: equal to ``exact`` and NOT certified unless
+                reference(..., certify_float64=True); their error is at most ``bound``.
+    recomputed: how many elements needed mpmath.
+    bound:      absolute bound on |exact - true| per element (0 where exact; u|exact| after mpmath).
+    dtypes:     the dtype each output was rounded to.
+    """
+
+    exact: dict
+    rounded: dict
+    recomputed: int
+    bound: dict
+    dtypes: dict
+
+
+def _check_inputs(op, inputs: dict) -> tuple[int, int]:
+    missing = [t for t in op.inputs if t not in inputs]
+    if missing:
+        raise UsageError(f"{op.name} reference: missing input(s) {missing}",
+                         fix=f"pass all of {list(op.inputs)} as numpy arrays")
+    x = np.asarray(inputs["x"])
+    if x.ndim != 2 or x.shape[1] < 1:
+        raise UsageError(f"{op.name} reference: x must have shape (M, N) with N >= 1, got {x.shape}",
+                         fix="reshape the input to rows: x.reshape(-1, N)")
+    M, N = x.shape
+    for t in op.inputs:
+        a = np.asarray(inputs[t])
+        want = op.shape_of(t, M, N)
+        if a.shape != want:
+            raise UsageError(f"{op.name} reference: input {t!r} has shape {a.shape}, expected {want}",
+                             fix=f"pass {t} with shape {want}")
+        _dt.canonical(a.dtype)  # raises on an unsupported dtype
+    return M, N
+
+
+def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
+              residual_dtype=None, certify_float64: bool = False) -> Reference:
+    """Certified reference outputs of ``op`` on ``inputs`` (numpy arrays in the kernel's input dtype).
+
+    params: merged over the op's defaults (verifier.ops.OPS); unknown names are an error. eps is taken as
+    the float64 value given (a kernel that adds the float32 1e-6f differs from it by ~1e-23 relative).
+    out_dtype: dtype of the kernel's outputs. For fused_add_rmsnorm the 'residual' output is rounded to
+    ``residual_dtype`` instead (default: the dtype of the residual input, as the kernel stores it in place).
+    Integer outputs exist only for reduce_sum of integer inputs (exact sum; must fit the dtype).
+    """
+    spec = get_op(op)
+    module = MODULES[op]
+    M, N = _check_inputs(spec, inputs)
+    params = dict(params or {})
+    unknown = set(params) - set(spec.params)
+    if unknown:
+        raise UsageError(f"{op} reference: unknown param(s) {sorted(unknown)}",
+                         fix=f"{op} takes {sorted(spec.params) or 'no params'}")
+    params = {**spec.params, **params}
+    out = _dt.canonical(out_dtype)
+    dtypes = {k: out for k in spec.outputs}
+    if op == "fused_add_rmsnorm":
+        dtypes["residual"] = _dt.canonical(residual_dtype if residual_dtype is not None
+                                           else np.asarray(inputs["residual"]).dtype)
+    if out in _dt.INT_DTYPES:
+        return _int_reference(op, inputs, out, dtypes)
+    for k, d in dtypes.items():
+        if d in _dt.INT_DTYPES:
+            raise UsageError(f"{op} reference: output {k!r} cannot be {d}", fix="use a float dtype")
+
+    values, bounds = module.float64(inputs, params)
+    exact, rounded, bound, n = certify(module, inputs, params, values, bounds, dtypes, certify_float64)
+    return _freeze(exact, rounded, n, bound, dtypes)
+
+
+def _int_reference(op, inputs, out, dtypes) -> Reference:
+    if op != "reduce_sum" or not reduce_sum.is_int(inputs):
+        raise UsageError(f"{op} reference: integer output dtype {out} needs reduce_sum of integer inputs",
+                         fix="use a float output dtype")
+    s = reduce_sum.exact_int(inputs)
+    info = np.iinfo(_dt.numpy_dtype(out))
+    if s.size and (s.min() < info.min or s.max() > info.max):
+        raise UsageError(f"reduce_sum reference: the exact sums range over [{s.min()}, {s.max()}], outside {out}",
+                         fix=f"use smaller inputs or a wider output dtype than {out}")
+    values, bounds = reduce_sum.float64(inputs, {})
+    return _freeze(values, {"y": s.astype(_dt.numpy_dtype(out))}, 0, bounds, dtypes)
+
+
+def _freeze(exact, rounded, n, bound, dtypes) -> Reference:
+    for d in (exact, rounded, bound):
+        for a in d.values():
+            a.flags.writeable = False
+    return Reference(exact=exact, rounded=rounded, recomputed=int(n), bound=bound, dtypes=dict(dtypes))

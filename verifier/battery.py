@@ -1,0 +1,504 @@
+"""The check battery: the one place that decides whether a kernel is right.
+
+For each kernel, in order (a kernel's battery stops only where continuing is meaningless):
+build → resources → refusal → value / invariant / nan-inf / unwritten / out-of-range-write (every catalogue
+case and Hypothesis-drawn shapes) → determinism → sanitizer (verifier.sanitizer, when present).
+
+Every input is a fresh random draw from a seed derived from (base seed, kernel, dtype, case); a finding
+records the base seed and case name, and its repro line re-runs exactly that case.
+"""
+from __future__ import annotations
+
+import shlex
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from verifier import inputs as _inputs
+from verifier.errors import BuildError, ToolMissing, Unsupported, VerifierError
+from verifier.findings import CHECK_CLASSES, Finding
+from verifier.harness import execute
+from verifier.ops import get_op
+from verifier.spec import CudaKernel, Dtypes, KernelSpec, TritonKernel
+
+BUDGETS = {
+    # hypothesis examples per dtype, determinism repeats
+    "quick": {"hypothesis": 0, "repeats": 2},
+    "ci": {"hypothesis": 12, "repeats": 3},
+    "thorough": {"hypothesis": 60, "repeats": 5},
+}
+# Row lengths probed by the refusal check: edges of warps, vectors, register classes and vocab rows.
+PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 4097, 8192, 8193,
+           16384, 16385, 65536, 65537, 152064, 262144)
+CPU_BUILD_ARCHES = ("sm_80", "sm_90")
+PASS, FAIL = "pass", "FAIL"
+
+
+def skipped(reason: str) -> str:
+    return f"skipped({reason})"
+
+
+@dataclass
+class KernelReport:
+    spec: KernelSpec
+    device: str
+    findings: list = field(default_factory=list)
+    # cells[(dtype_tag, check)] = 'pass' | 'FAIL' | 'skipped(reason)'
+    cells: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)  # info lines: refused cases, resources, timings
+    seconds: float = 0.0
+    error: Optional[str] = None  # internal error while checking (verdict 'error')
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "error"
+        if any(f.severity == "error" for f in self.findings):
+            return "fail"
+        if self.cells and all(v.startswith("skipped") for v in self.cells.values()):
+            return "skipped"
+        return "pass"
+
+    def mark(self, tag: str, check: str, value: str):
+        old = self.cells.get((tag, check))
+        if old == FAIL:
+            return
+        if value == FAIL or old is None or old.startswith("skipped"):
+            self.cells[(tag, check)] = value
+
+    def add(self, finding: Finding):
+        self.findings.append(finding)
+        self.mark(finding.dtype or "*", finding.check, FAIL)
+
+
+@dataclass(frozen=True)
+class Options:
+    budget: str = "ci"
+    seed: int = 0
+    device: str = "cpu"  # resolved: 'cpu' or 'cuda'
+    case: Optional[str] = None  # only this catalogue case (repro)
+    dtype: Optional[str] = None  # only this dtype tag (repro)
+    sanitize: bool = False
+    triton_mode: Optional[str] = None
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("cpu", "cuda", "auto"):
+        from verifier.errors import UsageError
+
+        raise UsageError(f"unknown device {device!r}", fix="use cpu, cuda or auto")
+    if device == "cpu":
+        return "cpu"
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except Exception:
+        has_gpu = False
+    if device == "cuda" and not has_gpu:
+        raise ToolMissing("--device cuda asked for, but torch sees no CUDA GPU", fix="use --device auto or cpu")
+    return "cuda" if has_gpu else "cpu"
+
+
+def _is_cuda_fault(e: BaseException) -> bool:
+    text = f"{type(e).__module__}.{type(e).__name__}: {e}"
+    return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
+
+
+def derived_seed(seed: int, *parts) -> int:
+    return zlib.crc32(":".join(map(str, (seed,) + parts)).encode()) & 0x7FFFFFFF
+
+
+def _runner(spec: KernelSpec) -> Callable:
+    if spec.kind == "cuda":
+        from verifier.runners.cuda import run_cuda
+
+        return run_cuda
+    if spec.kind == "triton":
+        from verifier.runners.triton import run_triton
+
+        return run_triton
+    from verifier.runners.callable import run_callable
+
+    return run_callable
+
+
+def _repro(spec: KernelSpec, opts: Options, tag: str = "", case: str = "", device: Optional[str] = None) -> str:
+    parts = ["verifier", "check", spec.origin or "<spec.py>", "--kernel", spec.name]
+    if tag:
+        parts += ["--dtype", tag]
+    if case:
+        parts += ["--case", case]
+    parts += ["--seed", str(opts.seed), "--device", device or opts.device]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def runnable_reason(spec: KernelSpec, device: str) -> Optional[str]:
+    """Why this kernel's launches cannot run on ``device`` (None if they can)."""
+    if spec.kind == "cuda" and device != "cuda":
+        return "no CUDA GPU: CUDA kernels are built and resource-checked only"
+    if spec.kind == "callable" and spec.device not in ("any", device):
+        return f"callable declared for {spec.device}, device is {device}"
+    if spec.kind == "triton":
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return "triton is not installed (pip install 'kernel-verifier[triton]')"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[str], None]] = None) -> KernelReport:
+    report = KernelReport(spec=spec, device=opts.device)
+    t0 = time.monotonic()
+    tags = [d for d in spec.dtypes if opts.dtype in (None, d.tag)]
+    if not tags:
+        from verifier.errors import UsageError
+
+        raise UsageError(
+            f"kernel {spec.name} declares no dtype {opts.dtype!r}",
+            fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
+        )
+    say = progress or (lambda s: None)
+    try:
+        say(f"{spec.name}: build")
+        if not _build_and_resources(spec, opts, report, tags):
+            return report
+        why = runnable_reason(spec, opts.device)
+        if why:
+            for dt in tags:
+                for check in ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism"):
+                    report.mark(dt.tag, check, skipped(why))
+            report.notes.append(f"not run: {why}")
+            return report
+        run = _runner(spec)
+        for dt in tags:
+            if opts.case is None:
+                say(f"{spec.name} [{dt.tag}]: refusal")
+                _check_refusal(spec, run, dt, opts, report)
+            say(f"{spec.name} [{dt.tag}]: values")
+            _check_values(spec, run, dt, opts, report, say)
+            if opts.case is None:
+                say(f"{spec.name} [{dt.tag}]: determinism")
+                _check_determinism(spec, run, dt, opts, report)
+        if spec.kind == "triton" and opts.device == "cuda":
+            _triton_resources(spec, opts, report, tags)
+        if opts.sanitize:
+            from verifier.sanitizer import battery_hook
+
+            battery_hook(spec, opts, report, tags)
+    except VerifierError as e:
+        report.error = f"{type(e).__name__}: {e}"
+    except Exception as e:
+        if not _is_cuda_fault(e):
+            raise
+        # The CUDA context is now unusable: record the crash and stop this kernel's battery.
+        report.add(Finding("crash", f"kernel fault: {e}", kernel=spec.name, repro=_repro(spec, opts)))
+    finally:
+        report.seconds = time.monotonic() - t0
+    return report
+
+
+# --- build and resources ---------------------------------------------------------------------
+def _entries(spec: CudaKernel, dts) -> set:
+    from verifier.runners.cuda import launches_for
+
+    entries = set()
+    for dt in dts:
+        for N in PROBE_N:
+            if spec.check_supported(4, N, dt) is None:
+                entries.update(l.entry for l in launches_for(spec, 4, N, dt, spec.op_params()))
+    return entries
+
+
+def _build_and_resources(spec, opts, report, dts) -> bool:
+    if spec.kind != "cuda":
+        for dt in dts:
+            report.mark(dt.tag, "build", skipped("not a CUDA source"))
+            if not (spec.kind == "triton" and opts.device == "cuda"):
+                report.mark(dt.tag, "resources", skipped("compiled-kernel facts need a GPU" if spec.kind == "triton" else "Python callable"))
+        return True
+    from verifier.build import compile_cubin
+
+    if opts.device == "cuda":
+        from verifier.runners.cuda import device_arch
+
+        arches = (device_arch(),)
+    else:
+        arches = CPU_BUILD_ARCHES
+    entries = _entries(spec, dts)
+    for arch in arches:
+        try:
+            res = compile_cubin(spec.source_path(), arch=arch, flags=tuple(spec.extra_flags))
+        except ToolMissing as e:
+            for dt in dts:
+                report.mark(dt.tag, "build", skipped(str(e.message)))
+            report.notes.append(f"build skipped: {e.message}")
+            return False
+        except BuildError as e:
+            report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=_repro(spec, opts)))
+            return False
+        missing = sorted(e for e in entries if e not in res.resources)
+        for e in missing:
+            report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
+                               kernel=spec.name, repro=_repro(spec, opts)))
+        _check_resources(spec, opts, report, dts, arch, {e: res.resources[e] for e in entries if e in res.resources})
+    for dt in dts:
+        report.mark(dt.tag, "build", PASS)
+    return not missing
+
+
+def _check_resources(spec, opts, report, dts, arch, resources: dict):
+    from verifier.ptxas import check_expectations
+
+    for entry, r in sorted(resources.items()):
+        problems = check_expectations(r, spec.expectations)
+        report.notes.append(f"[{arch}] {entry}: {r.registers} registers, {r.spill_bytes} spill bytes, "
+                            f"{r.stack_bytes} stack bytes, {r.smem_bytes} smem bytes")
+        for p in problems:
+            report.add(Finding("resources", f"[{arch}] {entry}: {p}", kernel=spec.name, repro=_repro(spec, opts),
+                               score=1.0))
+    for dt in dts:
+        report.mark(dt.tag, "resources", PASS)
+
+
+def _triton_resources(spec, opts, report, dts):
+    from verifier.ptxas import check_expectations
+    from verifier.runners.triton import compiled_resources
+
+    try:
+        resources = compiled_resources(spec)
+    except VerifierError as e:
+        for dt in dts:
+            report.mark(dt.tag, "resources", skipped(e.message))
+        return
+    for entry, r in sorted(resources.items()):
+        report.notes.append(f"{entry}: {r.registers} registers, {r.spill_bytes} spill bytes, "
+                            f"{r.smem_bytes} smem bytes")
+        for p in check_expectations(r, spec.expectations):
+            report.add(Finding("resources", f"{entry}: {p}", kernel=spec.name, repro=_repro(spec, opts)))
+    for dt in dts:
+        report.mark(dt.tag, "resources", PASS)
+
+
+# --- refusal ---------------------------------------------------------------------------------
+def _random_inputs(spec, dt, M, N, rng):
+    return _inputs.random_inputs(rng, get_op(spec.op), dt, M, N)
+
+
+def _check_refusal(spec, run, dt, opts, report):
+    op_params = spec.op_params()
+    probes = [(0, 32)] + [(1, n) for n in PROBE_N]
+    for M, N in probes:
+        reason = spec.check_supported(M, N, dt)
+        if reason is None:
+            continue  # supported shapes are exercised by the value checks (boundary case included)
+        rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "refusal", N))
+        xs = _random_inputs(spec, dt, max(M, 1), N, rng)
+        if M == 0:
+            xs = {k: (v[:0] if v.ndim == 2 else v) for k, v in xs.items()}
+        try:
+            execute(run, spec, xs, dt, op_params, opts.device, check_poison=False)
+        except Unsupported:
+            continue
+        except Exception as e:
+            report.add(Finding("refusal", f"M={M}, N={N} is outside supports ({reason}) but the kernel raised "
+                               f"{type(e).__name__}: {e} instead of a clear refusal", kernel=spec.name, dtype=dt.tag,
+                               shape=(M, N), seed=opts.seed, repro=_repro(spec, opts, dt.tag)))
+            continue
+        report.add(Finding("refusal", f"M={M}, N={N} is outside supports ({reason}) but the kernel ran without "
+                           "refusing", kernel=spec.name, dtype=dt.tag, shape=(M, N), seed=opts.seed,
+                           repro=_repro(spec, opts, dt.tag)))
+    report.mark(dt.tag, "refusal", PASS)
+
+
+# --- values, invariants, poison, guards -------------------------------------------------------
+def _boundary_case(spec, dt):
+    """The longest supported probe row: where 'silently not processed' defects live."""
+    supported = [n for n in PROBE_N if spec.check_supported(2, n, dt) is None]
+    if not supported:
+        return None
+    n = max(supported)
+    return _inputs.Case(name=f"boundary_n{n}", exposes="longest supported row: silently skipped tails",
+                        M=2, N=n, make=_inputs.random_case_maker())
+
+
+def cases_for(spec, dt, budget) -> list:
+    cases = list(_inputs.catalogue(spec.op, dtypes=dt, budget=budget))
+    b = _boundary_case(spec, dt)
+    if b is not None and all(c.name != b.name for c in cases):
+        cases.append(b)
+    return cases
+
+
+def _check_values(spec, run, dt, opts, report, say):
+    cases = cases_for(spec, dt, opts.budget)
+    if opts.case is not None:
+        cases = [c for c in cases if c.name == opts.case]
+        if not cases:
+            from verifier.errors import UsageError
+
+            raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op}",
+                             fix="take the case name from the finding's repro line or `verifier cases " + spec.op + "`")
+    ran = 0
+    for case in cases:
+        reason = spec.check_supported(case.M, case.N, dt)
+        if reason is not None:
+            report.notes.append(f"[{dt.tag}] case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
+            continue
+        rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, case.name))
+        xs = case.make(rng, dt, spec.op, spec.op_params())
+        _one_run(spec, run, dt, opts, report, xs, case.name, _repro(spec, opts, dt.tag, case.name))
+        ran += 1
+    if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
+        ran += _hypothesis_values(spec, run, dt, opts, report)
+    checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+    for check in checks:
+        report.mark(dt.tag, check, PASS if ran else skipped("every case refused by supports"))
+
+
+def evaluate(spec, run, dt, opts, xs) -> tuple:
+    """Run once and judge: returns (outcome, comparison, violations)."""
+    from references import reference
+    from verifier import invariants as _inv
+    from verifier import tolerance as _tol
+    from verifier.compare import compare
+
+    params = spec.op_params()
+    outcome = execute(run, spec, xs, dt, params, opts.device)
+    ref = reference(spec.op, xs, params, dt.output)
+    budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance)
+    comparison = compare(outcome.outputs, ref, budget, dt.output)
+    violations = _inv.check(spec.op, xs, outcome.outputs, dt, params)
+    return outcome, comparison, violations
+
+
+def _one_run(spec, run, dt, opts, report, xs, case_name, repro) -> bool:
+    from verifier.invariants import violations_to_findings
+
+    shape = tuple(xs["x"].shape)
+    ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
+    try:
+        outcome, comparison, violations = evaluate(spec, run, dt, opts, xs)
+    except Unsupported as e:
+        report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
+        return False
+    ok = True
+    for name, mask in outcome.unwritten.items():
+        idx = np.argwhere(mask)
+        report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
+                           f"(still poisoned), first at index {tuple(int(i) for i in idx[0])}", score=float(len(idx)), **ctx))
+        ok = False
+    for name, hits in outcome.guard_hits.items():
+        desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
+                         for side, d in hits[:4])
+        report.add(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=1e6, **ctx))
+        ok = False
+    for f in comparison.findings(**ctx):
+        report.add(f)
+        ok = False
+    for f in violations_to_findings(violations, **ctx):
+        report.add(f)
+        ok = False
+    return ok
+
+
+def _hypothesis_values(spec, run, dt, opts, report) -> int:
+    """Hypothesis-drawn shapes with random values; a failure is shrunk to the smallest shape first."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
+
+    n = BUDGETS[opts.budget]["hypothesis"]
+    max_cols = 8192 if opts.device == "cpu" else 16384
+    failing: list = []
+    ran = [0]
+
+    @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
+    @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
+    @given(shape=_inputs.shapes(max_rows=16, max_cols=max_cols), data_seed=st.integers(0, 2**31 - 1))
+    def prop(shape, data_seed):
+        M, N = shape
+        if spec.check_supported(M, N, dt) is not None:
+            return
+        ran[0] += 1
+        rng = np.random.default_rng(data_seed)
+        xs = _random_inputs(spec, dt, M, N, rng)
+        probe = KernelReport(spec=spec, device=opts.device)
+        case = f"hypothesis:{M}x{N}:rng{data_seed}"
+        if not _one_run(spec, run, dt, opts, probe, xs, case, _repro(spec, opts, dt.tag) + f"  # shape {M}x{N}"):
+            failing[:] = [probe.findings]
+            raise AssertionError(case)
+
+    try:
+        prop()
+    except AssertionError:
+        for f in failing[0]:
+            report.add(f)
+    return ran[0]
+
+
+# --- determinism ---------------------------------------------------------------------------------
+def _check_determinism(spec, run, dt, opts, report):
+    shape = next(((M, N) for M, N in ((64, 4096), (16, 1000), (8, 256), (4, 32))
+                  if spec.check_supported(M, N, dt) is None), None)
+    if shape is None:
+        report.mark(dt.tag, "determinism", skipped("no probe shape supported"))
+        return
+    M, N = shape
+    rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "determinism"))
+    xs = _random_inputs(spec, dt, M, N, rng)
+    params = spec.op_params()
+    runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
+            for _ in range(BUDGETS[opts.budget]["repeats"])]
+    ctx = dict(kernel=spec.name, dtype=dt.tag, input="determinism", shape=shape, seed=opts.seed,
+               repro=_repro(spec, opts, dt.tag))
+    for name in runs[0]:
+        first = runs[0][name]
+        for i, other in enumerate(runs[1:], start=2):
+            same = first.view(np.uint8) == other.view(np.uint8)
+            if same.all():
+                continue
+            if spec.expectations.deterministic:
+                diff = int((first.reshape(-1).view(np.uint8) != other.reshape(-1).view(np.uint8)).sum())
+                report.add(Finding("determinism", f"output {name!r}: run {i} differs bitwise from run 1 in {diff} "
+                                   "bytes, but the kernel is declared deterministic", **ctx))
+                break
+            # Declared nondeterministic: each run must still be within tolerance (checked by value runs).
+            from references import reference
+            from verifier import tolerance as _tol
+            from verifier.compare import compare
+
+            ref = reference(spec.op, xs, params, dt.output)
+            budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance)
+            cmp = compare({name: other}, ref, {name: budget[name]}, dt.output)
+            for f in cmp.findings(**ctx):
+                report.add(Finding("determinism", f"run {i} (declared nondeterministic) out of tolerance: {f.message}", **ctx))
+    report.mark(dt.tag, "determinism", PASS)
+
+
+def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = None) -> list[KernelReport]:
+    """Run the battery on every kernel. On a GPU, each kernel runs in a child process (verifier.isolate)."""
+    reports = []
+    use_child = opts.device == "cuda" if isolate is None else isolate
+    for i, spec in enumerate(specs):
+        if progress:
+            progress(f"[{i + 1}/{len(specs)}] {spec.name}")
+        if use_child and spec.kind != "callable" or (use_child and spec.device == "cuda"):
+            from verifier.isolate import check_in_child
+
+            reports.append(check_in_child(spec, opts, progress))
+        else:
+            reports.append(check_kernel(spec, opts, progress))
+    return reports
+
+
+__all__ = ["Options", "KernelReport", "check_kernel", "check_all", "resolve_device", "BUDGETS", "CHECK_CLASSES"]

@@ -1,0 +1,189 @@
+"""`verifier` command line. The library does the work; this module only wires options to it.
+
+Exit codes: 0 every kernel passed, 1 findings, 2 usage error, 3 internal error.
+The report goes to stdout (or --output); progress and the one-line summary go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+from verifier.errors import UsageError, VerifierError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default exits 2 with usage; keep 2, add the fix
+        raise UsageError(f"{self.prog}: {message}", fix=f"run `{self.prog} --help`")
+
+
+def _env(name, default=None):
+    return os.environ.get(f"VERIFIER_{name}", default)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="verifier", description="Correctness and race checking for GPU reduction kernels.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    c = sub.add_parser("check", help="run the check battery on kernels declared in spec files",
+                       description="Run the check battery. Every option can also be set as VERIFIER_<OPTION> "
+                                   "(e.g. VERIFIER_BUDGET=thorough).")
+    c.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
+    c.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
+    c.add_argument("--budget", default=_env("BUDGET", "ci"), help="quick | ci | thorough (default ci)")
+    c.add_argument("--seed", default=_env("SEED", "0"), help="base seed of every random draw (default 0)")
+    c.add_argument("--device", default=_env("DEVICE", "auto"), help="cpu | cuda | auto (default auto)")
+    c.add_argument("--format", default=_env("FORMAT", "text"), help="text | json | markdown (default text)")
+    c.add_argument("--output", default=_env("OUTPUT"), metavar="FILE", help="write the report here, not stdout")
+    c.add_argument("--dtype", default=_env("DTYPE"), metavar="TAG", help="only this dtype variant (as in repro lines)")
+    c.add_argument("--case", default=_env("CASE"), metavar="NAME", help="only this catalogue case (as in repro lines)")
+    c.add_argument("--sanitize", action="store_true", default=_env("SANITIZE") == "1",
+                   help="also run compute-sanitizer (GPU only)")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    ls = sub.add_parser("list", help="list the kernels declared in spec files")
+    ls.add_argument("paths", nargs="*", metavar="PATH")
+    ls.add_argument("--kernel", action="append", metavar="GLOB")
+
+    cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
+    cs.add_argument("op")
+    cs.add_argument("--budget", default="ci")
+    return p
+
+
+def _default_paths(paths):
+    if paths:
+        return paths
+    if os.path.isdir("kernels"):
+        return ["kernels"]
+    raise UsageError("no PATH given and no kernels/ directory here", fix="pass spec files or directories: verifier check PATH...")
+
+
+def _validate(args):
+    from verifier.battery import BUDGETS
+    from verifier.report import FORMATS
+
+    if args.budget not in BUDGETS:
+        raise UsageError(f"--budget {args.budget!r} is not a budget", fix=f"use one of {', '.join(BUDGETS)}")
+    if args.format not in FORMATS:
+        raise UsageError(f"--format {args.format!r} is not a format", fix=f"use one of {', '.join(FORMATS)}")
+    try:
+        args.seed = int(args.seed)
+    except ValueError:
+        raise UsageError(f"--seed {args.seed!r} is not an integer", fix="pass a whole number, e.g. --seed 0") from None
+
+
+class _Progress:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str):
+        if not self.enabled:
+            return
+        if msg.startswith("["):
+            self.done = int(msg[1:msg.index("/")]) - 1
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {time.monotonic() - self.t0:5.0f}s {msg}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line[:160])
+        elif msg.startswith("["):
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled and self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def cmd_check(args) -> int:
+    from verifier import registry
+    from verifier.battery import Options, check_all, resolve_device
+    from verifier.environment import environment
+    from verifier.report import render
+    from verifier.report.model import Result
+
+    _validate(args)
+    specs = registry.load(_default_paths(args.paths), args.kernel or (_env("KERNEL").split(",") if _env("KERNEL") else None))
+    device = resolve_device(args.device)
+    opts = Options(budget=args.budget, seed=args.seed, device=device, case=args.case, dtype=args.dtype,
+                   sanitize=args.sanitize)
+    progress = _Progress(len(specs), enabled=not args.no_progress)
+    if device == "cpu":
+        sys.stderr.write("verifier: no CUDA GPU; running on the CPU: Triton kernels in the interpreter, callables on "
+                         "CPU tensors, CUDA kernels built and resource-checked only (their launches are skipped).\n")
+    try:
+        reports = check_all(specs, opts, progress=progress)
+    finally:
+        progress.close()
+    result = Result(reports=reports, environment=environment(),
+                    options={"budget": opts.budget, "seed": opts.seed, "device": opts.device})
+    text = render(result, args.format)
+    if args.output:
+        try:
+            with open(args.output, "w") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write --output {args.output}: {e.strerror}", fix="choose a writable path") from None
+    else:
+        sys.stdout.write(text)
+    s = result.summary()
+    sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass, {s['fail']} fail, {s['error']} error, "
+                     f"{s['skipped']} skipped, {s['findings']} findings\n")
+    return result.exit_code()
+
+
+def cmd_list(args) -> int:
+    from verifier import registry
+
+    for k in registry.load(_default_paths(args.paths), args.kernel):
+        print(f"{k.name:40s} {k.kind:8s} {k.op:18s} {','.join(d.tag for d in k.dtypes):30s} {k.math_mode}")
+    return 0
+
+
+def cmd_cases(args) -> int:
+    from verifier import inputs
+    from verifier.ops import get_op
+
+    get_op(args.op)
+    for c in inputs.catalogue(args.op, budget=args.budget):
+        print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        return {"check": cmd_check, "list": cmd_list, "cases": cmd_cases}[args.command](args)
+    except UsageError as e:
+        sys.stderr.write(f"verifier: error: {e}\n")
+        return EXIT_USAGE
+    except VerifierError as e:
+        sys.stderr.write(f"verifier: {type(e).__name__}: {e}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("verifier: interrupted\n")
+        return 130
+    except Exception as e:  # a bug in the verifier, not in the user's input
+        if os.environ.get("VERIFIER_DEBUG"):
+            traceback.print_exc()
+        sys.stderr.write(f"verifier: internal error: {type(e).__name__}: {e}\n"
+                         "  this is a bug in kernel-verifier; rerun with VERIFIER_DEBUG=1 for the traceback\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Facts about where a check ran: GPU, driver, CUDA, library versions, git commit."""
+from __future__ import annotations
+
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+
+def _version(mod: str):
+    try:
+        m = __import__(mod)
+        return getattr(m, "__version__", "unknown")
+    except Exception:
+        return None
+
+
+def _git_commit(cwd=None):
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                             cwd=cwd or Path.cwd(), timeout=5)
+        if out.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=cwd or Path.cwd(), timeout=5).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except Exception:
+        return None
+
+
+@lru_cache(maxsize=1)
+def environment() -> dict:
+    env = {"gpu": None, "driver": None, "cuda": None, "torch": _version("torch"), "triton": _version("triton"),
+           "cupy": _version("cupy"), "nvcc": None, "commit": _git_commit()}
+    try:
+        import torch
+
+        env["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            env["gpu"] = torch.cuda.get_device_name(0)
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10)
+            env["driver"] = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    except Exception:
+        pass
+    try:
+        from verifier.build import nvcc_version
+
+        env["nvcc"] = nvcc_version()
+    except Exception:
+        pass
+    return env

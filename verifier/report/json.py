@@ -1,0 +1,44 @@
+"""JSON report. Schema (stable; bump ``schema`` on any incompatible change):
+
+    {"schema": 1,
+     "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|fail|error|skipped", "source",
+                  "checks": {tag: {check: "pass|FAIL|skipped(reason)"}}, "seconds", "error",
+                  "findings": [{"check", "severity", "input", "shape", "dtype", "message", "seed", "repro",
+                                "file", "line"}]}],
+     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings"},
+     "environment": {"gpu", "driver", "cuda", "torch", "triton", "cupy", "nvcc", "commit"},
+     "options": {...}}
+"""
+from __future__ import annotations
+
+import json as _json
+
+from verifier.report.model import sorted_findings
+
+_FINDING_KEYS = ("check", "severity", "input", "shape", "dtype", "message", "seed", "repro", "file", "line")
+
+
+def to_dict(result) -> dict:
+    kernels = []
+    for r in result.reports:
+        checks: dict = {}
+        for (tag, check), v in sorted(r.cells.items()):
+            checks.setdefault(tag, {})[check] = v
+        kernels.append({
+            "name": r.spec.name,
+            "op": r.spec.op,
+            "kind": r.spec.kind,
+            "dtypes": [d.tag for d in r.spec.dtypes],
+            "verdict": r.verdict,
+            "source": r.spec.origin,
+            "checks": checks,
+            "seconds": round(r.seconds, 3),
+            "error": r.error,
+            "findings": [{k: f.to_dict()[k] for k in _FINDING_KEYS} for f in sorted_findings(r.findings)],
+        })
+    return {"schema": 1, "kernels": kernels, "summary": result.summary(), "environment": result.environment,
+            "options": result.options}
+
+
+def render(result) -> str:
+    return _json.dumps(to_dict(result), indent=2, default=str) + "\n"

@@ -1,0 +1,53 @@
+"""Text report: a verdict table (one row per kernel and dtype, one column per check class), then findings."""
+from __future__ import annotations
+
+from verifier.report.model import cell, columns, rows, sorted_findings
+
+_SHORT = {"out-of-range-write": "oob-write", "determinism": "determ", "resources": "resource"}
+MAX_FINDINGS_PER_KERNEL = 8
+
+
+def _fmt_cell(v: str, reasons: list) -> str:
+    if v.startswith("skipped("):
+        reason = v[len("skipped("):-1]
+        if reason not in reasons:
+            reasons.append(reason)
+        return f"skip[{reasons.index(reason) + 1}]"
+    return v
+
+
+def render(result) -> str:
+    cols = columns(result.reports)
+    reasons: list = []
+    table = [["kernel", "dtype"] + [_SHORT.get(c, c) for c in cols] + ["verdict"]]
+    for r in result.reports:
+        for tag in rows(r):
+            table.append([r.spec.name, tag] + [_fmt_cell(cell(r, tag, c), reasons) for c in cols] + [r.verdict])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for i, reason in enumerate(reasons, 1):
+        lines.append(f"  skip[{i}]: {reason}")
+    s = result.summary()
+    lines.append("")
+    lines.append(f"{s['kernels']} kernels: {s['pass']} pass, {s['fail']} fail, {s['error']} error, "
+                 f"{s['skipped']} skipped; {s['findings']} findings")
+    env = result.environment
+    lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items() if v))
+    for r in result.reports:
+        if r.error:
+            lines += ["", f"== {r.spec.name}: internal error", f"  {r.error}"]
+        fs = sorted_findings(r.findings)
+        if not fs:
+            continue
+        lines += ["", f"== {r.spec.name} ({r.spec.kind}, {r.spec.op}): {len(fs)} finding(s), worst first"]
+        for f in fs[:MAX_FINDINGS_PER_KERNEL]:
+            where = ", ".join(x for x in (f.dtype, f.input, f"shape {tuple(f.shape)}" if f.shape else "") if x)
+            loc = f" at {f.file}:{f.line}" if f.file else ""
+            lines.append(f"- [{f.check}] {where}{loc}")
+            lines += [f"    {m}" for m in f.message.splitlines()]
+            if f.repro:
+                lines.append(f"    repro: {f.repro}")
+        if len(fs) > MAX_FINDINGS_PER_KERNEL:
+            lines.append(f"  ... {len(fs) - MAX_FINDINGS_PER_KERNEL} more (use --format json for all)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""Runner for CudaKernel: nvcc → cubin (cached) → CuPy launch on torch CUDA tensors, no copies.
+
+Pointers go to the kernel as 64-bit integers (``np.uint64(t.data_ptr())``), so bf16/fp8 tensors need no
+dtype support from CuPy. Launches go on torch's current stream; after every launch the device is
+synchronized and errors are raised with the launch that caused them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier.errors import SpecError, ToolMissing, Unsupported
+from verifier.spec import Launch, Scalar
+
+_MODULES: dict[str, object] = {}
+
+
+def device_arch() -> str:
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise ToolMissing(
+            "CuPy is not installed: CUDA kernels are launched through CuPy",
+            fix="pip install 'kernel-verifier[gpu]' (cupy-cuda12x), or cupy-cuda13x on CUDA 13 drivers",
+        ) from None
+    return cupy
+
+
+def build(spec, arch: str):
+    from verifier.build import compile_cubin
+
+    return compile_cubin(spec.source_path(), arch=arch, flags=tuple(spec.extra_flags))
+
+
+def _module(cubin_path: str):
+    cp = _cupy()
+    mod = _MODULES.get(cubin_path)
+    if mod is None:
+        mod = cp.RawModule(path=cubin_path)
+        _MODULES[cubin_path] = mod
+    return mod
+
+
+def _scalar(kind: str, value):
+    try:
+        return {"int32": np.int32, "int64": np.int64, "float32": np.float32, "uint32": np.uint32}[kind](value)
+    except KeyError:
+        raise SpecError(f"Scalar kind {kind!r} is not supported", fix="use int32, int64, uint32 or float32") from None
+
+
+def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
+    launches = spec.launches(M, N, dt, params)
+    if not launches or not all(isinstance(l, Launch) for l in launches):
+        raise SpecError(
+            f"kernel {spec.name}: launches(M, N, dtypes, params) must return a non-empty list of Launch",
+            fix="return [Launch(entry=..., grid=..., block=..., args=...)]",
+        )
+    return launches
+
+
+def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None) -> None:
+    import torch
+
+    if device != "cuda":
+        raise ToolMissing(f"{spec.name} is a CUDA kernel and needs a CUDA GPU; device is {device}")
+    x = inputs["x"]
+    M, N = x.shape[0], x.shape[-1]
+    reason = spec.check_supported(M, N, dt)
+    if reason:
+        raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
+    result = build(spec, arch or device_arch())
+    mod = _module(str(result.cubin))
+    cp = _cupy()
+    tensors = {**inputs, **outputs}
+    tmp: dict[str, torch.Tensor] = {}
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    for launch in launches_for(spec, M, N, dt, params):
+        args = []
+        for a in launch.args:
+            if isinstance(a, Scalar):
+                args.append(_scalar(a.kind, a.value))
+            elif a == "M":
+                args.append(np.int32(M))
+            elif a == "N":
+                args.append(np.int32(N))
+            elif a == "eps":
+                args.append(np.float32(params["eps"]))
+            elif isinstance(a, str) and a.startswith("tmp:"):
+                args.append(np.uint64(_tmp(tmp, a, M, N).data_ptr()))
+            elif isinstance(a, str) and a in tensors:
+                args.append(np.uint64(tensors[a].data_ptr()))
+            else:
+                raise SpecError(
+                    f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
+                    fix=f"use tensor names {sorted(tensors)}, 'M', 'N', 'eps', 'tmp:<name>:<count>:<dtype>' or Scalar",
+                )
+        try:
+            fn = mod.get_function(launch.entry)
+        except Exception as e:
+            raise SpecError(
+                f"kernel {spec.name}: entry {launch.entry!r} not found in {spec.source}: {e}",
+                fix="the entry must be an extern \"C\" __global__ function of that name",
+            ) from None
+        if launch.smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = launch.smem
+        with stream:
+            fn(tuple(launch.grid), tuple(launch.block), tuple(args), shared_mem=launch.smem)
+        # Synchronize after every launch so a fault is attributed to the launch that caused it.
+        try:
+            stream.synchronize()
+        except Exception as e:
+            raise RuntimeError(f"CUDA error after launch {launch.entry} grid={launch.grid} block={launch.block}: {e}") from e
+
+
+def _tmp(cache, spec_str: str, M: int, N: int):
+    import torch
+
+    from verifier.dtypes import torch_dtype
+
+    if spec_str in cache:
+        return cache[spec_str]
+    try:
+        _, name, count, dtype = spec_str.split(":")
+        n = eval(count, {"__builtins__": {}}, {"M": M, "N": N})  # e.g. 'M', 'M*4'
+        t = torch.empty(int(n), dtype=torch_dtype(dtype), device="cuda")
+    except Exception:
+        raise SpecError(
+            f"temporary buffer argument {spec_str!r} is malformed",
+            fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'",
+        ) from None
+    cache[spec_str] = t
+    return t
