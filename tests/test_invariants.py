@@ -13,7 +13,7 @@ import pytest
 
 from verifier import invariants
 from verifier.errors import UsageError
-from verifier.inputs import catalogue, rand_increasing_rows, rand_mean_gg_std, rand_normal
+from verifier.inputs import catalogue, rand_increasing_rows, rand_mean_gg_std
 from verifier.spec import Dtypes, dtypes
 from verifier.ulp import round_to
 

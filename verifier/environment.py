@@ -6,12 +6,16 @@ from functools import lru_cache
 from pathlib import Path
 
 
-def _version(mod: str):
-    try:
-        m = __import__(mod)
-        return getattr(m, "__version__", "unknown")
-    except Exception:
-        return None
+def _version(dist: str):
+    # Read package metadata instead of importing: importing triton would fix its interpreter mode.
+    from importlib import metadata
+
+    for name in (dist, f"{dist}-cuda13x", f"{dist}-cuda12x"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def _git_commit(cwd=None):

@@ -238,7 +238,7 @@ def _check_softmax(x, y, c: _Ctx) -> list[Violation]:
 
 
 def _check_log_softmax(x, y, c: _Ctx) -> list[Violation]:
-    live, ok0 = _softmax_rows(x, y)
+    live, _ = _softmax_rows(x, y)
     # -inf is the correct log-probability of a masked element; everything else must be finite.
     fin_where = np.where(x == -np.inf, 0.0, y)
     out = _finite_violation("log_softmax.finite", live, fin_where)

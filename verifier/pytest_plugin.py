@@ -62,6 +62,7 @@ def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = _validated(config)
+    _activate_triton()
     try:
         from hypothesis import settings
 
@@ -70,6 +71,18 @@ def pytest_configure(config):
         settings.register_profile("verifier-thorough", max_examples=200, deadline=None)
     except ImportError:  # hypothesis is a dependency; be lenient for users running a bare pytest
         pass
+
+
+def _activate_triton():
+    """Commit the process to compiled or interpreted Triton before any test module imports triton:
+    importing triton fixes the mode of its own tl.sum / tl.max (see verifier/runners/triton.py)."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    from verifier.runners.triton import activate
+
+    activate(os.environ.get("VERIFIER_TRITON_MODE") or None)
 
 
 @pytest.fixture(scope="session")

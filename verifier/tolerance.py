@@ -132,6 +132,11 @@ def _build_table() -> dict[tuple[str, str, str, str], dict[str, Tol]]:
         for out, acc, mode in combos:
             intr = INTRINSICS[(acc, mode)]
             table[(op, out, acc, mode)] = {t: Tol(b, k, intr) for t, (b, k) in recipe.items()}
+    # Sums accumulated in a 16-bit float (half2 / bf162 arithmetic; fp8 inputs summed in f16): the same
+    # any-order sum bound, with u of the accumulation dtype. Only reduce_sum has such kernels.
+    for acc in ("float16", "bfloat16"):
+        for mode in MATH_MODES:
+            table[("reduce_sum", acc, acc, mode)] = {"y": Tol(1.0, "sum", _F32[mode])}
     # Integer sums (int8 or int32 in, int32 out, int32 accumulation) are exact in any mode.
     for mode in MATH_MODES:
         table[("reduce_sum", "int32", "int32", mode)] = {"y": Tol(0.0, "exact", _F32[mode])}

@@ -4,7 +4,7 @@ math_mode 'triton_approx': Triton lowers fp32 exp to ex2.approx (after a multipl
 fp32 '/' to div.full.f32 and rsqrt to rsqrt.approx, so these kernels are held to the
 approximate-math tolerance column, not the correctly rounded one.
 """
-from verifier.spec import Expectations, TritonKernel, dtypes
+from verifier.spec import Expectations, TritonKernel, dtypes, register_resident
 
 IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
 ONE_BLOCK_MAX_N = 65536  # keep equal to MAX_N in the one-block modules
@@ -21,6 +21,9 @@ def _one_block(alternative=None):
 
 
 # Each row is reduced by one program in a fixed order: same input, same bits.
+# Resources measured on an H200 (triton 3.6): the one-block kernels use no local memory up to
+# N = 8192 but spill at N = 65536 (104 to 3504 local bytes), so they promise nothing about spills;
+# the online softmax's tile is capped at 4096 columns and used 0 local bytes at every N tried.
 _DET = Expectations(deterministic=True)
 
 KERNELS = [
@@ -31,7 +34,7 @@ KERNELS = [
     ),
     TritonKernel(
         name="triton-online-softmax", op="softmax", module="online_softmax.py", launcher="launch", dtypes=IO,
-        math_mode="triton_approx", expectations=_DET,
+        math_mode="triton_approx", expectations=register_resident(),
         description="one program per row, tiled over columns: running (max, sum) with rescale, then normalize",
     ),
     TritonKernel(

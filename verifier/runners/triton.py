@@ -211,10 +211,12 @@ def _check_tensors(spec, inputs, outputs, dt, device, mode):
 
 def _launch(spec, inputs, outputs, params, dt, device, mode):
     mode = triton_mode(mode)
-    M, N = _check_tensors(spec, inputs, outputs, dt, device, mode)
+    # Refuse before anything else: an unsupported shape (M = 0 included) is not a tensor error.
+    M, N = inputs["x"].shape[0], inputs["x"].shape[-1]
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
+    _check_tensors(spec, inputs, outputs, dt, device, mode)
     mod = load_module(spec, mode)
     launcher = getattr(mod, spec.launcher)
     params = {**spec.op_params(), **(params or {})}
