@@ -144,3 +144,24 @@ def test_check_output_convenience(logits):
     bad = check_output("softmax", {"x": x}, (softmax32(x) * f32(1.02)).astype(bf16), dtypes("bf16"),
                        context={"repro": "r"})
     assert not bad.ok and "Reproduce: r" in bad.message()
+
+
+def test_five_percent_too_large_vocab_softmax_passes_torch_defaults_but_fails_here():
+    # The README's claim, on the shape where it matters: a vocabulary row (152064 logits, as in
+    # Qwen2.5) of 0.8·randn logits. Every probability is below ~2e-4, so |actual - expected| = 0.05·p stays
+    # under torch's bf16 atol (1e-5) + rtol·p for every element: assert_close passes a softmax that is
+    # 5% too large everywhere. The verifier's per-element ULP budget (about 1 bf16 ULP here) does not.
+    import torch
+
+    from verifier.dtypes import from_numpy
+
+    rng = np.random.default_rng(7)
+    x = (0.8 * rng.standard_normal((2, 152064))).astype(bf16)
+    assert float(torch.softmax(from_numpy(x).float(), -1).max()) < 2e-4  # the regime the claim is about
+    expected = torch.softmax(from_numpy(x), dim=-1)
+    actual = (expected.float() * 1.05).to(torch.bfloat16)
+    torch.testing.assert_close(actual, expected)  # passes: atol dominates for small probabilities
+    ref, b = ref_budget(x, "bfloat16")
+    c = compare(actual, ref, b, "bfloat16")
+    assert not c.ok
+    assert c["y"].mismatched > 0.9 * c["y"].numel

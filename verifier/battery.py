@@ -1,14 +1,21 @@
 """The check battery: the one place that decides whether a kernel is right.
 
-For each kernel, in order (a kernel's battery stops only where continuing is meaningless):
+For each kernel, in order (a kernel's battery stops only where continuing is meaningless: a build
+failure, or a CUDA fault that leaves the context unusable):
 build → resources → refusal → value / invariant / nan-inf / unwritten / out-of-range-write (every catalogue
 case and Hypothesis-drawn shapes) → determinism → sanitizer (verifier.sanitizer, when present).
 
 Every input is a fresh random draw from a seed derived from (base seed, kernel, dtype, case); a finding
-records the base seed and case name, and its repro line re-runs exactly that case.
+records the base seed and case name, and its repro line re-runs exactly that case: ``--case NAME`` takes a
+catalogue case, ``hypothesis:MxN:rngS`` (a Hypothesis-drawn shape and its value seed), ``refusal`` or
+``determinism``.
+
+A Python exception raised by the kernel (callable, launcher) is a **crash** finding for that input and the
+battery goes on; a UsageError (a malformed spec found while running it) propagates: the spec must be fixed.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import time
 import zlib
@@ -18,11 +25,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier import inputs as _inputs
-from verifier.errors import BuildError, ToolMissing, Unsupported, VerifierError
+from verifier.errors import BuildError, ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import CHECK_CLASSES, Finding
-from verifier.harness import execute
-from verifier.ops import get_op
-from verifier.spec import CudaKernel, Dtypes, KernelSpec, TritonKernel
+from verifier.harness import KernelFault, execute
+from verifier.spec import CudaKernel, KernelSpec
 
 BUDGETS = {
     # hypothesis examples per dtype, determinism repeats
@@ -35,6 +41,9 @@ PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 
            16384, 16385, 65536, 65537, 152064, 262144)
 CPU_BUILD_ARCHES = ("sm_80", "sm_90")
 PASS, FAIL = "pass", "FAIL"
+RUN_CHECKS = ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism")
+PSEUDO_CASES = ("refusal", "determinism")  # --case values that run one check instead of one input
+_HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
 
 
 def skipped(reason: str) -> str:
@@ -87,12 +96,11 @@ class Options:
     dtype: Optional[str] = None  # only this dtype tag (repro)
     sanitize: bool = False
     triton_mode: Optional[str] = None
+    timeout: Optional[float] = None  # seconds per kernel in a child process (None: $VERIFIER_KERNEL_TIMEOUT or 600)
 
 
 def resolve_device(device: str) -> str:
     if device not in ("cpu", "cuda", "auto"):
-        from verifier.errors import UsageError
-
         raise UsageError(f"unknown device {device!r}", fix="use cpu, cuda or auto")
     if device == "cpu":
         return "cpu"
@@ -103,13 +111,9 @@ def resolve_device(device: str) -> str:
     except Exception:
         has_gpu = False
     if device == "cuda" and not has_gpu:
-        raise ToolMissing("--device cuda asked for, but torch sees no CUDA GPU", fix="use --device auto or cpu")
+        raise UsageError("--device cuda asked for, but torch sees no CUDA GPU",
+                         fix="use --device auto or cpu, or install a CUDA build of torch")
     return "cuda" if has_gpu else "cpu"
-
-
-def _is_cuda_fault(e: BaseException) -> bool:
-    text = f"{type(e).__module__}.{type(e).__name__}: {e}"
-    return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
 
 
 def derived_seed(seed: int, *parts) -> int:
@@ -156,13 +160,29 @@ def runnable_reason(spec: KernelSpec, device: str) -> Optional[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+def _wants(opts: Options, step: str) -> bool:
+    """Whether this run includes ``step`` ('refusal', 'values', 'determinism'): all of them, unless
+    ``--case`` narrows the run to one input (values) or one pseudo-case."""
+    if opts.case is None:
+        return True
+    if opts.case in PSEUDO_CASES:
+        return step == opts.case
+    return step == "values"
+
+
+def _crash(spec, opts, e: KernelFault, **ctx) -> Finding:
+    what = "a CUDA fault (the context is unusable; the rest of this kernel's battery was not run)" if e.cuda \
+        else "an exception"
+    ctx.setdefault("repro", _repro(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")))
+    return Finding("crash", f"the kernel raised {what}: {e}", kernel=spec.name, seed=opts.seed, **ctx)
+
+
 def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[str], None]] = None) -> KernelReport:
+    """The battery for one kernel. Progress messages are ``NAME [TAG]: STEP`` (STEP a check or a case name)."""
     report = KernelReport(spec=spec, device=opts.device)
     t0 = time.monotonic()
     tags = [d for d in spec.dtypes if opts.dtype in (None, d.tag)]
     if not tags:
-        from verifier.errors import UsageError
-
         raise UsageError(
             f"kernel {spec.name} declares no dtype {opts.dtype!r}",
             fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
@@ -175,33 +195,41 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         why = runnable_reason(spec, opts.device)
         if why:
             for dt in tags:
-                for check in ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism"):
+                for check in RUN_CHECKS:
                     report.mark(dt.tag, check, skipped(why))
             report.notes.append(f"not run: {why}")
+            if opts.sanitize:  # marks skipped(<reason>) cells; never launches anything on CPU
+                from verifier.sanitizer import battery_hook
+
+                battery_hook(spec, opts, report, tags)
             return report
+        if spec.kind == "triton" and opts.device == "cuda":
+            say(f"{spec.name}: resources")
+            _triton_resources(spec, opts, report, tags)
         run = _runner(spec)
         for dt in tags:
-            if opts.case is None:
+            if _wants(opts, "refusal"):
                 say(f"{spec.name} [{dt.tag}]: refusal")
                 _check_refusal(spec, run, dt, opts, report)
-            say(f"{spec.name} [{dt.tag}]: values")
-            _check_values(spec, run, dt, opts, report, say)
-            if opts.case is None:
+            if _wants(opts, "values"):
+                say(f"{spec.name} [{dt.tag}]: values")
+                _check_values(spec, run, dt, opts, report, say)
+            if _wants(opts, "determinism"):
                 say(f"{spec.name} [{dt.tag}]: determinism")
                 _check_determinism(spec, run, dt, opts, report)
-        if spec.kind == "triton" and opts.device == "cuda":
-            _triton_resources(spec, opts, report, tags)
         if opts.sanitize:
             from verifier.sanitizer import battery_hook
 
             battery_hook(spec, opts, report, tags)
+    except UsageError:
+        raise  # a malformed spec (or option) found while running it: exit 2, fix the spec
+    except KernelFault as e:
+        # Raised outside a per-input check (determinism, Triton resources), or a CUDA fault after which
+        # the context is unusable: record it (once) and stop this kernel's battery.
+        if not getattr(e, "reported", False):
+            report.add(_crash(spec, opts, e))
     except VerifierError as e:
         report.error = f"{type(e).__name__}: {e}"
-    except Exception as e:
-        if not _is_cuda_fault(e):
-            raise
-        # The CUDA context is now unusable: record the crash and stop this kernel's battery.
-        report.add(Finding("crash", f"kernel fault: {e}", kernel=spec.name, repro=_repro(spec, opts)))
     finally:
         report.seconds = time.monotonic() - t0
     return report
@@ -234,26 +262,34 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
         arches = (device_arch(),)
     else:
         arches = CPU_BUILD_ARCHES
-    entries = _entries(spec, dts)
-    for arch in arches:
-        try:
-            res = compile_cubin(spec.source_path(), arch=arch, flags=tuple(spec.extra_flags))
-        except ToolMissing as e:
-            for dt in dts:
-                report.mark(dt.tag, "build", skipped(str(e.message)))
-            report.notes.append(f"build skipped: {e.message}")
-            return False
-        except BuildError as e:
-            report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=_repro(spec, opts)))
-            return False
-        missing = sorted(e for e in entries if e not in res.resources)
-        for e in missing:
-            report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
-                               kernel=spec.name, repro=_repro(spec, opts)))
-        _check_resources(spec, opts, report, dts, arch, {e: res.resources[e] for e in entries if e in res.resources})
+    # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
+    groups: dict = {}
+    for dt in dts:
+        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+    ok = True
+    for defines, group in groups.items():
+        entries = _entries(spec, group)
+        for arch in arches:
+            try:
+                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+            except ToolMissing as e:
+                for dt in dts:
+                    report.mark(dt.tag, "build", skipped(str(e.message)))
+                report.notes.append(f"build skipped: {e.message}")
+                return False
+            except BuildError as e:
+                report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=_repro(spec, opts)))
+                return False
+            missing = sorted(e for e in entries if e not in res.resources)
+            for e in missing:
+                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
+                                   kernel=spec.name, repro=_repro(spec, opts)))
+            ok = ok and not missing
+            _check_resources(spec, opts, report, group, arch,
+                             {e: res.resources[e] for e in entries if e in res.resources})
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
-    return not missing
+    return ok
 
 
 def _check_resources(spec, opts, report, dts, arch, resources: dict):
@@ -318,18 +354,23 @@ def _check_refusal(spec, run, dt, opts, report):
         xs = _random_inputs(spec, dt, max(M, 1), N, rng)
         if M == 0:
             xs = {k: (v[:0] if v.ndim == 2 else v) for k, v in xs.items()}
+        ctx = dict(kernel=spec.name, dtype=dt.tag, input="refusal", shape=(M, N), seed=opts.seed,
+                   repro=_repro(spec, opts, dt.tag, "refusal"))
         try:
             execute(run, spec, xs, dt, op_params, opts.device, check_poison=False)
         except Unsupported:
             continue
-        except Exception as e:
+        except (KernelFault, VerifierError) as e:
+            if isinstance(e, UsageError):
+                raise
             report.add(Finding("refusal", f"M={M}, N={N} is outside supports ({reason}) but the kernel raised "
-                               f"{type(e).__name__}: {e} instead of a clear refusal", kernel=spec.name, dtype=dt.tag,
-                               shape=(M, N), seed=opts.seed, repro=_repro(spec, opts, dt.tag)))
+                               f"{e} instead of a clear refusal (verifier.errors.Unsupported)", **ctx))
+            if getattr(e, "cuda", False):
+                e.reported = True
+                raise
             continue
         report.add(Finding("refusal", f"M={M}, N={N} is outside supports ({reason}) but the kernel ran without "
-                           "refusing", kernel=spec.name, dtype=dt.tag, shape=(M, N), seed=opts.seed,
-                           repro=_repro(spec, opts, dt.tag)))
+                           "refusing", **ctx))
     report.mark(dt.tag, "refusal", PASS)
 
 
@@ -352,17 +393,37 @@ def cases_for(spec, dt, budget) -> list:
     return cases
 
 
-def _check_values(spec, run, dt, opts, report, say):
-    cases = cases_for(spec, dt, opts.budget)
-    if opts.case is not None:
-        cases = [c for c in cases if c.name == opts.case]
-        if not cases:
-            from verifier.errors import UsageError
+def hypothesis_case(name: str) -> Optional[_inputs.Case]:
+    """The input a Hypothesis example named ``hypothesis:MxN:rngS`` ran on (its repro), or None."""
+    m = _HYPOTHESIS_CASE.match(name)
+    if not m:
+        return None
+    M, N, data_seed = map(int, m.groups())
+    make = random_maker(M, N)
+    return _inputs.Case(name=name, exposes="a Hypothesis-drawn shape", M=M, N=N,
+                        make=lambda rng, dt, op, params: make(np.random.default_rng(data_seed), dt, op, params))
 
-            raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op}",
-                             fix="take the case name from the finding's repro line or `verifier cases " + spec.op + "`")
+
+def _selected_cases(spec, dt, opts) -> list:
+    if opts.case is None:
+        return cases_for(spec, dt, opts.budget)
+    drawn = hypothesis_case(opts.case)
+    if drawn is not None:
+        return [drawn]
+    # A case from any budget: a repro line must work whatever budget it is run with.
+    cases = [c for b in BUDGETS for c in cases_for(spec, dt, b) if c.name == opts.case][:1]
+    if not cases:
+        raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op} (kernel {spec.name})",
+                         fix=f"take the case name from the finding's repro line or `verifier cases {spec.op}`; "
+                             f"or use {', '.join(PSEUDO_CASES)} or hypothesis:MxN:rngS")
+    return cases
+
+
+def _check_values(spec, run, dt, opts, report, say):
+    cases = _selected_cases(spec, dt, opts)
     ran = 0
     for case in cases:
+        say(f"{spec.name} [{dt.tag}]: {case.name}")
         reason = spec.check_supported(case.M, case.N, dt)
         if reason is not None:
             report.notes.append(f"[{dt.tag}] case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
@@ -426,6 +487,12 @@ def _one_run(spec, run, dt, opts, report, xs, case_name, repro) -> bool:
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return False
+    except KernelFault as e:
+        report.add(_crash(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        if e.cuda:
+            e.reported = True
+            raise
+        return False
     ok = True
     for name, mask in outcome.unwritten.items():
         idx = np.argwhere(mask)
@@ -457,10 +524,16 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
     failing: list = []
     ran = [0]
 
+    # Plain integers as the first alternative: Hypothesis shrinks a one_of toward its first branch, so a
+    # failure shrinks to the smallest failing size, not just the smallest failing edge size (127 for 101).
+    rows = st.one_of(st.integers(1, 16), _inputs.rows(16))
+    cols = st.one_of(st.integers(1, max_cols), _inputs.cols(max_cols))
+
     @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
     @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
-              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
-    @given(shape=_inputs.shapes(max_rows=16, max_cols=max_cols), data_seed=st.integers(0, 2**31 - 1))
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
+              report_multiple_bugs=False)
+    @given(shape=st.tuples(rows, cols), data_seed=st.integers(0, 2**31 - 1))
     def prop(shape, data_seed):
         M, N = shape
         if spec.check_supported(M, N, dt) is not None:
@@ -469,9 +542,14 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
         rng = np.random.default_rng(data_seed)
         xs = _random_inputs(spec, dt, M, N, rng)
         probe = KernelReport(spec=spec, device=opts.device)
-        case = f"hypothesis:{M}x{N}:rng{data_seed}"
-        if not _one_run(spec, run, dt, opts, probe, xs, case, _repro(spec, opts, dt.tag) + f"  # shape {M}x{N}"):
+        case = f"hypothesis:{M}x{N}:rng{data_seed}"  # hypothesis_case() parses it back for the repro
+        try:
+            ok = _one_run(spec, run, dt, opts, probe, xs, case, _repro(spec, opts, dt.tag, case))
+        except KernelFault:  # a CUDA fault: recorded in probe, nothing more can run
             failing[:] = [probe.findings]
+            raise
+        if not ok:
+            failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
             raise AssertionError(case)
 
     try:
@@ -479,6 +557,10 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
     except AssertionError:
         for f in failing[0]:
             report.add(f)
+    except KernelFault:
+        for f in failing[0] if failing else []:
+            report.add(f)
+        raise
     return ran[0]
 
 
@@ -493,10 +575,21 @@ def _check_determinism(spec, run, dt, opts, report):
     rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "determinism"))
     xs = _random_inputs(spec, dt, M, N, rng)
     params = spec.op_params()
-    runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
-            for _ in range(BUDGETS[opts.budget]["repeats"])]
     ctx = dict(kernel=spec.name, dtype=dt.tag, input="determinism", shape=shape, seed=opts.seed,
-               repro=_repro(spec, opts, dt.tag))
+               repro=_repro(spec, opts, dt.tag, "determinism"))
+    try:
+        runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
+                for _ in range(max(BUDGETS[opts.budget]["repeats"], 2))]
+    except Unsupported as e:
+        report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
+        return
+    except KernelFault as e:
+        report.add(_crash(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
+        if e.cuda:
+            e.reported = True
+            raise
+        return
     for name in runs[0]:
         first = runs[0][name]
         for i, later in enumerate(runs[1:], start=2):
@@ -521,19 +614,54 @@ def _check_determinism(spec, run, dt, opts, report):
     report.mark(dt.tag, "determinism", PASS)
 
 
+def _not_selected(spec, opts) -> Optional[str]:
+    """Why --dtype / --case leave nothing of this kernel to check (None: something is left)."""
+    if opts.dtype is not None and all(d.tag != opts.dtype for d in spec.dtypes):
+        return f"declares no dtype {opts.dtype}"
+    if opts.case is None or opts.case in PSEUDO_CASES or hypothesis_case(opts.case) is not None:
+        return None
+    if not any(c.name == opts.case for dt in spec.dtypes for b in BUDGETS for c in cases_for(spec, dt, b)):
+        return f"op {spec.op} has no case {opts.case}"
+    return None
+
+
+def _use_child(spec, opts, isolate: Optional[bool]) -> bool:
+    if isolate is not None:
+        return isolate
+    # Automatic: on a GPU, everything that may launch device code; CPU-only callables stay in-process.
+    return opts.device == "cuda" and not (spec.kind == "callable" and spec.device == "cpu")
+
+
 def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = None) -> list[KernelReport]:
-    """Run the battery on every kernel. On a GPU, each kernel runs in a child process (verifier.isolate)."""
-    reports = []
-    use_child = opts.device == "cuda" if isolate is None else isolate
-    if any(s.kind == "triton" for s in specs) and not use_child and runnable_reason(
-            next(s for s in specs if s.kind == "triton"), opts.device) is None:
+    """Run the battery on every kernel and go on after each, whatever it did.
+
+    ``isolate``: run each kernel in a child process (verifier.isolate), so a fault is a **crash** finding
+    and a hang a **timeout** finding (after ``opts.timeout`` s); None means: on a GPU, yes.
+    --dtype / --case select what exists: kernels without it are reported skipped; if no kernel has it,
+    that is a usage error."""
+    unselected = {s.name: _not_selected(s, opts) for s in specs}
+    if specs and all(unselected.values()):
+        what = f"dtype {opts.dtype}" if opts.dtype and all("dtype" in r for r in unselected.values()) \
+            else f"case {opts.case}"
+        raise UsageError(f"no selected kernel has {what}",
+                         fix="take --dtype / --case from a finding's repro line, or see `verifier list` / "
+                             "`verifier cases OP`")
+    in_process = [s for s in specs if not unselected[s.name] and not _use_child(s, opts, isolate)]
+    triton = next((s for s in in_process if s.kind == "triton"), None)
+    if triton is not None and runnable_reason(triton, opts.device) is None:
         from verifier.runners.triton import activate
 
-        activate("compiled" if opts.device == "cuda" else "interpreter")
+        activate(opts.triton_mode or ("compiled" if opts.device == "cuda" else "interpreter"))
+    reports = []
     for i, spec in enumerate(specs):
         if progress:
             progress(f"[{i + 1}/{len(specs)}] {spec.name}")
-        if use_child and spec.kind != "callable" or (use_child and spec.device == "cuda"):
+        if unselected[spec.name]:
+            r = KernelReport(spec=spec, device=opts.device)
+            for check in ("build", "resources") + RUN_CHECKS:
+                r.mark("*", check, skipped(f"not selected: {unselected[spec.name]}"))
+            reports.append(r)
+        elif _use_child(spec, opts, isolate):
             from verifier.isolate import check_in_child
 
             reports.append(check_in_child(spec, opts, progress))
@@ -542,4 +670,5 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     return reports
 
 
-__all__ = ["Options", "KernelReport", "check_kernel", "check_all", "resolve_device", "BUDGETS", "CHECK_CLASSES"]
+__all__ = ["Options", "KernelReport", "check_kernel", "check_all", "cases_for", "evaluate", "resolve_device",
+           "derived_seed", "hypothesis_case", "BUDGETS", "CHECK_CLASSES"]

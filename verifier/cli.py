@@ -25,24 +25,59 @@ def _env(name, default=None):
     return os.environ.get(f"VERIFIER_{name}", default)
 
 
+# check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
+_ENV_OPTIONS = {"budget": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
+                "case": None, "kernel_timeout": None}
+_ENV_FLAGS = ("sanitize", "isolate")  # VERIFIER_SANITIZE=1
+
+
+def _option_source(args, name: str) -> str:
+    return args.sources.get(name, "--" + name.replace("_", "-"))
+
+
+def _apply_environment(args) -> None:
+    """Fill options not given on the command line from VERIFIER_<NAME>, remembering where each came from
+    (so an error names the variable the user actually set)."""
+    args.sources = {}
+    for name, default in _ENV_OPTIONS.items():
+        if getattr(args, name) is None:
+            env = _env(name.upper())
+            if env is not None:
+                args.sources[name] = f"VERIFIER_{name.upper()}"
+            setattr(args, name, env if env is not None else default)
+    for name in _ENV_FLAGS:
+        env = _env(name.upper())
+        if not getattr(args, name) and env is not None:
+            if env not in ("0", "1"):
+                raise UsageError(f"VERIFIER_{name.upper()}={env!r} is not 0 or 1", fix=f"set VERIFIER_{name.upper()}=1 or unset it")
+            setattr(args, name, env == "1")
+    if not args.kernel and _env("KERNEL"):
+        args.kernel = [g for g in _env("KERNEL").split(",") if g]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="verifier", description="Correctness and race checking for GPU reduction kernels.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     c = sub.add_parser("check", help="run the check battery on kernels declared in spec files",
                        description="Run the check battery. Every option can also be set as VERIFIER_<OPTION> "
-                                   "(e.g. VERIFIER_BUDGET=thorough).")
+                                   "(e.g. VERIFIER_BUDGET=thorough, VERIFIER_KERNEL=softmax*,other*, "
+                                   "VERIFIER_ISOLATE=1); the command line wins.")
     c.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
     c.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
-    c.add_argument("--budget", default=_env("BUDGET", "ci"), help="quick | ci | thorough (default ci)")
-    c.add_argument("--seed", default=_env("SEED", "0"), help="base seed of every random draw (default 0)")
-    c.add_argument("--device", default=_env("DEVICE", "auto"), help="cpu | cuda | auto (default auto)")
-    c.add_argument("--format", default=_env("FORMAT", "text"), help="text | json | markdown (default text)")
-    c.add_argument("--output", default=_env("OUTPUT"), metavar="FILE", help="write the report here, not stdout")
-    c.add_argument("--dtype", default=_env("DTYPE"), metavar="TAG", help="only this dtype variant (as in repro lines)")
-    c.add_argument("--case", default=_env("CASE"), metavar="NAME", help="only this catalogue case (as in repro lines)")
-    c.add_argument("--sanitize", action="store_true", default=_env("SANITIZE") == "1",
-                   help="also run compute-sanitizer (GPU only)")
+    c.add_argument("--budget", help="quick | ci | thorough (default ci)")
+    c.add_argument("--seed", help="base seed of every random draw (default 0)")
+    c.add_argument("--device", help="cpu | cuda | auto (default auto)")
+    c.add_argument("--format", help="text | json | markdown (default text)")
+    c.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
+    c.add_argument("--dtype", metavar="TAG", help="only this dtype variant (as in repro lines)")
+    c.add_argument("--case", metavar="NAME", help="only this input: a catalogue case, hypothesis:MxN:rngS, refusal "
+                                                  "or determinism (as in repro lines)")
+    c.add_argument("--sanitize", action="store_true", help="also run compute-sanitizer (GPU only)")
+    c.add_argument("--isolate", action="store_true",
+                   help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
+    c.add_argument("--kernel-timeout", metavar="SECONDS",
+                   help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     ls = sub.add_parser("list", help="list the kernels declared in spec files")
@@ -52,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
     cs.add_argument("op")
     cs.add_argument("--budget", default="ci")
+    from verifier.sanitizer import command as sanitize_command
+
+    sanitize_command.add_subparser(sub)
     return p
 
 
@@ -68,13 +106,30 @@ def _validate(args):
     from verifier.report import FORMATS
 
     if args.budget not in BUDGETS:
-        raise UsageError(f"--budget {args.budget!r} is not a budget", fix=f"use one of {', '.join(BUDGETS)}")
+        raise UsageError(f"{_option_source(args, 'budget')} {args.budget!r} is not a budget",
+                         fix=f"use one of {', '.join(BUDGETS)}")
     if args.format not in FORMATS:
-        raise UsageError(f"--format {args.format!r} is not a format", fix=f"use one of {', '.join(FORMATS)}")
+        raise UsageError(f"{_option_source(args, 'format')} {args.format!r} is not a format",
+                         fix=f"use one of {', '.join(FORMATS)}")
+    if args.device not in ("cpu", "cuda", "auto"):
+        raise UsageError(f"{_option_source(args, 'device')} {args.device!r} is not a device", fix="use cpu, cuda or auto")
     try:
         args.seed = int(args.seed)
     except ValueError:
-        raise UsageError(f"--seed {args.seed!r} is not an integer", fix="pass a whole number, e.g. --seed 0") from None
+        raise UsageError(f"{_option_source(args, 'seed')} {args.seed!r} is not an integer",
+                         fix="pass a whole number, e.g. --seed 0") from None
+    if args.kernel_timeout is not None:
+        try:
+            args.kernel_timeout = float(args.kernel_timeout)
+            assert args.kernel_timeout > 0
+        except (ValueError, AssertionError):
+            raise UsageError(f"{_option_source(args, 'kernel_timeout')} {args.kernel_timeout!r} is not a positive "
+                             "number of seconds", fix="e.g. --kernel-timeout 600") from None
+    if args.output:
+        parent = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(parent) or os.path.isdir(args.output):
+            raise UsageError(f"{_option_source(args, 'output')} {args.output}: not a file in an existing directory",
+                             fix="choose a file path whose directory exists")
 
 
 class _Progress:
@@ -112,17 +167,18 @@ def cmd_check(args) -> int:
     from verifier.report import render
     from verifier.report.model import Result
 
+    _apply_environment(args)
     _validate(args)
-    specs = registry.load(_default_paths(args.paths), args.kernel or (_env("KERNEL").split(",") if _env("KERNEL") else None))
+    specs = registry.load(_default_paths(args.paths), args.kernel)
     device = resolve_device(args.device)
     opts = Options(budget=args.budget, seed=args.seed, device=device, case=args.case, dtype=args.dtype,
-                   sanitize=args.sanitize)
+                   sanitize=args.sanitize, timeout=args.kernel_timeout)
     progress = _Progress(len(specs), enabled=not args.no_progress)
-    if device == "cpu":
+    if device == "cpu" and args.device == "auto":
         sys.stderr.write("verifier: no CUDA GPU; running on the CPU: Triton kernels in the interpreter, callables on "
                          "CPU tensors, CUDA kernels built and resource-checked only (their launches are skipped).\n")
     try:
-        reports = check_all(specs, opts, progress=progress)
+        reports = check_all(specs, opts, progress=progress, isolate=True if args.isolate else None)
     finally:
         progress.close()
     result = Result(reports=reports, environment=environment(),
@@ -137,8 +193,9 @@ def cmd_check(args) -> int:
     else:
         sys.stdout.write(text)
     s = result.summary()
-    sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass, {s['fail']} fail, {s['error']} error, "
-                     f"{s['skipped']} skipped, {s['findings']} findings\n")
+    partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
+    sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
+                     f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings\n")
     return result.exit_code()
 
 
@@ -167,7 +224,10 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return {"check": cmd_check, "list": cmd_list, "cases": cmd_cases}[args.command](args)
+        from verifier.sanitizer import command as sanitize_command
+
+        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run}
+        return commands[args.command](args)
     except UsageError as e:
         sys.stderr.write(f"verifier: error: {e}\n")
         return EXIT_USAGE

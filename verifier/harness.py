@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verifier import dtypes as _dt
+from verifier.errors import VerifierError
 from verifier.ops import get_op
 
 GUARD_BYTES = 4096
@@ -30,6 +31,22 @@ _POISON = {
     "int32": (0x5A5A5A5A, 0x3C3C3C3C),
 }
 _INT_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+class KernelFault(Exception):
+    """The kernel itself raised (a Python exception from a callable or launcher, or a CUDA error after a
+    launch). Distinguishes the kernel's failure, a finding, from a bug in the verifier, an internal error.
+    ``cuda`` is True when the CUDA context is unusable afterwards, so nothing more can run in this process."""
+
+    def __init__(self, original: BaseException):
+        self.original = original
+        self.cuda = is_cuda_fault(original)
+        super().__init__(f"{type(original).__name__}: {original}")
+
+
+def is_cuda_fault(e: BaseException) -> bool:
+    text = f"{type(e).__module__}.{type(e).__name__}: {e}"
+    return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
 
 
 @dataclass
@@ -100,11 +117,16 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outco
             inputs[name] = view  # the kernel updates it in place
         outputs[name] = view
         bufs[name] = (buf, g, poison)
-    run(spec, inputs, outputs, params, dt, device)
-    if device == "cuda":
-        import torch
+    try:
+        run(spec, inputs, outputs, params, dt, device)
+        if device == "cuda":
+            import torch
 
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()
+    except VerifierError:
+        raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
+    except Exception as e:
+        raise KernelFault(e) from e
     result = Outcome(outputs={})
     for name, (buf, g, poison) in bufs.items():
         bits = _bits(buf)

@@ -91,6 +91,9 @@ def load(paths, kernel_globs=None) -> list[KernelSpec]:
                 )
             seen[k.name] = str(f)
             kernels.append(k)
+    if not kernels:
+        raise UsageError(f"the spec files under {', '.join(map(str, paths))} declare no kernels (KERNELS is empty)",
+                         fix="add CudaKernel / TritonKernel / CallableKernel entries to KERNELS")
     if kernel_globs:
         globs = [kernel_globs] if isinstance(kernel_globs, str) else list(kernel_globs)
         kernels = [k for k in kernels if any(fnmatch.fnmatchcase(k.name, g) for g in globs)]

@@ -1,21 +1,19 @@
-"""Report formats, one module each behind one interface: ``render(result) -> str``.
+"""Report formats, one module each behind one interface: ``render(result, fmt) -> str``.
 
-``result`` is a :class:`verifier.report.model.Result` (kernel reports + environment).
+``result`` is a :class:`verifier.report.model.Result`: kernel reports from a live run, or rebuilt from a
+saved JSON result by :func:`verifier.report.model.from_dict` (``tools/pr_report.py`` does that).
 """
 from __future__ import annotations
 
+import importlib
+
 from verifier.errors import UsageError
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "sarif", "junit")
 
 
 def render(result, fmt: str) -> str:
-    if fmt == "text":
-        from verifier.report import text as mod
-    elif fmt == "json":
-        from verifier.report import json as mod
-    elif fmt == "markdown":
-        from verifier.report import markdown as mod
-    else:
+    if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", fix=f"use one of {', '.join(FORMATS)}")
-    return mod.render(result)
+    # 'json' is a module name shared with the standard library, hence the full import path.
+    return importlib.import_module(f"verifier.report.{fmt}").render(result)

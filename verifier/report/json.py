@@ -4,8 +4,8 @@
      "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|fail|error|skipped", "source",
                   "checks": {tag: {check: "pass|FAIL|skipped(reason)"}}, "seconds", "error",
                   "findings": [{"check", "severity", "input", "shape", "dtype", "message", "seed", "repro",
-                                "file", "line"}]}],
-     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings"},
+                                "file", "line", "score"}]}],
+     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings", "pass_without_values"},
      "environment": {"gpu", "driver", "cuda", "torch", "triton", "cupy", "nvcc", "commit"},
      "options": {...}}
 """
@@ -15,7 +15,8 @@ import json as _json
 
 from verifier.report.model import sorted_findings
 
-_FINDING_KEYS = ("check", "severity", "input", "shape", "dtype", "message", "seed", "repro", "file", "line")
+# 'score' (larger is worse) lets a saved result be re-sorted exactly as the live one (verifier.report.model.from_dict).
+_FINDING_KEYS = ("check", "severity", "input", "shape", "dtype", "message", "seed", "repro", "file", "line", "score")
 
 
 def to_dict(result) -> dict:

@@ -30,7 +30,9 @@ def render(result) -> str:
         lines.append(f"  skip[{i}]: {reason}")
     s = result.summary()
     lines.append("")
-    lines.append(f"{s['kernels']} kernels: {s['pass']} pass, {s['fail']} fail, {s['error']} error, "
+    partial = f" ({s['pass_without_values']} of them build/resources only: values not checked)" \
+        if s.get("pass_without_values") else ""
+    lines.append(f"{s['kernels']} kernels: {s['pass']} pass{partial}, {s['fail']} fail, {s['error']} error, "
                  f"{s['skipped']} skipped; {s['findings']} findings")
     env = result.environment
     lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items() if v))

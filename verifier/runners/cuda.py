@@ -6,6 +6,8 @@ synchronized and errors are raised with the launch that caused them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from verifier.errors import SpecError, ToolMissing, Unsupported
@@ -32,10 +34,12 @@ def _cupy():
     return cupy
 
 
-def build(spec, arch: str):
+def build(spec, arch: str, dt=None):
+    """The cached cubin of ``spec`` for ``arch``, with the -D macros ``spec.defines(dt)`` selects."""
     from verifier.build import compile_cubin
 
-    return compile_cubin(spec.source_path(), arch=arch, flags=tuple(spec.extra_flags))
+    defines = spec.defines(dt) if dt is not None else {}
+    return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags))
 
 
 def _module(cubin_path: str):
@@ -64,22 +68,30 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
     return launches
 
 
-def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None) -> None:
+@dataclass
+class Prepared:
+    """Launches of one kernel call with their argument tuples bound to tensors."""
+
+    launches: list  # (function, Launch, args tuple)
+    stream: object
+    tmp: dict
+
+
+def prepare(spec, inputs, outputs, params, dt, arch: str | None = None) -> Prepared:
+    """Build (cached), load and bind the spec's launches for these tensors. Raises Unsupported first."""
     import torch
 
-    if device != "cuda":
-        raise ToolMissing(f"{spec.name} is a CUDA kernel and needs a CUDA GPU; device is {device}")
     x = inputs["x"]
     M, N = x.shape[0], x.shape[-1]
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    result = build(spec, arch or device_arch())
+    result = build(spec, arch or device_arch(), dt)
     mod = _module(str(result.cubin))
     cp = _cupy()
     tensors = {**inputs, **outputs}
-    tmp: dict[str, torch.Tensor] = {}
-    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    tmp: dict = {}
+    bound = []
     for launch in launches_for(spec, M, N, dt, params):
         args = []
         for a in launch.args:
@@ -109,13 +121,28 @@ def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None)
             ) from None
         if launch.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = launch.smem
-        with stream:
-            fn(tuple(launch.grid), tuple(launch.block), tuple(args), shared_mem=launch.smem)
-        # Synchronize after every launch so a fault is attributed to the launch that caused it.
-        try:
-            stream.synchronize()
-        except Exception as e:
-            raise RuntimeError(f"CUDA error after launch {launch.entry} grid={launch.grid} block={launch.block}: {e}") from e
+        bound.append((fn, launch, tuple(args)))
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    return Prepared(bound, stream, tmp)
+
+
+def launch(prepared: Prepared, sync: bool = True) -> None:
+    """Launch every bound kernel on torch's current stream; with ``sync``, synchronize after each so
+    a fault is attributed to the launch that caused it (benchmarks pass sync=False)."""
+    for fn, l, args in prepared.launches:
+        with prepared.stream:
+            fn(tuple(l.grid), tuple(l.block), args, shared_mem=l.smem)
+        if sync:
+            try:
+                prepared.stream.synchronize()
+            except Exception as e:
+                raise RuntimeError(f"CUDA error after launch {l.entry} grid={l.grid} block={l.block}: {e}") from e
+
+
+def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None) -> None:
+    if device != "cuda":
+        raise ToolMissing(f"{spec.name} is a CUDA kernel and needs a CUDA GPU; device is {device}")
+    launch(prepare(spec, inputs, outputs, params, dt, arch), sync=True)
 
 
 def _tmp(cache, spec_str: str, M: int, N: int):

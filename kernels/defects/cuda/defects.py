@@ -1,0 +1,121 @@
+"""CUDA defect catalogue: each kernel reproduces one known pitfall (DEFECTS says which, which check
+class catches it, on which input, and its correct twin). Launching them needs a CUDA GPU; the
+resources defect is caught on any machine with nvcc (ptxas -v).
+
+Named defects.py, not spec.py, on purpose: `verifier check kernels/` must not pick these up (they
+fail by design). Check one explicitly: `verifier check kernels/defects/cuda/defects.py --kernel NAME`
+(sanitizer classes: add --sanitize). Twins written here are in KERNELS too; the others are bundled
+kernels of kernels/cuda/*_spec.py.
+"""
+from verifier.spec import CudaKernel, Expectations, Launch, dtypes, register_resident
+
+F32 = [dtypes("f32")]
+THREADS = 256
+WARP_ROWS = 4
+SPLIT_COLS = 512  # columns per block of the split (atomic) reduction
+NORM_ARGS = ("x", "w", "y", "M", "N", "eps")
+
+
+def _one(entry, args, block=THREADS):
+    def launches(M, N, dt, params):
+        return [Launch(entry=entry.format(tag=dt.tag), grid=(M,), block=(block,), args=args)]
+    return launches
+
+
+def _max_n(limit, alternative):
+    def supports(M, N, dt):
+        return None if N <= limit else f"N={N} exceeds this kernel's limit {limit}; use {alternative}"
+    return supports
+
+
+def _w4_refuses_tail(M, N, dt):
+    return None if N % 4 == 0 else f"N={N} is not a multiple of 4: w is read as float4; use cuda-rmsnorm-block"
+
+
+def _warp(entry):
+    def launches(M, N, dt, params):
+        grid = ((M + WARP_ROWS - 1) // WARP_ROWS,)
+        return [Launch(entry=f"{entry}_d1024_{dt.tag}", grid=grid, block=(32 * WARP_ROWS,), args=("x", "y", "M", "N"))]
+    return launches
+
+
+def _split_reduce(M, N, dt, params):
+    split = max(1, -(-N // SPLIT_COLS))
+    return [Launch(entry="reduce_split_zero_f32", grid=(-(-M // THREADS),), block=(THREADS,), args=("y", "M")),
+            Launch(entry="reduce_split_atomic_f32", grid=(M, split), block=(THREADS,), args=("x", "y", "M", "N"))]
+
+
+_DET = Expectations(deterministic=True)
+_WARP_LIMIT = _max_n(1024, "cuda-online-softmax-block")
+
+
+def _k(name, op, source, launches, description, dts=F32, supports=None, expectations=_DET):
+    kw = {"supports": supports} if supports else {}
+    return CudaKernel(name=name, op=op, source=source, launches=launches, dtypes=dts, math_mode="precise",
+                      expectations=expectations, description=description, **kw)
+
+
+KERNELS = [
+    _k("cuda-rmsnorm-block", "rmsnorm", "sync_defects.cu", _one("rms_block_ok_{tag}", NORM_ARGS),
+       "RMSNorm, block per row, warp partials through shared memory with both barriers (twin)"),
+    _k("defect-missing-syncthreads", "rmsnorm", "sync_defects.cu", _one("rms_block_missing_sync_{tag}", NORM_ARGS),
+       "RMSNorm whose block reduce reads the warp partials without __syncthreads after writing them"),
+    _k("defect-block-reduce-twice-no-barrier", "layernorm", "sync_defects.cu",
+       _one("ln_twice_no_barrier_{tag}_e4", ("x", "w", "b", "y", "M", "N", "eps")),
+       "two-pass LayerNorm calling a block reduce twice; the reduce has no barrier before its write",
+       supports=_max_n(1024, "cuda-layernorm-welford"), expectations=register_resident()),
+    _k("cuda-rmsnorm-tree", "rmsnorm", "sync_defects.cu", _one("rms_tree_ok_{tag}", NORM_ARGS),
+       "RMSNorm with a shared-memory tree reduction, __syncthreads outside the branch (twin)"),
+    _k("defect-divergent-syncthreads", "rmsnorm", "sync_defects.cu", _one("rms_tree_divergent_{tag}", NORM_ARGS),
+       "RMSNorm tree reduction with __syncthreads inside `if (t < stride)`"),
+    _k("cuda-rmsnorm-w4", "rmsnorm", "memory_defects.cu", _one("rms_w4_{tag}", NORM_ARGS),
+       "RMSNorm with float4 weight loads, refusing N % 4 != 0 (twin)", supports=_w4_refuses_tail),
+    _k("defect-float4-tail-overread", "rmsnorm", "memory_defects.cu", _one("rms_w4_{tag}", NORM_ARGS),
+       "RMSNorm with float4 weight loads rounded up to ceil(N/4) vectors, accepting any N"),
+    _k("defect-atomic-split-reduce", "reduce_sum", "memory_defects.cu", _split_reduce,
+       "row sum split over blocks of 512 columns, fp32 atomicAdd of the partials, declared deterministic"),
+    _k("defect-dynamic-register-index", "softmax", "resource_defects.cu", _one("softmax_regs_dynamic_{tag}", ("x", "y", "M", "N")),
+       "softmax with the row in a register array indexed by a run-time-bounded loop, declared register-resident",
+       supports=_max_n(8192, "cuda-softmax-s2"), expectations=register_resident()),
+    _k("defect-cuda-warp-softmax-no-merge-guard", "softmax", "online_softmax_defects.cu",
+       _warp("online_softmax_warp_no_merge_guard"), "seed warp online softmax, butterfly merge without the empty-lane guard",
+       dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
+    _k("defect-cuda-warp-softmax-no-update-guard", "softmax", "online_softmax_defects.cu",
+       _warp("online_softmax_warp_no_update_guard"), "seed warp online softmax, per-element update without the -inf guard",
+       dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
+]
+
+DEFECTS = {
+    "defect-missing-syncthreads": {
+        "caught_by": "racecheck", "twin": "cuda-rmsnorm-block", "device": "gpu",
+        "pitfall": "missing __syncthreads between writing the warp partials to shared memory and reading them",
+        "exposing_input": "n1000"},
+    "defect-block-reduce-twice-no-barrier": {
+        "caught_by": "racecheck", "twin": "cuda-layernorm-twopass", "device": "gpu",
+        "pitfall": "block reduce called twice on one scratch without a barrier before the second write",
+        "exposing_input": "n1000"},
+    "defect-divergent-syncthreads": {
+        "caught_by": "synccheck", "twin": "cuda-rmsnorm-tree", "device": "gpu",
+        "pitfall": "__syncthreads inside a thread-dependent branch while the other lanes are alive",
+        "exposing_input": "normal_small"},
+    "defect-float4-tail-overread": {
+        "caught_by": "memcheck", "twin": "cuda-rmsnorm-w4", "device": "gpu",
+        "pitfall": "float4 loads rounded up past the end of w for N % 4 != 0, accepted by supports()",
+        "exposing_input": "cols_mod4_1029"},
+    "defect-atomic-split-reduce": {
+        "caught_by": "determinism", "twin": "cuda-allreduce-f32x1", "device": "gpu",
+        "pitfall": "fp32 atomicAdd of per-block partial sums (arrival order varies) declared deterministic",
+        "exposing_input": "determinism probe (64, 4096)"},
+    "defect-dynamic-register-index": {
+        "caught_by": "resources", "twin": "cuda-softmax-s3", "device": "cpu",
+        "pitfall": "register array indexed by a run-time-bounded loop goes to local memory (stack frame)",
+        "exposing_input": "ptxas -v (no input)"},
+    "defect-cuda-warp-softmax-no-merge-guard": {
+        "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",
+        "pitfall": "-inf identity in the (m, l) butterfly merge: two empty lanes give NaN (d <= 15)",
+        "exposing_input": "d7_below_warp"},
+    "defect-cuda-warp-softmax-no-update-guard": {
+        "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",
+        "pitfall": "per-element online update without the -inf guard: a lane holding only -inf gets l = NaN",
+        "exposing_input": "one_neg_inf_row32"},
+}

@@ -1,0 +1,160 @@
+"""The detection matrix: load the defect catalogue (kernels/defects/*/defects.py) with each defect's
+twin, and run the battery on them. Used by suites/test_detection_matrix.py, tools/detection_table.py
+and tools/assert_close_matrix.py (import it by path: kernels/ is not a package).
+
+A defect spec file defines KERNELS and DEFECTS = {name: {caught_by, twin, pitfall, exposing_input,
+device}}; `exposing_input` is a catalogue case name (run alone with Options(case=...)) or a free
+description for checks that need no case (resources, determinism), in which case the whole battery runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from verifier.errors import SpecError
+from verifier.findings import CHECK_CLASSES
+from verifier.spec import KernelSpec
+
+HERE = Path(__file__).resolve().parent
+KERNELS_DIR = HERE.parent
+DEFECT_FILES = (HERE / "cuda" / "defects.py", HERE / "triton" / "defects.py")
+BUNDLED_DIRS = (KERNELS_DIR / "cuda", KERNELS_DIR / "triton")
+DEFECT_KEYS = ("caught_by", "twin", "pitfall", "exposing_input", "device")
+SANITIZER_CLASSES = ("racecheck", "memcheck", "synccheck", "initcheck")
+DEVICES = ("cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    caught_by: str
+    twin: str
+    pitfall: str
+    exposing_input: str
+    device: str  # where the declared class can catch it: 'cpu' (CI) or 'gpu'
+    spec: KernelSpec
+    twin_spec: KernelSpec
+    source_file: str
+
+    @property
+    def sanitizer(self) -> bool:
+        return self.caught_by in SANITIZER_CLASSES
+
+
+def _module_defects(path: Path) -> dict:
+    import sys
+
+    from verifier.registry import _module_name, load_spec_file
+
+    load_spec_file(path)  # validates KERNELS, caches the module
+    defects = getattr(sys.modules[_module_name(path.resolve())], "DEFECTS", None)
+    if not isinstance(defects, dict) or not defects:
+        raise SpecError(f"{path} defines no DEFECTS dict", fix="add DEFECTS = {'defect-name': {...}} next to KERNELS")
+    return defects
+
+
+def _validate(path: Path, name: str, d: dict, kernels: dict, twins: dict, all_defects: set) -> Optional[str]:
+    if not isinstance(d, dict):
+        return f"{name}: entry is {type(d).__name__}, not a dict"
+    missing, extra = set(DEFECT_KEYS) - set(d), set(d) - set(DEFECT_KEYS)
+    if missing or extra:
+        return f"{name}: keys missing {sorted(missing)}, unknown {sorted(extra)}"
+    if not all(isinstance(d[k], str) and d[k].strip() for k in DEFECT_KEYS):
+        return f"{name}: every field must be a non-empty string"
+    if name not in kernels:
+        return f"{name}: not in the file's KERNELS"
+    if d["caught_by"] not in CHECK_CLASSES:
+        return f"{name}: caught_by {d['caught_by']!r} is not a check class ({', '.join(CHECK_CLASSES)})"
+    if d["device"] not in DEVICES:
+        return f"{name}: device {d['device']!r} is not one of {DEVICES}"
+    if d["twin"] not in twins:
+        return f"{name}: twin {d['twin']!r} is neither in {path.name} nor a bundled kernel"
+    if d["twin"] in all_defects:
+        return f"{name}: twin {d['twin']!r} is itself a defect"
+    return None
+
+
+def load_entries(files=DEFECT_FILES) -> list[Entry]:
+    """Every defect with its twin resolved; raises SpecError listing every malformed entry."""
+    from verifier.registry import load, load_spec_file
+
+    bundled = {k.name: k for k in load([str(d) for d in BUNDLED_DIRS])}
+    per_file = [(Path(f), _module_defects(Path(f)), {k.name: k for k in load_spec_file(f)}) for f in files]
+    all_defects = {n for _, defects, _ in per_file for n in defects}
+    entries, problems = [], []
+    for path, defects, kernels in per_file:
+        twins = {**bundled, **{n: k for n, k in kernels.items() if n not in defects}}
+        for name, d in defects.items():
+            why = _validate(path, name, d, kernels, twins, all_defects)
+            if why:
+                problems.append(f"{path}: {why}")
+                continue
+            entries.append(Entry(name=name, spec=kernels[name], twin_spec=twins[d["twin"]], source_file=str(path),
+                                 **{k: d[k] for k in DEFECT_KEYS}))
+    if problems:
+        raise SpecError("malformed defect catalogue:\n  " + "\n  ".join(problems),
+                        fix="fix the DEFECTS entries (keys: " + ", ".join(DEFECT_KEYS) + ")")
+    return entries
+
+
+def case_names(spec: KernelSpec, budget: str = "ci") -> set:
+    from verifier.battery import cases_for
+
+    return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, budget)}
+
+
+def skip_reason(entry: Entry, device: str) -> Optional[str]:
+    """Why the defect's declared check cannot run on ``device`` (None: it can)."""
+    if entry.device == "gpu" and device != "cuda":
+        what = "compute-sanitizer " + entry.caught_by if entry.sanitizer else f"the {entry.caught_by} check"
+        return f"{entry.name}: {what} needs a CUDA GPU (launches of {entry.spec.kind} kernels); this run is on {device}"
+    if entry.sanitizer:
+        import importlib.util
+
+        if importlib.util.find_spec("verifier.sanitizer") is None:
+            return f"{entry.name}: verifier.sanitizer (compute-sanitizer battery hook) is not installed"
+    return None
+
+
+def _summary(report) -> dict:
+    classes = sorted({f.check for f in report.findings if f.severity == "error"})
+    by_class: dict = {}
+    for f in report.findings:
+        if f.severity == "error":
+            by_class.setdefault(f.check, set()).add(f.dtype or "*")
+    return {"verdict": report.verdict, "classes": classes, "error": report.error,
+            "dtypes_by_class": {k: sorted(v) for k, v in by_class.items()},
+            "first": {c: next(f.message.splitlines()[0] for f in report.findings if f.check == c) for c in classes}}
+
+
+def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
+    """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
+    exposing input is not a catalogue case, the whole battery at ``budget``)."""
+    from verifier.battery import Options, check_kernel
+
+    case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
+    if whole_battery:
+        case = None
+    opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer)
+    out = _summary(check_kernel(entry.spec, opts))
+    out.update(caught=entry.caught_by in out["classes"], case=case or f"whole battery ({opts.budget})")
+    return out
+
+
+def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: int = 0, sanitize: bool = False) -> dict:
+    """The twin's whole battery at ``budget`` plus each of ``cases`` (its defects' exposing inputs)."""
+    from verifier.battery import Options, check_kernel
+
+    reports = [check_kernel(spec, Options(budget=budget, seed=seed, device=device, sanitize=sanitize))]
+    known = case_names(spec)
+    for c in sorted(set(cases) & known):
+        reports.append(check_kernel(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize)))
+    merged = [_summary(r) for r in reports]
+    classes = sorted({c for m in merged for c in m["classes"]})
+    errors = [m["error"] for m in merged if m["error"]]
+    verdicts = [m["verdict"] for m in merged]
+    verdict = "error" if errors else "fail" if classes else "skipped" if all(v == "skipped" for v in verdicts) else "pass"
+    return {"verdict": verdict, "classes": classes, "error": "; ".join(errors) or None,
+            "first": {k: v for m in merged for k, v in m["first"].items()},
+            "cases": sorted(set(cases) & known)}

@@ -1,0 +1,96 @@
+"""Triton defect catalogue: each kernel reproduces one known pitfall (DEFECTS says which, which check
+class catches it, on which input, and its correct twin). Runs on CPU in the Triton interpreter.
+
+Named defects.py, not spec.py, on purpose: `verifier check kernels/` must not pick these up (they
+fail by design). Check one explicitly: `verifier check kernels/defects/triton/defects.py --kernel NAME`.
+Twins written here (same module, the defect switched off) are in KERNELS too; the others are the
+bundled kernels in kernels/triton/spec.py.
+"""
+from verifier.spec import Expectations, TritonKernel, dtypes, register_resident
+
+IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
+_DET = Expectations(deterministic=True)
+
+
+def _max_n(limit, alternative):
+    def supports(M, N, dt):
+        return None if N <= limit else f"N={N} exceeds this kernel's limit {limit}; use {alternative}"
+    return supports
+
+
+def _t(name, op, module, launcher, description, dts=IO, supports=None, expectations=_DET):
+    kw = {"supports": supports} if supports else {}
+    return TritonKernel(name=name, op=op, module=module, launcher=launcher, dtypes=dts, math_mode="triton_approx",
+                        expectations=expectations, description=description, **kw)
+
+
+_ONE_BLOCK = _max_n(65536, "triton-online-softmax")
+_WARP = _max_n(4096, "triton-online-softmax")
+
+KERNELS = [
+    _t("defect-triton-softmax-no-max-sub", "softmax", "softmax_defects.py", "launch_no_max_sub",
+       "softmax as exp(x) / sum(exp(x)), no max subtraction", supports=_ONE_BLOCK),
+    _t("defect-triton-softmax-unmasked-store", "softmax", "softmax_defects.py", "launch_unmasked_store",
+       "masked load, unmasked store: padding lanes written past the row end", supports=_ONE_BLOCK),
+    _t("defect-triton-softmax-masked-row-zeros", "softmax", "softmax_defects.py", "launch_masked_rows_zero",
+       "fully -inf row returns zeros instead of NaN", supports=_ONE_BLOCK),
+    _t("triton-online-softmax-tile64", "softmax", "online_softmax_defects.py", "launch",
+       "online softmax over 64-column tiles with the rescale (twin)", expectations=register_resident()),
+    _t("defect-triton-online-softmax-no-rescale", "softmax", "online_softmax_defects.py", "launch_no_rescale",
+       "online softmax over 64-column tiles, old sum not rescaled when the max grows",
+       expectations=register_resident()),
+    _t("triton-warp-online-softmax", "softmax", "warp_softmax_defects.py", "launch",
+       "warp-per-row online softmax, lane by lane, both -inf guards (twin)", supports=_WARP),
+    _t("defect-triton-warp-softmax-no-merge-guard", "softmax", "warp_softmax_defects.py", "launch_no_merge_guard",
+       "warp-per-row online softmax whose (m, l) merge has no empty-lane guard", supports=_WARP),
+    _t("defect-triton-warp-softmax-no-update-guard", "softmax", "warp_softmax_defects.py", "launch_no_update_guard",
+       "warp-per-row online softmax whose per-element update has no -inf guard", supports=_WARP),
+    _t("defect-triton-layernorm-naive-variance", "layernorm", "norm_defects.py", "launch_layernorm_naive_var",
+       "LayerNorm with var = E[x^2] - E[x]^2", supports=_max_n(65536, "a tiled LayerNorm")),
+    _t("triton-rmsnorm-tiled", "rmsnorm", "norm_defects.py", "launch_rmsnorm_tiled",
+       "RMSNorm over 256-column tiles, per-lane fp32 sums of squares (twin)"),
+    _t("defect-triton-rmsnorm-io-dtype-acc", "rmsnorm", "norm_defects.py", "launch_rmsnorm_io_acc",
+       "RMSNorm over 256-column tiles, per-lane sums of squares kept in f16/bf16",
+       dts=[dtypes("f16"), dtypes("bf16")]),
+    _t("defect-triton-rmsnorm-capped-block", "rmsnorm", "norm_defects.py", "launch_rmsnorm_capped",
+       "RMSNorm with the block capped at 16384 columns and no loop, accepting any N"),
+]
+
+DEFECTS = {
+    "defect-triton-softmax-no-max-sub": {
+        "caught_by": "nan-inf", "twin": "triton-softmax", "device": "cpu",
+        "pitfall": "softmax without max subtraction: exp(x) overflows to inf past 88.7, inf / inf = NaN",
+        "exposing_input": "past_exp_overflow"},
+    "defect-triton-softmax-unmasked-store": {
+        "caught_by": "out-of-range-write", "twin": "triton-softmax", "device": "cpu",
+        "pitfall": "tail store not masked: next_power_of_2(N) - N lanes written past the row end",
+        "exposing_input": "n1000"},
+    "defect-triton-softmax-masked-row-zeros": {
+        "caught_by": "nan-inf", "twin": "triton-softmax", "device": "cpu",
+        "pitfall": "fully masked (-inf) row returns zeros instead of NaN",
+        "exposing_input": "fully_masked_rows"},
+    "defect-triton-online-softmax-no-rescale": {
+        "caught_by": "value", "twin": "triton-online-softmax-tile64", "device": "cpu",
+        "pitfall": "online softmax without rescaling the running sum when the max grows",
+        "exposing_input": "increasing_rows"},
+    "defect-triton-warp-softmax-no-merge-guard": {
+        "caught_by": "nan-inf", "twin": "triton-warp-online-softmax", "device": "cpu",
+        "pitfall": "-inf identity in the (m, l) butterfly merge: two empty lanes give NaN (d <= 15)",
+        "exposing_input": "d7_below_warp"},
+    "defect-triton-warp-softmax-no-update-guard": {
+        "caught_by": "nan-inf", "twin": "triton-warp-online-softmax", "device": "cpu",
+        "pitfall": "per-element online update without the -inf guard: a lane holding only -inf gets l = NaN",
+        "exposing_input": "one_neg_inf_row32"},
+    "defect-triton-layernorm-naive-variance": {
+        "caught_by": "value", "twin": "triton-layernorm", "device": "cpu",
+        "pitfall": "LayerNorm variance by E[x^2] - E[x]^2: cancellation on mean >> std rows",
+        "exposing_input": "mean_gg_std_1000"},
+    "defect-triton-rmsnorm-io-dtype-acc": {
+        "caught_by": "value", "twin": "triton-rmsnorm-tiled", "device": "cpu",
+        "pitfall": "sum of squares accumulated in f16/bf16: stagnation on long rows",
+        "exposing_input": "vocab_152064"},
+    "defect-triton-rmsnorm-capped-block": {
+        "caught_by": "unwritten", "twin": "triton-rmsnorm", "device": "cpu",
+        "pitfall": "row longer than the block silently not processed instead of refused",
+        "exposing_input": "vocab_152064"},
+}

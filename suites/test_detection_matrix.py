@@ -1,0 +1,83 @@
+"""Detection matrix: every catalogued defect (kernels/defects) is caught by its declared check
+class, and every correct twin passes the same battery.
+
+CPU entries (Triton in the interpreter, ptxas resources via the local nvcc) run everywhere; the
+others need a CUDA GPU (`gpu`) and, for racecheck/memcheck/synccheck/initcheck, compute-sanitizer
+(`sanitizer`), and skip here with the reason. Seed fixed at 0; the device is resolved once ('auto').
+`tools/detection_table.py run` writes the same results as JSON for docs/detection-matrix.md.
+"""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from verifier.battery import resolve_device
+
+_PATH = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "matrix.py"
+_spec = importlib.util.spec_from_file_location("kernel_defect_matrix", _PATH)
+matrix = sys.modules.get("kernel_defect_matrix") or importlib.util.module_from_spec(_spec)
+if "kernel_defect_matrix" not in sys.modules:
+    sys.modules["kernel_defect_matrix"] = matrix
+    _spec.loader.exec_module(matrix)
+
+ENTRIES = matrix.load_entries()
+DEVICE = resolve_device("auto")
+SEED = 0
+
+
+def _marks(entry):
+    marks = []
+    if entry.device == "gpu":
+        marks.append(pytest.mark.gpu)
+    if entry.sanitizer:
+        marks.append(pytest.mark.sanitizer)
+    return marks
+
+
+def _twin_params():
+    """One test per twin: it must pass its battery plus every exposing input of its defects."""
+    by_twin: dict = {}
+    for e in ENTRIES:
+        by_twin.setdefault(e.twin, []).append(e)
+    params = []
+    for twin, entries in sorted(by_twin.items()):
+        marks = []
+        if all(e.device == "gpu" for e in entries) and entries[0].twin_spec.kind == "cuda":
+            marks.append(pytest.mark.gpu)
+        if any(e.sanitizer for e in entries):
+            marks.append(pytest.mark.sanitizer)
+        params.append(pytest.param(twin, entries, id=twin, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in ENTRIES])
+def test_defect_is_caught_by_its_declared_class(entry):
+    why = matrix.skip_reason(entry, DEVICE)
+    if why:
+        pytest.skip(why)
+    result = matrix.run_defect(entry, DEVICE, seed=SEED)
+    assert result["error"] is None, f"{entry.name}: the battery errored: {result['error']}"
+    assert result["caught"], (
+        f"{entry.name} ({entry.pitfall}) was not caught by {entry.caught_by} on {result['case']}; "
+        f"classes that fired: {result['classes'] or 'none'}")
+
+
+@pytest.mark.parametrize("twin, entries", _twin_params())
+def test_twin_passes_everything(twin, entries):
+    spec = entries[0].twin_spec
+    sanitize = DEVICE == "cuda" and any(e.sanitizer for e in entries)
+    if sanitize and importlib.util.find_spec("verifier.sanitizer") is None:
+        pytest.skip("verifier.sanitizer (compute-sanitizer battery hook) is not installed")
+    result = matrix.run_twin(spec, [e.exposing_input for e in entries], DEVICE, seed=SEED, sanitize=sanitize)
+    assert result["error"] is None, f"twin {twin}: the battery errored: {result['error']}"
+    assert not result["classes"], f"twin {twin} should pass but {result['classes']} fired: {result['first']}"
+    if spec.kind == "cuda" and DEVICE != "cuda":
+        return  # built and resource-checked only: nothing else runs without a GPU
+    assert result["verdict"] == "pass", f"twin {twin}: verdict {result['verdict']}"
+
+
+def test_catalogue_holds_at_least_15_defects_with_a_ci_runnable_core():
+    assert len(ENTRIES) >= 15
+    cpu = [e for e in ENTRIES if e.device == "cpu"]
+    assert len({e.caught_by for e in cpu}) >= 5, "CI should exercise several check classes"

@@ -1,0 +1,98 @@
+"""The defect catalogue (kernels/defects) is well-formed, invisible to `verifier check kernels/`,
+and its CUDA sources compile for sm_90 with every entry its launches use."""
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verifier.errors import SpecError
+from verifier.findings import CHECK_CLASSES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _matrix():
+    if "kernel_defect_matrix" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("kernel_defect_matrix", ROOT / "kernels/defects/matrix.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["kernel_defect_matrix"] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules["kernel_defect_matrix"]
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return _matrix().load_entries()
+
+
+def test_every_entry_is_well_formed(entries):
+    assert len(entries) >= 15
+    names = {e.name for e in entries}
+    for e in entries:
+        assert e.caught_by in CHECK_CLASSES
+        assert e.device in ("cpu", "gpu")
+        assert e.twin_spec.name == e.twin and e.twin not in names
+        assert e.spec.op == e.twin_spec.op, f"{e.name} and its twin {e.twin} compute different ops"
+        assert e.pitfall and e.exposing_input
+
+
+def test_cpu_value_defects_name_a_catalogue_case(entries):
+    """The suite runs a CPU defect's exposing input alone; it must be a case the battery knows."""
+    m = _matrix()
+    for e in entries:
+        if e.device == "cpu" and e.caught_by not in ("resources", "determinism", "refusal", "build"):
+            assert e.exposing_input in m.case_names(e.spec), f"{e.name}: {e.exposing_input!r} is not a case"
+
+
+def test_defects_are_not_picked_up_by_the_main_job():
+    from verifier.registry import find_spec_files
+
+    files = find_spec_files([str(ROOT / "kernels")])
+    assert not [f for f in files if "defects" in f.parts], "kernels/defects must stay out of `verifier check kernels/`"
+
+
+def test_malformed_entries_are_reported_together(tmp_path):
+    bad = tmp_path / "defects.py"
+    bad.write_text(textwrap.dedent('''
+        from verifier.spec import CallableKernel, dtypes
+        def fn(i, o, p, d):
+            o["y"].copy_(i["x"])
+        KERNELS = [CallableKernel(name="d1", op="softmax", fn=fn, dtypes=[dtypes("f32")]),
+                   CallableKernel(name="d2", op="softmax", fn=fn, dtypes=[dtypes("f32")])]
+        DEFECTS = {
+            "d1": {"caught_by": "vibes", "twin": "triton-softmax", "pitfall": "p", "exposing_input": "d1",
+                   "device": "cpu"},
+            "d2": {"caught_by": "value", "twin": "no-such-kernel", "pitfall": "p", "exposing_input": "d1",
+                   "device": "cpu"},
+            "d3": {"caught_by": "value"},
+        }
+    '''))
+    with pytest.raises(SpecError) as e:
+        _matrix().load_entries(files=[bad])
+    msg = str(e.value.message)
+    assert "vibes" in msg and "no-such-kernel" in msg and "d3" in msg
+
+
+def test_cuda_defect_sources_compile_for_sm90(entries):
+    from verifier.build import compile_cubin
+    from verifier.errors import ToolMissing
+    from verifier.runners.cuda import launches_for
+
+    by_source: dict = {}
+    for e in entries:
+        for spec in (e.spec, e.twin_spec):
+            if spec.kind == "cuda" and "defects" in spec.source_path().parts:
+                by_source.setdefault(spec.source_path().resolve(), {})[spec.name] = spec
+    assert 1 <= len(by_source) <= 4
+    for src, specs in sorted(by_source.items()):
+        try:
+            res = compile_cubin(src, arch="sm_90")
+        except ToolMissing as err:
+            pytest.skip(f"nvcc not available: {err.message}")
+        for spec in specs.values():
+            for dt in spec.dtypes:
+                N = next(n for n in (1024, 1000, 32) if spec.check_supported(4, n, dt) is None)
+                for launch in launches_for(spec, 4, N, dt, spec.op_params()):
+                    assert launch.entry in res.resources, f"{spec.name}: entry {launch.entry} not in {src.name}"

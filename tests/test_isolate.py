@@ -1,0 +1,109 @@
+"""verifier.isolate: a kernel checked in a child process; a crash or a hang is a finding and checking goes on.
+
+The mechanism is the one used on a GPU (where a fault kills the CUDA context); here it is forced on CPU
+CallableKernels with check_all(isolate=True).
+"""
+import textwrap
+
+import pytest
+
+from verifier import isolate
+from verifier.battery import Options, check_all
+from verifier.errors import UsageError
+from verifier.registry import load_spec_file
+
+SPEC = """
+import os, sys, time, torch
+from verifier.spec import CallableKernel, dtypes
+
+def aborts(inputs, outputs, params, dt):
+    sys.stderr.write("CUDA error: an illegal memory access was encountered (CUDA_ERROR_ILLEGAL_ADDRESS)\\n")
+    sys.stderr.flush()
+    os.abort()
+
+def exits(inputs, outputs, params, dt):
+    sys.stderr.write("lane 3 gave up\\n")
+    sys.stderr.flush()
+    os._exit(7)
+
+def hangs(inputs, outputs, params, dt):
+    while True:
+        time.sleep(0.05)
+
+def good(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+def wrong_dtype(inputs, outputs, params, dt):
+    return {"y": torch.softmax(inputs["x"].double(), -1)}
+
+F32 = [dtypes("f32")]
+KERNELS = [CallableKernel(name=n, op="softmax", fn=globals()[n], dtypes=F32)
+           for n in ("aborts", "exits", "hangs", "good", "wrong_dtype")]
+"""
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    p = tmp_path_factory.mktemp("iso") / "iso_spec.py"
+    p.write_text(SPEC)
+    return {k.name: k for k in load_spec_file(p)}
+
+
+def test_crash_timeout_and_the_next_kernel_still_checked(specs):
+    opts = Options(budget="quick", device="cpu", case="normal_small", timeout=2)
+    aborted, exited, hung, good = check_all([specs[n] for n in ("aborts", "exits", "hangs", "good")], opts,
+                                            isolate=True)
+
+    (f,) = aborted.findings
+    assert f.check == "crash" and "CUDA_ERROR_ILLEGAL_ADDRESS" in f.message
+    assert "an illegal memory access was encountered" in f.message  # the stderr tail
+    assert f.input == "normal_small" and f.dtype == "f32" and "--case normal_small" in f.repro
+
+    (g,) = exited.findings
+    assert g.check == "crash" and "exit status 7" in g.message and "lane 3 gave up" in g.message
+
+    (h,) = hung.findings
+    assert h.check == "timeout" and "within 2 s" in h.message and h.repro.startswith("verifier check ")
+    assert hung.verdict == "fail"
+    assert hung.cells[("f32", "value")].startswith("skipped(no result: the child process timed out")
+
+    assert good.findings == [] and good.verdict == "pass" and good.cells[("f32", "value")] == "pass"
+
+
+def test_usage_error_in_the_child_is_raised_in_the_parent(specs):
+    with pytest.raises(UsageError, match="output 'y' has dtype torch.float64"):
+        check_all([specs["wrong_dtype"]], Options(budget="quick", device="cpu", case="normal_small"), isolate=True)
+
+
+def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monkeypatch, tmp_path):
+    # A bug in the verifier inside the child: simulated by a sitecustomize that breaks evaluate().
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import verifier.battery as b
+        def broken(*a, **k):
+            raise ZeroDivisionError("verifier bug")
+        b.evaluate = broken
+        """))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    (r,) = check_all([specs["good"]], Options(budget="quick", device="cpu", case="normal_small"), isolate=True)
+    assert r.verdict == "error" and "ZeroDivisionError: verifier bug" in r.error and r.findings == []
+
+
+def test_timeout_is_injectable_and_validated(monkeypatch):
+    monkeypatch.delenv(isolate.TIMEOUT_ENV, raising=False)
+    assert isolate.kernel_timeout(Options()) == 600
+    monkeypatch.setenv(isolate.TIMEOUT_ENV, "2.5")
+    assert isolate.kernel_timeout(Options()) == 2.5
+    assert isolate.kernel_timeout(Options(timeout=9)) == 9  # the option wins over the environment
+    monkeypatch.setenv(isolate.TIMEOUT_ENV, "soon")
+    with pytest.raises(UsageError, match="VERIFIER_KERNEL_TIMEOUT"):
+        isolate.kernel_timeout(Options())
+
+
+def test_last_step_names_dtype_and_input():
+    class S:
+        name = "k"
+
+    err = "verifier-step: k: build\nverifier-step: k [bf16]: values\nverifier-step: k [bf16]: n1000\nboom\n"
+    assert isolate._last_step(err, S) == {"dtype": "bf16", "input": "n1000"}
+    assert isolate._last_step("verifier-step: k [f32]: values\n", S) == {"dtype": "f32"}
+    assert isolate._last_step("nothing\n", S) == {}

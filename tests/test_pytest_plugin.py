@@ -1,0 +1,279 @@
+"""The pytest plugin and the suites: options, ids, user kernels joining, failure reports, skips, junit
+properties, the poisoned-context fallback; and GPU pinning with faked device counts.
+
+The suite runs are subprocesses of the real suites/test_softmax.py (unedited) with a user spec file
+given through --verifier-specs, narrowed by --verifier-kernels and -k so that each run takes seconds.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import verifier.battery  # noqa: F401  imported before pytester's sys.modules snapshots, so spec files loaded
+import verifier.registry  # noqa: F401  by inline runs see the same verifier.spec classes every run
+from verifier import gpu_pinning as gp
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[1]
+NO_GPU = "no CUDA GPU: CUDA kernels are built and resource-checked only"
+
+USER_SPEC = '''
+import torch
+from verifier.spec import CallableKernel, dtypes
+
+def crash(inputs, outputs, params, dt):
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+def too_big(inputs, outputs, params, dt):          # every probability 5% too large
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1) * 1.05)
+
+def good(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+KERNELS = [
+    CallableKernel(name="user-crash", op="softmax", fn=crash, dtypes=[dtypes("f32")], device="cpu"),
+    CallableKernel(name="user-big5", op="softmax", fn=too_big, dtypes=[dtypes("bf16")]),
+    CallableKernel(name="user-good", op="softmax", fn=good, dtypes=[dtypes("f32")]),
+]
+'''
+
+
+def _pytest(*args, cwd=REPO, timeout=240):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _cases(junit: Path) -> dict:
+    out = {}
+    for tc in ET.parse(junit).getroot().iter("testcase"):
+        kind = next((k for k in ("failure", "error", "skipped") if tc.find(k) is not None), "passed")
+        el = tc.find(kind)
+        props = {}
+        for p in tc.iter("property"):
+            props.setdefault(p.get("name"), []).append(p.get("value"))
+        out[tc.get("name")] = (kind, (el.get("message", "") + "\n" + (el.text or "")) if el is not None else "", props)
+    return out
+
+
+# --- option validation -------------------------------------------------------------------------
+@pytest.mark.parametrize("args, needle", [
+    (["--verifier-budget", "huge"], "--verifier-budget 'huge': choose one of quick, ci, thorough"),
+    (["--verifier-device", "tpu"], "--verifier-device 'tpu': choose one of cpu, cuda, auto"),
+    (["--verifier-seed", "x1"], "--verifier-seed 'x1': must be an integer"),
+    (["--verifier-sanitize-tool", "leakcheck"], "choose one of memcheck, racecheck, synccheck, initcheck"),
+    (["--verifier-specs", "no/such/spec.py"], "--verifier-specs no/such/spec.py: no such file or directory"),
+])
+def test_bad_option_is_a_usage_error_naming_the_choices(args, needle):
+    r = _pytest("--co", "-q", "tests/test_ulp.py", *args)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_kernel_glob_matching_nothing_is_a_usage_error(pytester, capsys):
+    r = pytester.inline_run("--co", str(REPO / "suites" / "test_softmax.py"), f"--rootdir={REPO}", "-p", "no:xdist",
+                            "--verifier-kernels", "no-such-kernel*")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "--verifier-kernels no-such-kernel* matches no registered kernel" in err and "Traceback" not in err
+
+
+# --- ids, user kernels, failures, skips, junit ------------------------------------------------------
+def _ids(pytester, *args):
+    """Collected ids of the real softmax suite, collected in this process (pytester) to stay fast."""
+    r = pytester.inline_run("--co", str(REPO / "suites" / "test_softmax.py"), f"--rootdir={REPO}", "-p", "no:xdist",
+                            "--verifier-kernels", "torch-softmax,cuda-softmax-s3", *args)
+    items = [rep for rep in r.getreports("pytest_collectreport") if rep.passed]
+    assert r.ret == 0 and items
+    return [i.nodeid.split("::", 1)[1] for rep in items for i in rep.result if "::" in i.nodeid]
+
+
+def test_ids_are_readable_and_stable(pytester):
+    ids = _ids(pytester)
+    for want in ("test_softmax[cuda-softmax-s3-f32-d7_below_warp]", "test_softmax[torch-softmax-bf16-fully_masked_rows]",
+                 "test_softmax_shapes[torch-softmax-f16]", "test_softmax_refusal[cuda-softmax-s3-bf16]",
+                 "test_softmax_determinism[torch-softmax-f32]", "test_softmax_build[cuda-softmax-s3]"):
+        assert want in ids
+    # the boundary case (longest supported probe row) is one of the cases
+    assert any(i.startswith("test_softmax[cuda-softmax-s3-f32-boundary_n") for i in ids)
+    assert len(ids) == len(set(ids))
+    assert _ids(pytester, "--verifier-seed", "7") == ids  # seed changes the draws, not the ids
+    quick = _ids(pytester, "--verifier-budget", "quick")
+    assert set(quick) < set(ids)  # the budget picks how many cases, not how they are named
+
+
+@pytest.fixture(scope="module")
+def user_run(tmp_path_factory):
+    """One run of the unedited softmax suite: user kernels joined with --verifier-specs, one bundled CUDA kernel,
+    --verifier-sanitize, junit output."""
+    d = tmp_path_factory.mktemp("user")
+    (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
+    junit = d / "junit.xml"
+    r = _pytest("suites/test_softmax.py", "--verifier-specs", str(d / "user_spec.py"),
+                "--verifier-kernels", "user-big5,user-good,cuda-softmax-s1", "--verifier-sanitize",
+                "--verifier-device", "cpu", "-k", "normal_small or build or determinism", f"--junitxml={junit}",
+                "--basetemp", str(d / "base"))
+    return r, _cases(junit), d
+
+
+@pytest.fixture(scope="module")
+def crash_run(tmp_path_factory):
+    """A kernel that raises a CUDA fault, then a good one, in one process."""
+    d = tmp_path_factory.mktemp("crash")
+    (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
+    junit = d / "junit.xml"
+    r = _pytest("suites/test_softmax.py", "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels",
+                "user-crash,user-good", "--verifier-device", "cpu", "-k", "normal_small", f"--junitxml={junit}")
+    return r, _cases(junit)
+
+
+def test_user_kernels_join_without_suite_edits(user_run):
+    r, cases, _ = user_run
+    assert cases["test_softmax[user-good-f32-normal_small]"][0] == "passed", r.stdout
+    assert cases["test_softmax_determinism[user-good-f32]"][0] == "passed", r.stdout
+    assert cases["test_softmax[user-big5-bf16-normal_small]"][0] == "failure"
+
+
+def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
+    r, cases, d = user_run
+    kind, text, props = cases["test_softmax[user-big5-bf16-normal_small]"]
+    assert kind == "failure"
+    assert "- [value] user-big5, bf16, normal_small, shape" in text
+    assert "elements" in text and "over their ULP budget; worst at" in text and "ULP vs allowed" in text
+    assert (f"repro: verifier check {d / 'user_spec.py'} --kernel user-big5 --dtype bf16 --case normal_small "
+            "--seed 0 --device cpu") in text
+    assert "pytest repro: pytest 'suites/test_softmax.py::test_softmax[user-big5-bf16-normal_small]'" in text
+    # junit: the failing check classes, worst first, are the last 'check' property; the repro is recorded
+    assert props["check"][-1].split(",")[0] == "value" and "invariant" in props["check"][-1]
+    assert props["repro"][0].startswith("verifier check ")
+    assert cases["test_softmax[user-good-f32-normal_small]"][2]["check"] == ["value"]
+
+
+def test_cuda_tests_skip_on_cpu_with_the_exact_reason_and_still_build(user_run):
+    r, cases, _ = user_run
+    for name in ("test_softmax[cuda-softmax-s1-f32-normal_small]", "test_softmax_determinism[cuda-softmax-s1-bf16]"):
+        kind, text, _ = cases[name]
+        assert kind == "skipped" and NO_GPU in text
+    kind, _, props = cases["test_softmax_build[cuda-softmax-s1]"]
+    if kind == "skipped":
+        pytest.skip("nvcc is not installed here")
+    assert kind == "passed"
+    assert any("[sm_80]" in n for n in props["note"]) and any("[sm_90]" in n for n in props["note"])
+
+
+def test_sanitizer_reruns_are_items_that_skip_on_cpu(user_run):
+    r, cases, _ = user_run
+    kind, text, props = cases["test_softmax[cuda-softmax-s1-f32-normal_small-memcheck]"]
+    assert kind == "skipped" and "no CUDA GPU: compute-sanitizer re-runs need one" in text
+    assert props["check"] == ["memcheck"]
+    assert not any(n.endswith("-memcheck]") and "user-" in n for n in cases)  # callables are not sanitized
+
+
+def test_cuda_fault_moves_later_tests_to_a_child_process(crash_run):
+    r, cases = crash_run
+    kind, text, props = cases["test_softmax[user-crash-f32-normal_small]"]
+    assert kind == "failure" and "- [crash] user-crash" in text and "illegal memory access" in text, r.stdout
+    assert props["check"][-1] == "crash" and "isolated" not in props
+    # the test after it in the same process ran in a child process, where it passed
+    kind, _, props = cases["test_softmax[user-good-f32-normal_small]"]
+    assert kind == "passed", r.stdout
+    assert props["isolated"][0].startswith("child process (this worker's CUDA context is unusable after:")
+    assert props["check"] == ["value"]  # the child's properties come back
+
+
+# --- GPU pinning (faked device counts) ----------------------------------------------------------------
+def test_round_robin_two_gpus_three_workers():
+    pins = [gp.pinned_environment({"PYTEST_XDIST_WORKER": f"gw{i}"}, physical_count=2) for i in range(3)]
+    assert pins == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": "0"}]
+
+
+def test_pinning_maps_within_an_existing_restriction():
+    env = {"CUDA_VISIBLE_DEVICES": "2,3", "PYTEST_XDIST_WORKER": "gw0"}
+    assert [gp.pinned_environment({**env, "PYTEST_XDIST_WORKER": f"gw{i}"}, 8)["CUDA_VISIBLE_DEVICES"]
+            for i in range(3)] == ["2", "3", "2"]
+    uuids = {"CUDA_VISIBLE_DEVICES": "GPU-aaaa, GPU-bbbb", "PYTEST_XDIST_WORKER": "gw1"}
+    assert gp.pinned_environment(uuids, 2) == {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}
+
+
+@pytest.mark.parametrize("env, count", [
+    ({"PYTEST_XDIST_WORKER": "gw0"}, 0),  # no GPU
+    ({"PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": ""}, 4),  # every GPU hidden
+    ({}, 2),  # not an xdist worker
+    ({"PYTEST_XDIST_WORKER": "master"}, 2),
+])
+def test_nothing_to_pin(env, count):
+    assert gp.pinned_environment(env, count) == {}
+
+
+def test_visible_devices_follow_cuda_rules():
+    assert gp.parse_visible(None) is None
+    assert gp.parse_visible("") == []
+    assert gp.parse_visible("1,-1,0") == ["1"]  # an invalid entry hides itself and the rest
+    assert gp.visible_devices({}, 3) == ["0", "1", "2"]
+
+
+def test_auto_workers_is_the_visible_gpu_count():
+    assert gp.auto_workers({}, 4) == 4
+    assert gp.auto_workers({"CUDA_VISIBLE_DEVICES": "1,3"}, 4) == 2
+    assert gp.auto_workers({}, 0) is None  # xdist falls back to the CPU count
+
+
+def test_gpu_count_from_nvidia_smi_without_cuda():
+    class Out:
+        returncode = 0
+        stdout = ("GPU 0: NVIDIA H200 (UUID: GPU-1)\n  MIG 1g.18gb Device 0: (UUID: MIG-1)\n"
+                  "GPU 1: NVIDIA H200 (UUID: GPU-2)\n")
+
+    assert gp.count_physical_gpus(run=lambda *a, **k: Out()) == 2
+    Out.returncode = 9
+    assert gp.count_physical_gpus(run=lambda *a, **k: Out()) == 0
+
+
+def test_pinning_refuses_to_pretend_after_cuda_init(monkeypatch):
+    class FakeCuda:
+        @staticmethod
+        def is_initialized():
+            return True
+
+    class FakeTorch:
+        cuda = FakeCuda
+
+    monkeypatch.setitem(sys.modules, "torch", FakeTorch)
+    assert gp.cuda_initialized()
+    monkeypatch.delitem(sys.modules, "torch")
+    assert not gp.cuda_initialized()
+
+
+@pytest.fixture
+def fake_nvidia_smi(tmp_path, monkeypatch):
+    """An nvidia-smi on PATH that lists three GPUs (no driver needed)."""
+    exe = tmp_path / "bin" / "nvidia-smi"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\nfor i in 0 1 2; do echo \"GPU $i: NVIDIA H200 (UUID: GPU-$i)\"; done\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    return exe
+
+
+def test_n_auto_asks_for_one_worker_per_gpu(pytester, fake_nvidia_smi, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    config = pytester.parseconfigure("-p", "xdist")
+    assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    assert config.hook.pytest_xdist_auto_num_workers(config=config) == 1
+
+
+def test_worker_is_pinned_before_conftest_imports(tmp_path, fake_nvidia_smi):
+    (tmp_path / "conftest.py").write_text("import os\nSEEN = os.environ.get('CUDA_VISIBLE_DEVICES')\n")
+    (tmp_path / "test_pin.py").write_text("from conftest import SEEN\n\ndef test_pin():\n    assert SEEN == '1', SEEN\n")
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "test_pin.py"],
+                       cwd=tmp_path, env={**env, "PYTEST_XDIST_WORKER": "gw4", "PYTEST_XDIST_WORKER_COUNT": "5"},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr  # gw4 of 3 GPUs -> GPU 1

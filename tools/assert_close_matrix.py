@@ -1,0 +1,140 @@
+"""Would plain `torch.testing.assert_close` catch each numeric defect?
+
+For every defect whose declared class is numeric (value, invariant, nan-inf, unwritten,
+out-of-range-write) and that can run on the device, launch it on `torch.randn` inputs of a few
+fixed shapes, in each of its dtypes, and compare with `torch.testing.assert_close(actual, expected)`
+at default tolerances (rtol/atol of the output dtype).
+
+expected: the op computed by torch in float32 from the same (rounded) inputs, then cast to the
+output dtype — what a typical test writes (`ref = torch.softmax(x.float(), -1).to(x.dtype)`).
+Inputs: x, w, b all torch.randn (seeded); outputs allocated with torch.empty and zero-filled, inside
+a larger buffer so that a write past the end cannot corrupt the process (assert_close sees only the
+output view, as a real test would). A shape the kernel refuses (supports()) is recorded as refused.
+
+    python tools/assert_close_matrix.py --out build/assert-close-cpu.json [--device cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = ((4, 1024), (8, 4096), (2, 152064))
+NUMERIC = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+SEED = 0
+
+
+def _matrix():
+    if "kernel_defect_matrix" in sys.modules:
+        return sys.modules["kernel_defect_matrix"]
+    spec = importlib.util.spec_from_file_location("kernel_defect_matrix", ROOT / "kernels" / "defects" / "matrix.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["kernel_defect_matrix"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def expected_output(op: str, inputs: dict, params: dict, out_dtype):
+    """The op in float32 by torch, cast to the output dtype."""
+    import torch
+    import torch.nn.functional as F
+
+    x = inputs["x"].float()
+    if op == "softmax":
+        y = torch.softmax(x, -1)
+    elif op == "layernorm":
+        y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
+    elif op == "rmsnorm":
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * inputs["w"].float()
+    else:
+        raise ValueError(f"no torch expectation for op {op!r}")
+    return y.to(out_dtype)
+
+
+def _one(spec, run, dt, M, N, device):
+    import torch
+
+    from verifier import dtypes as _dt
+    from verifier.errors import Unsupported
+    from verifier.ops import get_op
+
+    reason = spec.check_supported(M, N, dt)
+    if reason:
+        return {"result": "refused", "detail": reason}
+    op = get_op(spec.op)
+    gen = torch.Generator(device="cpu").manual_seed(SEED)
+    in_dt = _dt.torch_dtype(dt.input)
+    inputs = {t: torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt).to(device) for t in op.inputs}
+    n, slack = M * N, 1 << 16
+    buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
+    outputs = {"y": buf[:n].view(M, N)}
+    params = spec.op_params()
+    try:
+        run(spec, inputs, outputs, params, dt, device)
+    except Unsupported as e:
+        return {"result": "refused", "detail": str(e)}
+    expected = expected_output(spec.op, inputs, params, outputs["y"].dtype)
+    try:
+        torch.testing.assert_close(outputs["y"].cpu(), expected.cpu())
+    except AssertionError as e:
+        return {"result": "caught", "detail": str(e).strip().splitlines()[0]}
+    return {"result": "missed", "detail": ""}
+
+
+def measure(device: str = "cpu", names=None) -> dict:
+    import numpy as np
+
+    from verifier.battery import _runner
+
+    matrix = _matrix()
+    rows = {}
+    for e in matrix.load_entries():
+        if e.caught_by not in NUMERIC or (names and e.name not in names):
+            continue
+        if e.spec.kind == "cuda" and device != "cuda":
+            rows[e.name] = {"skipped": "CUDA kernel: needs --device cuda on a GPU machine"}
+            continue
+        if e.spec.kind == "triton":
+            from verifier.runners.triton import activate
+
+            activate("interpreter" if device == "cpu" else "compiled")
+        run = _runner(e.spec)
+        cells = {}
+        with np.errstate(all="ignore"):
+            for dt in e.spec.dtypes:
+                for M, N in SHAPES:
+                    cells[f"{dt.tag} {M}x{N}"] = _one(e.spec, run, dt, M, N, device)
+        rows[e.name] = {"cells": cells, "caught_anywhere": any(c["result"] == "caught" for c in cells.values())}
+    return {"device": device, "seed": SEED, "shapes": [list(s) for s in SHAPES],
+            "expected": "torch op in float32 on the same rounded inputs, cast to the output dtype",
+            "defects": rows}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--defect", action="append", help="only this defect (repeatable)")
+    args = ap.parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("assert_close_matrix: --device cuda asked for, but torch sees no CUDA GPU; run on a GPU "
+                  "machine or use --device cpu", file=sys.stderr)
+            return 2
+    result = measure(args.device, set(args.defect) if args.defect else None)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    for name, row in result["defects"].items():
+        cells = row.get("cells", {})
+        summary = ", ".join(f"{k}: {v['result']}" for k, v in cells.items()) or row.get("skipped")
+        print(f"{name}: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
+# Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
+#   OUT=/some/dir bash tools/gpu_run.sh [STEP...]      steps: env check bandwidth matrix sanitizer suites
+# Each step writes its logs under $OUT and never stops the others.
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export VERIFIER_CACHE_DIR=${VERIFIER_CACHE_DIR:-/tmp/kv-cache}
+steps=${*:-env check bandwidth matrix sanitizer suites}
+has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
+stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+
+if has env; then
+  {
+    echo "date: $(stamp)"
+    echo "commit: $(git rev-parse --short=12 HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nvcc --version | tail -2
+    compute-sanitizer --version 2>/dev/null | head -2
+    python3 -c 'import sys,torch,triton,cupy,numpy;print("python",sys.version.split()[0],"torch",torch.__version__,"cuda",torch.version.cuda,"triton",triton.__version__,"cupy",cupy.__version__,"numpy",numpy.__version__)'
+  } > "$OUT/env.txt" 2>&1
+  cat "$OUT/env.txt"
+fi
+
+if has check; then
+  # The bundled kernels in four groups at once (the battery is CPU-heavy in its references; each kernel
+  # runs in its own child process on the one GPU).
+  t0=$(date +%s)
+  pids=()
+  for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" cuda/allreduce_spec.py triton torch; do
+    name=$(echo "$g" | cut -d' ' -f1 | tr '/.' '__')
+    paths=$(for p in $g; do printf 'kernels/%s ' "$p"; done)
+    ( python3 -m verifier.cli check $paths --device cuda --budget "${BUDGET:-ci}" --format json \
+        --output "$OUT/check_$name.json" --no-progress 2> "$OUT/check_$name.err"; echo "exit $?" >> "$OUT/check_$name.err" ) &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  echo "check wall: $(( $(date +%s) - t0 )) s" | tee "$OUT/check_wall.txt"
+  python3 tools/summarize_check.py "$OUT"/check_*.json > "$OUT/check_summary.md" 2>&1
+  cat "$OUT/check_summary.md" | head -80
+fi
+
+if has bandwidth; then
+  python3 benchmarks/bandwidth.py > "$OUT/bandwidth.txt" 2>&1
+  cat "$OUT/bandwidth.txt"
+fi
+
+if has matrix; then
+  if [ -f suites/test_detection_matrix.py ]; then
+    python3 -m pytest -q -p no:cacheprovider suites/test_detection_matrix.py --verifier-device cuda \
+      --junitxml "$OUT/matrix_junit.xml" > "$OUT/matrix.txt" 2>&1
+    tail -30 "$OUT/matrix.txt"
+  fi
+  if [ -f tools/assert_close_matrix.py ]; then
+    python3 tools/assert_close_matrix.py --device cuda --output "$OUT/assert_close_gpu.json" > "$OUT/assert_close.txt" 2>&1
+    tail -5 "$OUT/assert_close.txt"
+  fi
+fi
+
+if has sanitizer; then
+  if [ -f tools/capture_sanitizer_fixtures.sh ]; then
+    OUT="$OUT/sanitizer" bash tools/capture_sanitizer_fixtures.sh > "$OUT/sanitizer.txt" 2>&1
+    tail -30 "$OUT/sanitizer.txt"
+  fi
+fi
+
+if has suites; then
+  # GPU suite wall time with one worker and with one worker per GPU, in the same run.
+  for n in 1 auto; do
+    t0=$(date +%s%N)
+    python3 -m pytest -q -p no:cacheprovider -n $n suites --verifier-device cuda > "$OUT/suites_n$n.txt" 2>&1
+    rc=$?
+    echo "suites -n $n: $(( ($(date +%s%N) - t0) / 1000000 )) ms, exit $rc" | tee -a "$OUT/suites_wall.txt"
+    tail -3 "$OUT/suites_n$n.txt"
+  done
+fi
+echo "done $(stamp)"

@@ -1,0 +1,85 @@
+"""The process compute-sanitizer watches: ``python -m verifier.sanitizer.child REQUEST.json``.
+
+Loads one kernel from its spec file and launches it, for one dtype, once per requested shape, on
+poisoned outputs (verifier.harness.execute), then synchronizes. It judges no values: the sanitizer's
+records are the result. It writes ``{"status": "ok"|"error", "launched": [[M, N], ...], "error": str}``
+to the request's ``result`` path and exits 0 (1 on error), so the driver can tell a harness failure
+from a sanitizer finding.
+
+Allocator pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1 from the driver; CuPy's pools here): a
+pooled allocation hides out-of-bounds accesses into its neighbours from memcheck and stale data from
+initcheck.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import traceback
+
+
+def _no_cupy_pools():
+    try:
+        import cupy
+    except ImportError:
+        return
+    cupy.cuda.set_allocator(None)
+    cupy.cuda.set_pinned_memory_allocator(None)
+
+
+def run(req: dict, launched: list) -> None:
+    """Launch every requested shape; ``launched`` collects the shapes done (kept on failure)."""
+    import numpy as np
+
+    from verifier import registry
+    from verifier.battery import _runner, derived_seed, random_maker
+    from verifier.harness import execute
+
+    device = req.get("device", "cuda")
+    spec = next((k for k in registry.load_spec_file(req["origin"]) if k.name == req["kernel"]), None)
+    if spec is None:
+        raise LookupError(f"kernel {req['kernel']!r} is not in {req['origin']}")
+    dt = next((d for d in spec.dtypes if d.tag == req["dtype"]), None)
+    if dt is None:
+        raise LookupError(f"kernel {spec.name} declares no dtype {req['dtype']!r}")
+    if device == "cuda":
+        _no_cupy_pools()
+        if spec.kind == "triton":
+            from verifier.runners.triton import activate
+
+            activate("compiled")
+    run_fn = _runner(spec)
+    params = spec.op_params()
+    for M, N in req["shapes"]:
+        rng = np.random.default_rng(derived_seed(req.get("seed", 0), spec.name, dt.tag, "sanitize", M, N))
+        xs = random_maker(M, N)(rng, dt, spec.op, params)
+        execute(run_fn, spec, xs, dt, params, device, check_poison=False)
+        launched.append([M, N])
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def main(argv) -> int:
+    if len(argv) != 1:
+        sys.stderr.write("usage: python -m verifier.sanitizer.child REQUEST.json\n")
+        return 2
+    with open(argv[0]) as fh:
+        req = json.load(fh)
+    launched: list = []
+    try:
+        run(req, launched)
+        result, code = {"status": "ok", "launched": launched, "error": ""}, 0
+    except BaseException as e:  # report everything: the driver decides what it means
+        result = {"status": "error", "launched": launched, "error": f"{type(e).__name__}: {e}",
+                  "traceback": traceback.format_exc(limit=8)}
+        code = 1
+    gc.collect()  # release the launches' buffers before exit, so leak records mean something
+    with open(req["result"], "w") as fh:
+        json.dump(result, fh)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

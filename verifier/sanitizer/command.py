@@ -1,0 +1,114 @@
+"""``verifier sanitize PATH...``: compute-sanitizer on the kernels of spec files, as a report.
+
+Exit codes as ``verifier check``: 0 nothing found (or nothing could be sanitized), 1 findings,
+2 usage error, 3 internal error. On a machine without a GPU (or without compute-sanitizer) every cell is
+``skipped(<why>)``, the exit code is 0 and the summary on stderr says that nothing was sanitized: CI on
+CPU runners stays green, and nobody mistakes a skipped report for a clean one.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from verifier.errors import UsageError
+
+_TIMEOUT_FIX = "pass seconds per tool run, e.g. --timeout 300"
+
+
+def add_subparser(subparsers) -> None:
+    from verifier.sanitizer.driver import DEFAULT_TIMEOUT_S, TOOLS
+
+    s = subparsers.add_parser(
+        "sanitize", help="run compute-sanitizer (racecheck, memcheck, synccheck, initcheck) on kernels",
+        description="Run compute-sanitizer tools on CUDA and Triton kernels at small tail shapes; findings come "
+                    "from its XML records. Suppressions: sanitizer-suppressions.toml at the repository root.")
+    s.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
+    s.add_argument("--tool", action="append", metavar="TOOL", help=f"{' | '.join(TOOLS)} (repeatable; default all four)")
+    s.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
+    s.add_argument("--dtype", metavar="TAG", help="only this dtype variant (default: every declared one)")
+    s.add_argument("--format", default="text", help="text | json | markdown (default text)")
+    s.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
+    s.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
+                   help=f"seconds per tool run before it is killed (default {DEFAULT_TIMEOUT_S:g})")
+    s.add_argument("--keep-xml", metavar="DIR", help="keep each run's XML and log as DIR/<kernel>.<dtype>.<tool>.xml")
+    s.add_argument("--suppressions", metavar="FILE",
+                   help="suppressions file (default: the nearest sanitizer-suppressions.toml above each spec file)")
+
+
+def _validate(args) -> tuple:
+    from verifier.report import FORMATS
+    from verifier.sanitizer.driver import TOOLS
+
+    if args.format not in FORMATS:
+        raise UsageError(f"--format {args.format!r} is not a format", fix=f"use one of {', '.join(FORMATS)}")
+    tools = tuple(dict.fromkeys(args.tool or TOOLS))
+    bad = [t for t in tools if t not in TOOLS]
+    if bad:
+        raise UsageError(f"--tool {bad[0]!r} is not a compute-sanitizer tool", fix=f"use one of {', '.join(TOOLS)}")
+    try:
+        timeout = float(args.timeout)
+    except ValueError:
+        raise UsageError(f"--timeout {args.timeout!r} is not a number", fix=_TIMEOUT_FIX) from None
+    if not timeout > 0:
+        raise UsageError(f"--timeout {args.timeout!r} must be positive", fix=_TIMEOUT_FIX)
+    return tools, timeout
+
+
+def _paths(paths):
+    import os
+
+    if paths:
+        return paths
+    if os.path.isdir("kernels"):
+        return ["kernels"]
+    raise UsageError("no PATH given and no kernels/ directory here", fix="verifier sanitize PATH...")
+
+
+def run(args) -> int:
+    from verifier import registry
+    from verifier.battery import KernelReport, resolve_device
+    from verifier.environment import environment
+    from verifier.report import render
+    from verifier.report.model import Result
+    from verifier.sanitizer import suppressions as _supp
+    from verifier.sanitizer.driver import sanitize_kernel
+
+    tools, timeout = _validate(args)
+    specs = registry.load(_paths(args.paths), args.kernel)
+    entries = _supp.load(args.suppressions) if args.suppressions else None
+    device = resolve_device("auto")
+    reports = []
+    for spec in specs:
+        dts = [d for d in spec.dtypes if args.dtype in (None, d.tag)]
+        if not dts:
+            raise UsageError(f"kernel {spec.name} declares no dtype {args.dtype!r}",
+                             fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}")
+        report = KernelReport(spec=spec, device=device)
+        t0 = time.monotonic()
+        sanitize_kernel(spec, report, dts, tools, device=device, timeout=timeout, keep_dir=args.keep_xml,
+                        suppressions=entries, progress=lambda m: sys.stderr.write(f"verifier sanitize: {m}\n"))
+        report.seconds = time.monotonic() - t0
+        reports.append(report)
+    result = Result(reports=reports, environment=environment(),
+                    options={"command": "sanitize", "tools": list(tools), "device": device, "timeout": timeout})
+    text = render(result, args.format)
+    if args.output:
+        try:
+            with open(args.output, "w") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write --output {args.output}: {e.strerror}", fix="choose a writable path") from None
+    else:
+        sys.stdout.write(text)
+    sys.stderr.write(summary_line(result) + "\n")
+    return result.exit_code()
+
+
+def summary_line(result) -> str:
+    ran = sum(1 for r in result.reports for v in r.cells.values() if not v.startswith("skipped"))
+    if not ran:
+        reasons = sorted({v[len("skipped("):-1] for r in result.reports for v in r.cells.values()})
+        return ("verifier sanitize: nothing was sanitized (every run skipped: " + "; ".join(reasons) + ")")
+    s = result.summary()
+    return (f"verifier sanitize: {s['kernels']} kernels, {ran} tool runs, {s['pass']} pass, {s['fail']} fail, "
+            f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings")
