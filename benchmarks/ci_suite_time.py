@@ -30,7 +30,7 @@ def _children_cpu() -> float:
 
 def run(workers: str, paths: list, extra: list) -> tuple:
     """(wall s, CPU s of the run and its workers, exit code, pytest's outcome line, worker count)."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-n", workers, *paths, *extra]
+    cmd = [sys.executable, "-m", "pytest", "-n", workers, *paths, *extra]  # not -q: xdist then says "created: N/N"
     t0, c0 = time.monotonic(), _children_cpu()
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     wall, cpu = time.monotonic() - t0, _children_cpu() - c0

@@ -7,6 +7,7 @@ others need a CUDA GPU (`gpu`) and, for racecheck/memcheck/synccheck/initcheck, 
 `tools/detection_table.py run` writes the same results as JSON for docs/detection-matrix.md.
 """
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ if "kernel_defect_matrix" not in sys.modules:
 ENTRIES = matrix.load_entries()
 DEVICE = resolve_device("auto")
 SEED = 0
+SLOW_ENV = "VERIFIER_DETECTION_SLOW"
 
 
 def _marks(entry):
@@ -63,18 +65,37 @@ def test_defect_is_caught_by_its_declared_class(entry):
         f"classes that fired: {result['classes'] or 'none'}")
 
 
-@pytest.mark.parametrize("twin, entries", _twin_params())
-def test_twin_passes_everything(twin, entries):
+def _check_twin(twin, entries, whole_battery):
     spec = entries[0].twin_spec
     sanitize = DEVICE == "cuda" and any(e.sanitizer for e in entries)
     if sanitize and importlib.util.find_spec("verifier.sanitizer") is None:
         pytest.skip("verifier.sanitizer (compute-sanitizer battery hook) is not installed")
-    result = matrix.run_twin(spec, [e.exposing_input for e in entries], DEVICE, seed=SEED, sanitize=sanitize)
+    result = matrix.run_twin(spec, [e.exposing_input for e in entries], DEVICE, seed=SEED, sanitize=sanitize,
+                             whole_battery=whole_battery)
     assert result["error"] is None, f"twin {twin}: the battery errored: {result['error']}"
     assert not result["classes"], f"twin {twin} should pass but {result['classes']} fired: {result['first']}"
     if spec.kind == "cuda" and DEVICE != "cuda":
         return  # built and resource-checked only: nothing else runs without a GPU
     assert result["verdict"] == "pass", f"twin {twin}: verdict {result['verdict']}"
+
+
+@pytest.mark.parametrize("twin, entries", _twin_params())
+def test_twin_passes_every_case(twin, entries):
+    """Every quick catalogue case and its defects' exposing inputs (on a GPU: the whole battery)."""
+    _check_twin(twin, entries, whole_battery=DEVICE == "cuda")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("twin, entries", _twin_params())
+def test_twin_passes_whole_battery_on_cpu(twin, entries):
+    """The whole quick battery (refusal, boundary row, determinism) in the Triton interpreter: minutes
+    for the loop-heavy twins, hence `slow`; on a GPU test_twin_passes_every_case already runs it."""
+    if DEVICE == "cuda":
+        pytest.skip("covered by test_twin_passes_every_case on the GPU")
+    if os.environ.get(SLOW_ENV) != "1":
+        pytest.skip(f"minutes per twin in the Triton interpreter; set {SLOW_ENV}=1 to run it "
+                    "(tools/detection_table.py run does, and records the result)")
+    _check_twin(twin, entries, whole_battery=True)
 
 
 def test_catalogue_holds_at_least_15_defects_with_a_ci_runnable_core():

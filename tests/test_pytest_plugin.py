@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import verifier.battery  # noqa: F401  imported before pytester's sys.modules snapshots, so spec files loaded
-import verifier.registry  # noqa: F401  by inline runs see the same verifier.spec classes every run
+# Imported before pytester's sys.modules snapshots: inline runs then see the same verifier.spec classes
+# every run, and torch (which cannot be imported twice in a process) is never dropped and re-imported.
+import torch  # noqa: F401
+import verifier.battery  # noqa: F401
+import verifier.registry  # noqa: F401
 from verifier import gpu_pinning as gp
 
 pytest_plugins = ["pytester"]
@@ -87,8 +90,10 @@ def test_kernel_glob_matching_nothing_is_a_usage_error(pytester, capsys):
 # --- ids, user kernels, failures, skips, junit ------------------------------------------------------
 def _ids(pytester, *args):
     """Collected ids of the real softmax suite, collected in this process (pytester) to stay fast."""
+    if "--verifier-kernels" not in args:
+        args += ("--verifier-kernels", "torch-softmax,cuda-softmax-s3")
     r = pytester.inline_run("--co", str(REPO / "suites" / "test_softmax.py"), f"--rootdir={REPO}", "-p", "no:xdist",
-                            "--verifier-kernels", "torch-softmax,cuda-softmax-s3", *args)
+                            *args)
     items = [rep for rep in r.getreports("pytest_collectreport") if rep.passed]
     assert r.ret == 0 and items
     return [i.nodeid.split("::", 1)[1] for rep in items for i in rep.result if "::" in i.nodeid]
@@ -148,9 +153,10 @@ def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
     assert "elements" in text and "over their ULP budget; worst at" in text and "ULP vs allowed" in text
     assert (f"repro: verifier check {d / 'user_spec.py'} --kernel user-big5 --dtype bf16 --case normal_small "
             "--seed 0 --device cpu") in text
-    assert "pytest repro: pytest 'suites/test_softmax.py::test_softmax[user-big5-bf16-normal_small]'" in text
-    # junit: the failing check classes, worst first, are the last 'check' property; the repro is recorded
-    assert props["check"][-1].split(",")[0] == "value" and "invariant" in props["check"][-1]
+    assert ("pytest repro: pytest 'suites/test_softmax.py::test_softmax[user-big5-bf16-normal_small]' --verifier-budget "
+            f"ci --verifier-seed 0 --verifier-device cpu --verifier-specs {d / 'user_spec.py'}") in text
+    # junit: the failing check classes, worst first, are the 'check' property; the repro is recorded
+    assert props["check"] == ["value,invariant"]
     assert props["repro"][0].startswith("verifier check ")
     assert cases["test_softmax[user-good-f32-normal_small]"][2]["check"] == ["value"]
 
@@ -179,7 +185,7 @@ def test_cuda_fault_moves_later_tests_to_a_child_process(crash_run):
     r, cases = crash_run
     kind, text, props = cases["test_softmax[user-crash-f32-normal_small]"]
     assert kind == "failure" and "- [crash] user-crash" in text and "illegal memory access" in text, r.stdout
-    assert props["check"][-1] == "crash" and "isolated" not in props
+    assert props["check"] == ["crash"] and "isolated" not in props
     # the test after it in the same process ran in a child process, where it passed
     kind, _, props = cases["test_softmax[user-good-f32-normal_small]"]
     assert kind == "passed", r.stdout
@@ -263,6 +269,7 @@ def fake_nvidia_smi(tmp_path, monkeypatch):
 
 def test_n_auto_asks_for_one_worker_per_gpu(pytester, fake_nvidia_smi, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the controller: under xdist this test is in a worker
     config = pytester.parseconfigure("-p", "xdist")
     assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
@@ -277,3 +284,66 @@ def test_worker_is_pinned_before_conftest_imports(tmp_path, fake_nvidia_smi):
                        cwd=tmp_path, env={**env, "PYTEST_XDIST_WORKER": "gw4", "PYTEST_XDIST_WORKER_COUNT": "5"},
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr  # gw4 of 3 GPUs -> GPU 1
+
+
+def test_entry_point_spec_module_joins_the_suites(pytester, tmp_path, monkeypatch):
+    import importlib.metadata
+
+    pkg = tmp_path / "site" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels_spec.py").write_text(textwrap.dedent(USER_SPEC))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    ep = importlib.metadata.EntryPoint(name="mine", value="userpkg.kernels_spec", group="kernel_verifier.specs")
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda **kw: [ep] if kw.get("group") == "kernel_verifier.specs" else real(**kw))
+    ids = _ids(pytester, "--verifier-kernels", "user-good")
+    assert "test_softmax[user-good-f32-d7_below_warp]" in ids and "test_softmax_build[user-good]" in ids
+    assert not any("torch-softmax" in i for i in ids)
+    bad = importlib.metadata.EntryPoint(name="typo", value="userpkg.no_such_spec", group="kernel_verifier.specs")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: [bad])
+    from verifier.errors import UsageError
+    from verifier.pytest_plugin import entry_point_spec_files
+
+    with pytest.raises(UsageError, match="entry point typo = 'userpkg.no_such_spec'"):
+        entry_point_spec_files()
+
+
+def test_bundled_kernels_skip_the_defects_directory(tmp_path):
+    from verifier.pytest_plugin import bundled_spec_files
+
+    for rel in ("cuda/softmax_spec.py", "torch/spec.py", "defects/racy_spec.py", "defects/sub/spec.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("KERNELS = []\n")
+    found = sorted(p.relative_to(tmp_path).as_posix() for p in bundled_spec_files(tmp_path))
+    assert found == ["cuda/softmax_spec.py", "torch/spec.py"]
+
+
+def test_sanitizer_rerun_command_wraps_a_one_test_pytest(pytester, tmp_path):
+    from verifier.pytest_plugin import rerun_target, sanitizer_command
+    from verifier.registry import load
+    from verifier.sanitizer.driver import ToolInfo
+
+    node = "suites/test_softmax.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp-memcheck]"
+    base = rerun_target(node, "memcheck")
+    assert base == "suites/test_softmax.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp]"
+    with pytest.raises(ValueError):
+        rerun_target(base, "memcheck")
+    spec = next(k for k in load([REPO / "kernels" / "cuda" / "softmax_spec.py"]) if k.name == "cuda-softmax-s1")
+    dt = spec.dtypes[0]
+    case = next(c for c in verifier.battery.cases_for(spec, dt, "ci") if c.name == "d7_below_warp")
+    info = ToolInfo(path="/opt/cuda/bin/compute-sanitizer", version="2025.3.1",
+                    options=frozenset({"tool", "xml", "save", "print-limit", "error-exitcode", "log-file",
+                                       "kernel-name", "padding"}))
+    config = pytester.parseconfigure("--verifier-seed", "3", "--verifier-budget", "quick")
+    cmd = sanitizer_command(config, info, "memcheck", base, spec, dt, case, tmp_path / "r.xml", tmp_path / "r.log",
+                            tmp_path / "j.xml")
+    text = " ".join(map(str, cmd))
+    assert cmd[:3] == ["/opt/cuda/bin/compute-sanitizer", "--tool", "memcheck"]
+    for part in (f"--xml --save {tmp_path / 'r.xml'}", "--print-limit 0", "--error-exitcode 86",
+                 f"--log-file {tmp_path / 'r.log'}", "--padding 32", "--kernel-name kne="):
+        assert part in text
+    child = cmd[cmd.index(sys.executable):]
+    assert child[:4] == [sys.executable, "-m", "pytest", base] and "no:xdist" in child
+    assert "--verifier-seed 3" in " ".join(child) and "--verifier-budget quick" in " ".join(child)

@@ -55,7 +55,7 @@ def test_every_op_and_mode_has_an_entry():
 
 @pytest.mark.parametrize("args, word", [
     (("softmax", "float8_e4m3fn", "float32", "precise"), "bfloat16"),
-    (("softmax", "bfloat16", "bfloat16", "precise"), "float32 accumulation"),
+    (("layernorm", "bfloat16", "bfloat16", "precise"), "float32 accumulation"),
     (("softmax", "bfloat16", "float32", "turbo"), "triton_approx"),
     (("gelu", "bfloat16", "float32", "precise"), "softmax"),
     (("softmax", "bf17", "float32", "precise"), "bfloat16"),

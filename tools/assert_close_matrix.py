@@ -11,7 +11,7 @@ Inputs: x, w, b all torch.randn (seeded); outputs allocated with torch.empty and
 a larger buffer so that a write past the end cannot corrupt the process (assert_close sees only the
 output view, as a real test would). A shape the kernel refuses (supports()) is recorded as refused.
 
-    python tools/assert_close_matrix.py --out build/assert-close-cpu.json [--device cuda]
+    python tools/assert_close_matrix.py --out kernels/defects/results/assert-close-cpu.json [--device cuda]
 """
 from __future__ import annotations
 
@@ -85,12 +85,8 @@ def _one(spec, run, dt, M, N, device):
 
 
 def measure(device: str = "cpu", names=None) -> dict:
-    import numpy as np
-
-    from verifier.battery import _runner
-
     matrix = _matrix()
-    rows = {}
+    rows, twins = {}, {}
     for e in matrix.load_entries():
         if e.caught_by not in NUMERIC or (names and e.name not in names):
             continue
@@ -101,16 +97,27 @@ def measure(device: str = "cpu", names=None) -> dict:
             from verifier.runners.triton import activate
 
             activate("interpreter" if device == "cpu" else "compiled")
-        run = _runner(e.spec)
-        cells = {}
-        with np.errstate(all="ignore"):
-            for dt in e.spec.dtypes:
-                for M, N in SHAPES:
-                    cells[f"{dt.tag} {M}x{N}"] = _one(e.spec, run, dt, M, N, device)
+        cells = _cells(e.spec, e.spec.dtypes, device)
         rows[e.name] = {"cells": cells, "caught_anywhere": any(c["result"] == "caught" for c in cells.values())}
+        if e.twin not in twins:  # control: a correct kernel must pass the same comparison
+            twins[e.twin] = _cells(e.twin_spec, e.twin_spec.dtypes, device)
     return {"device": device, "seed": SEED, "shapes": [list(s) for s in SHAPES],
             "expected": "torch op in float32 on the same rounded inputs, cast to the output dtype",
-            "defects": rows}
+            "defects": rows, "twins": twins}
+
+
+def _cells(spec, dts, device) -> dict:
+    import numpy as np
+
+    from verifier.battery import _runner
+
+    run = _runner(spec)
+    cells = {}
+    with np.errstate(all="ignore"):
+        for dt in dts:
+            for M, N in SHAPES:
+                cells[f"{dt.tag} {M}x{N}"] = _one(spec, run, dt, M, N, device)
+    return cells
 
 
 def main(argv=None) -> int:
@@ -133,6 +140,8 @@ def main(argv=None) -> int:
         cells = row.get("cells", {})
         summary = ", ".join(f"{k}: {v['result']}" for k, v in cells.items()) or row.get("skipped")
         print(f"{name}: {summary}")
+    for name, cells in result["twins"].items():
+        print(f"twin {name}: " + ", ".join(f"{k}: {v['result']}" for k, v in cells.items()))
     return 0
 
 

@@ -1,13 +1,13 @@
 """Build docs/detection-matrix.md from measured results.
 
     # 1. battery results (on this machine: the CPU entries; on a GPU machine: all of them)
-    python tools/detection_table.py run --out build/detection-cpu.json
-    python tools/detection_table.py run --device cuda --sanitize --out build/detection-gpu.json   # GPU machine
+    python tools/detection_table.py run --out kernels/defects/results/detection-cpu.json
+    python tools/detection_table.py run --device cuda --sanitize --out kernels/defects/results/detection-gpu.json   # GPU machine
     # 2. does plain torch.testing.assert_close on randn catch them?
-    python tools/assert_close_matrix.py --out build/assert-close-cpu.json
+    python tools/assert_close_matrix.py --out kernels/defects/results/assert-close-cpu.json
     # 3. the table
-    python tools/detection_table.py render --battery build/detection-cpu.json [--battery build/detection-gpu.json] \
-        --assert-close build/assert-close-cpu.json [--assert-close ...gpu.json] --out docs/detection-matrix.md
+    python tools/detection_table.py render --battery kernels/defects/results/detection-cpu.json [--battery kernels/defects/results/detection-gpu.json] \
+        --assert-close kernels/defects/results/assert-close-cpu.json [--assert-close ...gpu.json] --out docs/detection-matrix.md
 
 `run` checks each defect with the whole battery (budget 'ci' by default, seed 0) and each twin with
 the 'quick' battery plus its defects' exposing inputs; entries the device cannot run are recorded
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from assert_close_matrix import _matrix  # noqa: E402  (loads kernels/defects/matrix.py by path)
 
-GPU_RUN = ("python tools/detection_table.py run --device cuda --sanitize --out build/detection-gpu.json && "
-           "python tools/assert_close_matrix.py --device cuda --out build/assert-close-gpu.json")
+GPU_RUN = ("python tools/detection_table.py run --device cuda --sanitize --out kernels/defects/results/detection-gpu.json && "
+           "python tools/assert_close_matrix.py --device cuda --out kernels/defects/results/assert-close-gpu.json")
 
 
 def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
@@ -55,7 +55,7 @@ def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
     return {"device": device, "budget": budget, "seed": 0, "sanitize": sanitize, "defects": defects, "twins": twins}
 
 
-def _cell_assert_close(name, files) -> str:
+def _cell_assert_close(name, twin, files) -> str:
     for ac in files:
         row = ac["defects"].get(name)
         if row is None or "cells" not in row:
@@ -63,11 +63,13 @@ def _cell_assert_close(name, files) -> str:
         cells = row["cells"]
         caught = [k for k, v in cells.items() if v["result"] == "caught"]
         ran = [k for k, v in cells.items() if v["result"] != "refused"]
+        false_alarms = [k for k, v in ac.get("twins", {}).get(twin, {}).items() if v["result"] == "caught"]
+        control = f"; twin also flagged on {', '.join(false_alarms)}" if false_alarms else ""
         if not ran:
             return f"every randn shape refused ({ac['device']})"
         if not caught:
-            return f"**no** (missed on all {len(ran)} runs, {ac['device']})"
-        return f"yes on {len(caught)}/{len(ran)}: {', '.join(caught)} ({ac['device']})"
+            return f"**no** (missed on all {len(ran)} runs, {ac['device']}{control})"
+        return f"yes on {len(caught)}/{len(ran)}: {', '.join(caught)} ({ac['device']}{control})"
     return "not run (not numeric, or not yet run on GPU)"
 
 
@@ -83,7 +85,8 @@ def render(batteries: list, assert_close: list) -> str:
         "seed 0), the input that exposes it, and whether plain `torch.testing.assert_close(actual, expected)` with",
         "default tolerances on `torch.randn` inputs of shapes (4, 1024), (8, 4096), (2, 152064) catches it",
         "(expected = the torch op in float32 on the same inputs, cast to the output dtype; see",
-        "`tools/assert_close_matrix.py`).",
+        "`tools/assert_close_matrix.py`). The twin runs through the same comparison as a control: a shape",
+        "where the twin is flagged too is a false alarm of assert_close, not a detection.",
         "",
         "| defect | pitfall | declared | battery caught it with | exposing input | assert_close on randn | twin (verdict) |",
         "|---|---|---|---|---|---|---|",
@@ -103,21 +106,36 @@ def render(batteries: list, assert_close: list) -> str:
             caught = mark + (f" (also: {', '.join(others)})" if others else "") + f" [{got['device']}]"
             t = got["twins"].get(e.twin, {})
             twin = t.get("verdict", "not run")
+            if t.get("kind") == "cuda" and got["device"] != "cuda":
+                twin += ": build + resources only, no GPU"
             if t.get("classes"):
                 twin += " (" + ", ".join(t["classes"]) + ")"
-        ac = _cell_assert_close(e.name, assert_close) if e.caught_by in ("value", "invariant", "nan-inf", "unwritten",
+        ac = _cell_assert_close(e.name, e.twin, assert_close) if e.caught_by in ("value", "invariant", "nan-inf", "unwritten",
                                                                           "out-of-range-write") else "n/a (not a value defect)"
         lines.append(f"| `{e.name}` | {e.pitfall} | {e.caught_by} | {caught} | `{e.exposing_input}` | {ac} | "
                      f"`{e.twin}` ({twin}) |")
-    lines += ["", "Runs: " + "; ".join(f"battery on {b['device']} (budget {b['budget']}, seed {b['seed']}, sanitize "
-                                         f"{b['sanitize']})" for b in batteries)
+    lines += ["", "Runs: " + "; ".join(f"battery on {b['device']} (defects: whole battery at budget {b['budget']}; "
+                                         f"twins: whole quick battery plus their defects' exposing inputs; seed "
+                                         f"{b['seed']}, sanitize {b['sanitize']})" for b in batteries)
               + "; " + "; ".join(f"assert_close on {a['device']}" for a in assert_close) + "."]
+    lines += [
+        "",
+        "Notes:",
+        "- No uninitialized-shared-memory defect: compute-sanitizer's initcheck checks global memory only",
+        "  (`compute-sanitizer --help`: \"initcheck : Global memory initialization checking\"), so it cannot",
+        "  catch one, and `--initcheck-address-space` is rejected (reference captures, h200-2026-11-30).",
+        "- `defect-float4-tail-overread` reads at most 12 bytes past the end of `w`. memcheck sees that only",
+        "  when `w` is its own allocation: under PyTorch's caching allocator the bytes belong to the same",
+        "  cached block. The sanitizer run must disable caching (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`).",
+        "- `defect-divergent-syncthreads` also reads `s[0]` early in the threads that skipped a barrier, so",
+        "  its values may be wrong too; synccheck flags the barrier itself, on every input.",
+    ]
     if pending:
         lines += ["", f"Not yet run on a GPU ({len(pending)}): " + ", ".join(f"`{n}`" for n in pending) + ".",
                   "To fill them in, on a GPU machine with compute-sanitizer:", "", "```sh", GPU_RUN,
-                  "python tools/detection_table.py render --battery build/detection-cpu.json --battery "
-                  "build/detection-gpu.json --assert-close build/assert-close-cpu.json --assert-close "
-                  "build/assert-close-gpu.json --out docs/detection-matrix.md", "```"]
+                  "python tools/detection_table.py render --battery kernels/defects/results/detection-cpu.json --battery "
+                  "kernels/defects/results/detection-gpu.json --assert-close kernels/defects/results/assert-close-cpu.json --assert-close "
+                  "kernels/defects/results/assert-close-gpu.json --out docs/detection-matrix.md", "```"]
     return "\n".join(lines) + "\n"
 
 

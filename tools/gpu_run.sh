@@ -2,10 +2,12 @@
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
 # Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
 #   OUT=/some/dir bash tools/gpu_run.sh [STEP...]      steps: env check bandwidth matrix sanitizer suites
-# Each step writes its logs under $OUT and never stops the others.
+# Each step writes its logs under a work folder and never stops the others; at the end everything is packed
+# into $OUT/gpu-run.tar.gz (one file, for machines that return only a few).
 set -u
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+FINAL=${OUT:-$PWD/gpu-out}
+OUT=${WORK:-/tmp/gpu-run}
+mkdir -p "$OUT" "$FINAL"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export VERIFIER_CACHE_DIR=${VERIFIER_CACHE_DIR:-/tmp/kv-cache}
 steps=${*:-env check bandwidth matrix sanitizer suites}
@@ -48,15 +50,11 @@ if has bandwidth; then
 fi
 
 if has matrix; then
-  if [ -f suites/test_detection_matrix.py ]; then
-    python3 -m pytest -q -p no:cacheprovider suites/test_detection_matrix.py --verifier-device cuda \
-      --junitxml "$OUT/matrix_junit.xml" > "$OUT/matrix.txt" 2>&1
-    tail -30 "$OUT/matrix.txt"
-  fi
-  if [ -f tools/assert_close_matrix.py ]; then
-    python3 tools/assert_close_matrix.py --device cuda --output "$OUT/assert_close_gpu.json" > "$OUT/assert_close.txt" 2>&1
-    tail -5 "$OUT/assert_close.txt"
-  fi
+  # Detection matrix on the GPU: every defect (sanitizer classes included) and twin, then assert_close on randn.
+  python3 tools/detection_table.py run --device cuda --sanitize --out "$OUT/detection-gpu.json" > "$OUT/matrix.txt" 2>&1
+  echo "detection run exit $?" >> "$OUT/matrix.txt"; tail -30 "$OUT/matrix.txt"
+  python3 tools/assert_close_matrix.py --device cuda --out "$OUT/assert-close-gpu.json" > "$OUT/assert_close.txt" 2>&1
+  echo "assert_close run exit $?" >> "$OUT/assert_close.txt"; tail -5 "$OUT/assert_close.txt"
 fi
 
 if has sanitizer; then
@@ -77,3 +75,4 @@ if has suites; then
   done
 fi
 echo "done $(stamp)"
+tar -czf "$FINAL/gpu-run.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"

@@ -123,7 +123,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     os.environ.update(changes)
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (CPU count): it is a firstresult hook
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per visible GPU (nvidia-smi, not CUDA); xdist's CPU count without GPUs."""
     return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
@@ -400,8 +400,11 @@ def repro_command(config, nodeid: str) -> str:
     """The pytest command line that re-runs one test with this session's options."""
     v = config._verifier
     parts = ["pytest", nodeid, "--verifier-budget", v["budget"], "--verifier-seed", str(v["seed"])]
+    if v["device"] != "auto":
+        parts += ["--verifier-device", v["device"]]
     for p in v["specs"]:
-        parts += ["--verifier-specs", os.path.relpath(p, config.invocation_params.dir)]
+        rel = os.path.relpath(p, config.invocation_params.dir)
+        parts += ["--verifier-specs", p if rel.startswith("..") else rel]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -461,10 +464,10 @@ class Checker:
         self._start(spec, dt, "value", case.name)
         reason = spec.check_supported(case.M, case.N, dt)
         if reason is not None:
-            pytest.skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
+            self._skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
         caveat = battery.interpreter_caveat(spec, dt, inputs, self.opts.device)
         if caveat:
-            pytest.skip(caveat)
+            self._skip(caveat)
         report = self._report(spec)
         repro = battery._repro(spec, self.opts, dt.tag, case.name)
         self._guarded(report, lambda: battery._one_run(spec, battery._runner(spec), dt, self.opts, report, inputs,
@@ -523,7 +526,7 @@ class Checker:
         ptxas resources within the spec's expectations. Triton on a GPU: the compiled kernels' resources."""
         from verifier import battery
 
-        self.record("check", "build,resources")
+        self.check = "build,resources"
         self.record("kernel", spec.name)
         report = self._report(spec)
         dts = list(spec.dtypes)
@@ -532,7 +535,7 @@ class Checker:
         elif spec.kind == "triton" and self.opts.device == "cuda":
             self._guarded(report, lambda: battery._triton_resources(spec, self.opts, report, dts))
         else:
-            pytest.skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
+            self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
                                                  else "a Python callable"))
         for note in report.notes:
             self.record("note", note)
@@ -562,11 +565,14 @@ class Checker:
     def _start(self, spec, dt, check, case):
         from verifier.battery import runnable_reason
 
-        for k, val in (("check", check), ("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
+        self.check = check
+        for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
             self.record(k, val)
+        if self.opts.device == "cuda":  # which GPU this worker was pinned to
+            self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
         why = runnable_reason(spec, self.opts.device)
         if why:
-            pytest.skip(why)
+            self._skip(why)
 
     def _report(self, spec):
         from verifier.battery import KernelReport
@@ -589,16 +595,22 @@ class Checker:
     def _skip_if_skipped(self, report, check):
         cells = [v for (tag, c), v in report.cells.items() if c == check]
         if cells and all(v.startswith("skipped") for v in cells) and not report.findings:
-            pytest.skip(cells[0][len("skipped("):-1])
+            self._skip(cells[0][len("skipped("):-1])
+
+    def _skip(self, reason: str):
+        self.record("check", self.check)
+        pytest.skip(reason)
 
     def _conclude(self, report, check):
+        """Record the check class (on failure: the failing ones, worst first) and fail with the findings."""
         errors = [f for f in report.findings if f.severity == "error"]
         if not errors:
+            self.record("check", check)
             return
         from verifier.report.model import sorted_findings
 
         classes = ",".join(dict.fromkeys(f.check for f in sorted_findings(errors)))
-        self.record("check", classes)  # the last value of a property is the one junit readers keep
+        self.record("check", classes)
         self.record("repro", sorted_findings(errors)[0].repro)
         pytest.fail(f"{len(errors)} finding(s) [{classes}], worst first:\n{format_findings(errors)}\n"
                     f"pytest repro: {repro_command(self.config, self.nodeid)}", pytrace=False)
@@ -665,6 +677,23 @@ def _sanitizer_shapes(spec, dt, case) -> list:
     return [(4, n) for n in PROBE_N if spec.check_supported(4, n, dt) is None]
 
 
+def rerun_target(nodeid: str, tool: str) -> str:
+    """'...::test_softmax[k-f32-case-memcheck]' -> '...::test_softmax[k-f32-case]' (the test it re-runs)."""
+    suffix = f"-{tool}]"
+    if not nodeid.endswith(suffix):
+        raise ValueError(f"{nodeid} is not a {tool} re-run item")
+    return nodeid[: -len(suffix)] + "]"
+
+
+def sanitizer_command(config, info, tool: str, nodeid: str, spec, dt, case, xml, log, junit) -> list:
+    """compute-sanitizer (options from verifier.sanitizer.driver, filtered to the kernel's entries) around
+    a child ``python -m pytest NODEID -p no:xdist``."""
+    from verifier.sanitizer import driver
+
+    filters = driver.kernel_filters(spec, dt, _sanitizer_shapes(spec, dt, case))
+    return driver.build_command(info, tool, str(xml), str(log), filters, child_command(config, nodeid, str(junit)))
+
+
 def sanitized_rerun(item, tool: str):
     """Re-run the test of the same id (minus ``-TOOL``) in ``compute-sanitizer --tool TOOL python -m pytest
     NODEID -p no:xdist``; the verdict comes from the XML records (verifier.sanitizer), the child's own
@@ -683,13 +712,12 @@ def sanitized_rerun(item, tool: str):
         info = driver.probe(driver.find_tool())
     except ToolMissing as e:
         pytest.skip(f"compute-sanitizer unavailable: {e.message}")
-    base = item.nodeid[: -len(f"-{tool}]")] + "]"
+    base = rerun_target(item.nodeid, tool)
     xml, log = _artifact_path(config, item.nodeid, ".xml"), _artifact_path(config, item.nodeid, ".log")
     junit = _artifact_path(config, item.nodeid, ".child.xml")
     for p in (xml, log, junit):
         p.unlink(missing_ok=True)
-    filters = driver.kernel_filters(spec, dt, _sanitizer_shapes(spec, dt, case))
-    cmd = driver.build_command(info, tool, str(xml), str(log), filters, child_command(config, base, str(junit)))
+    cmd = sanitizer_command(config, info, tool, base, spec, dt, case, xml, log, junit)
     code, out = run_child(cmd, cwd=config.rootpath,
                           extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "VERIFIER_TRITON_MODE": "compiled"})
     repro = " ".join(shlex.quote(c) for c in cmd)

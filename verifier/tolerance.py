@@ -137,6 +137,13 @@ def _build_table() -> dict[tuple[str, str, str, str], dict[str, Tol]]:
     for acc in ("float16", "bfloat16"):
         for mode in MATH_MODES:
             table[("reduce_sum", acc, acc, mode)] = {"y": Tol(1.0, "sum", _F32[mode])}
+    # The softmax family with its row sum held in the 16-bit I/O dtype (PyTorch's CPU log_softmax for
+    # f16/bf16 rounds the sum to the I/O dtype): the same formulas with u of that dtype; the intrinsic
+    # constants stay the fp32 ones (in units of the larger u they only over-count).
+    for op in ("softmax", "log_softmax"):
+        for acc in ("float16", "bfloat16"):
+            for mode in MATH_MODES:
+                table[(op, acc, acc, mode)] = {t: Tol(b, k, _F32[mode]) for t, (b, k) in _RECIPES[op].items()}
     # Integer sums (int8 or int32 in, int32 out, int32 accumulation) are exact in any mode.
     for mode in MATH_MODES:
         table[("reduce_sum", "int32", "int32", mode)] = {"y": Tol(0.0, "exact", _F32[mode])}

@@ -128,28 +128,46 @@ def _summary(report) -> dict:
             "first": {c: next(f.message.splitlines()[0] for f in report.findings if f.check == c) for c in classes}}
 
 
+def _check(spec: KernelSpec, opts):
+    """One kernel's battery; on a GPU in a child process (verifier.isolate), so that a fault or a
+    hang in a defective kernel is recorded as crash / timeout instead of ending the matrix run."""
+    from verifier.battery import check_all
+
+    return check_all([spec], opts)[0]
+
+
 def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
     """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
     exposing input is not a catalogue case, the whole battery at ``budget``)."""
-    from verifier.battery import Options, check_kernel
+    from verifier.battery import Options
 
     case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
     if whole_battery:
         case = None
     opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer)
-    out = _summary(check_kernel(entry.spec, opts))
+    out = _summary(_check(entry.spec, opts))
     out.update(caught=entry.caught_by in out["classes"], case=case or f"whole battery ({opts.budget})")
     return out
 
 
-def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: int = 0, sanitize: bool = False) -> dict:
-    """The twin's whole battery at ``budget`` plus each of ``cases`` (its defects' exposing inputs)."""
-    from verifier.battery import Options, check_kernel
+def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: int = 0, sanitize: bool = False,
+             whole_battery: bool = True) -> dict:
+    """The twin on each of ``cases`` (its defects' exposing inputs) and either its whole battery at
+    ``budget`` or, with ``whole_battery=False``, every catalogue case of ``budget`` run one by one
+    (values, invariants, poison and guards; no refusal, boundary or determinism check: those cost
+    minutes for loop-heavy kernels in the Triton interpreter)."""
+    from verifier.battery import Options
+    from verifier.inputs import catalogue
 
-    reports = [check_kernel(spec, Options(budget=budget, seed=seed, device=device, sanitize=sanitize))]
     known = case_names(spec)
-    for c in sorted(set(cases) & known):
-        reports.append(check_kernel(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize)))
+    run_cases = set(cases) & known
+    reports = []
+    if whole_battery:
+        reports.append(_check(spec, Options(budget=budget, seed=seed, device=device, sanitize=sanitize)))
+    else:
+        run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, budget=budget)}
+    for c in sorted(run_cases):
+        reports.append(_check(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize)))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
     errors = [m["error"] for m in merged if m["error"]]
@@ -157,4 +175,5 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     verdict = "error" if errors else "fail" if classes else "skipped" if all(v == "skipped" for v in verdicts) else "pass"
     return {"verdict": verdict, "classes": classes, "error": "; ".join(errors) or None,
             "first": {k: v for m in merged for k, v in m["first"].items()},
-            "cases": sorted(set(cases) & known)}
+            "scope": (f"whole {budget} battery + " if whole_battery else f"{budget} cases one by one + ")
+            + "exposing inputs " + ", ".join(sorted(set(cases) & known))}

@@ -26,18 +26,20 @@ def _t(name, op, module, launcher, description, dts=IO, supports=None, expectati
 
 _ONE_BLOCK = _max_n(65536, "triton-online-softmax")
 _WARP = _max_n(4096, "triton-online-softmax")
+_TILE64 = _max_n(65536, "triton-online-softmax (4096-column tiles)")
 
 KERNELS = [
     _t("defect-triton-softmax-no-max-sub", "softmax", "softmax_defects.py", "launch_no_max_sub",
        "softmax as exp(x) / sum(exp(x)), no max subtraction", supports=_ONE_BLOCK),
     _t("defect-triton-softmax-unmasked-store", "softmax", "softmax_defects.py", "launch_unmasked_store",
-       "masked load, unmasked store: padding lanes written past the row end", supports=_ONE_BLOCK),
+       "softmax whose 128-column store tiles are not masked: the last tile writes past the row end", supports=_ONE_BLOCK),
     _t("defect-triton-softmax-masked-row-zeros", "softmax", "softmax_defects.py", "launch_masked_rows_zero",
        "fully -inf row returns zeros instead of NaN", supports=_ONE_BLOCK),
     _t("triton-online-softmax-tile64", "softmax", "online_softmax_defects.py", "launch",
-       "online softmax over 64-column tiles with the rescale (twin)", expectations=register_resident()),
+       "online softmax over 64-column tiles with the rescale (twin)", supports=_TILE64,
+       expectations=register_resident()),
     _t("defect-triton-online-softmax-no-rescale", "softmax", "online_softmax_defects.py", "launch_no_rescale",
-       "online softmax over 64-column tiles, old sum not rescaled when the max grows",
+       "online softmax over 64-column tiles, old sum not rescaled when the max grows", supports=_TILE64,
        expectations=register_resident()),
     _t("triton-warp-online-softmax", "softmax", "warp_softmax_defects.py", "launch",
        "warp-per-row online softmax, lane by lane, both -inf guards (twin)", supports=_WARP),
@@ -63,7 +65,7 @@ DEFECTS = {
         "exposing_input": "past_exp_overflow"},
     "defect-triton-softmax-unmasked-store": {
         "caught_by": "out-of-range-write", "twin": "triton-softmax", "device": "cpu",
-        "pitfall": "tail store not masked: next_power_of_2(N) - N lanes written past the row end",
+        "pitfall": "tail store not masked: the last 128-column tile writes up to 127 elements past the row end",
         "exposing_input": "n1000"},
     "defect-triton-softmax-masked-row-zeros": {
         "caught_by": "nan-inf", "twin": "triton-softmax", "device": "cpu",

@@ -1,0 +1,49 @@
+"""tools/detection_table.py render: measured rows, pending GPU rows with the command, bad input -> exit 2."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("detection_table_tool", ROOT / "tools" / "detection_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _battery(defects, twins):
+    return {"device": "cpu", "budget": "ci", "seed": 0, "sanitize": False, "defects": defects, "twins": twins}
+
+
+def test_render_reports_what_was_measured_and_what_is_pending(tmp_path):
+    tool = _tool()
+    hit = {"classes": ["invariant", "nan-inf"], "caught": True}
+    miss = {"classes": ["value"], "caught": False}
+    battery = _battery({"defect-triton-softmax-masked-row-zeros": hit, "defect-triton-softmax-no-max-sub": miss,
+                        "defect-missing-syncthreads": {"skipped": "needs a GPU"}},
+                       {"triton-softmax": {"verdict": "pass", "classes": []}})
+    ac = {"device": "cpu", "defects": {"defect-triton-softmax-masked-row-zeros": {
+        "cells": {"f32 4x1024": {"result": "missed"}, "f32 2x152064": {"result": "refused"}}}},
+        "twins": {"triton-softmax": {"f32 4x1024": {"result": "missed"}}}}
+    text = tool.render([battery], [ac])
+    row = next(l for l in text.splitlines() if "`defect-triton-softmax-masked-row-zeros`" in l)
+    assert "**nan-inf** (also: invariant) [cpu]" in row and "**no** (missed on all 1 runs, cpu)" in row
+    assert "`triton-softmax` (pass)" in row
+    row = next(l for l in text.splitlines() if "`defect-triton-softmax-no-max-sub`" in l)
+    assert "MISSED nan-inf" in row
+    row = next(l for l in text.splitlines() if "`defect-missing-syncthreads`" in l)
+    assert "not yet run on GPU" in row
+    assert "--device cuda --sanitize" in text
+
+
+def test_bad_input_file_is_a_usage_error(tmp_path, capsys):
+    tool = _tool()
+    bad = tmp_path / "b.json"
+    bad.write_text("{not json")
+    rc = tool.main(["render", "--battery", str(bad), "--out", str(tmp_path / "o.md")])
+    assert rc == 2
+    assert "cannot read battery file" in capsys.readouterr().err
+    assert tool.main(["render"]) == 2  # missing --battery / --out
