@@ -64,11 +64,16 @@ if has sanitizer; then
   fi
 fi
 
+# The pytest plugin is registered by the package's entry point; an uninstalled checkout loads it by name.
+PLUGIN=""
+python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
+
 if has suites; then
   # GPU suite wall time with one worker and with one worker per GPU, in the same run.
   for n in 1 auto; do
     t0=$(date +%s%N)
-    python3 -m pytest -q -p no:cacheprovider -n $n suites --verifier-device cuda > "$OUT/suites_n$n.txt" 2>&1
+    python3 -m pytest -q -p no:cacheprovider $PLUGIN -n $n suites --verifier-device cuda \
+      --junitxml "$OUT/suites_n$n.xml" > "$OUT/suites_n$n.txt" 2>&1
     rc=$?
     echo "suites -n $n: $(( ($(date +%s%N) - t0) / 1000000 )) ms, exit $rc" | tee -a "$OUT/suites_wall.txt"
     tail -3 "$OUT/suites_n$n.txt"
