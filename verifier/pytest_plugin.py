@@ -389,6 +389,10 @@ def child_command(config, nodeid: str, junit: str) -> list:
            "--verifier-budget", v["budget"], "--verifier-seed", str(v["seed"])]
     if config.inipath:
         cmd += ["-c", str(config.inipath)]
+    if config.pluginmanager.get_plugin("verifier") is None:
+        # Loaded with `-p verifier.pytest_plugin` (an uninstalled checkout), not through the pytest11 entry
+        # point: the child must load it the same way or it rejects the --verifier-* options.
+        cmd += ["-p", "verifier.pytest_plugin"]
     for p in v["specs"]:
         cmd += ["--verifier-specs", p]
     if v["globs"]:

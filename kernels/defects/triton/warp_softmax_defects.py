@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 MAX_N = 4096  # register-resident: ITEMS = 128 per lane at most
-NEG_INF = float("-inf")
+NEG_INF = tl.constexpr(float("-inf"))  # a constexpr: compiled Triton rejects plain globals in @jit code
 
 
 @triton.jit

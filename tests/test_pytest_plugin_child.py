@@ -1,0 +1,32 @@
+"""The child pytest that re-runs a test after a CUDA fault must load the plugin the way the parent did.
+
+Seen on the H200 (2026-11-30): in a checkout loaded with `-p verifier.pytest_plugin` the child was started
+without it and rejected every --verifier-* option (exit 4), so the tests after a crash gave no result.
+"""
+import subprocess
+import sys
+import textwrap
+
+
+def _child_command_from(tmp_path, *plugin_args):
+    test = tmp_path / "test_probe.py"
+    test.write_text(textwrap.dedent("""
+        def test_probe(request):
+            from verifier.pytest_plugin import child_command
+            print("CMD", child_command(request.config, "suites/x.py::t", "j.xml"))
+    """))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *plugin_args,
+                          str(test), "--verifier-device", "cpu"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (line,) = [ln for ln in out.stdout.splitlines() if "CMD" in ln]
+    return line
+
+
+def test_child_loads_the_plugin_by_name_when_the_parent_did(tmp_path):
+    line = _child_command_from(tmp_path, "-p", "no:verifier", "-p", "verifier.pytest_plugin")
+    assert "'-p', 'verifier.pytest_plugin'" in line
+
+
+def test_child_relies_on_the_entry_point_when_the_parent_did(tmp_path):
+    line = _child_command_from(tmp_path)
+    assert "verifier.pytest_plugin" not in line
