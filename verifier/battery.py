@@ -12,6 +12,10 @@ catalogue case, ``hypothesis:MxN:rngS`` (a Hypothesis-drawn shape and its value 
 
 A Python exception raised by the kernel (callable, launcher) is a **crash** finding for that input and the
 battery goes on; a UsageError (a malformed spec found while running it) propagates: the spec must be fixed.
+
+The single steps (check_build, check_refusal, run_case, check_determinism, with random_inputs,
+hypothesis_shapes, repro_line and crash_finding) are public for callers that run one check at a time, as
+the pytest plugin does: a suite test and ``verifier check`` then judge the same input the same way.
 """
 from __future__ import annotations
 
@@ -134,14 +138,19 @@ def _runner(spec: KernelSpec) -> Callable:
     return run_callable
 
 
-def _repro(spec: KernelSpec, opts: Options, tag: str = "", case: str = "", device: Optional[str] = None) -> str:
+def repro_line(spec: KernelSpec, opts: Options, tag: str = "", case: str = "") -> str:
+    """The ``verifier check`` command line that re-runs this kernel (narrowed to dtype ``tag`` and
+    case ``case`` when given) with the same seed and device."""
     parts = ["verifier", "check", spec.origin or "<spec.py>", "--kernel", spec.name]
     if tag:
         parts += ["--dtype", tag]
     if case:
         parts += ["--case", case]
-    parts += ["--seed", str(opts.seed), "--device", device or opts.device]
+    parts += ["--seed", str(opts.seed), "--device", opts.device]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+_repro = repro_line  # older name, still imported by verifier/isolate.py
 
 
 def runnable_reason(spec: KernelSpec, device: str) -> Optional[str]:
@@ -170,10 +179,12 @@ def _wants(opts: Options, step: str) -> bool:
     return step == "values"
 
 
-def _crash(spec, opts, e: KernelFault, **ctx) -> Finding:
+def crash_finding(spec: KernelSpec, opts: Options, e: KernelFault, **ctx) -> Finding:
+    """The **crash** finding of a kernel that raised ``e``; ``ctx`` adds Finding fields (dtype, input, shape,
+    repro: by default the repro line of ctx's dtype and input)."""
     what = "a CUDA fault (the context is unusable; the rest of this kernel's battery was not run)" if e.cuda \
         else "an exception"
-    ctx.setdefault("repro", _repro(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")))
+    ctx.setdefault("repro", repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")))
     return Finding("crash", f"the kernel raised {what}: {e}", kernel=spec.name, seed=opts.seed, **ctx)
 
 
@@ -210,13 +221,13 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         for dt in tags:
             if _wants(opts, "refusal"):
                 say(f"{spec.name} [{dt.tag}]: refusal")
-                _check_refusal(spec, run, dt, opts, report)
+                check_refusal(spec, dt, opts, report, run=run)
             if _wants(opts, "values"):
                 say(f"{spec.name} [{dt.tag}]: values")
                 _check_values(spec, run, dt, opts, report, say)
             if _wants(opts, "determinism"):
                 say(f"{spec.name} [{dt.tag}]: determinism")
-                _check_determinism(spec, run, dt, opts, report)
+                check_determinism(spec, dt, opts, report, run=run)
         if opts.sanitize:
             from verifier.sanitizer import battery_hook
 
@@ -227,7 +238,7 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         # Raised outside a per-input check (determinism, Triton resources), or a CUDA fault after which
         # the context is unusable: record it (once) and stop this kernel's battery.
         if not getattr(e, "reported", False):
-            report.add(_crash(spec, opts, e))
+            report.add(crash_finding(spec, opts, e))
     except VerifierError as e:
         report.error = f"{type(e).__name__}: {e}"
     finally:
@@ -278,18 +289,32 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
                 report.notes.append(f"build skipped: {e.message}")
                 return False
             except BuildError as e:
-                report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=_repro(spec, opts)))
+                report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro_line(spec, opts)))
                 return False
             missing = sorted(e for e in entries if e not in res.resources)
             for e in missing:
                 report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
-                                   kernel=spec.name, repro=_repro(spec, opts)))
+                                   kernel=spec.name, repro=repro_line(spec, opts)))
             ok = ok and not missing
             _check_resources(spec, opts, report, group, arch,
                              {e: res.resources[e] for e in entries if e in res.resources})
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
+
+
+def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelReport] = None) -> KernelReport:
+    """The build and resources step on its own: a CUDA source is built with nvcc for the device's arch
+    (sm_80 and sm_90 without a GPU), every entry the launches use must be in the cubin and ptxas resources
+    within the spec's expectations; a Triton kernel on a GPU has its compiled kernels' resources checked.
+    Other kernels get skipped cells. Findings and cells go to ``report`` (a new one if None), returned.
+    A KernelFault (Triton compiling on a GPU) propagates."""
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    dts = list(dts)
+    _build_and_resources(spec, opts, report, dts)
+    if spec.kind == "triton" and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
+        _triton_resources(spec, opts, report, dts)
+    return report
 
 
 def _check_resources(spec, opts, report, dts, arch, resources: dict):
@@ -300,7 +325,7 @@ def _check_resources(spec, opts, report, dts, arch, resources: dict):
         report.notes.append(f"[{arch}] {entry}: {r.registers} registers, {r.spill_bytes} spill bytes, "
                             f"{r.stack_bytes} stack bytes, {r.smem_bytes} smem bytes")
         for p in problems:
-            report.add(Finding("resources", f"[{arch}] {entry}: {p}", kernel=spec.name, repro=_repro(spec, opts),
+            report.add(Finding("resources", f"[{arch}] {entry}: {p}", kernel=spec.name, repro=repro_line(spec, opts),
                                score=1.0))
     for dt in dts:
         report.mark(dt.tag, "resources", PASS)
@@ -329,13 +354,17 @@ def _triton_resources(spec, opts, report, dts):
                                     f"{k['local_bytes']} local bytes, {k['shared_bytes']} smem bytes")
                 for p in check_expectations(r, spec.expectations):
                     report.add(Finding("resources", f"[N={n}] {k['name']}: {p} (Triton local memory = spills + stack)",
-                                       kernel=spec.name, dtype=dt.tag, repro=_repro(spec, opts, dt.tag)))
+                                       kernel=spec.name, dtype=dt.tag, repro=repro_line(spec, opts, dt.tag)))
         report.mark(dt.tag, "resources", PASS)
 
 
 # --- refusal ---------------------------------------------------------------------------------
-def _random_inputs(spec, dt, M, N, rng):
+def random_inputs(spec: KernelSpec, dt, M: int, N: int, rng: np.random.Generator) -> dict:
+    """Random inputs of an M x N row problem of the spec's op (see random_maker), drawn from ``rng``."""
     return random_maker(M, N)(rng, dt, spec.op, spec.op_params())
+
+
+_random_inputs = random_inputs  # older name, still used by tests/test_battery.py
 
 
 def random_maker(M, N):
@@ -343,7 +372,14 @@ def random_maker(M, N):
     return _inputs._maker(M, N, _inputs.rand_normal)
 
 
-def _check_refusal(spec, run, dt, opts, report):
+def check_refusal(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,
+                  run: Optional[Callable] = None) -> KernelReport:
+    """The refusal check of one dtype: every probe shape outside supports() (and M=0) must be refused with
+    verifier.errors.Unsupported before anything launches. Findings and the cell go to ``report`` (a new one
+    if None), returned. ``run``: the launcher (default: the spec kind's runner). After a CUDA fault the
+    crash is recorded and the KernelFault re-raised, marked ``reported``."""
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    run = run or _runner(spec)
     op_params = spec.op_params()
     probes = [(0, 32)] + [(1, n) for n in PROBE_N]
     for M, N in probes:
@@ -351,11 +387,11 @@ def _check_refusal(spec, run, dt, opts, report):
         if reason is None:
             continue  # supported shapes are exercised by the value checks (boundary case included)
         rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "refusal", N))
-        xs = _random_inputs(spec, dt, max(M, 1), N, rng)
+        xs = random_inputs(spec, dt, max(M, 1), N, rng)
         if M == 0:
             xs = {k: (v[:0] if v.ndim == 2 else v) for k, v in xs.items()}
         ctx = dict(kernel=spec.name, dtype=dt.tag, input="refusal", shape=(M, N), seed=opts.seed,
-                   repro=_repro(spec, opts, dt.tag, "refusal"))
+                   repro=repro_line(spec, opts, dt.tag, "refusal"))
         try:
             execute(run, spec, xs, dt, op_params, opts.device, check_poison=False)
         except Unsupported:
@@ -372,6 +408,11 @@ def _check_refusal(spec, run, dt, opts, report):
         report.add(Finding("refusal", f"M={M}, N={N} is outside supports ({reason}) but the kernel ran without "
                            "refusing", **ctx))
     report.mark(dt.tag, "refusal", PASS)
+    return report
+
+
+def _check_refusal(spec, run, dt, opts, report):  # older signature, still used by tests/test_battery.py
+    check_refusal(spec, dt, opts, report, run=run)
 
 
 # --- values, invariants, poison, guards -------------------------------------------------------
@@ -434,7 +475,7 @@ def _check_values(spec, run, dt, opts, report, say):
         if caveat:
             report.notes.append(f"[{dt.tag}] case {case.name} not run: {caveat}")
             continue
-        _one_run(spec, run, dt, opts, report, xs, case.name, _repro(spec, opts, dt.tag, case.name))
+        run_case(spec, dt, case.name, xs, opts, report, run=run)
         ran += 1
     if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
         ran += _hypothesis_values(spec, run, dt, opts, report)
@@ -477,40 +518,70 @@ def evaluate(spec, run, dt, opts, xs) -> tuple:
     return outcome, comparison, violations
 
 
-def _one_run(spec, run, dt, opts, report, xs, case_name, repro) -> bool:
+def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
+             report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
+             repro: Optional[str] = None) -> KernelReport:
+    """One input through the value, invariant, nan-inf, unwritten and out-of-range-write checks (a refusal
+    inside supports() is a **refusal** finding, an exception a **crash**). Findings go to ``report`` (a new
+    one if None), returned; cells are not marked: a check passes over all of its inputs, not one.
+    ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
+    to the spec kind's runner. After a CUDA fault the crash is recorded and the KernelFault re-raised,
+    marked ``reported``."""
     from verifier.invariants import violations_to_findings
 
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    run, xs = run or _runner(spec), inputs
+    if repro is None:
+        repro = repro_line(spec, opts, dt.tag, case_name)
     shape = tuple(xs["x"].shape)
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
     try:
         outcome, comparison, violations = evaluate(spec, run, dt, opts, xs)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
-        return False
+        return report
     except KernelFault as e:
-        report.add(_crash(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
         if e.cuda:
             e.reported = True
             raise
-        return False
-    ok = True
+        return report
     for name, mask in outcome.unwritten.items():
         idx = np.argwhere(mask)
         report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
                            f"(still poisoned), first at index {tuple(int(i) for i in idx[0])}", score=1e9 + len(idx), **ctx))
-        ok = False
     for name, hits in outcome.guard_hits.items():
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])
         report.add(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
-        ok = False
     for f in comparison.findings(**ctx):
         report.add(f)
-        ok = False
     for f in violations_to_findings(violations, **ctx):
         report.add(f)
-        ok = False
-    return ok
+    return report
+
+
+def _one_run(spec, run, dt, opts, report, xs, case_name, repro) -> bool:
+    """run_case under its older signature (still used by tests/test_battery.py): True if no finding."""
+    before = len(report.findings)
+    run_case(spec, dt, case_name, xs, opts, report, run=run, repro=repro)
+    return len(report.findings) == before
+
+
+def hypothesis_max_cols(device: str) -> int:
+    """The longest Hypothesis-drawn row: shorter on CPU, where launches are emulated and slow."""
+    return 8192 if device == "cpu" else 16384
+
+
+def hypothesis_shapes(max_cols: int):
+    """The Hypothesis strategy of (M, N) shapes: M in 1..16, N in 1..max_cols, edge sizes included.
+    Plain integers are the first alternative: Hypothesis shrinks a one_of toward its first branch, so a
+    failure shrinks to the smallest failing size, not just the smallest failing edge size (127 for 101)."""
+    from hypothesis import strategies as st
+
+    rows = st.one_of(st.integers(1, 16), _inputs.rows(16))
+    cols = st.one_of(st.integers(1, max_cols), _inputs.cols(max_cols))
+    return st.tuples(rows, cols)
 
 
 def _hypothesis_values(spec, run, dt, opts, report) -> int:
@@ -520,35 +591,29 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
     from hypothesis import strategies as st
 
     n = BUDGETS[opts.budget]["hypothesis"]
-    max_cols = 8192 if opts.device == "cpu" else 16384
     failing: list = []
     ran = [0]
-
-    # Plain integers as the first alternative: Hypothesis shrinks a one_of toward its first branch, so a
-    # failure shrinks to the smallest failing size, not just the smallest failing edge size (127 for 101).
-    rows = st.one_of(st.integers(1, 16), _inputs.rows(16))
-    cols = st.one_of(st.integers(1, max_cols), _inputs.cols(max_cols))
 
     @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
     @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
               report_multiple_bugs=False)
-    @given(shape=st.tuples(rows, cols), data_seed=st.integers(0, 2**31 - 1))
+    @given(shape=hypothesis_shapes(hypothesis_max_cols(opts.device)), data_seed=st.integers(0, 2**31 - 1))
     def prop(shape, data_seed):
         M, N = shape
         if spec.check_supported(M, N, dt) is not None:
             return
         ran[0] += 1
         rng = np.random.default_rng(data_seed)
-        xs = _random_inputs(spec, dt, M, N, rng)
+        xs = random_inputs(spec, dt, M, N, rng)
         probe = KernelReport(spec=spec, device=opts.device)
         case = f"hypothesis:{M}x{N}:rng{data_seed}"  # hypothesis_case() parses it back for the repro
         try:
-            ok = _one_run(spec, run, dt, opts, probe, xs, case, _repro(spec, opts, dt.tag, case))
+            run_case(spec, dt, case, xs, opts, probe, run=run)
         except KernelFault:  # a CUDA fault: recorded in probe, nothing more can run
             failing[:] = [probe.findings]
             raise
-        if not ok:
+        if probe.findings:  # any finding, warnings included, is a failure to shrink
             failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
             raise AssertionError(case)
 
@@ -565,31 +630,38 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
 
 
 # --- determinism ---------------------------------------------------------------------------------
-def _check_determinism(spec, run, dt, opts, report):
+def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,
+                      run: Optional[Callable] = None) -> KernelReport:
+    """The determinism check of one dtype: repeated runs on one input must be bitwise equal if the spec
+    declares the kernel deterministic, else each within tolerance. Findings and the cell go to ``report``
+    (a new one if None), returned. ``run``: the launcher (default: the spec kind's runner). After a CUDA
+    fault the crash is recorded and the KernelFault re-raised, marked ``reported``."""
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    run = run or _runner(spec)
     shape = next(((M, N) for M, N in ((64, 4096), (16, 1000), (8, 256), (4, 32))
                   if spec.check_supported(M, N, dt) is None), None)
     if shape is None:
         report.mark(dt.tag, "determinism", skipped("no probe shape supported"))
-        return
+        return report
     M, N = shape
     rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "determinism"))
-    xs = _random_inputs(spec, dt, M, N, rng)
+    xs = random_inputs(spec, dt, M, N, rng)
     params = spec.op_params()
     ctx = dict(kernel=spec.name, dtype=dt.tag, input="determinism", shape=shape, seed=opts.seed,
-               repro=_repro(spec, opts, dt.tag, "determinism"))
+               repro=repro_line(spec, opts, dt.tag, "determinism"))
     try:
         runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
                 for _ in range(max(BUDGETS[opts.budget]["repeats"], 2))]
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
-        return
+        return report
     except KernelFault as e:
-        report.add(_crash(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
         report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
         if e.cuda:
             e.reported = True
             raise
-        return
+        return report
     for name in runs[0]:
         first = runs[0][name]
         for i, later in enumerate(runs[1:], start=2):
@@ -612,6 +684,7 @@ def _check_determinism(spec, run, dt, opts, report):
             for f in cmp.findings(**ctx):
                 report.add(Finding("determinism", f"run {i} (declared nondeterministic) out of tolerance: {f.message}", **ctx))
     report.mark(dt.tag, "determinism", PASS)
+    return report
 
 
 def _not_selected(spec, opts) -> Optional[str]:
@@ -671,4 +744,7 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
 
 
 __all__ = ["Options", "KernelReport", "check_kernel", "check_all", "cases_for", "evaluate", "resolve_device",
-           "derived_seed", "hypothesis_case", "BUDGETS", "CHECK_CLASSES"]
+           "derived_seed", "hypothesis_case", "BUDGETS", "CHECK_CLASSES",
+           # single steps, for callers that run one check at a time (the pytest plugin)
+           "run_case", "check_refusal", "check_determinism", "check_build", "repro_line", "random_inputs",
+           "crash_finding", "hypothesis_shapes", "hypothesis_max_cols"]

@@ -438,15 +438,9 @@ class _CudaFault(BaseException):
 def format_findings(findings) -> str:
     """Findings worst first, as the text report shows them: check class, where, message, repro line."""
     from verifier.report.model import sorted_findings
+    from verifier.report.text import format_finding
 
-    lines = []
-    for f in sorted_findings(findings):
-        where = ", ".join(x for x in (f.kernel, f.dtype, f.input, f"shape {tuple(f.shape)}" if f.shape else "") if x)
-        lines.append(f"- [{f.check}] {where}" + (f" at {f.file}:{f.line}" if f.file else ""))
-        lines += [f"    {m}" for m in f.message.splitlines()]
-        if f.repro:
-            lines.append(f"    repro: {f.repro}")
-    return "\n".join(lines)
+    return "\n".join(line for f in sorted_findings(findings) for line in format_finding(f))
 
 
 class Checker:
@@ -473,9 +467,7 @@ class Checker:
         if caveat:
             self._skip(caveat)
         report = self._report(spec)
-        repro = battery._repro(spec, self.opts, dt.tag, case.name)
-        self._guarded(report, lambda: battery._one_run(spec, battery._runner(spec), dt, self.opts, report, inputs,
-                                                       case.name, repro))
+        self._guarded(report, lambda: battery.run_case(spec, dt, case.name, inputs, self.opts, report))
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):
@@ -487,29 +479,25 @@ class Checker:
         from hypothesis import strategies as st
 
         from verifier import battery
-        from verifier import inputs as _inputs
 
         self._start(spec, dt, "value", "hypothesis")
-        opts, run = self.opts, battery._runner(spec)
-        max_cols = 8192 if opts.device == "cpu" else 16384
-        # integers first: Hypothesis shrinks a one_of toward its first branch, i.e. toward the smallest size
-        rows = st.one_of(st.integers(1, 16), _inputs.rows(16))
-        cols = st.one_of(st.integers(1, max_cols), _inputs.cols(max_cols))
+        opts = self.opts
         last: dict = {}
 
         @hseed(battery.derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
         @settings(database=None, deadline=None, print_blob=False, report_multiple_bugs=False,
                   suppress_health_check=list(HealthCheck))
-        @given(shape=st.tuples(rows, cols), data_seed=st.integers(0, 2**31 - 1))
+        @given(shape=battery.hypothesis_shapes(battery.hypothesis_max_cols(opts.device)),
+               data_seed=st.integers(0, 2**31 - 1))
         def prop(shape, data_seed):
             M, N = shape
             if spec.check_supported(M, N, dt) is not None:
                 return
             case = f"hypothesis:{M}x{N}:rng{data_seed}"
-            xs = battery._random_inputs(spec, dt, M, N, np.random.default_rng(data_seed))
+            xs = battery.random_inputs(spec, dt, M, N, np.random.default_rng(data_seed))
             last["report"] = probe = self._report(spec)
             try:
-                battery._one_run(spec, run, dt, opts, probe, xs, case, battery._repro(spec, opts, dt.tag, case))
+                battery.run_case(spec, dt, case, xs, opts, probe)
             except Exception as e:
                 if getattr(e, "cuda", False):
                     raise _CudaFault(e) from e
@@ -532,18 +520,15 @@ class Checker:
 
         self.check = "build,resources"
         self.record("kernel", spec.name)
-        report = self._report(spec)
-        dts = list(spec.dtypes)
-        if spec.kind == "cuda":
-            battery._build_and_resources(spec, self.opts, report, dts)
-        elif spec.kind == "triton" and self.opts.device == "cuda":
-            self._guarded(report, lambda: battery._triton_resources(spec, self.opts, report, dts))
-        else:
+        if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
             self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
                                                  else "a Python callable"))
+        report = self._report(spec)
+        self._guarded(report, lambda: battery.check_build(spec, self.opts, spec.dtypes, report))
         for note in report.notes:
             self.record("note", note)
-        self._skip_if_skipped(report, "build")
+        if spec.kind == "cuda":  # a Triton kernel's build cells say only 'not a CUDA source'
+            self._skip_if_skipped(report, "build")
         self._conclude(report, "build,resources")
 
     def refusal(self, spec, dt):
@@ -552,7 +537,7 @@ class Checker:
 
         self._start(spec, dt, "refusal", "refusal")
         report = self._report(spec)
-        self._guarded(report, lambda: battery._check_refusal(spec, battery._runner(spec), dt, self.opts, report))
+        self._guarded(report, lambda: battery.check_refusal(spec, dt, self.opts, report))
         self._conclude(report, "refusal")
 
     def determinism(self, spec, dt):
@@ -561,7 +546,7 @@ class Checker:
 
         self._start(spec, dt, "determinism", "determinism")
         report = self._report(spec)
-        self._guarded(report, lambda: battery._check_determinism(spec, battery._runner(spec), dt, self.opts, report))
+        self._guarded(report, lambda: battery.check_determinism(spec, dt, self.opts, report))
         self._skip_if_skipped(report, "determinism")
         self._conclude(report, "determinism")
 
@@ -585,7 +570,7 @@ class Checker:
 
     def _guarded(self, report, step):
         """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests."""
-        from verifier.battery import _crash
+        from verifier.battery import crash_finding
         from verifier.harness import KernelFault
 
         try:
@@ -594,7 +579,7 @@ class Checker:
             if e.cuda:
                 STATE.poisoned = str(e)
             if not getattr(e, "reported", False):
-                report.add(_crash(report.spec, self.opts, e))
+                report.add(crash_finding(report.spec, self.opts, e))
 
     def _skip_if_skipped(self, report, check):
         cells = [v for (tag, c), v in report.cells.items() if c == check]

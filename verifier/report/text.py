@@ -16,6 +16,18 @@ def _fmt_cell(v: str, reasons: list) -> str:
     return v
 
 
+def format_finding(f, with_kernel: bool = True) -> list[str]:
+    """One finding as text lines: ``- [check] kernel, dtype, input, shape at file:line``, the message
+    indented, then its repro line. ``with_kernel=False`` leaves the kernel name out (under a kernel's heading)."""
+    where = ", ".join(x for x in (f.kernel if with_kernel else "", f.dtype, f.input,
+                                  f"shape {tuple(f.shape)}" if f.shape else "") if x)
+    loc = f" at {f.file}:{f.line}" if f.file else ""
+    lines = [f"- [{f.check}] {where}{loc}"] + [f"    {m}" for m in f.message.splitlines()]
+    if f.repro:
+        lines.append(f"    repro: {f.repro}")
+    return lines
+
+
 def render(result) -> str:
     cols = columns(result.reports)
     reasons: list = []
@@ -44,12 +56,7 @@ def render(result) -> str:
             continue
         lines += ["", f"== {r.spec.name} ({r.spec.kind}, {r.spec.op}): {len(fs)} finding(s), worst first"]
         for f in fs[:MAX_FINDINGS_PER_KERNEL]:
-            where = ", ".join(x for x in (f.dtype, f.input, f"shape {tuple(f.shape)}" if f.shape else "") if x)
-            loc = f" at {f.file}:{f.line}" if f.file else ""
-            lines.append(f"- [{f.check}] {where}{loc}")
-            lines += [f"    {m}" for m in f.message.splitlines()]
-            if f.repro:
-                lines.append(f"    repro: {f.repro}")
+            lines += format_finding(f, with_kernel=False)  # the section header names the kernel
         if len(fs) > MAX_FINDINGS_PER_KERNEL:
             lines.append(f"  ... {len(fs) - MAX_FINDINGS_PER_KERNEL} more (use --format json for all)")
     return "\n".join(lines) + "\n"
