@@ -1,7 +1,5 @@
 """tools/detection_table.py render: measured rows, pending GPU rows with the command, bad input -> exit 2."""
 import importlib.util
-import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,6 @@
 """What the framework found in PyTorch's own CPU ops, kept as regression tests of its sensitivity."""
 import dataclasses
 
-import numpy as np
 
 from verifier.battery import Options, check_kernel
 from verifier.registry import load_spec_file

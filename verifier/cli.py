@@ -184,14 +184,9 @@ def cmd_check(args) -> int:
     result = Result(reports=reports, environment=environment(),
                     options={"budget": opts.budget, "seed": opts.seed, "device": opts.device})
     text = render(result, args.format)
-    if args.output:
-        try:
-            with open(args.output, "w") as fh:
-                fh.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write --output {args.output}: {e.strerror}", fix="choose a writable path") from None
-    else:
-        sys.stdout.write(text)
+    from verifier.report import write
+
+    write(text, args.output)
     s = result.summary()
     partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
     sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "

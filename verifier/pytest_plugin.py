@@ -27,7 +27,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -414,20 +413,12 @@ def repro_command(config, nodeid: str) -> str:
 
 def run_child(cmd: list, cwd, timeout: float = CHILD_TIMEOUT_S, extra_env: dict | None = None) -> tuple:
     """(exit code or None on timeout, combined output). Own session, so a timeout kills the whole tree."""
-    import signal
-
     # Not an xdist worker (though it keeps the worker's pinned CUDA_VISIBLE_DEVICES).
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     env.update({CHILD_ENV: "1", **(extra_env or {})})
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out or ""
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out or ""
+    from verifier.proc import run_killable
+
+    return run_killable(cmd, timeout, env=env, cwd=cwd)
 
 
 # --- running one battery step --------------------------------------------------------------------

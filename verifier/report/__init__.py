@@ -17,3 +17,17 @@ def render(result, fmt: str) -> str:
         raise UsageError(f"unknown format {fmt!r}", fix=f"use one of {', '.join(FORMATS)}")
     # 'json' is a module name shared with the standard library, hence the full import path.
     return importlib.import_module(f"verifier.report.{fmt}").render(result)
+
+
+def write(text: str, path=None) -> None:
+    """The report to ``path`` (a usage error if it cannot be written), or to stdout."""
+    import sys
+
+    if not path:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write --output {path}: {e.strerror}", fix="choose a writable path") from None

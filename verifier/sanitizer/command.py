@@ -92,14 +92,9 @@ def run(args) -> int:
     result = Result(reports=reports, environment=environment(),
                     options={"command": "sanitize", "tools": list(tools), "device": device, "timeout": timeout})
     text = render(result, args.format)
-    if args.output:
-        try:
-            with open(args.output, "w") as fh:
-                fh.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write --output {args.output}: {e.strerror}", fix="choose a writable path") from None
-    else:
-        sys.stdout.write(text)
+    from verifier.report import write
+
+    write(text, args.output)
     sys.stderr.write(summary_line(result) + "\n")
     return result.exit_code()
 

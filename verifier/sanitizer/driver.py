@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from typing import Optional
 
 from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import Finding
+from verifier.proc import run_killable
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.xmlparse import SourceMap, parse, to_findings
 
@@ -278,15 +278,7 @@ def _dtype(spec, dtypes):
 
 def _run(cmd, timeout, env) -> tuple:
     """(exit code or None on timeout, combined stdout+stderr). Own session, so a timeout kills the whole tree."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out or ""
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out or ""
+    return run_killable(cmd, timeout, env=env)
 
 
 def _tail(text: str, n: int = 8) -> str:
