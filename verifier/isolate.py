@@ -94,7 +94,7 @@ def _last_step(stderr: str, spec) -> dict:
 def _dead_child_report(check: str, what: str, detail: str, spec, opts, stderr: str):
     """The report of a child that died or was killed: one crash / timeout finding, every other check of
     the kernel marked skipped (its results died with the child)."""
-    from verifier.battery import RUN_CHECKS, KernelReport, _repro, skipped
+    from verifier.battery import RUN_CHECKS, KernelReport, repro_line, skipped
 
     ctx = _last_step(stderr, spec)
     where = ", ".join(f"{k} {v}" for k, v in ctx.items())
@@ -104,7 +104,7 @@ def _dead_child_report(check: str, what: str, detail: str, spec, opts, stderr: s
             for c in ("build", "resources") + RUN_CHECKS:
                 r.mark(dt.tag, c, skipped(f"no result: the child process {'timed out' if check == 'timeout' else 'died'}"))
     r.add(Finding(check, what + (f" while checking {where}" if where else "") + detail, kernel=spec.name,
-                  seed=opts.seed, repro=_repro(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx))
+                  seed=opts.seed, repro=repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx))
     return r
 
 
