@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
 # Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
-#   OUT=/some/dir bash tools/gpu_run.sh [STEP...]      steps: env check bandwidth matrix sanitizer suites
+#   OUT=/some/dir bash tools/gpu_run.sh [STEP...]
+#   steps: env check bandwidth matrix sanitizer sanitize suites crash   (default: all but crash)
 # Each step writes its logs under a work folder and never stops the others; at the end everything is packed
 # into $OUT/gpu-run.tar.gz (one file, for machines that return only a few).
 set -u
@@ -10,7 +11,7 @@ OUT=${WORK:-/tmp/gpu-run}
 mkdir -p "$OUT" "$FINAL"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export VERIFIER_CACHE_DIR=${VERIFIER_CACHE_DIR:-/tmp/kv-cache}
-steps=${*:-env check bandwidth matrix sanitizer suites}
+steps=${*:-env check bandwidth matrix sanitizer sanitize suites}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
@@ -64,6 +65,19 @@ if has sanitizer; then
   fi
 fi
 
+if has sanitize; then
+  # Every bundled CUDA and Triton kernel under all four compute-sanitizer tools, one tool at a time so each
+  # tool's wall time is recorded.
+  for tool in racecheck memcheck synccheck initcheck; do
+    t0=$(date +%s)
+    python3 -m verifier.cli sanitize kernels/cuda kernels/triton --tool $tool --format json \
+      --output "$OUT/sanitize_$tool.json" > "$OUT/sanitize_$tool.txt" 2>&1
+    rc=$?
+    echo "sanitize $tool: $(( $(date +%s) - t0 )) s, exit $rc" | tee -a "$OUT/sanitize_wall.txt"
+  done
+  python3 tools/summarize_check.py "$OUT"/sanitize_*.json > "$OUT/sanitize_summary.md" 2>&1
+fi
+
 # The pytest plugin is registered by the package's entry point; an uninstalled checkout loads it by name.
 PLUGIN=""
 python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
@@ -78,6 +92,13 @@ if has suites; then
     echo "suites -n $n: $(( ($(date +%s%N) - t0) / 1000000 )) ms, exit $rc" | tee -a "$OUT/suites_wall.txt"
     tail -3 "$OUT/suites_n$n.txt"
   done
+fi
+if has crash; then
+  # A kernel that faults in one xdist worker must leave the other worker's results intact.
+  python3 -m pytest -q -p no:cacheprovider $PLUGIN -n 2 suites/test_softmax.py \
+    --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda -k "gpu-crash or cuda-softmax-s3" \
+    --junitxml "$OUT/crash.xml" -rf > "$OUT/crash.txt" 2>&1
+  tail -15 "$OUT/crash.txt"
 fi
 echo "done $(stamp)"
 tar -czf "$FINAL/gpu-run.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
