@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--kernel-timeout", metavar="SECONDS",
                    help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    c.add_argument("-v", "--verbose", action="store_true",
+                   help="list every note: catalogue cases not run and why, registers/spills/stack/smem per entry")
 
     ls = sub.add_parser("list", help="list the kernels declared in spec files")
     ls.add_argument("paths", nargs="*", metavar="PATH")
@@ -182,7 +184,8 @@ def cmd_check(args) -> int:
     finally:
         progress.close()
     result = Result(reports=reports, environment=environment(),
-                    options={"budget": opts.budget, "seed": opts.seed, "device": opts.device})
+                    options={"budget": opts.budget, "seed": opts.seed, "device": opts.device,
+                             "verbose": bool(args.verbose)})
     text = render(result, args.format)
     from verifier.report import write
 

@@ -3,6 +3,7 @@
     {"schema": 1,
      "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|fail|error|skipped", "source",
                   "checks": {tag: {check: "pass|FAIL|skipped(reason)"}}, "seconds", "error",
+                  "notes": [str]  (resources per entry, catalogue cases not run and why),
                   "findings": [{"check", "severity", "input", "shape", "dtype", "message", "seed", "repro",
                                 "file", "line", "score"}]}],
      "summary": {"kernels", "pass", "fail", "error", "skipped", "findings", "pass_without_values"},
@@ -35,6 +36,7 @@ def to_dict(result) -> dict:
             "checks": checks,
             "seconds": round(r.seconds, 3),
             "error": r.error,
+            "notes": list(getattr(r, "notes", [])),
             "findings": [{k: f.to_dict()[k] for k in _FINDING_KEYS} for f in sorted_findings(r.findings)],
         })
     return {"schema": 1, "kernels": kernels, "summary": result.summary(), "environment": result.environment,

@@ -141,7 +141,8 @@ def _report(k: dict, where: str) -> SavedReport:
     raw = k.get("findings") or []
     findings = [_finding(f, name, f"{where}.findings[{j}]", len(raw) - j) for j, f in enumerate(raw)]
     return SavedReport(spec=spec, verdict=verdict, cells=cells, findings=findings,
-                       seconds=float(k.get("seconds") or 0.0), error=k.get("error"))
+                       seconds=float(k.get("seconds") or 0.0), error=k.get("error"),
+                       notes=[str(n) for n in (k.get("notes") or [])])
 
 
 def from_dict(data) -> Result:

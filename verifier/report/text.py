@@ -59,4 +59,29 @@ def render(result) -> str:
             lines += format_finding(f, with_kernel=False)  # the section header names the kernel
         if len(fs) > MAX_FINDINGS_PER_KERNEL:
             lines.append(f"  ... {len(fs) - MAX_FINDINGS_PER_KERNEL} more (use --format json for all)")
+    lines += _notes(result)
     return "\n".join(lines) + "\n"
+
+
+def _is_case_not_run(note: str) -> bool:
+    return " refused by design: " in note or (note.startswith("[") and " not run: " in note)
+
+
+def _notes(result) -> list:
+    """Catalogue cases that did not run are always counted (nothing is skipped silently); with --verbose
+    every note is listed: those cases and why, and the resources of each compiled entry."""
+    verbose = bool(result.options.get("verbose"))
+    out = []
+    for r in result.reports:
+        notes = list(getattr(r, "notes", []))
+        shown = notes if verbose else [n for n in notes if _is_case_not_run(n)]
+        if not shown:
+            continue
+        if verbose:
+            out += ["", f"-- {r.spec.name}: notes"] + [f"  {n}" for n in shown]
+        else:
+            out.append(f"note: {r.spec.name}: {len(shown)} catalogue case(s) not run (refused by its supports() "
+                       "or not representable here); --verbose lists them")
+    if out and not verbose:
+        out.insert(0, "")
+    return out
