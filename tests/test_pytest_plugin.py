@@ -193,6 +193,29 @@ def test_cuda_fault_moves_later_tests_to_a_child_process(crash_run):
     assert props["check"] == ["value"]  # the child's properties come back
 
 
+def test_a_fault_in_one_xdist_worker_leaves_the_other_untouched(tmp_path):
+    """`-n 2` with one faulting test: its worker re-runs its later tests in child processes (which pass);
+    the other worker never faulted and runs its tests in-process."""
+    (tmp_path / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
+    junit = tmp_path / "junit.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_softmax.py",
+                        "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
+                        "--verifier-device", "cpu", "-k", "user-crash-f32-normal_small or user-good",
+                        f"--junitxml={junit}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    cases = _cases(junit)
+    kind, text, props = cases.pop("test_softmax[user-crash-f32-normal_small]")
+    assert kind == "failure" and "- [crash] user-crash" in text and "isolated" not in props, r.stdout
+    (faulted,) = props["worker"]
+    cases = {n: c for n, c in cases.items() if c[0] != "skipped"}  # cases the kernel refuses by design
+    assert len(cases) > 10 and all(k == "passed" for k, _, _ in cases.values()), r.stdout
+    other = [p for _, _, p in cases.values() if p["worker"] != [faulted]]
+    assert other and not any("isolated" in p for p in other)  # the other worker: in-process throughout
+    mine = [p for _, _, p in cases.values() if p["worker"] == [faulted]]
+    assert all(p["check"] for p in mine)  # the faulted worker's later tests: results came back from children
+    assert any("isolated" in p for p in mine) or not mine
+
+
 # --- GPU pinning (faked device counts) ----------------------------------------------------------------
 def test_round_robin_two_gpus_three_workers():
     pins = [gp.pinned_environment({"PYTEST_XDIST_WORKER": f"gw{i}"}, physical_count=2) for i in range(3)]
@@ -347,3 +370,23 @@ def test_sanitizer_rerun_command_wraps_a_one_test_pytest(pytester, tmp_path):
     child = cmd[cmd.index(sys.executable):]
     assert child[:4] == [sys.executable, "-m", "pytest", base] and "no:xdist" in child
     assert "--verifier-seed 3" in " ".join(child) and "--verifier-budget quick" in " ".join(child)
+
+
+def test_junit_worker_summary_counts_outcomes_and_isolation(tmp_path):
+    sys.path.insert(0, str(REPO / "tools"))
+    from junit_workers import render, summarize
+
+    junit = tmp_path / "j.xml"
+    junit.write_text("""<testsuites><testsuite>
+      <testcase name="a"><properties><property name="kernel" value="k1"/><property name="worker" value="gw0"/>
+        <property name="cuda_visible_devices" value="0"/></properties><failure message="x"/></testcase>
+      <testcase name="b"><properties><property name="kernel" value="k2"/><property name="worker" value="gw0"/>
+        <property name="cuda_visible_devices" value="0"/><property name="isolated" value="child"/></properties></testcase>
+      <testcase name="c"><properties><property name="kernel" value="k2"/><property name="worker" value="gw1"/>
+        <property name="cuda_visible_devices" value="1"/></properties></testcase>
+    </testsuite></testsuites>""")
+    rows = summarize(str(junit))
+    assert rows[("gw0", "0")] == {"failure": 1, "passed": 1, "isolated": 1}
+    assert rows[("gw1", "1")] == {"passed": 1, "isolated": 0}
+    assert set(summarize(str(junit), "k2")) == {("gw0", "0"), ("gw1", "1")}
+    assert "| gw0 | 0 | 1 | 1 | 0 | 0 | 1 |" in render(rows)

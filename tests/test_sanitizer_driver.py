@@ -346,9 +346,49 @@ def test_command_on_cpu_reports_skipped_cells_and_exits_0(capsys, monkeypatch):
     (["--timeout", "0"], "must be positive"),
     (["--format", "yaml"], "--format 'yaml' is not a format"),
     (["--dtype", "f8"], "declares no dtype 'f8'"),
+    (["--jobs", "0"], "--jobs '0' is not a positive whole number"),
+    (["--jobs", "many"], "--jobs 'many' is not a positive whole number"),
 ])
 def test_command_usage_errors(argv, message, monkeypatch):
     monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cpu")
     with pytest.raises(UsageError) as e:
         _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3"] + argv)
     assert message in e.value.message and e.value.fix
+
+
+def test_jobs_run_tool_runs_at_once_spread_over_gpus_and_record_in_order(capsys, monkeypatch):
+    """--jobs N: up to N runs at once across kernels, GPUs taken round robin, cells recorded as if serial."""
+    import threading
+
+    lock, state, calls = threading.Lock(), {"now": 0, "most": 0}, []
+
+    def fake_sanitize(spec, dt, tool, *, visible=None, **kw):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+            calls.append(visible)
+        time.sleep(0.2)  # long enough for the pool to fill (this asserts overlap, not speed)
+        with lock:
+            state["now"] -= 1
+        return D.SanitizerRun(tool, 0, None, [], 2.0, ["cs"], shapes=[(3, 7)])
+
+    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr(D, "sanitize", fake_sanitize)
+    monkeypatch.setattr(D, "find_tool", lambda: "/cs")
+    monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: ["0", "1"])
+    code = _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s[34]", "--jobs", "4",
+                 "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    doc = json.loads(out)
+    assert [k["name"] for k in doc["kernels"]] == ["cuda-softmax-s3", "cuda-softmax-s4"]
+    for k in doc["kernels"]:
+        assert {tag: c for tag, c in k["checks"].items()} == {t: dict.fromkeys(D.TOOLS, "pass")
+                                                               for t in ("f32", "f16", "bf16")}
+        assert [n.split(":")[0] for n in k["notes"]] == [f"[{t}] {tool}" for t in ("f32", "f16", "bf16")
+                                                         for tool in D.TOOLS]
+        assert k["seconds"] == 24.0  # 12 runs of 2 s each: the kernel's tool time, not the overlapped wall
+    assert len(calls) == 24 and state["most"] == 4
+    assert calls.count("0") == calls.count("1") == 12
+    assert doc["options"]["jobs"] == 4 and doc["options"]["gpus"] == ["0", "1"]
+    assert "24 tool runs, 2 pass" in err

@@ -55,6 +55,33 @@ def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
     return {"device": device, "budget": budget, "seed": 0, "sanitize": sanitize, "defects": defects, "twins": twins}
 
 
+def merge(results: list) -> dict:
+    """One result from several `run` results of the same device, budget, seed and sanitize setting (the
+    defects run in parallel, one process each). A defect or twin present in two of them is an error."""
+    keys = ("device", "budget", "seed", "sanitize")
+    settings = {tuple(r[k] for k in keys) for r in results}
+    if len(settings) != 1:
+        raise SystemExit(f"detection_table merge: the files were run with different settings {sorted(settings)}; "
+                         "merge only runs of one device, budget, seed and sanitize setting")
+    out = {**{k: results[0][k] for k in keys}, "defects": {}, "twins": {}}
+    for r in results:
+        for part in ("defects", "twins"):
+            for name, row in r[part].items():
+                if name in out[part] and part == "defects":
+                    raise SystemExit(f"detection_table merge: defect {name} is in two of the files")
+                if name not in out[part]:
+                    out[part][name] = dict(row)
+                else:  # a twin run once per defect, each time with that defect's exposing input: join them
+                    t = out[part][name]
+                    t["classes"] = sorted(set(t["classes"]) | set(row["classes"]))
+                    t["first"] = {**row.get("first", {}), **t.get("first", {})}
+                    t["error"] = "; ".join(e for e in (t.get("error"), row.get("error")) if e) or None
+                    t["verdict"] = next((v for v in ("error", "fail") if v in (t["verdict"], row["verdict"])),
+                                        t["verdict"])
+                    t["scope"] = " + ".join(dict.fromkeys([t.get("scope", ""), row.get("scope", "")]))
+    return out
+
+
 def _cell_assert_close(name, twin, files) -> str:
     for ac in files:
         row = ac["defects"].get(name)
@@ -159,6 +186,9 @@ def main(argv=None) -> int:
     r.add_argument("--sanitize", action="store_true", help="run the compute-sanitizer classes (GPU)")
     r.add_argument("--defect", action="append", help="only this defect (repeatable)")
     r.add_argument("--out", required=True)
+    m = sub.add_parser("merge", help="join `run` results made in parallel (one --defect each) into one file")
+    m.add_argument("--battery", action="append", required=True)
+    m.add_argument("--out", required=True)
     d = sub.add_parser("render")
     d.add_argument("--battery", action="append", required=True)
     d.add_argument("--assert-close", action="append", default=[])
@@ -174,6 +204,8 @@ def main(argv=None) -> int:
             result = run(args.device, args.budget, args.sanitize, set(args.defect or ()))
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        elif args.cmd == "merge":
+            Path(args.out).write_text(json.dumps(merge(_load(args.battery, "battery")), indent=1, sort_keys=True) + "\n")
         else:
             text = render(_load(args.battery, "battery"), _load(args.assert_close, "assert_close"))
             Path(args.out).write_text(text)

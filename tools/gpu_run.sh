@@ -2,7 +2,8 @@
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
 # Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
 #   OUT=/some/dir bash tools/gpu_run.sh [STEP...]
-#   steps: env check bandwidth matrix sanitizer sanitize suites crash   (default: all but crash)
+#   steps: env check bandwidth matrix triton-matrix sanitizer sanitize crash plugin-sanitize suites
+#   (default: env check bandwidth matrix sanitizer sanitize suites)
 # Each step writes its logs under a work folder and never stops the others; at the end everything is packed
 # into $OUT/gpu-run.tar.gz (one file, for machines that return only a few).
 set -u
@@ -14,6 +15,8 @@ export VERIFIER_CACHE_DIR=${VERIFIER_CACHE_DIR:-/tmp/kv-cache}
 steps=${*:-env check bandwidth matrix sanitizer sanitize suites}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+# Packed after every step, so a run killed at a time limit still returns the steps it finished.
+pack() { tar -czf "$FINAL/gpu-run.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"; }
 
 if has env; then
   {
@@ -26,6 +29,7 @@ if has env; then
   } > "$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi
+pack
 
 if has check; then
   # The bundled kernels in four groups at once (the battery is CPU-heavy in its references; each kernel
@@ -44,11 +48,13 @@ if has check; then
   python3 tools/summarize_check.py "$OUT"/check_*.json > "$OUT/check_summary.md" 2>&1
   cat "$OUT/check_summary.md" | head -80
 fi
+pack
 
 if has bandwidth; then
   python3 benchmarks/bandwidth.py > "$OUT/bandwidth.txt" 2>&1
   cat "$OUT/bandwidth.txt"
 fi
+pack
 
 if has matrix; then
   # Detection matrix on the GPU: every defect (sanitizer classes included) and twin, then assert_close on randn.
@@ -57,6 +63,7 @@ if has matrix; then
   python3 tools/assert_close_matrix.py --device cuda --out "$OUT/assert-close-gpu.json" > "$OUT/assert_close.txt" 2>&1
   echo "assert_close run exit $?" >> "$OUT/assert_close.txt"; tail -5 "$OUT/assert_close.txt"
 fi
+pack
 
 if has sanitizer; then
   if [ -f tools/capture_sanitizer_fixtures.sh ]; then
@@ -64,41 +71,90 @@ if has sanitizer; then
     tail -30 "$OUT/sanitizer.txt"
   fi
 fi
+pack
 
 if has sanitize; then
   # Every bundled CUDA and Triton kernel under all four compute-sanitizer tools, one tool at a time so each
-  # tool's wall time is recorded.
+  # tool's wall time is recorded; within a tool, SAN_JOBS runs at once (spread over the GPUs).
   for tool in racecheck memcheck synccheck initcheck; do
     t0=$(date +%s)
-    python3 -m verifier.cli sanitize kernels/cuda kernels/triton --tool $tool --format json \
-      --output "$OUT/sanitize_$tool.json" > "$OUT/sanitize_$tool.txt" 2>&1
+    python3 -m verifier.cli sanitize kernels/cuda kernels/triton --tool $tool --jobs "${SAN_JOBS:-auto}" \
+      --timeout "${SAN_TIMEOUT:-180}" --format json --output "$OUT/sanitize_$tool.json" > "$OUT/sanitize_$tool.txt" 2>&1
     rc=$?
     echo "sanitize $tool: $(( $(date +%s) - t0 )) s, exit $rc" | tee -a "$OUT/sanitize_wall.txt"
+    tail -1 "$OUT/sanitize_$tool.txt"
+    pack
   done
   python3 tools/summarize_check.py "$OUT"/sanitize_*.json > "$OUT/sanitize_summary.md" 2>&1
 fi
+pack
+
+if has triton-matrix; then
+  # The Triton defects compiled (CI runs them in the interpreter), one process per defect, then joined;
+  # and plain assert_close on randn on the GPU for every defect.
+  t0=$(date +%s)
+  names=$(python3 -c 'import sys; sys.path.insert(0, "tools"); from assert_close_matrix import _matrix
+print(" ".join(e.name for e in _matrix().load_entries() if e.spec.kind == "triton"))')
+  pids=()
+  for d in $names; do
+    python3 tools/detection_table.py run --device cuda --sanitize --defect "$d" --out "$OUT/det_$d.json" \
+      > "$OUT/det_$d.txt" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  python3 tools/detection_table.py merge $(for d in $names; do printf -- '--battery %s ' "$OUT/det_$d.json"; done) \
+    --out "$OUT/detection-gpu-triton.json" > "$OUT/triton_matrix.txt" 2>&1
+  echo "triton defects: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/triton_matrix.txt"
+  python3 tools/assert_close_matrix.py --device cuda --out "$OUT/assert-close-gpu.json" > "$OUT/assert_close.txt" 2>&1
+  echo "assert_close run exit $?" >> "$OUT/assert_close.txt"; tail -3 "$OUT/assert_close.txt"
+fi
+pack
 
 # The pytest plugin is registered by the package's entry point; an uninstalled checkout loads it by name.
 PLUGIN=""
 python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
+PYTEST="python3 -m pytest -q -p no:cacheprovider $PLUGIN"
+
+if has crash; then
+  # One faulting test among a correct kernel's: the worker it lands on re-runs its later tests in child
+  # processes; the other worker must be untouched (no isolated tests, all results in-process).
+  $PYTEST -n 2 suites/test_softmax.py --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda \
+    -k "gpu-crash-illegal-address-f32-normal_small or cuda-softmax-s3" --junitxml "$OUT/crash.xml" -rf \
+    > "$OUT/crash.txt" 2>&1
+  echo "crash run exit $?" >> "$OUT/crash.txt"
+  python3 tools/junit_workers.py "$OUT/crash.xml" >> "$OUT/crash.txt" 2>&1
+  tail -12 "$OUT/crash.txt"
+fi
+pack
+
+if has plugin-sanitize; then
+  # --verifier-sanitize: the GPU tests of two kernels re-run, each under every compute-sanitizer tool.
+  t0=$(date +%s)
+  $PYTEST -n "${PSAN_WORKERS:-8}" suites/test_softmax.py --verifier-device cuda --verifier-sanitize \
+    --verifier-kernels cuda-softmax-s3,triton-softmax -m sanitizer -k "f32-d7_below_warp or f32-cols_mod4_1029" \
+    --junitxml "$OUT/plugin_sanitize.xml" -rf > "$OUT/plugin_sanitize.txt" 2>&1
+  echo "plugin sanitize exit $?, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/plugin_sanitize.txt"
+  tail -4 "$OUT/plugin_sanitize.txt"
+fi
+pack
 
 if has suites; then
-  # GPU suite wall time with one worker and with one worker per GPU, in the same run.
-  for n in 1 auto; do
+  # GPU suite wall time for each worker count in SUITE_NS (default: -n auto, i.e. one worker per GPU, then
+  # -n 1), in the same run. The cubins are built first (shared cache); Triton's JIT cache is not warmed,
+  # so the first timed run pays the Triton compiles: the order favours the later run.
+  $PYTEST -n auto suites --verifier-device cuda -k build > "$OUT/suites_warm.txt" 2>&1
+  tail -1 "$OUT/suites_warm.txt"
+  for n in ${SUITE_NS:-auto 1}; do
     t0=$(date +%s%N)
-    python3 -m pytest -q -p no:cacheprovider $PLUGIN -n $n suites --verifier-device cuda \
+    timeout "${SUITE_TIMEOUT:-560}" $PYTEST -n $n suites --verifier-device cuda \
       --junitxml "$OUT/suites_n$n.xml" > "$OUT/suites_n$n.txt" 2>&1
     rc=$?
     echo "suites -n $n: $(( ($(date +%s%N) - t0) / 1000000 )) ms, exit $rc" | tee -a "$OUT/suites_wall.txt"
-    tail -3 "$OUT/suites_n$n.txt"
+    tail -2 "$OUT/suites_n$n.txt"
+    python3 tools/junit_workers.py "$OUT/suites_n$n.xml" >> "$OUT/suites_wall.txt" 2>&1
+    pack
   done
 fi
-if has crash; then
-  # A kernel that faults in one xdist worker must leave the other worker's results intact.
-  python3 -m pytest -q -p no:cacheprovider $PLUGIN -n 2 suites/test_softmax.py \
-    --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda -k "gpu-crash or cuda-softmax-s3" \
-    --junitxml "$OUT/crash.xml" -rf > "$OUT/crash.txt" 2>&1
-  tail -15 "$OUT/crash.txt"
-fi
-echo "done $(stamp)"
-tar -czf "$FINAL/gpu-run.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
+pack
+echo "done $(stamp)" | tee "$OUT/done.txt"
+pack

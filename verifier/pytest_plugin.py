@@ -548,6 +548,8 @@ class Checker:
         self.check = check
         for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
             self.record(k, val)
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # which xdist worker ran it
+            self.record("worker", os.environ["PYTEST_XDIST_WORKER"])
         if self.opts.device == "cuda":  # which GPU this worker was pinned to
             self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
         why = runnable_reason(spec, self.opts.device)
@@ -637,6 +639,8 @@ def run_in_child(item):
     code, out = run_child(child_command(config, item.nodeid, str(junit)), cwd=config.rootpath)
     item.user_properties.append(("isolated", f"child process (this worker's CUDA context is unusable after: "
                                               f"{STATE.poisoned.splitlines()[0]})"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the child is not a worker; say whose test it ran
+        item.user_properties.append(("worker", os.environ["PYTEST_XDIST_WORKER"]))
     outcome = junit_outcome(junit)
     if outcome is None:
         pytest.fail(f"the child pytest run of {item.nodeid} gave no result ("

@@ -7,8 +7,10 @@ CPU runners stays green, and nobody mistakes a skipped report for a clean one.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from verifier.errors import UsageError
 
@@ -30,6 +32,9 @@ def add_subparser(subparsers) -> None:
     s.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
     s.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
                    help=f"seconds per tool run before it is killed (default {DEFAULT_TIMEOUT_S:g})")
+    s.add_argument("--jobs", "-j", default="1", metavar="N",
+                   help="tool runs at once (each is its own process; 'auto' = the CPU count). With several GPUs "
+                        "the runs are spread over them, round robin (default 1)")
     s.add_argument("--keep-xml", metavar="DIR", help="keep each run's XML and log as DIR/<kernel>.<dtype>.<tool>.xml")
     s.add_argument("--suppressions", metavar="FILE",
                    help="suppressions file (default: the nearest sanitizer-suppressions.toml above each spec file)")
@@ -51,12 +56,20 @@ def _validate(args) -> tuple:
         raise UsageError(f"--timeout {args.timeout!r} is not a number", fix=_TIMEOUT_FIX) from None
     if not timeout > 0:
         raise UsageError(f"--timeout {args.timeout!r} must be positive", fix=_TIMEOUT_FIX)
-    return tools, timeout
+    if args.jobs == "auto":
+        jobs = os.cpu_count() or 1
+    else:
+        try:
+            jobs = int(args.jobs)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise UsageError(f"--jobs {args.jobs!r} is not a positive whole number",
+                             fix="pass e.g. --jobs 8, or --jobs auto for one run per CPU")
+    return tools, timeout, jobs
 
 
 def _paths(paths):
-    import os
-
     if paths:
         return paths
     if os.path.isdir("kernels"):
@@ -71,32 +84,54 @@ def run(args) -> int:
     from verifier.report import render
     from verifier.report.model import Result
     from verifier.sanitizer import suppressions as _supp
-    from verifier.sanitizer.driver import sanitize_kernel
+    from verifier.sanitizer.driver import finish_kernel, start_kernel
 
-    tools, timeout = _validate(args)
+    tools, timeout, jobs = _validate(args)
     specs = registry.load(_paths(args.paths), args.kernel)
     entries = _supp.load(args.suppressions) if args.suppressions else None
     device = resolve_device("auto")
-    reports = []
+    gpus = _gpus() if device == "cuda" and jobs > 1 else None
+    progress = lambda m: sys.stderr.write(f"verifier sanitize: {m}\n")
+    plan = []
     for spec in specs:
         dts = [d for d in spec.dtypes if args.dtype in (None, d.tag)]
         if not dts:
             raise UsageError(f"kernel {spec.name} declares no dtype {args.dtype!r}",
                              fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}")
-        report = KernelReport(spec=spec, device=device)
-        t0 = time.monotonic()
-        sanitize_kernel(spec, report, dts, tools, device=device, timeout=timeout, keep_dir=args.keep_xml,
-                        suppressions=entries, progress=lambda m: sys.stderr.write(f"verifier sanitize: {m}\n"))
-        report.seconds = time.monotonic() - t0
-        reports.append(report)
+        plan.append((spec, dts))
+    reports = []
+    t0 = time.monotonic()
+    # Threads only wait on compute-sanitizer processes; every kernel's runs are queued before any is
+    # recorded, so the pool stays full across kernels.
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="sanitize") as pool:
+        pending = []
+        for spec, dts in plan:
+            report = KernelReport(spec=spec, device=device)
+            pending.append(start_kernel(spec, report, dts, tools, device=device, timeout=timeout,
+                                        keep_dir=args.keep_xml, suppressions=entries, progress=progress,
+                                        pool=pool if jobs > 1 else None, gpus=gpus))
+            reports.append(report)
+        for p, report in zip(pending, reports):
+            # a kernel's time is its tool runs' time (they overlap with other kernels' under --jobs)
+            report.seconds = finish_kernel(p)
+    wall = time.monotonic() - t0
     result = Result(reports=reports, environment=environment(),
-                    options={"command": "sanitize", "tools": list(tools), "device": device, "timeout": timeout})
+                    options={"command": "sanitize", "tools": list(tools), "device": device, "timeout": timeout,
+                             "jobs": jobs, "gpus": gpus or [], "wall_seconds": round(wall, 1)})
     text = render(result, args.format)
     from verifier.report import write
 
     write(text, args.output)
     sys.stderr.write(summary_line(result) + "\n")
     return result.exit_code()
+
+
+def _gpus():
+    """The GPUs runs may be spread over (None for one or none)."""
+    from verifier import gpu_pinning
+
+    devices = gpu_pinning.visible_devices(os.environ, gpu_pinning.count_physical_gpus())
+    return devices if len(devices) > 1 else None
 
 
 def summary_line(result) -> str:

@@ -24,7 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import itertools
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -44,6 +46,7 @@ TAIL_SHAPES = ((3, 7), (5, 33), (7, 1029), (2, 772))
 FALLBACK_N = (8, 776, 1032, 24, 264, 2056, 4104, 8200, 16392)
 MAX_SHAPES = 4
 TOOL_ENV = "VERIFIER_COMPUTE_SANITIZER"
+_GPU_TURN = itertools.count()  # round robin over GPUs across every kernel submitted in this process
 # Always excluded: torch's own kernels (the harness's fills and copies), which a substring filter on a
 # short Triton kernel name could otherwise match.
 EXCLUDE_SUBSTRINGS = ("_ZN2at6native",)
@@ -198,8 +201,10 @@ def _sources(spec) -> list:
     return []
 
 
-def _child_env(device: str) -> dict:
+def _child_env(device: str, visible: Optional[str] = None) -> dict:
     env = dict(os.environ)
+    if visible is not None:  # one GPU of several, chosen by the caller (parallel runs spread over GPUs)
+        env["CUDA_VISIBLE_DEVICES"] = visible
     env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # every tensor its own cudaMalloc: padding and leaks work
     if device == "cuda":
         env["VERIFIER_TRITON_MODE"] = "compiled"
@@ -222,13 +227,14 @@ def _require_gpu():
 
 # --- one run ---------------------------------------------------------------------------------------
 def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_TIMEOUT_S, keep_dir=None,
-             device: str = "cuda") -> SanitizerRun:
+             device: str = "cuda", visible: Optional[str] = None) -> SanitizerRun:
     """Run ``tool`` on ``spec`` for one dtype variant (a Dtypes or its tag) and return its findings.
 
     Raises ToolMissing (no compute-sanitizer, no GPU), Unsupported (no small shape supported) and
     SanitizerFailed (the sanitizer wrote no XML). ``keep_dir`` keeps ``<kernel>.<dtype>.<tool>.xml``
     and ``.log`` there. ``device='cpu'`` runs the child on the CPU: only for exercising the driver
-    under a stand-in compute-sanitizer in tests; production runs are on 'cuda'.
+    under a stand-in compute-sanitizer in tests; production runs are on 'cuda'. ``visible`` sets the
+    child's CUDA_VISIBLE_DEVICES (one device of several, for runs spread over GPUs).
     """
     dt = _dtype(spec, dtypes)
     if tool not in TOOLS:
@@ -258,7 +264,7 @@ def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_T
         cmd = build_command(info, tool, str(xml_path), str(log_path), filters,
                             [sys.executable, "-m", "verifier.sanitizer.child", str(req)])
         t0 = time.monotonic()
-        code, output = _run(cmd, timeout, _child_env(device))
+        code, output = _run(cmd, timeout, _child_env(device, visible))
         seconds = time.monotonic() - t0
         child = json.loads(res.read_text()) if res.is_file() else None
         findings, notes = _judge(spec, dt, tool, code, xml_path, child, output, timeout, shapes)
@@ -338,11 +344,35 @@ def default_suppressions(spec) -> list:
     return _supp.load(path) if path else []
 
 
-def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float = DEFAULT_TIMEOUT_S,
-                    keep_dir=None, suppressions=None, progress=None) -> None:
-    """Run ``tools`` for each of ``dts`` and record cells, findings and notes on ``report``
-    (a verifier.battery.KernelReport). Never launches anything when the kernel cannot run here."""
-    from verifier.battery import FAIL, PASS, skipped
+class _Now:
+    """An executor that runs each call at once (the serial case of sanitize_kernel)."""
+
+    @staticmethod
+    def submit(fn, *args, **kwargs) -> Future:
+        f = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # handed to whoever reads the result, as a real executor does
+            f.set_exception(e)
+        return f
+
+
+@dataclass
+class PendingKernel:
+    """A kernel's tool runs, submitted and not yet recorded (see start_kernel / finish_kernel)."""
+    spec: object
+    report: object
+    tools: tuple
+    entries: list
+    runs: list  # (dtype, tool, Future of SanitizerRun)
+
+
+def start_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float = DEFAULT_TIMEOUT_S,
+                 keep_dir=None, suppressions=None, progress=None, pool=None, gpus=None) -> Optional[PendingKernel]:
+    """Submit ``tools`` x ``dts`` runs of ``spec`` to ``pool`` (a concurrent.futures executor; None runs
+    them now, one after another). ``gpus``: device ids to spread the runs over, round robin. Returns None
+    after marking every cell skipped when the kernel cannot run here (nothing is launched then)."""
+    from verifier.battery import skipped
 
     why = not_runnable(spec, device)
     if why is None:
@@ -355,37 +385,71 @@ def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: flo
             for tool in tools:
                 report.mark(dt.tag, tool, skipped(why))
         report.notes.append(f"sanitizer not run: {why}")
-        return
+        return None
     entries = default_suppressions(spec) if suppressions is None else suppressions
-    seen = []
+    pool = pool or _Now()
+
+    def one(dt, tool, visible):
+        run = sanitize(spec, dt, tool, timeout=timeout, keep_dir=keep_dir, device=device, visible=visible)
+        if progress:
+            errors = sum(1 for f in run.findings if f.severity == "error")
+            progress(f"{spec.name} [{dt.tag}]: {tool} {run.seconds:.1f} s, {errors} error record(s)"
+                     + (f" (GPU {visible})" if visible is not None else ""))
+        return run
+
+    runs = []
     for dt in dts:
         for tool in tools:
-            if progress:
-                progress(f"{spec.name} [{dt.tag}]: {tool}")
-            try:
-                run = sanitize(spec, dt, tool, timeout=timeout, keep_dir=keep_dir, device=device)
-            except (Unsupported, ToolMissing) as e:
-                report.mark(dt.tag, tool, skipped(e.message))
-                continue
-            except SanitizerFailed as e:
-                report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
-                continue
-            seen += run.findings
-            fs = _supp.apply(entries, run.findings)
-            for f in fs:
-                if f.severity == "error":
-                    report.add(f)
-                else:  # warnings and suppressed findings are shown but do not fail the cell
-                    report.findings.append(f)
-            failed = any(f.severity == "error" for f in fs)
-            report.mark(dt.tag, tool, FAIL if failed else PASS)
-            shapes = ", ".join(f"{M}x{N}" for M, N in run.shapes) or "none"
-            report.notes.append(f"[{dt.tag}] {tool}: {run.seconds:.1f} s, exit {run.exit_code}, shapes {shapes}"
-                                + (f", XML {run.xml_path}" if run.xml_path else ""))
-            report.notes += [f"[{dt.tag}] {n}" for n in run.notes]
-    mine = [s for s in entries if s.tool in tools and (s.kernel is None or fnmatch.fnmatchcase(spec.name, s.kernel))]
+            visible = gpus[next(_GPU_TURN) % len(gpus)] if gpus else None
+            runs.append((dt, tool, pool.submit(one, dt, tool, visible)))
+    return PendingKernel(spec, report, tuple(tools), entries, runs)
+
+
+def finish_kernel(pending: Optional[PendingKernel]) -> float:
+    """Wait for a kernel's runs and record its cells, findings and notes, in dtype x tool order.
+    Returns the seconds its tool runs took (summed)."""
+    from verifier.battery import FAIL, PASS, skipped
+
+    if pending is None:
+        return 0.0
+    report, seen, seconds = pending.report, [], 0.0
+    for dt, tool, fut in pending.runs:
+        try:
+            run = fut.result()
+        except (Unsupported, ToolMissing) as e:
+            report.mark(dt.tag, tool, skipped(e.message))
+            continue
+        except SanitizerFailed as e:
+            report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
+            continue
+        seen += run.findings
+        seconds += run.seconds
+        fs = _supp.apply(pending.entries, run.findings)
+        for f in fs:
+            if f.severity == "error":
+                report.add(f)
+            else:  # warnings and suppressed findings are shown but do not fail the cell
+                report.findings.append(f)
+        failed = any(f.severity == "error" for f in fs)
+        report.mark(dt.tag, tool, FAIL if failed else PASS)
+        shapes = ", ".join(f"{M}x{N}" for M, N in run.shapes) or "none"
+        report.notes.append(f"[{dt.tag}] {tool}: {run.seconds:.1f} s, exit {run.exit_code}, shapes {shapes}"
+                            + (f", XML {run.xml_path}" if run.xml_path else ""))
+        report.notes += [f"[{dt.tag}] {n}" for n in run.notes]
+    spec = pending.spec
+    mine = [s for s in pending.entries
+            if s.tool in pending.tools and (s.kernel is None or fnmatch.fnmatchcase(spec.name, s.kernel))]
     for s in _supp.unused(mine, seen):
         report.notes.append(f"unused sanitizer suppression {s.describe()}")
+    return seconds
+
+
+def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float = DEFAULT_TIMEOUT_S,
+                    keep_dir=None, suppressions=None, progress=None) -> None:
+    """Run ``tools`` for each of ``dts``, one after another, and record cells, findings and notes on
+    ``report`` (a verifier.battery.KernelReport). Never launches anything when the kernel cannot run here."""
+    finish_kernel(start_kernel(spec, report, dts, tools, device=device, timeout=timeout, keep_dir=keep_dir,
+                               suppressions=suppressions, progress=progress))
 
 
 def battery_hook(spec, opts, report, tags) -> None:
