@@ -392,3 +392,15 @@ def test_jobs_run_tool_runs_at_once_spread_over_gpus_and_record_in_order(capsys,
     assert calls.count("0") == calls.count("1") == 12
     assert doc["options"]["jobs"] == 4 and doc["options"]["gpus"] == ["0", "1"]
     assert "24 tool runs, 2 pass" in err
+
+
+def test_every_bundled_gpu_kernel_gets_sanitizer_shapes_for_every_dtype():
+    """A kernel with no supported small shape is reported skipped, never sanitized: the H200 run of
+    2026-11-30 found the x16-packed all-reduce kernels in that state (every fallback N was 8 mod 16)."""
+    kernels = registry.load([str(REPO / "kernels/cuda"), str(REPO / "kernels/triton")])
+    assert len(kernels) >= 39
+    for k in kernels:
+        for dt in k.dtypes:
+            shapes = D.tail_shapes(k, dt)
+            assert shapes, f"{k.name} [{dt.tag}] supports none of the sanitizer shapes"
+            assert any(N % 256 for _, N in shapes), f"{k.name} [{dt.tag}]: no shape with a partial last block"
