@@ -148,3 +148,25 @@ def test_runs_as_a_script():
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "pr_report.py"), "--input", "/nonexistent.json"],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2 and "cannot read --input /nonexistent.json" in out.stderr
+
+
+H200_SANITIZE = ROOT / "docs" / "gpu-runs" / "2026-11-30-sanitize"
+
+
+def test_the_recorded_h200_sanitize_run_renders_in_every_format(tmp_path, capsys):
+    """The JSON `verifier sanitize` wrote on the H200 (one file per tool, plus the re-run of the three
+    x16 all-reduce kernels the first run could not shape) merges into one clean report of 39 kernels."""
+    files = sorted(H200_SANITIZE.glob("sanitize_*.json"))
+    assert len(files) == 8
+    args = [a for f in files for a in ("--input", str(f))]
+    assert pr_report.main(args + ["--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "39 kernels, 39 pass, 0 fail, 0 error, 0 skipped; 0 findings" in md
+    assert "| kernel | dtype | racecheck | memcheck | synccheck | initcheck | verdict |" in md
+    assert "| `cuda-allreduce-i8x16-i32acc` | i8toi32-i32acc | pass | pass | pass | pass | pass |" in md
+    assert pr_report.main(args + ["--format", "sarif", "--output", str(tmp_path / "r.sarif")]) == 0
+    sarif = json.loads((tmp_path / "r.sarif").read_text())
+    assert sarif["runs"][0]["results"] == []
+    assert pr_report.main(args + ["--format", "junit", "--output", str(tmp_path / "r.xml")]) == 0
+    junit = (tmp_path / "r.xml").read_text()
+    assert 'failures="0"' in junit and "cuda-softmax-s3" in junit

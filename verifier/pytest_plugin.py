@@ -510,6 +510,8 @@ class Checker:
         from verifier import battery
 
         self.check = "build,resources"
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            self.record("worker", os.environ["PYTEST_XDIST_WORKER"])
         self.record("kernel", spec.name)
         if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
             self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
@@ -686,6 +688,8 @@ def sanitized_rerun(item, tool: str):
     spec, dt = item.callspec.params["verifier_kernel"], item.callspec.params["verifier_dtypes"]
     case = item.callspec.params.get("verifier_case")
     item.user_properties += [("check", tool), ("kernel", spec.name), ("dtype", dt.tag)]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        item.user_properties.append(("worker", os.environ["PYTEST_XDIST_WORKER"]))
     if resolved_device(config) != "cuda":
         pytest.skip(NO_GPU_SANITIZE)
     from verifier.errors import ToolMissing

@@ -122,8 +122,29 @@ def prepare(spec, inputs, outputs, params, dt, arch: str | None = None) -> Prepa
         if launch.smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = launch.smem
         bound.append((fn, launch, tuple(args)))
-    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-    return Prepared(bound, stream, tmp)
+    return Prepared(bound, torch_stream_for_cupy(cp, torch.cuda.current_stream()), tmp)
+
+
+class _StreamHandle:
+    """A cudaStream_t offered through the CUDA stream protocol (``__cuda_stream__`` -> (version, handle))."""
+
+    def __init__(self, handle: int):
+        self.handle = int(handle)
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def torch_stream_for_cupy(cp, stream):
+    """torch's stream as a CuPy stream, so the kernels are ordered with torch's work on the inputs.
+    CuPy 14 deprecates ExternalStream for Stream.from_external (the CUDA stream protocol)."""
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        try:
+            return from_external(_StreamHandle(stream.cuda_stream))
+        except TypeError:  # a CuPy whose from_external does not take the protocol: the older way still works
+            pass
+    return cp.cuda.ExternalStream(stream.cuda_stream, stream.device.index)
 
 
 def launch(prepared: Prepared, sync: bool = True) -> None:
