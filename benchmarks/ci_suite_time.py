@@ -2,9 +2,12 @@
 
     python benchmarks/ci_suite_time.py                      # tests/ and suites/ (the CI selection)
     python benchmarks/ci_suite_time.py suites -- --verifier-budget quick
+    python benchmarks/ci_suite_time.py --warmup suites/test_softmax.py -- --verifier-device cuda   # GPU machine
 
 Both runs are fresh ``python -m pytest`` processes on the same selection and options; the nvcc build cache
-is warmed first (one build run) so neither pays for cold compiles. Prints each wall time, the outcome line
+is warmed first (one build run) so neither pays for cold compiles. On a GPU, Triton's JIT cache fills on
+the first run of each kernel specialization, which would favour whichever run goes second: ``--warmup``
+runs the whole selection once, untimed, before both (seen on two H200s: 78 s cold vs 62 s warm for -n auto). Prints each wall time, the outcome line
 pytest printed, the worker count ``-n auto`` chose, the speed-up ratio, and the CPU seconds
 of each run (children included), which other load on the machine does not inflate.
 """
@@ -48,11 +51,15 @@ def main(argv=None) -> int:
     if any(a in ("-h", "--help") for a in paths):
         print(__doc__)
         return 0
-    paths = paths or ["tests", "suites"]
+    warmup = "--warmup" in paths
+    paths = [p for p in paths if p != "--warmup"] or ["tests", "suites"]
     warm = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "suites", "-k", "build", *extra],
                           cwd=REPO, capture_output=True, text=True)
     print(f"build cache warmed (exit {warm.returncode}); {os.cpu_count()} CPUs; selection: {' '.join(paths)} "
           f"{' '.join(extra)}", flush=True)
+    if warmup:
+        wall, _, code, summary, _ = run("auto", paths, extra)
+        print(f"warm-up run (untimed for the ratio): {wall:.1f} s, exit {code}, {summary}", flush=True)
     results = {}
     for workers in ("1", "auto"):
         wall, cpu, code, summary, n = run(workers, paths, extra)
