@@ -3,6 +3,8 @@
     # 1. battery results (on this machine: the CPU entries; on a GPU machine: all of them)
     python tools/detection_table.py run --out kernels/defects/results/detection-cpu.json
     python tools/detection_table.py run --device cuda --sanitize --out kernels/defects/results/detection-gpu.json   # GPU machine
+    # (a whole GPU run is slow in one process: run one --defect per process in parallel, then
+    #  python tools/detection_table.py merge --battery a.json --battery b.json ... --out joined.json)
     # 2. does plain torch.testing.assert_close on randn catch them?
     python tools/assert_close_matrix.py --out kernels/defects/results/assert-close-cpu.json
     # 3. the table
