@@ -404,3 +404,53 @@ def test_every_bundled_gpu_kernel_gets_sanitizer_shapes_for_every_dtype():
             shapes = D.tail_shapes(k, dt)
             assert shapes, f"{k.name} [{dt.tag}] supports none of the sanitizer shapes"
             assert any(N % 256 for _, N in shapes), f"{k.name} [{dt.tag}]: no shape with a partial last block"
+
+
+def _live_sleeps(marker: str) -> list:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if marker in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc to list processes")
+def test_ctrl_c_kills_every_running_tool_run(monkeypatch):
+    """Tool runs live in their own sessions, so a terminal's Ctrl-C does not reach them: interrupted,
+    `verifier sanitize --jobs` must kill them itself instead of waiting out their timeouts."""
+    import signal
+    import threading
+
+    from verifier.proc import run_killable
+
+    marker = f"{time.time_ns() % 10**9 / 1e8 + 20:.8f}"  # a sleep length (20-30 s) no other process uses
+    codes = []
+
+    def slow_sanitize(spec, dt, tool, **kw):
+        try:
+            code, _ = run_killable(["sleep", marker], 600)
+        finally:
+            codes.append(code if "code" in locals() else "interrupted")
+        return D.SanitizerRun(tool, 0, None, [], 1.0, ["cs"], shapes=[(3, 7)])
+
+    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr(D, "sanitize", slow_sanitize)
+    monkeypatch.setattr(D, "find_tool", lambda: "/cs")
+    monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: None)
+
+    def interrupt_when_running():
+        for _ in range(200):
+            if len(_live_sleeps(f"sleep {marker}")) >= 4:
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C: a real signal wakes the waiting main thread
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s[34]", "--jobs", "4"])
+    assert _live_sleeps(f"sleep {marker}") == []
+    assert len(codes) >= 4 and all(c == -9 for c in codes), codes  # SIGKILLed, not waited out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from verifier.errors import UsageError
 
@@ -84,6 +84,7 @@ def run(args) -> int:
     from verifier.report import render
     from verifier.report.model import Result
     from verifier.sanitizer import suppressions as _supp
+    from verifier.proc import kill_all
     from verifier.sanitizer.driver import finish_kernel, start_kernel
 
     tools, timeout, jobs = _validate(args)
@@ -103,8 +104,9 @@ def run(args) -> int:
     t0 = time.monotonic()
     # Threads only wait on compute-sanitizer processes; every kernel's runs are queued before any is
     # recorded, so the pool stays full across kernels.
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="sanitize") as pool:
-        pending = []
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="sanitize")
+    pending = []
+    try:
         for spec, dts in plan:
             report = KernelReport(spec=spec, device=device)
             pending.append(start_kernel(spec, report, dts, tools, device=device, timeout=timeout,
@@ -114,6 +116,17 @@ def run(args) -> int:
         for p, report in zip(pending, reports):
             # a kernel's time is its tool runs' time (they overlap with other kernels' under --jobs)
             report.seconds = finish_kernel(p)
+    except KeyboardInterrupt:
+        # The runs are in their own sessions (Ctrl-C does not reach them): drop the queued ones and kill the
+        # running ones until every run has ended (a thread may start one between the two).
+        pool.shutdown(wait=False, cancel_futures=True)
+        runs = [f for p in pending if p for _, _, f in p.runs]
+        while not all(f.done() for f in runs):
+            kill_all()
+            wait(runs, timeout=0.2)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     wall = time.monotonic() - t0
     result = Result(reports=reports, environment=environment(),
                     options={"command": "sanitize", "tools": list(tools), "device": device, "timeout": timeout,
