@@ -1,5 +1,6 @@
 """tools/detection_table.py render: measured rows, pending GPU rows with the command, bad input -> exit 2."""
 import importlib.util
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,3 +46,20 @@ def test_bad_input_file_is_a_usage_error(tmp_path, capsys):
     assert rc == 2
     assert "cannot read battery file" in capsys.readouterr().err
     assert tool.main(["render"]) == 2  # missing --battery / --out
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results"
+# The order docs/detection-matrix.md was rendered with: per defect, the first file that ran it (GPU runs first).
+RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json", "detection-cpu.json"],
+               ["assert-close-gpu.json", "assert-close-cpu.json"])
+
+
+def test_committed_table_is_the_rendering_of_the_committed_results():
+    tool = _tool()
+    load = lambda names: [json.loads((RESULTS / n).read_text()) for n in names]
+    text = tool.render(load(RENDER_ARGS[0]), load(RENDER_ARGS[1]))
+    assert (RESULTS.parents[2] / "docs" / "detection-matrix.md").read_text() == text, (
+        "docs/detection-matrix.md is stale: re-render it with tools/detection_table.py render "
+        + " ".join(f"--battery kernels/defects/results/{n}" for n in RENDER_ARGS[0]) + " "
+        + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " --out docs/detection-matrix.md")
+    assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
