@@ -167,3 +167,14 @@ def test_exit_3_on_an_internal_error(capsys, spec, monkeypatch):
     code, out, err = run(capsys, spec, *FAST)
     assert code == 3 and "internal error: KeyError" in err and "bug in kernel-verifier" in err
     assert "Traceback" not in err and out == ""
+
+
+def test_commit_can_be_given_for_a_copied_tree(monkeypatch):
+    """On the rented GPU machine the tree arrived with a stale .git (2026-11-30: HEAD read d99ecad-dirty for a
+    tree at 9356516); VERIFIER_COMMIT names the commit the copy was made from."""
+    from verifier import environment as E
+
+    monkeypatch.setenv(E.COMMIT_ENV, "9356516")
+    assert E._git_commit() == "9356516"
+    monkeypatch.delenv(E.COMMIT_ENV)
+    assert E._git_commit() != "9356516"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
 # Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
-#   OUT=/some/dir bash tools/gpu_run.sh [STEP...]
+#   OUT=/some/dir VERIFIER_COMMIT=<commit the tree is at> bash tools/gpu_run.sh [STEP...]
 #   steps: env check bandwidth matrix triton-matrix sanitizer sanitize crash plugin-sanitize suites
 #   (default: env check bandwidth matrix sanitizer sanitize suites)
 # Each step writes its logs under a work folder and never stops the others; at the end everything is packed
@@ -21,7 +21,8 @@ pack() { tar -czf "$FINAL/gpu-run.tar.gz" -C "$(dirname "$OUT")" "$(basename "$O
 if has env; then
   {
     echo "date: $(stamp)"
-    echo "commit: $(git rev-parse --short=12 HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"
+    # A copied tree may carry no .git, or a stale one: pass VERIFIER_COMMIT=<the commit it was copied at>.
+    echo "commit: ${VERIFIER_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     nvcc --version | tail -2
     compute-sanitizer --version 2>/dev/null | head -2

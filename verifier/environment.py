@@ -1,6 +1,7 @@
 """Facts about where a check ran: GPU, driver, CUDA, library versions, git commit."""
 from __future__ import annotations
 
+import os
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +19,14 @@ def _version(dist: str):
     return None
 
 
+COMMIT_ENV = "VERIFIER_COMMIT"
+
+
 def _git_commit(cwd=None):
+    """$VERIFIER_COMMIT if set (a copy of the tree whose .git is missing or stale, as on a rented GPU machine:
+    pass the commit the copy was made from), else git's HEAD, '-dirty' when tracked files differ."""
+    if os.environ.get(COMMIT_ENV):
+        return os.environ[COMMIT_ENV]
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                              cwd=cwd or Path.cwd(), timeout=5)
