@@ -7,9 +7,9 @@
 Both runs are fresh ``python -m pytest`` processes on the same selection and options; the nvcc build cache
 is warmed first (one build run) so neither pays for cold compiles. On a GPU, Triton's JIT cache fills on
 the first run of each kernel specialization, which would favour whichever run goes second: ``--warmup``
-runs the whole selection once, untimed, before both (seen on two H200s: 78 s cold vs 62 s warm for -n auto). Prints each wall time, the outcome line
-pytest printed, the worker count ``-n auto`` chose, the speed-up ratio, and the CPU seconds
-of each run (children included), which other load on the machine does not inflate.
+runs the whole selection once, untimed, before both (seen on two H200s: 78 s cold vs 62 s warm for -n auto).
+Prints each wall time, the outcome line pytest printed, the worker count ``-n auto`` chose, the speed-up
+ratio, and the CPU seconds of each run (children included), which other load on the machine does not inflate.
 """
 from __future__ import annotations
 

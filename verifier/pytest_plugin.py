@@ -357,6 +357,12 @@ class _State:
 STATE = _State()
 
 
+def worker_property() -> list:
+    """[("worker", "gw3")] in a pytest-xdist worker, else []: junit then shows which worker (and GPU) ran a test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return [("worker", worker)] if worker else []
+
+
 def _kernel_item(item):
     callspec = getattr(item, "callspec", None)
     return callspec is not None and "verifier_kernel" in callspec.params and "verifier_dtypes" in callspec.params
@@ -510,8 +516,8 @@ class Checker:
         from verifier import battery
 
         self.check = "build,resources"
-        if os.environ.get("PYTEST_XDIST_WORKER"):
-            self.record("worker", os.environ["PYTEST_XDIST_WORKER"])
+        for k, val in worker_property():
+            self.record(k, val)
         self.record("kernel", spec.name)
         if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
             self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
@@ -550,8 +556,8 @@ class Checker:
         self.check = check
         for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
             self.record(k, val)
-        if os.environ.get("PYTEST_XDIST_WORKER"):  # which xdist worker ran it
-            self.record("worker", os.environ["PYTEST_XDIST_WORKER"])
+        for k, val in worker_property():
+            self.record(k, val)
         if self.opts.device == "cuda":  # which GPU this worker was pinned to
             self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
         why = runnable_reason(spec, self.opts.device)
@@ -641,8 +647,7 @@ def run_in_child(item):
     code, out = run_child(child_command(config, item.nodeid, str(junit)), cwd=config.rootpath)
     item.user_properties.append(("isolated", f"child process (this worker's CUDA context is unusable after: "
                                               f"{STATE.poisoned.splitlines()[0]})"))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # the child is not a worker; say whose test it ran
-        item.user_properties.append(("worker", os.environ["PYTEST_XDIST_WORKER"]))
+    item.user_properties += worker_property()  # the child is not a worker: say whose test it ran
     outcome = junit_outcome(junit)
     if outcome is None:
         pytest.fail(f"the child pytest run of {item.nodeid} gave no result ("
@@ -687,9 +692,7 @@ def sanitized_rerun(item, tool: str):
     config = item.config
     spec, dt = item.callspec.params["verifier_kernel"], item.callspec.params["verifier_dtypes"]
     case = item.callspec.params.get("verifier_case")
-    item.user_properties += [("check", tool), ("kernel", spec.name), ("dtype", dt.tag)]
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        item.user_properties.append(("worker", os.environ["PYTEST_XDIST_WORKER"]))
+    item.user_properties += [("check", tool), ("kernel", spec.name), ("dtype", dt.tag)] + worker_property()
     if resolved_device(config) != "cuda":
         pytest.skip(NO_GPU_SANITIZE)
     from verifier.errors import ToolMissing

@@ -16,6 +16,7 @@ probed from the installed binary's ``--help`` and passed only when present.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import os
 import re
@@ -24,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import itertools
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
