@@ -28,6 +28,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from verifier import forked as _forked
 from verifier import inputs as _inputs
 from verifier.errors import BuildError, ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import CHECK_CLASSES, Finding
@@ -64,6 +65,7 @@ class KernelReport:
     notes: list = field(default_factory=list)  # info lines: refused cases, resources, timings
     seconds: float = 0.0
     error: Optional[str] = None  # internal error while checking (verdict 'error')
+    judged: dict = field(default_factory=dict)  # dtype tag -> inputs that ran through the value checks
 
     @property
     def name(self) -> str:
@@ -83,7 +85,8 @@ class KernelReport:
         old = self.cells.get((tag, check))
         if old == FAIL:
             return
-        if value == FAIL or old is None or old.startswith("skipped"):
+        # A skipped cell is never turned into a pass: something that was not checked stays unchecked.
+        if value == FAIL or old is None or (old.startswith("skipped") and value != PASS):
             self.cells[(tag, check)] = value
 
     def add(self, finding: Finding):
@@ -140,13 +143,13 @@ def _runner(spec: KernelSpec) -> Callable:
 
 def repro_line(spec: KernelSpec, opts: Options, tag: str = "", case: str = "") -> str:
     """The ``verifier check`` command line that re-runs this kernel (narrowed to dtype ``tag`` and
-    case ``case`` when given) with the same seed and device."""
+    case ``case`` when given) with the same budget (a case's shape depends on it), seed and device."""
     parts = ["verifier", "check", spec.origin or "<spec.py>", "--kernel", spec.name]
     if tag:
         parts += ["--dtype", tag]
     if case:
         parts += ["--case", case]
-    parts += ["--seed", str(opts.seed), "--device", opts.device]
+    parts += ["--budget", opts.budget, "--seed", str(opts.seed), "--device", opts.device]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -284,9 +287,10 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
             try:
                 res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
             except ToolMissing as e:
+                why = f"{e.message}; fix: {e.fix}" if e.fix else e.message  # name the tool and the fix
                 for dt in dts:
-                    report.mark(dt.tag, "build", skipped(str(e.message)))
-                report.notes.append(f"build skipped: {e.message}")
+                    report.mark(dt.tag, "build", skipped(why))
+                report.notes.append(f"build skipped: {why}")
                 return False
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro_line(spec, opts)))
@@ -343,8 +347,10 @@ def _triton_resources(spec, opts, report, dts):
         for n in sizes[-3:]:
             try:
                 res = compiled_resources(spec, 4, n, dt, spec.op_params(), device="cuda")
+            except UsageError:
+                raise  # a malformed spec: the user must fix it, not read a skipped cell
             except VerifierError as e:
-                report.mark(dt.tag, "resources", skipped(e.message))
+                report.mark(dt.tag, "resources", skipped(e.message))  # mark() keeps it over the PASS below
                 break
             for k in res["kernels"]:
                 r = KernelResources(name=k["name"], demangled=k["name"], demangled_with="not-mangled", arch=None,
@@ -451,8 +457,10 @@ def _selected_cases(spec, dt, opts) -> list:
     drawn = hypothesis_case(opts.case)
     if drawn is not None:
         return [drawn]
-    # A case from any budget: a repro line must work whatever budget it is run with.
-    cases = [c for b in BUDGETS for c in cases_for(spec, dt, b) if c.name == opts.case][:1]
+    # The run's budget first (a case's shape depends on the budget: repro lines carry --budget), then any
+    # other budget, so a repro line written without --budget still finds its case.
+    order = [opts.budget] + [b for b in BUDGETS if b != opts.budget]
+    cases = [c for b in order for c in cases_for(spec, dt, b) if c.name == opts.case][:1]
     if not cases:
         raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op} (kernel {spec.name})",
                          fix=f"take the case name from the finding's repro line or `verifier cases {spec.op}`; "
@@ -462,7 +470,7 @@ def _selected_cases(spec, dt, opts) -> list:
 
 def _check_values(spec, run, dt, opts, report, say):
     cases = _selected_cases(spec, dt, opts)
-    ran = 0
+    ran, judged_before = 0, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
         reason = spec.check_supported(case.M, case.N, dt)
@@ -480,8 +488,12 @@ def _check_values(spec, run, dt, opts, report, say):
     if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
         ran += _hypothesis_values(spec, run, dt, opts, report)
     checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+    # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
+    judged = report.judged.get(dt.tag, 0) - judged_before
+    why = "every case refused by supports" if not ran else \
+        "no input ran through this check: the kernel raised on every input it was given (see its crash findings)"
     for check in checks:
-        report.mark(dt.tag, check, PASS if ran else skipped("every case refused by supports"))
+        report.mark(dt.tag, check, PASS if judged else skipped(why))
 
 
 def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
@@ -546,6 +558,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
             e.reported = True
             raise
         return report
+    report.judged[dt.tag] = report.judged.get(dt.tag, 0) + 1
     for name, mask in outcome.unwritten.items():
         idx = np.argwhere(mask)
         report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
@@ -590,9 +603,11 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
+    from verifier.flaky import Flaky, flaky_finding
+
     n = BUDGETS[opts.budget]["hypothesis"]
     failing: list = []
-    ran = [0]
+    ran, judged = [0], [0]
 
     @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
     @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
@@ -613,6 +628,7 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
         except KernelFault:  # a CUDA fault: recorded in probe, nothing more can run
             failing[:] = [probe.findings]
             raise
+        judged[0] += probe.judged.get(dt.tag, 0)
         if probe.findings:  # any finding, warnings included, is a failure to shrink
             failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
             raise AssertionError(case)
@@ -626,6 +642,10 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
         for f in failing[0] if failing else []:
             report.add(f)
         raise
+    except Flaky as e:  # an example failed, then passed when replayed: the kernel is flaky, a finding
+        report.add(flaky_finding(spec, dt, opts, failing[0] if failing else [], e))
+    finally:
+        report.judged[dt.tag] = report.judged.get(dt.tag, 0) + judged[0]
     return ran[0]
 
 
@@ -709,7 +729,9 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     """Run the battery on every kernel and go on after each, whatever it did.
 
     ``isolate``: run each kernel in a child process (verifier.isolate), so a fault is a **crash** finding
-    and a hang a **timeout** finding (after ``opts.timeout`` s); None means: on a GPU, yes.
+    and a hang a **timeout** finding (after ``opts.timeout`` s); None means: on a GPU, yes; on the CPU,
+    callables and Triton kernels are checked in a fork of this process (verifier.forked: a kernel that kills
+    its process is a crash finding); False: everything in this process.
     --dtype / --case select what exists: kernels without it are reported skipped; if no kernel has it,
     that is a usage error."""
     unselected = {s.name: _not_selected(s, opts) for s in specs}
@@ -738,6 +760,9 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
             from verifier.isolate import check_in_child
 
             reports.append(check_in_child(spec, opts, progress))
+        elif isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
+            # A kernel that kills its process (segfault, os._exit) costs only its own report.
+            reports.append(_forked.check_forked(spec, opts, progress))
         else:
             reports.append(check_kernel(spec, opts, progress))
     return reports

@@ -1,6 +1,7 @@
 """`verifier` command line. The library does the work; this module only wires options to it.
 
-Exit codes: 0 every kernel passed, 1 findings, 2 usage error, 3 internal error.
+Exit codes: 0 every kernel passed, 1 findings, 2 usage error, 3 internal error, 4 nothing was checked
+(every kernel skipped: a missing nvcc / compute-sanitizer / GPU; the reasons and fixes go to stderr).
 The report goes to stdout (or --output); progress and the one-line summary go to stderr.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import traceback
 from verifier.errors import UsageError, VerifierError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from verifier.coverage import NOTHING_CHECKED as EXIT_NOTHING_CHECKED  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", help="quick | ci | thorough (default ci)")
     c.add_argument("--seed", help="base seed of every random draw (default 0)")
     c.add_argument("--device", help="cpu | cuda | auto (default auto)")
-    c.add_argument("--format", help="text | json | markdown (default text)")
+    from verifier.report import FORMATS
+
+    c.add_argument("--format", help=f"{' | '.join(FORMATS)} (default text)")
     c.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
     c.add_argument("--dtype", metavar="TAG", help="only this dtype variant (as in repro lines)")
     c.add_argument("--case", metavar="NAME", help="only this input: a catalogue case, hypothesis:MxN:rngS, refusal "
@@ -194,6 +198,10 @@ def cmd_check(args) -> int:
     partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
     sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
                      f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings\n")
+    if result.exit_code() == EXIT_NOTHING_CHECKED:
+        from verifier.coverage import message
+
+        sys.stderr.write(message(result))
     return result.exit_code()
 
 

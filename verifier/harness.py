@@ -5,7 +5,14 @@ all filled with a poison pattern before the launch. After the launch:
 - an output element still holding the poison is *unwritten* (confirmed by a second run with a different
   poison, so a kernel that legitimately writes the poison's bits is not accused);
 - any changed guard byte is an *out-of-range write*.
-Float poisons are NaNs with distinctive payloads, never a value a correct kernel computes.
+Float poisons are NaNs with distinctive payloads, never a value a correct kernel computes; that includes
+fp8: e4m3fn has only the NaNs 0x7F and 0xFF (both are used), e5m2 has six (0x7D-0x7F, 0xFD-0xFF).
+
+The confirmation rule: an element is unwritten only if it holds both poisons, the first run's bits after the
+first run and the second run's after the second. A kernel that writes a value (even a NaN: the canonical
+NaN 0x7F of e4m3fn, say) writes the same bits in both runs, so it matches at most one poison and is never
+accused. This is what makes the check sound for formats without NaN (int8, int32), where either poison is a
+value a kernel can legitimately write.
 """
 from __future__ import annotations
 
@@ -25,8 +32,8 @@ _POISON = {
     "float32": (0x7FA1B2C3, 0x7FD4E5F6),
     "float16": (0x7E5A, 0x7D3C),
     "bfloat16": (0x7FA5, 0x7FB3),
-    "float8_e4m3fn": (0x7F, 0x55),
-    "float8_e5m2": (0x7E, 0x55),
+    "float8_e4m3fn": (0x7F, 0xFF),  # its only two NaNs (no infinities)
+    "float8_e5m2": (0x7E, 0xFD),
     "int8": (0x5A, 0x3C),
     "int32": (0x5A5A5A5A, 0x3C3C3C3C),
 }

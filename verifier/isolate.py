@@ -35,6 +35,21 @@ _CUDA_ERR = re.compile(r"(CUDA_ERROR_\w+|cudaError\w+|an illegal [\w ]+|unspecif
                        r"misaligned address|out of memory|device-side assert[\w ]*)", re.I)
 
 
+def environment_timeout(default: float = DEFAULT_TIMEOUT_S) -> float:
+    """$VERIFIER_KERNEL_TIMEOUT in seconds (``default`` when unset); a bad value is a UsageError naming it."""
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UsageError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds",
+                         fix=f"set {TIMEOUT_ENV}=600 (seconds per kernel in its child process) or unset it")
+    return value
+
+
 def kernel_timeout(opts) -> float:
     """Seconds a kernel's battery may take in the child: ``opts.timeout``, else $VERIFIER_KERNEL_TIMEOUT, else 600."""
     if opts.timeout is not None:

@@ -47,7 +47,12 @@ SKIPPED_BUNDLED_DIRS = ("defects",)  # catalogued defective kernels: the detecti
 ENTRY_POINT_GROUP = "kernel_verifier.specs"
 CHILD_ENV = "VERIFIER_PYTEST_CHILD"  # set in child pytest runs: no re-isolation, no sanitizer re-runs
 NO_GPU_SANITIZE = "no CUDA GPU: compute-sanitizer re-runs need one"
-CHILD_TIMEOUT_S = float(os.environ.get("VERIFIER_KERNEL_TIMEOUT", "600"))
+try:  # a bad value is reported by _validated() as a usage error naming the variable, not at import
+    from verifier.isolate import environment_timeout as _environment_timeout
+
+    CHILD_TIMEOUT_S = _environment_timeout()
+except UsageError:
+    CHILD_TIMEOUT_S = 600.0
 MARKERS = {
     "gpu": "needs a CUDA GPU (skipped with the reason on CPU machines)",
     "sanitizer": "runs under compute-sanitizer",
@@ -99,6 +104,12 @@ def _validated(config) -> dict:
     if bad:
         raise pytest.UsageError(f"--verifier-sanitize-tool {bad[0]!r}: choose one of {', '.join(SANITIZER_TOOLS)}")
     globs = [g.strip() for g in (opt("--verifier-kernels") or "").split(",") if g.strip()]
+    try:
+        from verifier.isolate import environment_timeout
+
+        environment_timeout()
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
     child = os.environ.get(CHILD_ENV) == "1"
     return {"device": dev, "budget": budget, "seed": seed, "specs": specs, "globs": globs,
             "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
@@ -133,6 +144,9 @@ def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = _validated(config)
+    from verifier import worker_crash
+
+    worker_crash.configure(config)  # a kernel that kills an xdist worker costs one test (see that module)
     _activate_triton(config._verifier["device"])
     try:
         from hypothesis import settings
@@ -376,6 +390,8 @@ def pytest_pyfunc_call(pyfuncitem):
     if rerun is not None:
         sanitized_rerun(pyfuncitem, rerun.args[0])
         return True
+    if not pyfuncitem.config._verifier["child"] and _contain_worker_crash(pyfuncitem):
+        return True
     if STATE.poisoned and not pyfuncitem.config._verifier["child"]:
         from verifier.battery import runnable_reason
 
@@ -384,6 +400,34 @@ def pytest_pyfunc_call(pyfuncitem):
             run_in_child(pyfuncitem)
             return True
     return None
+
+
+def _contain_worker_crash(item) -> bool:
+    """Under xdist: a kernel that killed a worker runs its tests in child processes (True: this one ran);
+    any other kernel test is noted first, so the controller can name it if the worker dies (verifier.worker_crash)."""
+    from verifier import worker_crash
+    from verifier.battery import repro_line, runnable_reason
+
+    if not worker_crash._worker():
+        return False
+    spec, dt = item.callspec.params["verifier_kernel"], item.callspec.params["verifier_dtypes"]
+    if worker_crash.crashed(spec.name):
+        if runnable_reason(spec, resolved_device(item.config)) is not None:
+            return False  # skips without touching the kernel
+        run_in_child(item, why=worker_crash.CHILD_REASON)
+        return True
+    case = item.callspec.params.get("verifier_case")
+    name = case.name if case is not None else next(
+        (c for c in ("refusal", "determinism") if item.originalname.endswith("_" + c)), "")
+    opts = item.funcargs.get("verifier_options") if hasattr(item, "funcargs") else None
+    if opts is None:
+        from verifier.battery import Options
+
+        v = item.config._verifier
+        opts = Options(budget=v["budget"], seed=v["seed"], device=resolved_device(item.config))
+    worker_crash.note_running(item.nodeid, spec.name, repro_line(spec, opts, dt.tag, name),
+                              repro_command(item.config, item.nodeid))
+    return False
 
 
 def child_command(config, nodeid: str, junit: str) -> list:
@@ -500,14 +544,23 @@ class Checker:
                     raise _CudaFault(e) from e
                 raise
             if any(f.severity == "error" for f in probe.findings):
+                last["failed"] = list(probe.findings)
                 raise AssertionError(case)  # the last one Hypothesis replays is the shrunk one
 
+        from verifier.flaky import Flaky, flaky_finding
+
+        failed: list = []
         try:
             prop()
         except AssertionError:
             pass
         except _CudaFault as e:
             STATE.poisoned = str(e.args[0])
+        except Flaky as e:  # an example failed, then passed on replay: a determinism finding, not an error
+            report = self._report(spec)
+            report.add(flaky_finding(spec, dt, opts, last.get("failed") or [], e))
+            self._conclude(report, "value")
+            return
         self._conclude(last.get("report") or self._report(spec), "value")
 
     def build(self, spec):
@@ -640,18 +693,19 @@ def _tail(text: str, n: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-n:]) or "(no output)"
 
 
-def run_in_child(item):
-    """Run one test in a fresh ``pytest NODEID`` process: this one's CUDA context is unusable."""
+def run_in_child(item, why: str | None = None):
+    """Run one test in a fresh ``pytest NODEID`` process: this one's CUDA context is unusable (or ``why``)."""
     config = item.config
     junit = _artifact_path(config, item.nodeid, ".child.xml")
     code, out = run_child(child_command(config, item.nodeid, str(junit)), cwd=config.rootpath)
-    item.user_properties.append(("isolated", f"child process (this worker's CUDA context is unusable after: "
-                                              f"{STATE.poisoned.splitlines()[0]})"))
+    item.user_properties.append(("isolated", why or f"child process (this worker's CUDA context is unusable after: "
+                                                    f"{STATE.poisoned.splitlines()[0]})"))
     item.user_properties += worker_property()  # the child is not a worker: say whose test it ran
     outcome = junit_outcome(junit)
     if outcome is None:
         pytest.fail(f"the child pytest run of {item.nodeid} gave no result ("
-                    f"{'timed out' if code is None else f'exit {code}'}); last output:\n{_tail(out)}", pytrace=False)
+                    f"{'timed out' if code is None else f'exit {code}'}); last output:\n{_tail(out)}\n"
+                    f"pytest repro: {repro_command(config, item.nodeid)}", pytrace=False)
     kind, message, text, props = outcome
     item.user_properties.extend(props)
     if kind == "skipped":
@@ -697,7 +751,6 @@ def sanitized_rerun(item, tool: str):
         pytest.skip(NO_GPU_SANITIZE)
     from verifier.errors import ToolMissing
     from verifier.sanitizer import driver
-    from verifier.sanitizer.xmlparse import SourceMap, parse, to_findings
 
     try:
         info = driver.probe(driver.find_tool())
@@ -718,9 +771,7 @@ def sanitized_rerun(item, tool: str):
     if not xml.is_file():
         pytest.fail(f"compute-sanitizer --tool {tool} wrote no XML (exit {code}); last output:\n{_tail(out)}{where}",
                     pytrace=False)
-    sources = [spec.source_path()] if spec.kind == "cuda" else [spec.module_path()]
-    findings = to_findings(parse(str(xml), tool).records, SourceMap(driver.repo_root(spec), sources),
-                           kernel=spec.name, dtype=dt.tag, input=case.name if case else "", repro=repro)
+    findings = sanitizer_findings(spec, dt, case, tool, code, xml, log, repro)
     errors = [f for f in findings if f.severity == "error"]
     outcome = junit_outcome(junit)
     if errors:
@@ -733,3 +784,13 @@ def sanitized_rerun(item, tool: str):
     if outcome[0] != "passed":
         pytest.fail(f"{tool} found nothing, but the test itself failed under it:\n{outcome[2] or outcome[1]}{where}",
                     pytrace=False)
+
+
+def sanitizer_findings(spec, dt, case, tool: str, code, xml, log, repro: str) -> list:
+    """The findings of a re-run's XML, judged as ``verifier sanitize`` judges them (verifier.sanitizer.verdict):
+    the records, an unreadable XML after 'errors found' as an error, sanitizer-suppressions.toml applied."""
+    from verifier.sanitizer.verdict import judge_xml, suppressed
+
+    _, findings = judge_xml(spec, tool, code, xml, log, kernel=spec.name, dtype=dt.tag,
+                            input=case.name if case else "", repro=repro)
+    return suppressed(spec, findings)

@@ -85,8 +85,11 @@ def load(paths, kernel_globs=None) -> list[KernelSpec]:
     for f in find_spec_files(paths):
         for k in load_spec_file(f):
             if k.name in seen:
+                from verifier.spec_source import where
+
+                second = where(f, k.name, 1 if seen[k.name] == str(f) else 0)
                 raise SpecError(
-                    f"kernel name {k.name!r} is declared twice ({seen[k.name]} and {f})",
+                    f"kernel name {k.name!r} is declared twice ({where(seen[k.name], k.name, 0)} and {second})",
                     fix="give every kernel a unique name",
                 )
             seen[k.name] = str(f)

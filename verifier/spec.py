@@ -166,7 +166,16 @@ class KernelSpec:
             return f"empty shape M={M}, N={N}: nothing to launch"
         if dt not in self.dtypes:
             return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
-        return self.supports(M, N, dt)
+        reason = self.supports(M, N, dt)
+        if reason is None or (isinstance(reason, str) and reason):
+            return reason
+        # A bool here would be read as a refusal reason for True and False alike: every shape refused.
+        fn = getattr(self.supports, "__qualname__", None) or repr(self.supports)
+        raise SpecError(
+            f"kernel {self.name!r}: supports function {fn} returned {reason!r} ({type(reason).__name__}) for "
+            f"M={M}, N={N}, {dt.tag}; it must return None (shape supported) or a non-empty str (the reason it is not)",
+            fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
+        )
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,13 @@ def write(text: str, path=None) -> None:
     import sys
 
     if not path:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `verifier check | head`: the reader left; the verdict's exit code stands
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return
     try:
         with open(path, "w") as fh:

@@ -1,9 +1,9 @@
 """``verifier sanitize PATH...``: compute-sanitizer on the kernels of spec files, as a report.
 
-Exit codes as ``verifier check``: 0 nothing found (or nothing could be sanitized), 1 findings,
-2 usage error, 3 internal error. On a machine without a GPU (or without compute-sanitizer) every cell is
-``skipped(<why>)``, the exit code is 0 and the summary on stderr says that nothing was sanitized: CI on
-CPU runners stays green, and nobody mistakes a skipped report for a clean one.
+Exit codes as ``verifier check``: 0 nothing found, 1 findings, 2 usage error, 3 internal error, 4 nothing
+was sanitized. On a machine without a GPU (or without compute-sanitizer) every cell is ``skipped(<why>)``,
+the exit code is 4 and stderr says that nothing was sanitized and why (the missing tool and its fix): a
+CPU runner's job must treat 4 as "not run here", never as clean.
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def add_subparser(subparsers) -> None:
     s.add_argument("--tool", action="append", metavar="TOOL", help=f"{' | '.join(TOOLS)} (repeatable; default all four)")
     s.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
     s.add_argument("--dtype", metavar="TAG", help="only this dtype variant (default: every declared one)")
-    s.add_argument("--format", default="text", help="text | json | markdown (default text)")
+    from verifier.report import FORMATS
+
+    s.add_argument("--format", default="text", help=f"{' | '.join(FORMATS)} (default text)")
     s.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
     s.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
                    help=f"seconds per tool run before it is killed (default {DEFAULT_TIMEOUT_S:g})")
@@ -151,7 +153,8 @@ def summary_line(result) -> str:
     ran = sum(1 for r in result.reports for v in r.cells.values() if not v.startswith("skipped"))
     if not ran:
         reasons = sorted({v[len("skipped("):-1] for r in result.reports for v in r.cells.values()})
-        return ("verifier sanitize: nothing was sanitized (every run skipped: " + "; ".join(reasons) + ")")
+        return ("verifier sanitize: nothing was sanitized (every run skipped: " + "; ".join(reasons) + ")"
+                + f"; exit {result.exit_code()}")
     s = result.summary()
     return (f"verifier sanitize: {s['kernels']} kernels, {ran} tool runs, {s['pass']} pass, {s['fail']} fail, "
             f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings")

@@ -35,7 +35,7 @@ from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import Finding
 from verifier.proc import run_killable
 from verifier.sanitizer import suppressions as _supp
-from verifier.sanitizer.xmlparse import SourceMap, parse, to_findings
+from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
 
 TOOLS = ("racecheck", "memcheck", "synccheck", "initcheck")
 ERROR_EXITCODE = 86
@@ -194,14 +194,6 @@ def repo_root(spec) -> Path:
     return Path.cwd()
 
 
-def _sources(spec) -> list:
-    if spec.kind == "cuda":
-        return [spec.source_path()]
-    if spec.kind == "triton":
-        return [spec.module_path()]
-    return []
-
-
 def _child_env(device: str, visible: Optional[str] = None) -> dict:
     env = dict(os.environ)
     if visible is not None:  # one GPU of several, chosen by the caller (parallel runs spread over GPUs)
@@ -254,7 +246,9 @@ def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_T
     filters = kernel_filters(spec, dt, shapes)
     stem = f"{spec.name}.{dt.tag}.{tool}"
     with tempfile.TemporaryDirectory(prefix="verifier-sanitize-") as tmp:
-        out_dir = Path(keep_dir) if keep_dir else Path(tmp)
+        # Without keep_dir the XML and log live in a directory of their own, kept only when a finding
+        # points at them (an unreadable XML: the raw log is all there is).
+        out_dir = Path(keep_dir) if keep_dir else Path(tempfile.mkdtemp(prefix="verifier-sanitize-run-"))
         out_dir.mkdir(parents=True, exist_ok=True)
         xml_path, log_path = out_dir / f"{stem}.xml", out_dir / f"{stem}.log"
         for p in (xml_path, log_path):
@@ -268,7 +262,9 @@ def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_T
         code, output = _run(cmd, timeout, _child_env(device, visible))
         seconds = time.monotonic() - t0
         child = json.loads(res.read_text()) if res.is_file() else None
-        findings, notes = _judge(spec, dt, tool, code, xml_path, child, output, timeout, shapes)
+        findings, notes = _judge(spec, dt, tool, code, xml_path, child, output, timeout, shapes, log_path=log_path)
+        if not keep_dir and not any(str(out_dir) in f.message for f in findings):
+            shutil.rmtree(out_dir, ignore_errors=True)
         return SanitizerRun(tool=tool, exit_code=code, xml_path=str(xml_path) if keep_dir else None,
                             findings=findings, seconds=seconds, command=cmd,
                             shapes=[tuple(s) for s in (child or {}).get("launched", [])], notes=notes)
@@ -292,8 +288,9 @@ def _tail(text: str, n: int = 8) -> str:
     return "\n".join(text.strip().splitlines()[-n:]) or "(no output)"
 
 
-def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes) -> tuple:
-    """Findings of one run: the XML records, plus what the exit code and the child's result say."""
+def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes, log_path=None) -> tuple:
+    """Findings of one run: the XML records (judged by verifier.sanitizer.verdict, as the pytest plugin's
+    re-runs are), plus what the exit code and the child's result say."""
     shown = ", ".join(f"{M}x{N}" for M, N in shapes)
     repro = shlex.join(["verifier", "sanitize", spec.origin or "<spec.py>", "--kernel", spec.name, "--dtype", dt.tag,
                         "--tool", tool])
@@ -305,8 +302,8 @@ def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes)
                             f"any XML; last output:\n{_tail(output)}", **ctx)], notes
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} wrote no XML (exit {code}); last output:\n{_tail(output)}",
                               fix="run the command from the report's notes by hand to see why")
-    parsed = parse(str(xml_path), tool)
-    findings = to_findings(parsed.records, SourceMap(repo_root(spec), _sources(spec)), **ctx)
+    parsed, findings = judge_xml(spec, tool, code, xml_path, log_path, **ctx)
+    unreadable = any(f.message.startswith(UNREADABLE) for f in findings)
     errors = [f for f in findings if f.severity == "error"]
     if code is None:
         findings.append(Finding("timeout", f"{tool} did not finish within {timeout:g} s and was killed; the "
@@ -319,7 +316,7 @@ def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes)
         why = child["error"] if child else f"it wrote no result (exit {code}); last output:\n{_tail(output)}"
         findings.append(Finding("crash", f"the launch failed under {tool}: {why}",
                                 severity="warning" if errors else "error", **ctx))
-    elif code == ERROR_EXITCODE and not parsed.records:
+    elif code == ERROR_EXITCODE and not parsed.records and not unreadable:
         findings.append(Finding(tool, f"InternalError: compute-sanitizer exited {code} (its code for 'errors "
                                 "found') but its XML holds no records", severity="warning", **ctx))
     elif code == 0 and errors:
@@ -375,12 +372,13 @@ def start_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float 
     after marking every cell skipped when the kernel cannot run here (nothing is launched then)."""
     from verifier.battery import skipped
 
-    why = not_runnable(spec, device)
-    if why is None:
+    why = not_runnable(spec, "cuda")  # the kind first: a Python callable is never sanitized
+    if why is None:  # then the tool, named with its fix, before the GPU
         try:
             find_tool()
         except ToolMissing as e:
-            why = e.message
+            why = f"{e.message}; fix: {e.fix}" if e.fix else e.message
+    why = why or not_runnable(spec, device)
     if why:
         for dt in dts:
             for tool in tools:
@@ -425,7 +423,7 @@ def finish_kernel(pending: Optional[PendingKernel]) -> float:
             continue
         seen += run.findings
         seconds += run.seconds
-        fs = _supp.apply(pending.entries, run.findings)
+        fs = suppressed(pending.spec, run.findings, pending.entries)
         for f in fs:
             if f.severity == "error":
                 report.add(f)

@@ -1,0 +1,58 @@
+"""pytest plugin under xdist: a kernel that kills its worker costs one test, with its repro line; the kernel's
+other tests then run in child processes, so the session never reaches xdist's crashed-worker limit."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SPEC = """
+import os
+import torch
+from verifier.spec import CallableKernel, dtypes
+
+def dies(inputs, outputs, params, dt):
+    os._exit(7)
+
+def good(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+S = lambda M, N, dt: None if N <= 256 else "N > 256"
+KERNELS = [CallableKernel(name="dies", op="softmax", fn=dies, dtypes=[dtypes("f32")], supports=S),
+           CallableKernel(name="lives", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
+"""
+
+
+def test_a_worker_killing_kernel_costs_one_test_each_and_never_stops_the_session(tmp_path):
+    spec = tmp_path / "dies_spec.py"
+    spec.write_text(SPEC)
+    junit = tmp_path / "junit.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
+    cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "suites/test_softmax.py",
+           "--verifier-specs", str(spec), "--verifier-kernels", "dies,lives", "--verifier-budget", "quick",
+           "--verifier-device", "cpu", f"--junitxml={junit}", "--max-worker-restart", "1",
+           "-k", "d7_below_warp or fully_masked or normal_small or determinism"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    out = p.stdout + p.stderr
+    assert "maximum crashed workers reached" not in out, out[-3000:]
+    cases = {f"{c.get('name')}": c for c in ET.parse(junit).getroot().iter("testcase")}
+    dies = {n: c for n, c in cases.items() if "[dies-" in n}
+    lives = {n: c for n, c in cases.items() if "[lives-" in n}
+    assert len(dies) >= 3 and len(lives) == len(dies), sorted(cases)
+    for n, c in lives.items():  # the other kernel's tests all ran and passed
+        assert c.find("failure") is None and c.find("error") is None, n
+    crashed = 0
+    for n, c in dies.items():  # every test of the dying kernel is listed, and failed
+        bad = c.find("failure") if c.find("failure") is not None else c.find("error")
+        assert bad is not None, n
+        text = (bad.get("message") or "") + (bad.text or "")
+        if "crashed" in text:
+            crashed += 1
+            assert "verifier check" in text and "--kernel dies" in text, text  # the repro line
+            assert "child process" in text, text
+    assert 1 <= crashed <= 2, out[-3000:]  # at most one per worker; the rest ran in children
+    assert p.returncode == 1, out[-3000:]

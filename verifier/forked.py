@@ -1,0 +1,95 @@
+"""Check one kernel in a forked copy of this process, so a kernel that kills its process (a segfault in a
+callable's C extension, ``os._exit``, an abort) costs only its own report.
+
+On the CPU the battery runs callables and Triton kernels (interpreted) in this process by default; forking
+costs milliseconds (nothing is imported or loaded again), where ``--isolate`` (verifier.isolate) starts a
+fresh interpreter per kernel, seconds each. So every such kernel is checked in a fork: the child runs the
+battery and hands its report back as JSON; if it dies instead, the parent reports a **crash** naming the
+step the child was in (dtype and input, from its progress lines) and goes on with the next kernel.
+
+Never used with a GPU (a CUDA context does not survive fork; there verifier.isolate is the default) nor
+where ``os.fork`` does not exist.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isolate` checks each kernel in a "
+                "fresh process with a timeout (--kernel-timeout), for hangs too")
+
+
+def available(device: str) -> bool:
+    return device == "cpu" and hasattr(os, "fork")
+
+
+def check_forked(spec, opts, progress=None):
+    """check_kernel(spec, opts, progress) in a fork; a child that dies gives a crash report."""
+    from verifier.isolate import _STEP, _dead_child_report, _exit_status, report_from_json, report_to_json
+
+    with tempfile.TemporaryDirectory(prefix="verifier-fork-") as tmp:
+        out, steps = os.path.join(tmp, "report.json"), os.path.join(tmp, "steps")
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # the child must not write the parent's buffered text a second time
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            _child(spec, opts, progress, out, steps)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if os.path.exists(out):
+            with open(out) as fh:
+                data = json.load(fh)
+            if "usage_error" in data:
+                from verifier.errors import UsageError
+
+                raise UsageError(data["usage_error"], fix=data.get("fix"))
+            if "exception" in data:  # a bug in the verifier: raised here, as in-process
+                raise RuntimeError(data["exception"])
+            return report_from_json(spec, opts.device, data)
+        lines = open(steps).read() if os.path.exists(steps) else ""
+        return _dead_child_report("crash", f"the process checking this kernel died ({_exit_status(code)})",
+                                  f"; {ISOLATE_HINT}", spec, opts,
+                                  "".join(_STEP + ln + "\n" for ln in lines.splitlines()))
+
+
+def _child(spec, opts, progress, out, steps):
+    from verifier.battery import check_kernel
+    from verifier.errors import UsageError
+    from verifier.isolate import _write, report_to_json
+
+    code = 0
+    try:
+        if "torch" in sys.modules:
+            # The parent's OpenMP team did not survive the fork: a parallel region here would wait for its
+            # threads forever. One thread runs torch's CPU ops inline, never entering OpenMP.
+            sys.modules["torch"].set_num_threads(1)
+        log = open(steps, "w", buffering=1)
+
+        def say(msg: str):
+            log.write(msg + "\n")
+            log.flush()
+            if progress:
+                progress(msg)
+
+        report = check_kernel(spec, opts, say)
+        _write(out, report_to_json(report))
+    except UsageError as e:
+        _write(out, {"usage_error": e.message, "fix": e.fix})
+    except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+        import traceback
+
+        last = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+        where = f" (at {last.filename}:{last.lineno})" if last else ""
+        try:
+            _write(out, {"exception": f"{type(e).__name__}: {e}{where}"})
+        except BaseException:
+            code = 3
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code)  # no atexit handlers, no pytest teardown: they belong to the parent

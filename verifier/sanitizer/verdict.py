@@ -1,0 +1,65 @@
+"""Judging one compute-sanitizer run's XML: the one path shared by ``verifier sanitize`` / ``check --sanitize``
+(verifier.sanitizer.driver) and the pytest plugin's ``--verifier-sanitize`` re-runs.
+
+The records become findings (verifier.sanitizer.xmlparse). A run whose exit code says "errors found" but whose
+XML yields no record we can read (empty, cut short before the first record, not XML) is itself an error of
+the tool's class: the errors exist, we only cannot show them, so the cell must fail and the message says
+where the raw log is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from verifier.findings import Finding
+from verifier.sanitizer.xmlparse import Parsed, SourceMap, parse, to_findings
+
+ERROR_EXITCODE = 86  # --error-exitcode passed on every run (verifier.sanitizer.driver)
+UNREADABLE = "UnreadableXML"  # first word of the finding's message (the suppression 'kind' it would have)
+
+
+def sources(spec) -> list:
+    if spec.kind == "cuda":
+        return [spec.source_path()]
+    if spec.kind == "triton":
+        return [spec.module_path()]
+    return []
+
+
+def unreadable_finding(tool: str, code: Optional[int], parsed: Parsed, findings: list, xml_path, log_path,
+                       **ctx) -> Optional[Finding]:
+    """The error finding of a run that reported errors (exit ``ERROR_EXITCODE``) with none readable, else None."""
+    if code != ERROR_EXITCODE or any(f.severity == "error" for f in findings):
+        return None
+    if parsed.complete and parsed.records:
+        return None  # readable records, none of them errors: the exit code is then the tool's business
+    why = parsed.error if not parsed.complete else "it holds no records"
+    log = f"the raw log is {log_path}" if log_path and Path(log_path).is_file() else \
+        f"no raw log was kept ({log_path or 'none'}); re-run with --keep-xml DIR"
+    return Finding(tool, f"{UNREADABLE}: compute-sanitizer exited {code} (errors found) but its XML is unreadable: "
+                   f"{why} (XML {xml_path}); {log}", severity="error", **ctx)
+
+
+def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, **ctx) -> tuple:
+    """(Parsed, findings) of one run's XML: a finding per record, plus the unreadable-XML error when due."""
+    parsed = parse(str(xml_path), tool)
+    root = _repo_root(spec)
+    findings = to_findings(parsed.records, SourceMap(root, sources(spec)), **ctx)
+    bad = unreadable_finding(tool, code, parsed, findings, xml_path, log_path, **ctx)
+    return parsed, findings + ([bad] if bad else [])
+
+
+def suppressed(spec, findings: list, entries: Optional[list] = None) -> list:
+    """``findings`` with the spec's sanitizer-suppressions.toml (or ``entries``) applied. An unreadable XML
+    is never suppressed: an entry excuses a known record, and this run's records are unknown."""
+    from verifier.sanitizer import suppressions as _supp
+    from verifier.sanitizer.driver import default_suppressions
+
+    entries = default_suppressions(spec) if entries is None else entries
+    return [f if f.message.startswith(UNREADABLE) else _supp.apply(entries, [f])[0] for f in findings]
+
+
+def _repo_root(spec) -> Path:
+    from verifier.sanitizer.driver import repo_root
+
+    return repo_root(spec)
