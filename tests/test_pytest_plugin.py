@@ -152,7 +152,7 @@ def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
     assert "- [value] user-big5, bf16, normal_small, shape" in text
     assert "elements" in text and "over their ULP budget; worst at" in text and "ULP vs allowed" in text
     assert (f"repro: verifier check {d / 'user_spec.py'} --kernel user-big5 --dtype bf16 --case normal_small "
-            "--seed 0 --device cpu") in text
+            "--budget ci --seed 0 --device cpu") in text
     assert ("pytest repro: pytest 'suites/test_softmax.py::test_softmax[user-big5-bf16-normal_small]' --verifier-budget "
             f"ci --verifier-seed 0 --verifier-device cpu --verifier-specs {d / 'user_spec.py'}") in text
     # junit: the failing check classes, worst first, are the 'check' property; the repro is recorded

@@ -1,0 +1,413 @@
+"""Inject each fault of issue #16 and record what the user sees and the exit code: docs/reliability.md.
+
+    python tools/reliability_probes.py run --out docs/reliability.json      # runs every probe (~2 min, CPU)
+    python tools/reliability_probes.py render --results docs/reliability.json --out docs/reliability.md
+    python tools/reliability_probes.py run --probe 2-nvcc                   # one probe, printed
+
+Each probe builds its fault in a temporary directory (a spec file, an environment, a recorded sanitizer XML
+cut short) and runs the real command in a fresh process where there is one (``verifier check``, ``verifier
+sanitize``, ``pytest``); the few that are a library step (sanitizer judging, a Triton resources cell on a GPU,
+the poison table) run that step. What the user sees is the characteristic line(s) of the output, with the
+temporary directory shown as <tmp> and the repository as <repo>. tests/test_reliability_doc.py checks that the
+committed page is the rendering of the committed results and re-runs the cheap probes against them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+HEADER = "import os, torch\nfrom verifier.spec import CallableKernel, dtypes\n"
+GOOD = '''
+def good(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+'''
+SMALL = 'S = lambda M, N, dt: None if N <= 256 else "N > 256"\n'
+
+
+class Probe:
+    def __init__(self, pid: str, item: int, fault: str, fn, cheap: bool = True):
+        self.id, self.item, self.fault, self.fn, self.cheap = pid, item, fault, fn, cheap
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
+    env.update(extra)
+    return env
+
+
+def _spec(tmp: Path, body: str, name: str = "k_spec.py") -> str:
+    p = tmp / name
+    p.write_text(HEADER + textwrap.dedent(body))
+    return str(p)
+
+
+def _verifier(tmp, *argv, env=None):
+    p = subprocess.run([PY, "-m", "verifier.cli", *argv], capture_output=True, text=True, cwd=tmp,
+                       env=env or _env(), timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def _pick(text: str, *patterns) -> str:
+    """The first line matching each pattern, in order (a pattern that matches nothing gives '(no line ...)')."""
+    lines = text.splitlines()
+    out = []
+    for pat in patterns:
+        hit = next((ln.strip() for ln in lines if re.search(pat, ln)), None)
+        out.append(hit if hit is not None else f"(no line matching {pat!r})")
+    return "\n".join(out)
+
+
+# --- the probes, numbered as issue #16's list -------------------------------------------------------------
+def p1_unreadable_xml(tmp: Path):
+    from verifier import registry
+    from verifier.battery import KernelReport
+    from verifier.report.model import Result
+    from verifier.sanitizer import driver as D
+
+    (spec,) = registry.load([_spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", fn=good, '
+                                               'dtypes=[dtypes("f32")])]\n')])
+    xml = tmp / "k.f32.memcheck.xml"
+    xml.write_bytes((REPO / "tests/data/sanitizer/overread_memcheck.xml").read_bytes()[:300])  # cut short
+    log = tmp / "k.f32.memcheck.log"
+    log.write_text("(the tool's text output)\n")
+    findings, _ = D._judge(spec, spec.dtypes[0], "memcheck", D.ERROR_EXITCODE, xml,
+                           {"status": "ok", "launched": [[3, 7]]}, "", 300, [(3, 7)], log_path=log)
+    report = KernelReport(spec=spec, device="cuda")
+    for f in findings:
+        report.add(f) if f.severity == "error" else report.findings.append(f)
+    report.mark("f32", "memcheck", "pass")
+    seen = [f"memcheck cell: {report.cells[('f32', 'memcheck')]}"]
+    seen += [f"[{f.check} {f.severity}] {f.message.splitlines()[0]}" for f in findings if f.severity == "error"]
+    return Result(reports=[report]).exit_code(), "\n".join(seen)
+
+
+def p2_nvcc(tmp: Path):
+    env = _env(PATH="/usr/bin:/bin")
+    env.pop("CUDA_HOME", None), env.pop("CUDA_PATH", None)
+    code, out, err = _verifier(tmp, "check", str(REPO / "kernels/cuda/softmax_spec.py"), "--device", "cpu",
+                               "--budget", "quick", "--no-progress", env=env)
+    return code, _pick(err, r"nothing was checked", r"nvcc .*not found")
+
+
+def p2_sanitizer(tmp: Path):
+    env = _env(PATH="/usr/bin:/bin")
+    env.pop("CUDA_HOME", None), env.pop("CUDA_PATH", None)
+    code, out, err = _verifier(tmp, "sanitize", str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel",
+                               "cuda-softmax-s3", env=env)
+    return code, _pick(err, r"nothing was sanitized")
+
+
+def p3_supports_bool(tmp: Path):
+    spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="boolsup", op="softmax", fn=good, dtypes=[dtypes("f32")], '
+                             'supports=lambda M, N, dt: N <= 1024)]\n')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress")
+    return code, _pick(out + err, r"supports function", r"fix:")
+
+
+def p4_never_ran(tmp: Path):
+    spec = _spec(tmp, SMALL + '''
+def wrong_signature(inputs, outputs):
+    outputs["y"].zero_()
+
+KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dtypes=[dtypes("f32")], supports=S)]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress")
+    return code, _pick(out, r"^kernel ", r"^wrongsig ", r"no input ran through")
+
+
+DEADLY = SMALL + GOOD + '''
+import ctypes
+
+def segfault(inputs, outputs, params, dt):
+    if inputs["x"].shape[-1] == 7:
+        ctypes.string_at(0)
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+def exits(inputs, outputs, params, dt):
+    os._exit(1)
+
+KERNELS = [CallableKernel(name="segv", op="softmax", fn=segfault, dtypes=[dtypes("f32")], supports=S),
+           CallableKernel(name="exits", op="softmax", fn=exits, dtypes=[dtypes("f32")], supports=S),
+           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
+'''
+
+
+def p5_segfault(tmp: Path):
+    spec = _spec(tmp, DEADLY)
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
+                               "--kernel", "segv", "--kernel", "fine")
+    return code, _pick(out + err, r"^segv ", r"^fine ", r"SIGSEGV")
+
+
+def p5_exit(tmp: Path):
+    spec = _spec(tmp, DEADLY)
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
+                               "--kernel", "exits", "--kernel", "fine")
+    return code, _pick(out + err, r"^exits ", r"^fine ", r"died \(exit status 1\)")
+
+
+def p6_xdist(tmp: Path):
+    spec = _spec(tmp, SMALL + GOOD + '''
+def dies(inputs, outputs, params, dt):
+    os._exit(7)
+
+KERNELS = [CallableKernel(name="dies", op="softmax", fn=dies, dtypes=[dtypes("f32")], supports=S),
+           CallableKernel(name="lives", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
+''')
+    p = subprocess.run([PY, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "-rf", "suites/test_softmax.py",
+                        "--verifier-specs", spec, "--verifier-kernels", "dies,lives", "--verifier-budget", "quick",
+                        "--verifier-device", "cpu", "--max-worker-restart", "1",
+                        "-k", "d7_below_warp or fully_masked or normal_small or determinism"],
+                       capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
+    text = p.stdout + p.stderr
+    crashed = sum("killed its worker process" in ln for ln in text.splitlines() if ln.startswith("kernel dies"))
+    summary = _pick(text, r"\d+ failed")
+    summary = re.sub(r" in [\d.]+s.*", "", summary.strip("= "))
+    return p.returncode, (f"{summary}; crashes attributed to kernel dies, with its repro line: "
+                          f"{'one per worker at most' if 1 <= crashed <= 2 else crashed}\n"
+                          + _pick(text, r"^kernel dies killed its worker", r"^repro: verifier check"))
+
+
+def p7_pipe(tmp: Path):
+    spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]\n')
+    p = subprocess.Popen([PY, "-m", "verifier.cli", "check", spec, "--budget", "quick", "--case", "normal_small",
+                          "--device", "cpu", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=_env(), cwd=tmp)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    return p.wait(timeout=600), _pick(err, r"^verifier: \d+ kernels")
+
+
+def p7_format_help(tmp: Path):
+    code, out, err = _verifier(tmp, "check", "--help")
+    flat = " ".join(out.split())
+    start = flat.index("--format FORMAT", flat.index("options:"))
+    return code, flat[start:flat.index("--output FILE", start)].strip()
+
+
+def p7_duplicate(tmp: Path):
+    spec = _spec(tmp, GOOD + '''
+KERNELS = [
+    CallableKernel(name="twin", op="softmax", fn=good, dtypes=[dtypes("f32")]),
+    CallableKernel(name="twin", op="softmax", fn=good, dtypes=[dtypes("bf16")]),
+]
+''')
+    code, out, err = _verifier(tmp, "list", spec)
+    return code, _pick(err, r"declared twice")
+
+
+def p8_flaky(tmp: Path):
+    spec = _spec(tmp, '''
+import random
+_rng = random.Random(1234)
+
+def flaky(inputs, outputs, params, dt):
+    y = torch.softmax(inputs["x"].float(), -1)
+    if _rng.random() < 0.3:  # wrong on a random 30 % of calls
+        y = y * 1.05
+    outputs["y"].copy_(y)
+
+KERNELS = [CallableKernel(name="flaky", op="softmax", fn=flaky, dtypes=[dtypes("f32")],
+                          supports=lambda M, N, dt: None if N <= 512 else "N > 512")]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
+                               "--no-progress")
+    (k,) = json.loads(out)["kernels"]
+    flaky = [f for f in k["findings"] if f["check"] == "determinism" and "flaky" in f["message"]]
+    if not flaky:
+        return code, "(no flaky finding)"
+    msg = flaky[0]["message"]
+    return code, (f"[determinism] {flaky[0]['input']}: " + re.sub(r", worst: .*?; replay", "; replay",
+                                                                    msg.split(". Re-run")[0]))
+
+
+def p9_repro_budget(tmp: Path):
+    spec = _spec(tmp, '''
+def big5(inputs, outputs, params, dt):
+    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1) * 1.05)
+
+KERNELS = [CallableKernel(name="big5", op="softmax", fn=big5, dtypes=[dtypes("f32")],
+                          supports=lambda M, N, dt: None if N <= 64 else "N > 64")]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
+                               "--no-progress")
+    (k,) = json.loads(out)["kernels"]
+    f = next(f for f in k["findings"] if f["check"] == "value" and f["input"] == "d7_below_warp")
+    argv = shlex.split(f["repro"])
+    code2, out2, _ = _verifier(tmp, *argv[1:], "--format", "json", "--no-progress")
+    (again,) = json.loads(out2)["kernels"]
+    g = next(g for g in again["findings"] if g["check"] == "value" and g["input"] == f["input"])
+    return code2, (f"repro: {f['repro'].replace(str(tmp), '<tmp>')}\n"
+                   f"finding at shape {tuple(f['shape'])}; its repro line replays shape {tuple(g['shape'])}, "
+                   f"{'the same message' if g['message'] == f['message'] else 'a different message'}")
+
+
+def p10_triton_resources(tmp: Path):
+    from verifier import battery, registry
+    from verifier.battery import KernelReport, Options
+    from verifier.errors import UsageError, VerifierError
+    from verifier.runners import triton as rt
+
+    (spec,) = registry.load([str(REPO / "kernels/triton/spec.py")], ["triton-softmax"])
+    dts, real = spec.dtypes[:1], rt.compiled_resources
+
+    def broken(*a, **kw):
+        raise VerifierError("cannot read the compiled kernel's metadata")
+
+    def usage(*a, **kw):
+        raise UsageError("the launcher's grid is malformed")
+
+    try:
+        rt.compiled_resources = broken
+        report = KernelReport(spec=spec, device="cuda")
+        battery._triton_resources(spec, Options(device="cuda"), report, dts)
+        seen = f"resources cell after an error: {report.cells[(dts[0].tag, 'resources')]}"
+        rt.compiled_resources = usage
+        try:
+            battery._triton_resources(spec, Options(device="cuda"), KernelReport(spec=spec, device="cuda"), dts)
+            seen += "\nUsageError: swallowed"
+        except UsageError as e:
+            seen += f"\nUsageError raised: {e.message}"
+    finally:
+        rt.compiled_resources = real
+    return None, seen
+
+
+def p11_timeout_env(tmp: Path):
+    (tmp / "test_x.py").write_text("def test_x():\n    pass\n")
+    p = subprocess.run([PY, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "test_x.py"],
+                       capture_output=True, text=True, env=_env(VERIFIER_KERNEL_TIMEOUT="soon"), cwd=tmp, timeout=600)
+    return p.returncode, _pick(p.stdout + p.stderr, r"VERIFIER_KERNEL_TIMEOUT")
+
+
+def p11_suppressions(tmp: Path):
+    from verifier import pytest_plugin, registry
+    from verifier.sanitizer import driver as D
+
+    (spec,) = registry.load([_spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", fn=good, '
+                                               'dtypes=[dtypes("f32")])]\n')])
+    (tmp / "sanitizer-suppressions.toml").write_text(
+        '[[suppress]]\ntool = "memcheck"\nkernel = "k"\nreason = "probe: a justified over-read"\n')
+    fs = pytest_plugin.sanitizer_findings(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE,
+                                          REPO / "tests/data/sanitizer/overread_memcheck.xml", tmp / "k.log", "")
+    sev = sorted({f.severity for f in fs})
+    return None, f"{len(fs)} memcheck finding(s) of the re-run, severity {', '.join(sev)}: " \
+                 f"{fs[0].message.splitlines()[-1].strip()}"
+
+
+def p12_fp8(tmp: Path):
+    import torch
+
+    from verifier import harness
+
+    out = []
+    for fmt in ("float8_e4m3fn", "float8_e5m2"):
+        bits = harness._POISON[fmt]
+        vals = torch.tensor(list(bits), dtype=torch.uint8).view(getattr(torch, fmt)).float().tolist()
+        out.append(f"{fmt}: poisons {', '.join(hex(b) for b in bits)} decode to {', '.join(map(str, vals))}")
+    return None, "\n".join(out)
+
+
+PROBES = [
+    Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
+          "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
+    Probe("2-nvcc", 2, "nvcc missing: `PATH=/usr/bin:/bin verifier check kernels/cuda/softmax_spec.py`", p2_nvcc),
+    Probe("2-compute-sanitizer", 2, "compute-sanitizer missing: `PATH=/usr/bin:/bin verifier sanitize "
+          "kernels/cuda/softmax_spec.py`", p2_sanitizer),
+    Probe("3-supports-bool", 3, "`supports=lambda M, N, dt: N <= 1024` (returns a bool)", p3_supports_bool),
+    Probe("4-never-ran", 4, "`fn` with a wrong signature: TypeError on every input", p4_never_ran),
+    Probe("5-segfault", 5, "a callable that segfaults on one input, without `--isolate`", p5_segfault),
+    Probe("5-os-exit", 5, "a callable that calls `os._exit(1)`, without `--isolate`", p5_exit),
+    Probe("6-xdist", 6, "`pytest -n 2 --max-worker-restart 1`: a callable that calls `os._exit(7)` in every test "
+          "of its kernel", p6_xdist, cheap=False),
+    Probe("7-pipe", 7, "`verifier check ... | head -0` on a clean run (the reader closed the pipe)", p7_pipe),
+    Probe("7-format-help", 7, "`verifier check --help`: the --format line", p7_format_help),
+    Probe("7-duplicate", 7, "two kernels named `twin` in one spec file", p7_duplicate),
+    Probe("8-flaky", 8, "a callable wrong on a random 30 % of calls, `--budget thorough`", p8_flaky, cheap=False),
+    Probe("9-repro-budget", 9, "a finding at `--budget thorough`, replayed with its repro line", p9_repro_budget,
+          cheap=False),
+    Probe("10-triton-resources", 10, "a Triton resources step that errors, then a UsageError (library step)",
+          p10_triton_resources),
+    Probe("11-timeout-env", 11, "`VERIFIER_KERNEL_TIMEOUT=soon pytest`", p11_timeout_env),
+    Probe("11-suppressions", 11, "a `--verifier-sanitize` re-run's XML with a matching sanitizer-suppressions.toml "
+          "entry (library step)", p11_suppressions),
+    Probe("12-fp8-poison", 12, "the fp8 poison patterns (library table)", p12_fp8),
+]
+
+
+def run_probe(probe: Probe) -> dict:
+    with tempfile.TemporaryDirectory(prefix="verifier-probe-") as tmp:
+        tmp = Path(tmp).resolve()
+        code, seen = probe.fn(tmp)
+    seen = seen.replace(str(tmp), "<tmp>").replace(str(REPO), "<repo>")
+    return {"id": probe.id, "item": probe.item, "fault": probe.fault, "exit": code, "seen": seen}
+
+
+def render(results: dict) -> str:
+    lines = [
+        "# Reliability: injected faults, what the user sees, exit code",
+        "",
+        "Generated by `python tools/reliability_probes.py run --out docs/reliability.json && python "
+        "tools/reliability_probes.py render --results docs/reliability.json --out docs/reliability.md`; "
+        "tests/test_reliability_doc.py checks this page against the results and re-runs the cheap probes. "
+        "Numbered as the list of issue #16. Exit codes (README): 0 every kernel passed, 1 findings, 2 usage "
+        "error, 3 internal error, 4 nothing was checked; pytest's own: 1 tests failed, 4 usage error. "
+        "\"-\": a library step, no command.",
+        "",
+        f"Probed on: {results.get('machine', 'unknown')}.",
+        "",
+        "| # | fault injected | what the user sees | exit |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r in results["probes"]:
+        seen = "<br>".join(s.replace("|", "\\|") for s in r["seen"].splitlines())
+        fault = r["fault"].replace("|", "\\|")
+        lines.append(f"| {r['item']} | {fault} | {seen} | {'-' if r['exit'] is None else r['exit']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", help="write the results JSON here (default: print them)")
+    r.add_argument("--probe", action="append", help="only these probe ids")
+    d = sub.add_parser("render")
+    d.add_argument("--results", required=True)
+    d.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        known = {p.id for p in PROBES}
+        bad = [p for p in args.probe or [] if p not in known]
+        if bad:
+            print(f"reliability_probes: unknown probe {bad[0]}; one of {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
+        results = []
+        for p in PROBES:
+            if args.probe and p.id not in args.probe:
+                continue
+            print(f"probe {p.id} ...", file=sys.stderr)
+            results.append(run_probe(p))
+        data = {"machine": "CPU only (no CUDA GPU), torch CPU build, nvcc not on the probes' PATH",
+                "probes": results}
+        if args.out:
+            Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+        else:
+            print(json.dumps(data, indent=1))
+        return 0
+    Path(args.out).write_text(render(json.loads(Path(args.results).read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
