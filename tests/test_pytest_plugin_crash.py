@@ -10,26 +10,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SPEC = """
-import os
-import torch
-from verifier.spec import CallableKernel, dtypes
-
-def dies(inputs, outputs, params, dt):
-    os._exit(7)
-
-def good(inputs, outputs, params, dt):
-    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
-
-S = lambda M, N, dt: None if N <= 256 else "N > 256"
-KERNELS = [CallableKernel(name="dies", op="softmax", fn=dies, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="lives", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
-"""
 
 
 def test_a_worker_killing_kernel_costs_one_test_each_and_never_stops_the_session(tmp_path):
-    spec = tmp_path / "dies_spec.py"
-    spec.write_text(SPEC)
+    spec = REPO / "tests" / "data" / "reliability" / "dies_spec.py"
     junit = tmp_path / "junit.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
     cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "suites/test_softmax.py",

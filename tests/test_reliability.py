@@ -21,6 +21,7 @@ from verifier.errors import SpecError, UsageError, VerifierError
 
 REPO = Path(__file__).resolve().parents[1]
 SANITIZER_DATA = REPO / "tests" / "data" / "sanitizer"
+RELIABILITY_DATA = REPO / "tests" / "data" / "reliability"
 NOTHING_CHECKED = 4
 
 
@@ -35,6 +36,13 @@ def _spec_file(tmp_path, body: str, name: str = "k_spec.py") -> str:
     p = tmp_path / name
     p.write_text("import os, torch\nfrom verifier.spec import CallableKernel, dtypes\n" + textwrap.dedent(body))
     return str(p)
+
+
+def _data_spec(tmp_path, name: str) -> str:
+    """A copy of tests/data/reliability/NAME (a fresh module per test: spec modules are cached by path)."""
+    dst = tmp_path / name
+    shutil.copy(RELIABILITY_DATA / name, dst)
+    return str(dst)
 
 
 def _cli(capsys, *argv):
@@ -195,26 +203,10 @@ KERNELS = [CallableKernel(name="picky", op="softmax", fn=picky, dtypes=[dtypes("
 
 
 # --- 5: a kernel that kills the process ------------------------------------------------------------------
-DEADLY = """
-import ctypes
-
-def segfault(inputs, outputs, params, dt):
-    if inputs["x"].shape[-1] == 7:
-        ctypes.string_at(0)
-    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
-
-def exits(inputs, outputs, params, dt):
-    os._exit(1)
-""" + GOOD + """
-S = lambda M, N, dt: None if N <= 256 else "N > 256"
-KERNELS = [CallableKernel(name="segv", op="softmax", fn=segfault, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="exits", op="softmax", fn=exits, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
-"""
 
 
 def test_a_kernel_that_kills_the_process_costs_only_itself(tmp_path):
-    spec = _spec_file(tmp_path, DEADLY)
+    spec = _data_spec(tmp_path, "deadly_spec.py")
     p = _verifier("check", spec, "--budget", "quick", "--device", "cpu", "--format", "json", "--no-progress")
     assert p.returncode == 1, p.stderr
     res = {k["name"]: k for k in json.loads(p.stdout)["kernels"]}
@@ -268,23 +260,10 @@ KERNELS = [
 
 
 # --- 8: a flaky kernel is a finding, not an abort --------------------------------------------------------
-FLAKY = """
-import random
-_rng = random.Random(1234)
-
-def flaky(inputs, outputs, params, dt):
-    y = torch.softmax(inputs["x"].float(), -1)
-    if _rng.random() < 0.3:  # wrong on a random 30 % of calls
-        y = y * 1.05
-    outputs["y"].copy_(y)
-
-KERNELS = [CallableKernel(name="flaky", op="softmax", fn=flaky, dtypes=[dtypes("f32")],
-                          supports=lambda M, N, dt: None if N <= 512 else "N > 512")]
-"""
 
 
 def test_flaky_kernel_is_a_determinism_finding_not_an_abort(tmp_path, capsys):
-    spec = _spec_file(tmp_path, FLAKY)
+    spec = _data_spec(tmp_path, "flaky_spec.py")
     code, out, err = _cli(capsys, "check", spec, "--budget", "thorough", "--device", "cpu", "--format", "json",
                           "--no-progress")
     assert code == 1, err
@@ -321,18 +300,11 @@ def test_flaky_failure_from_hypothesis_becomes_a_finding(tmp_path, monkeypatch):
 
 
 # --- 9: repro lines replay the same input at every budget -----------------------------------------------
-WRONG = """
-def big5(inputs, outputs, params, dt):
-    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1) * 1.05)
-
-KERNELS = [CallableKernel(name="big5", op="softmax", fn=big5, dtypes=[dtypes("f32")],
-                          supports=lambda M, N, dt: None if N <= 64 else "N > 64")]
-"""
 
 
 @pytest.mark.parametrize("budget", ["quick", "ci", "thorough"])
 def test_repro_lines_replay_shape_values_and_budget(tmp_path, capsys, budget):
-    spec = _spec_file(tmp_path, WRONG)
+    spec = _data_spec(tmp_path, "big5_spec.py")
     code, out, _ = _cli(capsys, "check", spec, "--budget", budget, "--device", "cpu", "--format", "json",
                         "--no-progress")
     assert code == 1

@@ -213,13 +213,15 @@ def test_clean_run_has_no_findings(fake_cs, specs, monkeypatch):
     assert _opt(cmd, "--padding") == ["32"] and _opt(cmd, "--leak-check") == ["full"]
 
 
-def test_error_exit_code_without_records_is_an_internal_warning(fake_cs, specs, monkeypatch):
+def test_error_exit_code_without_records_fails_the_cell_and_keeps_the_log(fake_cs, specs, monkeypatch):
+    # 'errors found' with no record to show is an error of the tool's class (issue #16), never a pass
     monkeypatch.setenv("FAKE_CS_RUN_CHILD", "0")
     monkeypatch.setenv("FAKE_CS_XML", str(CAPTURES / "rc_ok.xml"))
     monkeypatch.setenv("FAKE_CS_EXIT", str(D.ERROR_EXITCODE))
     (f,) = D.sanitize(specs["fake-softmax"], "f32", "synccheck", device="cpu").findings
-    assert (f.check, f.severity) == ("synccheck", "warning")
-    assert "exited 86" in f.message and "XML holds no records" in f.message
+    assert (f.check, f.severity) == ("synccheck", "error")
+    assert "exited 86" in f.message and "unreadable" in f.message and "holds no records" in f.message
+    assert "the raw log is" in f.message or "no raw log was kept" in f.message
 
 
 def test_failed_launch_is_a_crash_finding(fake_cs, specs, monkeypatch):
@@ -269,7 +271,7 @@ def test_battery_never_calls_the_sanitizer_on_cpu(monkeypatch):
 
     monkeypatch.setattr(D, "sanitize", boom)
     monkeypatch.setattr(D, "_run", boom)
-    monkeypatch.setattr(D, "find_tool", boom)
+    monkeypatch.setattr(D, "find_tool", lambda: "/cs")  # looked up (to name it if missing), never run
     spec = _cuda_spec()
     for budget, tags in (("quick", ["f32"]), ("ci", ["f32", "f16", "bf16"])):
         report = KernelReport(spec=spec, device="cpu")
@@ -328,12 +330,13 @@ def _cli(argv):
     return run(p.parse_args(["sanitize"] + argv))
 
 
-def test_command_on_cpu_reports_skipped_cells_and_exits_0(capsys, monkeypatch):
+def test_command_on_cpu_reports_skipped_cells_and_exits_4(capsys, monkeypatch):
     monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cpu")
+    monkeypatch.setattr(D, "find_tool", lambda: "/cs")  # the tool is there: the GPU is what is missing
     code = _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3", "--tool", "racecheck",
                  "--format", "json"])
     out, err = capsys.readouterr()
-    assert code == 0
+    assert code == 4  # nothing was sanitized: never the 0 of a clean run
     (k,) = json.loads(out)["kernels"]
     assert k["verdict"] == "skipped"
     assert {tag: list(c) for tag, c in k["checks"].items()} == {t: ["racecheck"] for t in ("bf16", "f16", "f32")}

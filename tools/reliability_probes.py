@@ -125,45 +125,33 @@ KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dty
     return code, _pick(out, r"^kernel ", r"^wrongsig ", r"no input ran through")
 
 
-DEADLY = SMALL + GOOD + '''
-import ctypes
+DATA = REPO / "tests" / "data" / "reliability"  # fault specs shared with tests/test_reliability.py
 
-def segfault(inputs, outputs, params, dt):
-    if inputs["x"].shape[-1] == 7:
-        ctypes.string_at(0)
-    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
 
-def exits(inputs, outputs, params, dt):
-    os._exit(1)
+def _data_spec(tmp: Path, name: str) -> str:
+    dst = tmp / name
+    dst.write_text((DATA / name).read_text())
+    return str(dst)
 
-KERNELS = [CallableKernel(name="segv", op="softmax", fn=segfault, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="exits", op="softmax", fn=exits, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
-'''
+
 
 
 def p5_segfault(tmp: Path):
-    spec = _spec(tmp, DEADLY)
+    spec = _data_spec(tmp, "deadly_spec.py")
     code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
                                "--kernel", "segv", "--kernel", "fine")
     return code, _pick(out + err, r"^segv ", r"^fine ", r"SIGSEGV")
 
 
 def p5_exit(tmp: Path):
-    spec = _spec(tmp, DEADLY)
+    spec = _data_spec(tmp, "deadly_spec.py")
     code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
                                "--kernel", "exits", "--kernel", "fine")
     return code, _pick(out + err, r"^exits ", r"^fine ", r"died \(exit status 1\)")
 
 
 def p6_xdist(tmp: Path):
-    spec = _spec(tmp, SMALL + GOOD + '''
-def dies(inputs, outputs, params, dt):
-    os._exit(7)
-
-KERNELS = [CallableKernel(name="dies", op="softmax", fn=dies, dtypes=[dtypes("f32")], supports=S),
-           CallableKernel(name="lives", op="softmax", fn=good, dtypes=[dtypes("f32")], supports=S)]
-''')
+    spec = _data_spec(tmp, "dies_spec.py")
     p = subprocess.run([PY, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "-rf", "suites/test_softmax.py",
                         "--verifier-specs", spec, "--verifier-kernels", "dies,lives", "--verifier-budget", "quick",
                         "--verifier-device", "cpu", "--max-worker-restart", "1",
@@ -207,19 +195,7 @@ KERNELS = [
 
 
 def p8_flaky(tmp: Path):
-    spec = _spec(tmp, '''
-import random
-_rng = random.Random(1234)
-
-def flaky(inputs, outputs, params, dt):
-    y = torch.softmax(inputs["x"].float(), -1)
-    if _rng.random() < 0.3:  # wrong on a random 30 % of calls
-        y = y * 1.05
-    outputs["y"].copy_(y)
-
-KERNELS = [CallableKernel(name="flaky", op="softmax", fn=flaky, dtypes=[dtypes("f32")],
-                          supports=lambda M, N, dt: None if N <= 512 else "N > 512")]
-''')
+    spec = _data_spec(tmp, "flaky_spec.py")
     code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
                                "--no-progress")
     (k,) = json.loads(out)["kernels"]
@@ -232,13 +208,7 @@ KERNELS = [CallableKernel(name="flaky", op="softmax", fn=flaky, dtypes=[dtypes("
 
 
 def p9_repro_budget(tmp: Path):
-    spec = _spec(tmp, '''
-def big5(inputs, outputs, params, dt):
-    outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1) * 1.05)
-
-KERNELS = [CallableKernel(name="big5", op="softmax", fn=big5, dtypes=[dtypes("f32")],
-                          supports=lambda M, N, dt: None if N <= 64 else "N > 64")]
-''')
+    spec = _data_spec(tmp, "big5_spec.py")
     code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
                                "--no-progress")
     (k,) = json.loads(out)["kernels"]

@@ -45,8 +45,8 @@ def check_forked(spec, opts, progress=None):
                 from verifier.errors import UsageError
 
                 raise UsageError(data["usage_error"], fix=data.get("fix"))
-            if "exception" in data:  # a bug in the verifier: raised here, as in-process
-                raise RuntimeError(data["exception"])
+            if "exception" in data:  # a bug in the verifier: raised here as it was there, as in-process
+                raise _unpickled(data)
             return report_from_json(spec, opts.device, data)
         lines = open(steps).read() if os.path.exists(steps) else ""
         return _dead_child_report("crash", f"the process checking this kernel died ({_exit_status(code)})",
@@ -83,7 +83,7 @@ def _child(spec, opts, progress, out, steps):
         last = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         where = f" (at {last.filename}:{last.lineno})" if last else ""
         try:
-            _write(out, {"exception": f"{type(e).__name__}: {e}{where}"})
+            _write(out, {"exception": f"{type(e).__name__}: {e}{where}", "pickled": _pickled(e)})
         except BaseException:
             code = 3
     finally:
@@ -93,3 +93,25 @@ def _child(spec, opts, progress, out, steps):
             except BaseException:
                 pass
         os._exit(code)  # no atexit handlers, no pytest teardown: they belong to the parent
+
+
+def _pickled(e: BaseException):
+    import base64
+    import pickle
+
+    try:
+        return base64.b64encode(pickle.dumps(e)).decode()
+    except Exception:  # an exception that does not pickle: its text is sent instead
+        return None
+
+
+def _unpickled(data: dict) -> BaseException:
+    import base64
+    import pickle
+
+    if data.get("pickled"):
+        try:
+            return pickle.loads(base64.b64decode(data["pickled"]))
+        except Exception:
+            pass
+    return RuntimeError(data["exception"])

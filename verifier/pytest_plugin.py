@@ -771,9 +771,10 @@ def sanitized_rerun(item, tool: str):
     if not xml.is_file():
         pytest.fail(f"compute-sanitizer --tool {tool} wrote no XML (exit {code}); last output:\n{_tail(out)}{where}",
                     pytrace=False)
-    findings = sanitizer_findings(spec, dt, case, tool, code, xml, log, repro)
-    errors = [f for f in findings if f.severity == "error"]
     outcome = junit_outcome(junit)
+    findings = sanitizer_findings(spec, dt, case, tool, code, xml, log, repro,
+                                  launched_ok=outcome is not None and outcome[0] in ("passed", "skipped"))
+    errors = [f for f in findings if f.severity == "error"]
     if errors:
         pytest.fail(f"{len(errors)} {tool} finding(s), worst first:\n{format_findings(errors)}{where}", pytrace=False)
     if outcome is None:
@@ -786,11 +787,12 @@ def sanitized_rerun(item, tool: str):
                     pytrace=False)
 
 
-def sanitizer_findings(spec, dt, case, tool: str, code, xml, log, repro: str) -> list:
+def sanitizer_findings(spec, dt, case, tool: str, code, xml, log, repro: str, launched_ok: bool = True) -> list:
     """The findings of a re-run's XML, judged as ``verifier sanitize`` judges them (verifier.sanitizer.verdict):
-    the records, an unreadable XML after 'errors found' as an error, sanitizer-suppressions.toml applied."""
+    the records, an unreadable XML after 'errors found' as an error, sanitizer-suppressions.toml applied.
+    ``launched_ok``: the child test passed or skipped (a failed one explains the exit code itself)."""
     from verifier.sanitizer.verdict import judge_xml, suppressed
 
-    _, findings = judge_xml(spec, tool, code, xml, log, kernel=spec.name, dtype=dt.tag,
+    _, findings = judge_xml(spec, tool, code, xml, log, launched_ok, kernel=spec.name, dtype=dt.tag,
                             input=case.name if case else "", repro=repro)
     return suppressed(spec, findings)

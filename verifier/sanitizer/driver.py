@@ -302,7 +302,8 @@ def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes,
                             f"any XML; last output:\n{_tail(output)}", **ctx)], notes
         raise SanitizerFailed(f"compute-sanitizer --tool {tool} wrote no XML (exit {code}); last output:\n{_tail(output)}",
                               fix="run the command from the report's notes by hand to see why")
-    parsed, findings = judge_xml(spec, tool, code, xml_path, log_path, **ctx)
+    child_ok = child is not None and child.get("status") == "ok"
+    parsed, findings = judge_xml(spec, tool, code, xml_path, log_path, launched_ok=child_ok, **ctx)
     unreadable = any(f.message.startswith(UNREADABLE) for f in findings)
     errors = [f for f in findings if f.severity == "error"]
     if code is None:
@@ -311,7 +312,6 @@ def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes,
     elif not parsed.complete:
         findings.append(Finding(tool, f"InternalError: {parsed.error}; the {len(parsed.records)} record(s) before "
                                 "that are reported", severity="warning", **ctx))
-    child_ok = child is not None and child.get("status") == "ok"
     if code is not None and not child_ok:
         why = child["error"] if child else f"it wrote no result (exit {code}); last output:\n{_tail(output)}"
         findings.append(Finding("crash", f"the launch failed under {tool}: {why}",
@@ -373,12 +373,13 @@ def start_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float 
     from verifier.battery import skipped
 
     why = not_runnable(spec, "cuda")  # the kind first: a Python callable is never sanitized
-    if why is None:  # then the tool, named with its fix, before the GPU
+    if why is None:  # then everything missing here: the GPU, and the tool named with its fix
+        missing = [not_runnable(spec, device)]
         try:
             find_tool()
         except ToolMissing as e:
-            why = f"{e.message}; fix: {e.fix}" if e.fix else e.message
-    why = why or not_runnable(spec, device)
+            missing.append(f"{e.message}; fix: {e.fix}" if e.fix else e.message)
+        why = "; ".join(m for m in missing if m) or None
     if why:
         for dt in dts:
             for tool in tools:

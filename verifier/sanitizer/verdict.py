@@ -40,12 +40,14 @@ def unreadable_finding(tool: str, code: Optional[int], parsed: Parsed, findings:
                    f"{why} (XML {xml_path}); {log}", severity="error", **ctx)
 
 
-def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, **ctx) -> tuple:
-    """(Parsed, findings) of one run's XML: a finding per record, plus the unreadable-XML error when due."""
+def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, launched_ok: bool = True, **ctx) -> tuple:
+    """(Parsed, findings) of one run's XML: a finding per record, plus the unreadable-XML error when due.
+    ``launched_ok`` False: the watched process itself failed, which explains an 'errors found' exit on its
+    own (--check-exit-code), so no unreadable-XML error is added (the caller reports that failure)."""
     parsed = parse(str(xml_path), tool)
     root = _repo_root(spec)
     findings = to_findings(parsed.records, SourceMap(root, sources(spec)), **ctx)
-    bad = unreadable_finding(tool, code, parsed, findings, xml_path, log_path, **ctx)
+    bad = unreadable_finding(tool, code, parsed, findings, xml_path, log_path, **ctx) if launched_ok else None
     return parsed, findings + ([bad] if bad else [])
 
 
