@@ -35,6 +35,9 @@ SMALL = 'S = lambda M, N, dt: None if N <= 256 else "N > 256"\n'
 
 
 class Probe:
+    """``cheap``: re-run by tests/test_reliability_doc.py (no battery run in a fresh process; the others are
+    each asserted by their own test in tests/test_reliability.py / test_pytest_plugin_crash.py)."""
+
     def __init__(self, pid: str, item: int, fault: str, fn, cheap: bool = True):
         self.id, self.item, self.fault, self.fn, self.cheap = pid, item, fault, fn, cheap
 
@@ -294,13 +297,13 @@ PROBES = [
     Probe("2-nvcc", 2, "nvcc missing: `PATH=/usr/bin:/bin verifier check kernels/cuda/softmax_spec.py`", p2_nvcc),
     Probe("2-compute-sanitizer", 2, "compute-sanitizer missing: `PATH=/usr/bin:/bin verifier sanitize "
           "kernels/cuda/softmax_spec.py`", p2_sanitizer),
-    Probe("3-supports-bool", 3, "`supports=lambda M, N, dt: N <= 1024` (returns a bool)", p3_supports_bool),
-    Probe("4-never-ran", 4, "`fn` with a wrong signature: TypeError on every input", p4_never_ran),
-    Probe("5-segfault", 5, "a callable that segfaults on one input, without `--isolate`", p5_segfault),
-    Probe("5-os-exit", 5, "a callable that calls `os._exit(1)`, without `--isolate`", p5_exit),
+    Probe("3-supports-bool", 3, "`supports=lambda M, N, dt: N <= 1024` (returns a bool)", p3_supports_bool, cheap=False),
+    Probe("4-never-ran", 4, "`fn` with a wrong signature: TypeError on every input", p4_never_ran, cheap=False),
+    Probe("5-segfault", 5, "a callable that segfaults on one input, without `--isolate`", p5_segfault, cheap=False),
+    Probe("5-os-exit", 5, "a callable that calls `os._exit(1)`, without `--isolate`", p5_exit, cheap=False),
     Probe("6-xdist", 6, "`pytest -n 2 --max-worker-restart 1`: a callable that calls `os._exit(7)` in every test "
           "of its kernel", p6_xdist, cheap=False),
-    Probe("7-pipe", 7, "`verifier check ... | head -0` on a clean run (the reader closed the pipe)", p7_pipe),
+    Probe("7-pipe", 7, "`verifier check ... | head -0` on a clean run (the reader closed the pipe)", p7_pipe, cheap=False),
     Probe("7-format-help", 7, "`verifier check --help`: the --format line", p7_format_help),
     Probe("7-duplicate", 7, "two kernels named `twin` in one spec file", p7_duplicate),
     Probe("8-flaky", 8, "a callable wrong on a random 30 % of calls, `--budget thorough`", p8_flaky, cheap=False),
