@@ -9,7 +9,7 @@
 Several --input files are merged (a kernel present in more than one keeps all its findings). Paths in the
 report are made relative to --root (default: the git checkout holding the working directory), and the
 markdown quotes source lines from there. Exit codes: 0 report written (or, with --fail-on-findings,
-1 when a kernel failed, 3 when one hit an internal error), 2 usage error.
+1 when a kernel failed, 3 when one hit an internal error, 4 when every kernel was skipped), 2 usage error.
 """
 from __future__ import annotations
 
