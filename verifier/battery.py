@@ -246,7 +246,7 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             battery_hook(spec, opts, report, tags)
         everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None
         if everywhere is not None:
-            usercode.blame(report, everywhere)
+            usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
     except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
         usercode.blame(report, e)
     except UsageError:
@@ -282,6 +282,7 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
             if not (spec.kind == "triton" and opts.device == "cuda"):
                 report.mark(dt.tag, "resources", skipped("compiled-kernel facts need a GPU" if spec.kind == "triton" else "Python callable"))
         return True
+    from verifier import usercode
     from verifier.build import compile_cubin
 
     if opts.device == "cuda":
@@ -293,7 +294,8 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
     # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
     groups: dict = {}
     for dt in dts:
-        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+        defines = usercode.call(spec, "defines", spec.defines, dt)
+        groups.setdefault(tuple(sorted(defines.items())), []).append(dt)
     ok = True
     for defines, group in groups.items():
         entries = _entries(spec, group)

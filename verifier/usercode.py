@@ -110,9 +110,11 @@ def classify(spec, fault) -> str:
     return "refusal"
 
 
+_REFUSAL_HEAD = "refused a shape its supports() accepts: the kernel raised a Python exception (not a CUDA fault): "
+
+
 def refusal_message(fault) -> str:
-    return (f"refused a shape its supports() accepts: the kernel raised a Python exception (not a CUDA fault): "
-            f"{describe(fault.original)}\n  fix: {REFUSAL_FIX}")
+    return f"{_REFUSAL_HEAD}{describe(fault.original)}\n  fix: {REFUSAL_FIX}"
 
 
 def raised_everywhere(spec, counts: dict) -> Optional[UserCodeError]:
@@ -131,6 +133,17 @@ def blame(report, e: UserCodeError) -> None:
     """Record ``e`` as this kernel's error (verdict 'error', exit 1)."""
     report.error = f"{e}"
     report.error_kind = ERROR_KIND
+
+
+def blame_everywhere(report, e: UserCodeError, checks) -> None:
+    """The kernel raised on every input: one error instead of a refusal per input, and the cells of
+    ``checks`` skipped, since no input ran through them."""
+    blame(report, e)
+    report.findings[:] = [f for f in report.findings if not (f.check == "refusal" and f.message.startswith(_REFUSAL_HEAD))]
+    why = "skipped(the kernel raised on every input)"
+    for (tag, check), v in list(report.cells.items()):
+        if check in checks and not v.startswith("skipped"):
+            report.cells[(tag, check)] = why
 
 
 def is_internal(report) -> bool:
