@@ -17,14 +17,24 @@ def _fmt_cell(v: str, reasons: list) -> str:
     return v
 
 
+def _shown(path: str) -> str:
+    """A source path relative to the working directory when it lies under it."""
+    import os
+
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def format_finding(f, with_kernel: bool = True) -> list[str]:
     """One finding as text lines: ``- [check] kernel, dtype, input, shape at file:line``, the message
     indented, then its repro line. ``with_kernel=False`` leaves the kernel name out (under a kernel's heading)."""
     where = ", ".join(x for x in (f.kernel if with_kernel else "", f.dtype, f.input,
                                   f"shape {tuple(f.shape)}" if f.shape else "") if x)
-    loc = f" at {f.file}:{f.line}" if f.file else ""
+    loc = f" at {_shown(f.file)}:{f.line}" if f.file else ""
     sev = f" {f.severity}" if f.severity != "error" else ""
-    lines = [f"- [{f.check}{sev}] {where}{loc}"] + [f"    {m}" for m in f.message.splitlines()]
+    lines = [" ".join(x for x in (f"- [{f.check}{sev}]", where) if x) + loc] + [f"    {m}" for m in f.message.splitlines()]
     if f.repro:
         lines.append(f"    repro: {f.repro}")
     return lines
