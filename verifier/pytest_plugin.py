@@ -484,7 +484,12 @@ class Checker:
         from verifier import battery
 
         self._start(spec, dt, "value", case.name)
-        reason = spec.check_supported(case.M, case.N, dt)
+        from verifier.usercode import UserCodeError
+
+        try:
+            reason = spec.check_supported(case.M, case.N, dt)
+        except UserCodeError as e:
+            self._spec_error(e)
         if reason is not None:
             self._skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
         caveat = battery.interpreter_caveat(spec, dt, inputs, self.opts.device)
@@ -537,12 +542,16 @@ class Checker:
             if any(self._fails(f) for f in probe.findings):
                 raise AssertionError(case)  # the last one Hypothesis replays is the shrunk one
 
+        from verifier.usercode import UserCodeError
+
         try:
             prop()
         except AssertionError:
             pass
         except _CudaFault as e:
             STATE.poisoned = str(e.args[0])
+        except UserCodeError as e:
+            self._spec_error(e)
         self._conclude(last.get("report") or self._report(spec), "value")
 
     def build(self, spec):
@@ -612,14 +621,18 @@ class Checker:
 
         try:
             step()
-        except UserCodeError as e:  # the spec's own code raised: this kernel's error, not the plugin's
-            self.record("check", "spec-error")
-            pytest.fail(f"error in the spec's own code: {e}", pytrace=False)
+        except UserCodeError as e:
+            self._spec_error(e)
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)
             if not getattr(e, "reported", False):
                 report.add(crash_finding(report.spec, self.opts, e))
+
+    def _spec_error(self, e):
+        """The spec's own code raised (verifier.usercode): this kernel's error, not the plugin's."""
+        self.record("check", "spec-error")
+        pytest.fail(f"error in the spec's own code: {e}", pytrace=False)
 
     def _skip_if_skipped(self, report, check):
         cells = [v for (tag, c), v in report.cells.items() if c == check]
