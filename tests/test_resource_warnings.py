@@ -78,6 +78,8 @@ def test_spill_with_default_expectations_is_a_warning(spill_reports):
     assert {x["level"] for x in sarif} == {"warning"}
     assert {x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for x in sarif} == \
         {"kernels/defects/cuda/resource_defects.cu"}
+    junit = render(res, "junit")
+    assert "<failure" not in junit and "warning:" in junit and "spills" in junit  # shown, not failed
     md = render(res, "markdown")
     assert "⚠️ **warning**" in md and "⚠️ warn" in md and "rmsnorm_regs_spill_f32(" in md
 
