@@ -163,3 +163,16 @@ def test_inferred_flush_is_shown_in_the_text_report(tmp_path):
     r.cells[("f32", "build")] = "pass"
     text = render(Result(reports=[r], options={"verbose": False}), "text")
     assert "note: c: subnormals=flush inferred from extra_flags -ftz=true" in text
+
+
+def test_bad_contract_in_a_spec_file_is_a_usage_error_naming_the_value(tmp_path, capsys):
+    from verifier import cli
+
+    p = tmp_path / "bad_spec.py"
+    p.write_text("from verifier.spec import CallableKernel, Contracts, dtypes\n"
+                 "KERNELS = [CallableKernel(name='k', op='softmax', fn=lambda *a: None, dtypes=[dtypes('f32')],\n"
+                 "                          contracts=Contracts(subnormals='ftz'))]\n")
+    assert cli.main(["check", str(p), "--device", "cpu", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "Contracts(subnormals='ftz'): 'ftz' is not a subnormals contract" in err
+    assert "subnormals='preserve' or 'flush'" in err and "Traceback" not in err
