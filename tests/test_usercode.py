@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from verifier import cli
-from verifier.battery import Options, check_all, check_kernel
+from verifier.battery import Options, check_all
 from verifier.registry import load_spec_file
 from verifier.report import render
 from verifier.report.model import Result, from_dict
