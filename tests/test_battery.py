@@ -243,7 +243,8 @@ def test_catalogue_finding_repro_reproduces_as_a_subprocess(tmp_path):
     assert (again["input"], again["seed"], again["message"]) == (f.input, 3, f.message)
 
 
-def test_kernel_exception_is_a_crash_finding_and_the_battery_goes_on(tmp_path):
+def test_kernel_python_exception_is_a_refusal_finding_and_the_battery_goes_on(tmp_path):
+    """Issue #13: a Python exception (not a CUDA fault) on a shape supports() accepts is a refusal, with the fix."""
     spec = one(tmp_path, """
         def fn(inputs, outputs, params, dt):
             if inputs["x"].shape[-1] == 7:
@@ -252,8 +253,10 @@ def test_kernel_exception_is_a_crash_finding_and_the_battery_goes_on(tmp_path):
         KERNELS = [CallableKernel(name="c", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small)]
         """)
     report = check_kernel(spec, QUICK)
-    crashes = [f for f in report.findings if f.check == "crash"]
-    assert len(crashes) == 1 and crashes[0].input == "d7_below_warp" and "IndexError" in crashes[0].message
+    assert not [f for f in report.findings if f.check == "crash"]
+    refusals = [f for f in report.findings if f.check == "refusal"]
+    assert len(refusals) == 1 and refusals[0].input == "d7_below_warp" and "IndexError" in refusals[0].message
+    assert "declare supports() returning this reason if the refusal is deliberate" in refusals[0].message
     assert report.cells[("f32", "determinism")] == "pass"  # later checks still ran
     assert report.verdict == "fail"
 

@@ -78,7 +78,7 @@ def test_json_schema_keys(capsys, spec, tmp_path):
     assert {"schema", "kernels", "summary", "environment", "options"} <= set(data)
     assert set(data["environment"]) >= {"gpu", "driver", "cuda", "torch", "triton", "cupy", "commit"}
     assert data["summary"] == {"kernels": 2, "pass": 1, "fail": 1, "error": 0, "skipped": 0,
-                               "findings": data["summary"]["findings"], "pass_without_values": 0}
+                               "findings": data["summary"]["findings"], "warnings": 0, "pass_without_values": 0}
     assert data["summary"]["findings"] > 0
     good, big5 = data["kernels"]
     for k in (good, big5):

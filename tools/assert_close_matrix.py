@@ -49,6 +49,8 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
     elif op == "rmsnorm":
         y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * inputs["w"].float()
+    elif op == "reduce_sum":
+        y = x.sum(-1)
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
@@ -70,7 +72,8 @@ def _one(spec, run, dt, M, N, device):
     inputs = {t: torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt).to(device) for t in op.inputs}
     n, slack = M * N, 1 << 16
     buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
-    outputs = {"y": buf[:n].view(M, N)}
+    shape = op.shape_of("y", M, N)
+    outputs = {"y": buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
     params = spec.op_params()
     try:
         run(spec, inputs, outputs, params, dt, device)

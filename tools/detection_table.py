@@ -40,7 +40,7 @@ def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
     entries = [e for e in matrix.load_entries() if not names or e.name in names]
     defects, twins = {}, {}
     for e in entries:
-        base = {"caught_by": e.caught_by, "twin": e.twin, "pitfall": e.pitfall, "exposing_input": e.exposing_input,
+        base = {"caught_by": e.caught_by, "severity": e.severity, "twin": e.twin, "pitfall": e.pitfall, "exposing_input": e.exposing_input,
                 "device": e.device, "kind": e.spec.kind}
         why = matrix.skip_reason(e, device)
         if why is None and e.sanitizer and not sanitize:
@@ -79,6 +79,7 @@ def merge(results: list) -> dict:
                 else:  # a twin run once per defect, each time with that defect's exposing input: join them
                     t = out[part][name]
                     t["classes"] = sorted(set(t["classes"]) | set(row["classes"]))
+                    t["warnings"] = sorted(set(t.get("warnings", [])) | set(row.get("warnings", [])))
                     t["first"] = {**row.get("first", {}), **t.get("first", {})}
                     t["error"] = "; ".join(e for e in (t.get("error"), row.get("error")) if e) or None
                     t["verdict"] = next((v for v in ("error", "fail") if v in (t["verdict"], row["verdict"])),
@@ -132,9 +133,11 @@ def render(batteries: list, assert_close: list) -> str:
             twin = "not yet run"
         else:
             r = got["defects"][e.name]
-            fired = r["classes"]
+            fired = r["classes"] if e.severity == "error" else r.get("warnings", [])
             mark = "**" + e.caught_by + "**" if e.caught_by in fired else f"MISSED {e.caught_by}"
-            others = [c for c in fired if c != e.caught_by]
+            if e.severity != "error":
+                mark += f" ({e.severity})"
+            others = [c for c in r["classes"] if c != e.caught_by or e.severity != "error"]
             caught = mark + (f" (also: {', '.join(others)})" if others else "") + f" [{got['device']}]"
             t = got["twins"].get(e.twin, {})
             twin = t.get("verdict", "not run")
@@ -144,7 +147,8 @@ def render(batteries: list, assert_close: list) -> str:
                 twin += " (" + ", ".join(t["classes"]) + ")"
         ac = _cell_assert_close(e.name, e.twin, assert_close) if e.caught_by in ("value", "invariant", "nan-inf", "unwritten",
                                                                           "out-of-range-write") else "n/a (not a value defect)"
-        lines.append(f"| `{e.name}` | {e.pitfall} | {e.caught_by} | {caught} | `{e.exposing_input}` | {ac} | "
+        declared = e.caught_by + (f" ({e.severity})" if e.severity != "error" else "")
+        lines.append(f"| `{e.name}` | {e.pitfall} | {declared} | {caught} | `{e.exposing_input}` | {ac} | "
                      f"`{e.twin}` ({twin}) |")
     lines += ["", "Runs: " + "; ".join(f"battery on {b['device']} (defects: whole battery at budget {b['budget']}; "
                                          f"twins: whole quick battery plus their defects' exposing inputs; seed "

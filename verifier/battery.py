@@ -10,8 +10,13 @@ records the base seed and case name, and its repro line re-runs exactly that cas
 catalogue case, ``hypothesis:MxN:rngS`` (a Hypothesis-drawn shape and its value seed), ``refusal`` or
 ``determinism``.
 
-A Python exception raised by the kernel (callable, launcher) is a **crash** finding for that input and the
-battery goes on; a UsageError (a malformed spec found while running it) propagates: the spec must be fixed.
+A Python exception raised by the kernel (callable, launcher) on a shape supports() accepts is a **refusal**
+finding for that input (with the fix: declare it in supports()) and the battery goes on; raised on every
+input, or a TypeError / NameError, it is the kernel's error; a CUDA fault is a **crash** (verifier.usercode).
+An exception in the spec's own supports / launches / defines is that kernel's error (verdict 'error', exit 1),
+and the run goes on with the other kernels; a UsageError (a malformed spec or option) propagates: exit 2.
+Undeclared resource use (spills, stack) is a **resources** warning; declared contracts
+(verifier.contracts) leave out inputs and let flushed subnormals pass.
 
 The single steps (check_build, check_refusal, run_case, check_determinism, with random_inputs,
 hypothesis_shapes, repro_line and crash_finding) are public for callers that run one check at a time, as
@@ -34,6 +39,7 @@ from verifier.errors import BuildError, ToolMissing, Unsupported, UsageError, Ve
 from verifier.findings import CHECK_CLASSES, Finding
 from verifier.harness import KernelFault, execute
 from verifier.spec import CudaKernel, KernelSpec
+from verifier.usercode import UserCodeError
 
 BUDGETS = {
     # hypothesis examples per dtype, determinism repeats
@@ -45,7 +51,7 @@ BUDGETS = {
 PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 4097, 8192, 8193,
            16384, 16385, 65536, 65537, 152064, 262144)
 CPU_BUILD_ARCHES = ("sm_80", "sm_90")
-PASS, FAIL = "pass", "FAIL"
+PASS, FAIL, WARN = "pass", "FAIL", "warn"
 RUN_CHECKS = ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism")
 PSEUDO_CASES = ("refusal", "determinism")  # --case values that run one check instead of one input
 _HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
@@ -66,6 +72,8 @@ class KernelReport:
     seconds: float = 0.0
     error: Optional[str] = None  # internal error while checking (verdict 'error')
     judged: dict = field(default_factory=dict)  # dtype tag -> inputs that ran through the value checks
+    error_kind: str = "internal"  # 'user': the error is in the spec's own code (verifier.usercode), exit 1
+    inputs: dict = field(default_factory=lambda: {"ran": 0, "raised": 0})  # inputs judged / raising
 
     @property
     def name(self) -> str:
@@ -83,15 +91,14 @@ class KernelReport:
 
     def mark(self, tag: str, check: str, value: str):
         old = self.cells.get((tag, check))
-        if old == FAIL:
+        if old == FAIL or (old == WARN and value != FAIL):
             return
-        # A skipped cell is never turned into a pass: something that was not checked stays unchecked.
-        if value == FAIL or old is None or (old.startswith("skipped") and value != PASS):
+        if value in (FAIL, WARN) or old is None or (old.startswith("skipped") and value != PASS):
             self.cells[(tag, check)] = value
 
     def add(self, finding: Finding):
         self.findings.append(finding)
-        self.mark(finding.dtype or "*", finding.check, FAIL)
+        self.mark(finding.dtype or "*", finding.check, FAIL if finding.severity == "error" else WARN)
 
 
 @dataclass(frozen=True)
@@ -202,6 +209,10 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
         )
     say = progress or (lambda s: None)
+    from verifier import contracts as _contracts
+    from verifier import usercode
+
+    report.notes += _contracts.declared_notes(spec)
     try:
         say(f"{spec.name}: build")
         if not _build_and_resources(spec, opts, report, tags):
@@ -235,6 +246,11 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             from verifier.sanitizer import battery_hook
 
             battery_hook(spec, opts, report, tags)
+        everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None
+        if everywhere is not None:
+            usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
+    except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
+        usercode.blame(report, e)
     except UsageError:
         raise  # a malformed spec (or option) found while running it: exit 2, fix the spec
     except KernelFault as e:
@@ -268,6 +284,7 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
             if not (spec.kind == "triton" and opts.device == "cuda"):
                 report.mark(dt.tag, "resources", skipped("compiled-kernel facts need a GPU" if spec.kind == "triton" else "Python callable"))
         return True
+    from verifier import usercode
     from verifier.build import compile_cubin
 
     if opts.device == "cuda":
@@ -279,7 +296,8 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
     # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
     groups: dict = {}
     for dt in dts:
-        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+        defines = usercode.call(spec, "defines", spec.defines, dt)
+        groups.setdefault(tuple(sorted(defines.items())), []).append(dt)
     ok = True
     for defines, group in groups.items():
         entries = _entries(spec, group)
@@ -322,15 +340,19 @@ def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelRep
 
 
 def _check_resources(spec, opts, report, dts, arch, resources: dict):
-    from verifier.ptxas import check_expectations
+    from verifier.ptxas import check_expectations, entry_line, undeclared_usage
 
     for entry, r in sorted(resources.items()):
         problems = check_expectations(r, spec.expectations)
         report.notes.append(f"[{arch}] {entry}: {r.registers} registers, {r.spill_bytes} spill bytes, "
                             f"{r.stack_bytes} stack bytes, {r.smem_bytes} smem bytes")
+        where = dict(zip(("file", "line"), entry_line(spec.source_path(), r.demangled) or (None, None)))
         for p in problems:
             report.add(Finding("resources", f"[{arch}] {entry}: {p}", kernel=spec.name, repro=repro_line(spec, opts),
-                               score=1.0))
+                               score=1.0, **where))
+        for p in undeclared_usage(r, spec.expectations):  # nothing declared: the fact speaks as a warning
+            report.add(Finding("resources", f"[{arch}] {entry}: {p}", severity="warning", kernel=spec.name,
+                               repro=repro_line(spec, opts), score=0.5, **where))
     for dt in dts:
         report.mark(dt.tag, "resources", PASS)
 
@@ -361,6 +383,14 @@ def _triton_resources(spec, opts, report, dts):
                 for p in check_expectations(r, spec.expectations):
                     report.add(Finding("resources", f"[N={n}] {k['name']}: {p} (Triton local memory = spills + stack)",
                                        kernel=spec.name, dtype=dt.tag, repro=repro_line(spec, opts, dt.tag)))
+                if spec.expectations.max_spill_bytes is None and spec.expectations.max_stack_bytes is None \
+                        and k["local_bytes"] > 0:  # undeclared local memory speaks as a warning
+                    report.add(Finding(
+                        "resources", f"[N={n}] {k['name']}: uses {k['local_bytes']} bytes of local memory (Triton: "
+                        "spills + stack) and the spec declares no limit for it; declare Expectations(max_spill_bytes="
+                        "..., max_stack_bytes=...) to accept it, or register_resident() to forbid it",
+                        severity="warning", kernel=spec.name, dtype=dt.tag, repro=repro_line(spec, opts, dt.tag),
+                        score=0.5))
         report.mark(dt.tag, "resources", PASS)
 
 
@@ -469,8 +499,10 @@ def _selected_cases(spec, dt, opts) -> list:
 
 
 def _check_values(spec, run, dt, opts, report, say):
+    from verifier import contracts as _contracts
+
     cases = _selected_cases(spec, dt, opts)
-    ran, judged_before = 0, report.judged.get(dt.tag, 0)
+    ran, left_out, judged_before = 0, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
         reason = spec.check_supported(case.M, case.N, dt)
@@ -483,6 +515,11 @@ def _check_values(spec, run, dt, opts, report, say):
         if caveat:
             report.notes.append(f"[{dt.tag}] case {case.name} not run: {caveat}")
             continue
+        contract = _contracts.excluded(spec, xs)
+        if contract:
+            report.notes.append(f"[{dt.tag}] case {case.name} {contract}")
+            left_out = contract
+            continue
         run_case(spec, dt, case.name, xs, opts, report, run=run)
         ran += 1
     if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
@@ -490,7 +527,7 @@ def _check_values(spec, run, dt, opts, report, say):
     checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before
-    why = "every case refused by supports" if not ran else \
+    why = (left_out or "every case refused by supports") if not ran else \
         "no input ran through this check: the kernel raised on every input it was given (see its crash findings)"
     for check in checks:
         report.mark(dt.tag, check, PASS if judged else skipped(why))
@@ -516,6 +553,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 def evaluate(spec, run, dt, opts, xs) -> tuple:
     """Run once and judge: returns (outcome, comparison, violations)."""
     from references import reference
+    from verifier import contracts as _contracts
     from verifier import invariants as _inv
     from verifier import tolerance as _tol
     from verifier.compare import compare
@@ -527,6 +565,11 @@ def evaluate(spec, run, dt, opts, xs) -> tuple:
     comparison = compare(outcome.outputs, ref, budget, dt.output)
     violations = _inv.check(spec.op, xs, outcome.outputs, dt, params, math_mode=spec.math_mode,
                             online=bool(spec.tolerance.get("online", False)))
+    if (not comparison.ok or violations) and _contracts.flushes(spec):
+        # Declared (or inferred) subnormals='flush': the output may be that of flushed inputs and outputs.
+        flushed = _contracts.judge_flushed(spec, dt, xs, outcome.outputs, params)
+        if flushed is not None and flushed[0].ok and not flushed[1]:
+            comparison, violations = flushed
     return outcome, comparison, violations
 
 
@@ -539,6 +582,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
     to the spec kind's runner. After a CUDA fault the crash is recorded and the KernelFault re-raised,
     marked ``reported``."""
+    from verifier import usercode
     from verifier.invariants import violations_to_findings
 
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
@@ -553,12 +597,18 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
+        if usercode.classify(spec, e) == "refusal":  # a Python exception, not a CUDA fault (TypeError: raises)
+            report.inputs["raised"] += 1
+            report.inputs.setdefault("first", usercode.describe(e.original))
+            report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
+            return report
         report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
         if e.cuda:
             e.reported = True
             raise
         return report
     report.judged[dt.tag] = report.judged.get(dt.tag, 0) + 1
+    report.inputs["ran"] += 1
     for name, mask in outcome.unwritten.items():
         idx = np.argwhere(mask)
         report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
@@ -603,6 +653,7 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
+    from verifier import contracts as _contracts
     from verifier.flaky import Flaky, flaky_finding
 
     n = BUDGETS[opts.budget]["hypothesis"]
@@ -618,9 +669,13 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
         M, N = shape
         if spec.check_supported(M, N, dt) is not None:
             return
-        ran[0] += 1
         rng = np.random.default_rng(data_seed)
         xs = random_inputs(spec, dt, M, N, rng)
+        contract = _contracts.excluded(spec, xs)
+        if contract:  # random normal values never hold NaN or inf; kept so that the rule has no exception
+            report.notes.append(f"[{dt.tag}] hypothesis:{M}x{N}:rng{data_seed} {contract}")
+            return
+        ran[0] += 1
         probe = KernelReport(spec=spec, device=opts.device)
         case = f"hypothesis:{M}x{N}:rng{data_seed}"  # hypothesis_case() parses it back for the repro
         try:
@@ -628,6 +683,9 @@ def _hypothesis_values(spec, run, dt, opts, report) -> int:
         except KernelFault:  # a CUDA fault: recorded in probe, nothing more can run
             failing[:] = [probe.findings]
             raise
+        finally:
+            for k, v in probe.inputs.items():  # inputs judged / raising, for the raised-on-every-input rule
+                report.inputs[k] = report.inputs.get(k, 0) + v if k != "first" else report.inputs.get(k, v)
         judged[0] += probe.judged.get(dt.tag, 0)
         if probe.findings:  # any finding, warnings included, is a failure to shrink
             failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
@@ -676,6 +734,14 @@ def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[Kern
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
+        from verifier import usercode
+
+        if usercode.classify(spec, e) == "refusal":  # a Python exception, not a CUDA fault (TypeError: raises)
+            report.inputs["raised"] += 1
+            report.inputs.setdefault("first", usercode.describe(e.original))
+            report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
+            report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
+            return report
         report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
         report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
         if e.cuda:
@@ -718,6 +784,14 @@ def _not_selected(spec, opts) -> Optional[str]:
     return None
 
 
+def _selection(spec, opts) -> Optional[str]:
+    """_not_selected, with a spec whose supports() raises counted as selected: its battery reports the error."""
+    try:
+        return _not_selected(spec, opts)
+    except UserCodeError:
+        return None
+
+
 def _use_child(spec, opts, isolate: Optional[bool]) -> bool:
     if isolate is not None:
         return isolate
@@ -734,7 +808,7 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     its process is a crash finding); False: everything in this process.
     --dtype / --case select what exists: kernels without it are reported skipped; if no kernel has it,
     that is a usage error."""
-    unselected = {s.name: _not_selected(s, opts) for s in specs}
+    unselected = {s.name: _selection(s, opts) for s in specs}
     if specs and all(unselected.values()):
         what = f"dtype {opts.dtype}" if opts.dtype and all("dtype" in r for r in unselected.values()) \
             else f"case {opts.case}"

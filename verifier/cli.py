@@ -30,7 +30,7 @@ def _env(name, default=None):
 # check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
 _ENV_OPTIONS = {"budget": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
                 "case": None, "kernel_timeout": None}
-_ENV_FLAGS = ("sanitize", "isolate")  # VERIFIER_SANITIZE=1
+_ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
 
 
 def _option_source(args, name: str) -> str:
@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
     c.add_argument("--kernel-timeout", metavar="SECONDS",
                    help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
+    c.add_argument("--strict", action="store_true",
+                   help="warnings (e.g. spills no Expectations limit covers) count as findings: exit 1")
     c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     c.add_argument("-v", "--verbose", action="store_true",
                    help="list every note: catalogue cases not run and why, registers/spills/stack/smem per entry")
@@ -196,13 +198,14 @@ def cmd_check(args) -> int:
     write(text, args.output)
     s = result.summary()
     partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
+    warned = f" ({s['warnings']} warnings{'' if args.strict else '; --strict fails on them'})" if s["warnings"] else ""
     sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
-                     f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings\n")
+                     f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings{warned}\n")
     if result.exit_code() == EXIT_NOTHING_CHECKED:
         from verifier.coverage import message
 
         sys.stderr.write(message(result))
-    return result.exit_code()
+    return result.exit_code(strict=args.strict)
 
 
 def cmd_list(args) -> int:

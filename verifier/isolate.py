@@ -75,6 +75,7 @@ def report_to_json(report) -> dict:
         "notes": report.notes,
         "seconds": report.seconds,
         "error": report.error,
+        "error_kind": report.error_kind,
     }
 
 
@@ -90,6 +91,7 @@ def report_from_json(spec, device, data: dict):
     r.notes = data["notes"]
     r.seconds = data["seconds"]
     r.error = data["error"]
+    r.error_kind = data.get("error_kind", "internal")
     return r
 
 

@@ -201,3 +201,51 @@ def _demangler() -> Optional[str]:
         if c and os.access(c, os.X_OK) and Path(c).is_file():
             return str(c)
     return None
+
+
+def undeclared_usage(resources: KernelResources, expectations) -> list[str]:
+    """Spills and stack use that no declared limit covers: with no max_spill_bytes (max_stack_bytes)
+    declared, any spill (stack) is reported as a warning, so an undeclared fact still speaks."""
+    r, e = resources, expectations
+    facts = []
+    if e.max_spill_bytes is None and r.spill_bytes > 0:
+        facts.append(f"spills {r.spill_bytes} bytes (stores {r.spill_store_bytes}, loads {r.spill_load_bytes})")
+    if e.max_stack_bytes is None and r.stack_bytes > 0:
+        facts.append(f"uses {r.stack_bytes} bytes of stack (frame {r.stack_frame_bytes}, cumulative "
+                     f"{r.cumulative_stack_bytes})")
+    if not facts:
+        return []
+    return [f"{r.demangled} ({r.arch}): {' and '.join(facts)}, and the spec declares no limit for it; a spill "
+            "in a reduction kernel usually means its row does not stay in registers. Declare "
+            "Expectations(max_spill_bytes=..., max_stack_bytes=...) to accept it, or register_resident() to "
+            "forbid it"]
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def entry_line(source: Path, demangled: str) -> Optional[tuple[str, int]]:
+    """(file, line) where the __global__ function ``demangled`` is defined: in ``source`` or a header it
+    includes with quotes (one level); None when not found."""
+    name = re.split(r"[\s:*&]+", demangled.split("(")[0].split("<")[0].strip())[-1]
+    if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
+        return None
+    rx = re.compile(r"\b" + re.escape(name) + r"\s*(?:<[^;{}()]*>)?\s*\(")
+    try:
+        text = Path(source).read_text(errors="replace")
+    except OSError:
+        return None
+    files = [(Path(source), text)]
+    for inc in _INCLUDE.findall(text):
+        p = Path(source).parent / inc
+        try:
+            files.append((p, p.read_text(errors="replace")))
+        except OSError:
+            continue
+    for path, body in files:
+        for m in rx.finditer(body):
+            start = body.rfind(";", 0, m.start())
+            start = max(start, body.rfind("}", 0, m.start()))
+            if "__global__" in body[start + 1:m.start()]:
+                return str(path.resolve()), body.count("\n", 0, m.start()) + 1
+    return None

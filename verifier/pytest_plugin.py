@@ -8,6 +8,7 @@ Options (group "kernel-verifier"; each also read from VERIFIER_<NAME>):
   --verifier-specs PATH             extra spec files/directories whose kernels join the suites (repeatable)
   --verifier-sanitize               re-run the GPU tests of the selected kernels under compute-sanitizer
   --verifier-sanitize-tool TOOL     which tool(s) those re-runs use (repeatable; default memcheck)
+  --verifier-strict                 warnings (e.g. a spill no Expectations limit covers) fail the test
 
 Suites: a test module marked ``pytestmark = pytest.mark.verifier(op="softmax")`` is parametrized over the
 registered kernels of that op (bundled ``kernels/`` minus ``kernels/defects/``, ``--verifier-specs`` paths,
@@ -60,6 +61,7 @@ MARKERS = {
     "interpreter": "runs Triton kernels under TRITON_INTERPRET=1",
     "verifier(op)": "parametrize the test over the registered kernels of op (a suite)",
     "verifier_rerun(tool)": "internal: a compute-sanitizer re-run of the test of the same id without the suffix",
+    "verifier_spec_error(message)": "internal: the kernel's spec code raised while the suite was collected",
 }
 _PARAMS = ("verifier_kernel", "verifier_dtypes", "verifier_case")
 
@@ -80,6 +82,8 @@ def pytest_addoption(parser):
                 help="re-run the GPU tests of the selected kernels under compute-sanitizer")
     g.addoption("--verifier-sanitize-tool", action="append", default=[], metavar="TOOL",
                 help=f"tool of those re-runs: {' | '.join(SANITIZER_TOOLS)} (repeatable; default memcheck)")
+    g.addoption("--verifier-strict", action="store_true", default=env("VERIFIER_STRICT") == "1",
+                help="warnings (undeclared spills, stack, local memory) fail the test instead of being reported")
 
 
 def _validated(config) -> dict:
@@ -113,7 +117,7 @@ def _validated(config) -> dict:
     child = os.environ.get(CHILD_ENV) == "1"
     return {"device": dev, "budget": budget, "seed": seed, "specs": specs, "globs": globs,
             "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
-            "child": child}
+            "child": child, "strict": bool(opt("--verifier-strict"))}
 
 
 # --- GPU pinning and worker count (before CUDA initializes) ----------------------------------------
@@ -281,8 +285,16 @@ def pytest_generate_tests(metafunc):
             continue
         variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]
         if len(names) == 3:
-            variants = [(vals + (c,), f"{ident}-{c.name}") for vals, ident in variants
-                        for c in cases_for(k, vals[1], v["budget"])]
+            from verifier.usercode import UserCodeError
+
+            cased = []
+            for vals, ident in variants:
+                try:
+                    cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["budget"])]
+                except UserCodeError as e:  # this kernel's error, one failing test; the others are collected
+                    params.append(pytest.param(*vals, None, id=f"{ident}-spec-error",
+                                               marks=[pytest.mark.verifier_spec_error(str(e))]))
+            variants = cased
         for vals, ident in variants:
             params.append(pytest.param(*vals, id=ident, marks=_marks(k, device)))
             if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
@@ -383,6 +395,14 @@ def _kernel_item(item):
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A kernel whose spec code raised while the suite was collected: its one test fails with that error."""
+    marker = item.get_closest_marker("verifier_spec_error")
+    if marker is not None:
+        pytest.fail(marker.args[0], pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     if not _kernel_item(pyfuncitem):
         return None
@@ -446,6 +466,8 @@ def child_command(config, nodeid: str, junit: str) -> list:
         cmd += ["--verifier-specs", p]
     if v["globs"]:
         cmd += ["--verifier-kernels", ",".join(v["globs"])]
+    if v.get("strict"):
+        cmd.append("--verifier-strict")
     return cmd
 
 
@@ -472,6 +494,10 @@ def run_child(cmd: list, cwd, timeout: float = CHILD_TIMEOUT_S, extra_env: dict 
 
 
 # --- running one battery step --------------------------------------------------------------------
+class VerifierWarning(UserWarning):
+    """A finding of severity warning: something undeclared (a spill with no limit declared) that passes."""
+
+
 class _CudaFault(BaseException):
     """Stops Hypothesis at once (it would replay every shrink candidate in an unusable context)."""
 
@@ -494,6 +520,7 @@ class Checker:
 
         self.opts = replace(opts, sanitize=False)  # compute-sanitizer runs are their own items (-memcheck)
         self.record, self.nodeid, self.config = record_property, nodeid, config
+        self.strict = bool(getattr(config, "_verifier", {}).get("strict"))
 
     # each method is one test's body
     def values(self, spec, dt, case, inputs):
@@ -501,12 +528,22 @@ class Checker:
         from verifier import battery
 
         self._start(spec, dt, "value", case.name)
-        reason = spec.check_supported(case.M, case.N, dt)
+        from verifier.usercode import UserCodeError
+
+        try:
+            reason = spec.check_supported(case.M, case.N, dt)
+        except UserCodeError as e:
+            self._spec_error(e)
         if reason is not None:
             self._skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
         caveat = battery.interpreter_caveat(spec, dt, inputs, self.opts.device)
         if caveat:
             self._skip(caveat)
+        from verifier.contracts import excluded
+
+        contract = excluded(spec, inputs)
+        if contract:
+            self._skip(f"case {case.name} {contract}")
         report = self._report(spec)
         self._guarded(report, lambda: battery.run_case(spec, dt, case.name, inputs, self.opts, report))
         self._conclude(report, "value")
@@ -520,6 +557,7 @@ class Checker:
         from hypothesis import strategies as st
 
         from verifier import battery
+        from verifier.contracts import excluded
 
         self._start(spec, dt, "value", "hypothesis")
         opts = self.opts
@@ -536,6 +574,8 @@ class Checker:
                 return
             case = f"hypothesis:{M}x{N}:rng{data_seed}"
             xs = battery.random_inputs(spec, dt, M, N, np.random.default_rng(data_seed))
+            if excluded(spec, xs):  # random normal values never hold NaN or inf; the rule has no exception
+                return
             last["report"] = probe = self._report(spec)
             try:
                 battery.run_case(spec, dt, case, xs, opts, probe)
@@ -543,13 +583,13 @@ class Checker:
                 if getattr(e, "cuda", False):
                     raise _CudaFault(e) from e
                 raise
-            if any(f.severity == "error" for f in probe.findings):
+            if any(self._fails(f) for f in probe.findings):
                 last["failed"] = list(probe.findings)
                 raise AssertionError(case)  # the last one Hypothesis replays is the shrunk one
 
         from verifier.flaky import Flaky, flaky_finding
+        from verifier.usercode import UserCodeError
 
-        failed: list = []
         try:
             prop()
         except AssertionError:
@@ -561,6 +601,8 @@ class Checker:
             report.add(flaky_finding(spec, dt, opts, last.get("failed") or [], e))
             self._conclude(report, "value")
             return
+        except UserCodeError as e:
+            self._spec_error(e)
         self._conclude(last.get("report") or self._report(spec), "value")
 
     def build(self, spec):
@@ -626,14 +668,22 @@ class Checker:
         """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests."""
         from verifier.battery import crash_finding
         from verifier.harness import KernelFault
+        from verifier.usercode import UserCodeError
 
         try:
             step()
+        except UserCodeError as e:
+            self._spec_error(e)
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)
             if not getattr(e, "reported", False):
                 report.add(crash_finding(report.spec, self.opts, e))
+
+    def _spec_error(self, e):
+        """The spec's own code raised (verifier.usercode): this kernel's error, not the plugin's."""
+        self.record("check", "spec-error")
+        pytest.fail(f"error in the spec's own code: {e}", pytrace=False)
 
     def _skip_if_skipped(self, report, check):
         cells = [v for (tag, c), v in report.cells.items() if c == check]
@@ -644,11 +694,23 @@ class Checker:
         self.record("check", self.check)
         pytest.skip(reason)
 
+    def _fails(self, finding) -> bool:
+        """Whether a finding fails the test: errors, and warnings under --verifier-strict."""
+        return finding.severity == "error" or (self.strict and finding.severity == "warning")
+
     def _conclude(self, report, check):
-        """Record the check class (on failure: the failing ones, worst first) and fail with the findings."""
-        errors = [f for f in report.findings if f.severity == "error"]
+        """Record the check class (on failure: the failing ones, worst first) and fail with the findings.
+        Warnings (without --verifier-strict) pass, but are shown: a junit property and a pytest warning."""
+        errors = [f for f in report.findings if self._fails(f)]
         if not errors:
             self.record("check", check)
+            warned = [f for f in report.findings if f.severity == "warning"]
+            if warned:
+                import warnings
+
+                text = format_findings(warned)
+                self.record("warning", text)
+                warnings.warn(VerifierWarning(f"{len(warned)} warning(s) (--verifier-strict fails on them):\n{text}"))
             return
         from verifier.report.model import sorted_findings
 

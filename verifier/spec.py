@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
+from verifier.contracts import Contracts
 from verifier.errors import SpecError
 from verifier.ops import OPS
 
@@ -120,6 +121,7 @@ class KernelSpec:
     params: dict = field(default_factory=dict)  # overrides of the op's default params (eps)
     description: str = ""
     origin: Optional[str] = None  # spec file it came from, filled by the registry
+    contracts: Contracts = field(default_factory=Contracts)  # NaN / inf / subnormal promises (verifier.contracts)
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -150,6 +152,11 @@ class KernelSpec:
                 f"kernel {self.name!r}: field 'expectations' must be an Expectations",
                 fix="write expectations=Expectations(...) or register_resident()",
             )
+        if not isinstance(self.contracts, Contracts):
+            raise SpecError(
+                f"kernel {self.name!r}: field 'contracts' must be a Contracts, got {type(self.contracts).__name__}",
+                fix="write contracts=Contracts(nan_inputs='unsupported') (from verifier.spec import Contracts)",
+            )
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             raise SpecError(
@@ -166,7 +173,9 @@ class KernelSpec:
             return f"empty shape M={M}, N={N}: nothing to launch"
         if dt not in self.dtypes:
             return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
-        reason = self.supports(M, N, dt)
+        from verifier.usercode import call
+
+        reason = call(self, "supports", self.supports, M, N, dt)
         if reason is None or (isinstance(reason, str) and reason):
             return reason
         # A bool here would be read as a refusal reason for True and False alike: every shape refused.

@@ -3,7 +3,7 @@ twin, and run the battery on them. Used by suites/test_detection_matrix.py, tool
 and tools/assert_close_matrix.py (import it by path: kernels/ is not a package).
 
 A defect spec file defines KERNELS and DEFECTS = {name: {caught_by, twin, pitfall, exposing_input,
-device}}; `exposing_input` is a catalogue case name (run alone with Options(case=...)) or a free
+device[, severity]}} (severity 'warning': the class reports it as a warning, e.g. an undeclared spill); `exposing_input` is a catalogue case name (run alone with Options(case=...)) or a free
 description for checks that need no case (resources, determinism), in which case the whole battery runs.
 """
 from __future__ import annotations
@@ -18,9 +18,11 @@ from verifier.spec import KernelSpec
 
 HERE = Path(__file__).resolve().parent
 KERNELS_DIR = HERE.parent
-DEFECT_FILES = (HERE / "cuda" / "defects.py", HERE / "triton" / "defects.py")
+DEFECT_FILES = (HERE / "cuda" / "defects.py", HERE / "triton" / "defects.py", HERE / "callable" / "defects.py")
 BUNDLED_DIRS = (KERNELS_DIR / "cuda", KERNELS_DIR / "triton")
 DEFECT_KEYS = ("caught_by", "twin", "pitfall", "exposing_input", "device")
+OPTIONAL_KEYS = {"severity": "error"}  # 'warning': caught as a warning (an undeclared fact), not an error
+SEVERITIES = ("error", "warning")
 SANITIZER_CLASSES = ("racecheck", "memcheck", "synccheck", "initcheck")
 DEVICES = ("cpu", "gpu")
 
@@ -36,6 +38,7 @@ class Entry:
     spec: KernelSpec
     twin_spec: KernelSpec
     source_file: str
+    severity: str = "error"  # the severity its class reports it with
 
     @property
     def sanitizer(self) -> bool:
@@ -57,11 +60,13 @@ def _module_defects(path: Path) -> dict:
 def _validate(path: Path, name: str, d: dict, kernels: dict, twins: dict, all_defects: set) -> Optional[str]:
     if not isinstance(d, dict):
         return f"{name}: entry is {type(d).__name__}, not a dict"
-    missing, extra = set(DEFECT_KEYS) - set(d), set(d) - set(DEFECT_KEYS)
+    missing, extra = set(DEFECT_KEYS) - set(d), set(d) - set(DEFECT_KEYS) - set(OPTIONAL_KEYS)
     if missing or extra:
         return f"{name}: keys missing {sorted(missing)}, unknown {sorted(extra)}"
     if not all(isinstance(d[k], str) and d[k].strip() for k in DEFECT_KEYS):
         return f"{name}: every field must be a non-empty string"
+    if d.get("severity", "error") not in SEVERITIES:
+        return f"{name}: severity {d['severity']!r} is not one of {SEVERITIES}"
     if name not in kernels:
         return f"{name}: not in the file's KERNELS"
     if d["caught_by"] not in CHECK_CLASSES:
@@ -91,7 +96,7 @@ def load_entries(files=DEFECT_FILES) -> list[Entry]:
                 problems.append(f"{path}: {why}")
                 continue
             entries.append(Entry(name=name, spec=kernels[name], twin_spec=twins[d["twin"]], source_file=str(path),
-                                 **{k: d[k] for k in DEFECT_KEYS}))
+                                 severity=d.get("severity", "error"), **{k: d[k] for k in DEFECT_KEYS}))
     if problems:
         raise SpecError("malformed defect catalogue:\n  " + "\n  ".join(problems),
                         fix="fix the DEFECTS entries (keys: " + ", ".join(DEFECT_KEYS) + ")")
@@ -119,13 +124,15 @@ def skip_reason(entry: Entry, device: str) -> Optional[str]:
 
 def _summary(report) -> dict:
     classes = sorted({f.check for f in report.findings if f.severity == "error"})
+    warnings = sorted({f.check for f in report.findings if f.severity == "warning"})
     by_class: dict = {}
     for f in report.findings:
         if f.severity == "error":
             by_class.setdefault(f.check, set()).add(f.dtype or "*")
-    return {"verdict": report.verdict, "classes": classes, "error": report.error,
+    return {"verdict": report.verdict, "classes": classes, "warnings": warnings, "error": report.error,
             "dtypes_by_class": {k: sorted(v) for k, v in by_class.items()},
-            "first": {c: next(f.message.splitlines()[0] for f in report.findings if f.check == c) for c in classes}}
+            "first": {c: next(f.message.splitlines()[0] for f in report.findings if f.check == c)
+                      for c in classes + warnings}}
 
 
 def _check(spec: KernelSpec, opts):
@@ -146,7 +153,8 @@ def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, 
         case = None
     opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer)
     out = _summary(_check(entry.spec, opts))
-    out.update(caught=entry.caught_by in out["classes"], case=case or f"whole battery ({opts.budget})")
+    fired = out["classes"] if entry.severity == "error" else out["warnings"]
+    out.update(caught=entry.caught_by in fired, case=case or f"whole battery ({opts.budget})")
     return out
 
 
@@ -170,10 +178,11 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
         reports.append(_check(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize)))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
+    warnings = sorted({c for m in merged for c in m["warnings"]})
     errors = [m["error"] for m in merged if m["error"]]
     verdicts = [m["verdict"] for m in merged]
     verdict = "error" if errors else "fail" if classes else "skipped" if all(v == "skipped" for v in verdicts) else "pass"
-    return {"verdict": verdict, "classes": classes, "error": "; ".join(errors) or None,
+    return {"verdict": verdict, "classes": classes, "warnings": warnings, "error": "; ".join(errors) or None,
             "first": {k: v for m in merged for k, v in m["first"].items()},
             "scope": (f"whole {budget} battery + " if whole_battery else f"{budget} cases one by one + ")
             + "exposing inputs " + ", ".join(sorted(set(cases) & known))}

@@ -2,11 +2,12 @@
 
     {"schema": 1,
      "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|fail|error|skipped", "source",
-                  "checks": {tag: {check: "pass|FAIL|skipped(reason)"}}, "seconds", "error",
+                  "checks": {tag: {check: "pass|FAIL|warn|skipped(reason)"}}, "seconds", "error",
+                  "error_kind": "internal|user" (user: the spec's own code raised; exit 1, not 3),
                   "notes": [str]  (resources per entry, catalogue cases not run and why),
                   "findings": [{"check", "severity", "input", "shape", "dtype", "message", "seed", "repro",
                                 "file", "line", "score"}]}],
-     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings", "pass_without_values"},
+     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings", "warnings", "pass_without_values"},
      "environment": {"gpu", "driver", "cuda", "torch", "triton", "cupy", "nvcc", "commit"},
      "options": {...}}
 """
@@ -36,6 +37,7 @@ def to_dict(result) -> dict:
             "checks": checks,
             "seconds": round(r.seconds, 3),
             "error": r.error,
+            "error_kind": getattr(r, "error_kind", "internal") if r.error else None,
             "notes": list(getattr(r, "notes", [])),
             "findings": [{k: f.to_dict()[k] for k in _FINDING_KEYS} for f in sorted_findings(r.findings)],
         })

@@ -77,9 +77,13 @@ def to_element(result) -> ET.Element:
             elif v.startswith("skipped("):
                 ET.SubElement(tc, "skipped", message=_xml(v[len("skipped("):-1]))
                 counts["skipped"] += 1
+            elif v == "warn":  # passed; the warning is shown, not hidden
+                fs = [f for f in r.findings if f.check == check and f.severity == "warning" and f.dtype in (tag, "")]
+                ET.SubElement(tc, "system-out").text = _xml("warning:\n" + _findings_text(fs, root))
         if r.error:
             tc = _testcase(suite, "battery", r.spec.name, spec_file, "battery")
-            err = ET.SubElement(tc, "error", message=_xml(r.error.splitlines()[0]), type="internal-error")
+            kind = "spec-error" if getattr(r, "error_kind", "internal") == "user" else "internal-error"
+            err = ET.SubElement(tc, "error", message=_xml(r.error.splitlines()[0]), type=kind)
             err.text = _xml(r.error)
             counts["tests"] += 1
             counts["errors"] += 1

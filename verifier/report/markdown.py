@@ -13,7 +13,7 @@ MARKER = "<!-- kernel-verifier-report -->"
 # GitHub rejects comments over 65536 characters; findings per kernel are cut until the comment fits.
 MAX_CHARS = 60000
 _FINDING_CAPS = (10, 5, 2, 1, 0)
-_ICON = {"pass": "pass", "FAIL": "**FAIL**"}
+_ICON = {"pass": "pass", "FAIL": "**FAIL**", "warn": "⚠️ warn"}
 
 
 def _md_cell(v: str) -> str:
@@ -41,7 +41,7 @@ def _source(root, file: str, line: int) -> list[str]:
 def _finding(f, root) -> list[str]:
     facts = [f"**{f.check}**"]
     if f.severity != "error":
-        facts.append(f.severity)
+        facts.append(f"⚠️ **{f.severity}**" if f.severity == "warning" else f.severity)
     facts += [f"dtype `{f.dtype}`" if f.dtype else "", f"case `{f.input}`" if f.input else "",
               f"shape `{tuple(f.shape)}`" if f.shape else ""]
     file = relative(f.file, root)
@@ -62,7 +62,8 @@ def _render(result, cap: int) -> str:
     cols = columns(result.reports)
     s = result.summary()
     out = [MARKER, f"### kernel-verifier: {s['kernels']} kernels, {s['pass']} pass, {s['fail']} fail, "
-                   f"{s['error']} error, {s['skipped']} skipped; {s['findings']} findings", ""]
+                   f"{s['error']} error, {s['skipped']} skipped; {s['findings']} findings"
+                   + (f" ({s['warnings']} warnings)" if s.get("warnings") else ""), ""]
     if result.reports:
         out.append("| kernel | dtype | " + " | ".join(cols) + " | verdict |")
         out.append("|" + "---|" * (len(cols) + 3))
@@ -86,7 +87,8 @@ def _render(result, cap: int) -> str:
         if spec_file:
             out += [f"Spec: `{spec_file}`", ""]
         if r.error:
-            out += ["Internal error:", ""] + _fenced(r.error) + [""]
+            head = "Error in the spec's own code:" if getattr(r, "error_kind", "internal") == "user" else "Internal error:"
+            out += [head, ""] + _fenced(r.error) + [""]
         for f in fs[:cap]:
             out += _finding(f, root)
         if len(fs) > cap:

@@ -30,19 +30,23 @@ class Result:
             "error": verdicts.count("error"),
             "skipped": verdicts.count("skipped"),
             "findings": sum(len(r.findings) for r in self.reports),
+            "warnings": sum(1 for r in self.reports for f in r.findings if f.severity == "warning"),
             # passing kernels whose values were never checked (e.g. CUDA kernels on a CPU machine)
             "pass_without_values": sum(1 for r in self.reports if r.verdict == "pass" and _values_skipped(r)),
         }
 
-    def exit_code(self) -> int:
+    def exit_code(self, strict: bool = False) -> int:
+        """3 for a bug in kernel-verifier, 4 when nothing was checked, 1 for findings (an error in a spec's own
+        code included; warnings only with ``strict``), else 0."""
         from verifier.coverage import NOTHING_CHECKED, nothing_checked
+        from verifier.usercode import is_internal
 
         s = self.summary()
-        if s["error"]:
+        if any(is_internal(r) for r in self.reports):
             return 3
         if nothing_checked(self):
             return NOTHING_CHECKED  # every kernel skipped: never reads as 'every kernel passed'
-        return 1 if s["fail"] else 0
+        return 1 if s["fail"] or s["error"] or (strict and s["warnings"]) else 0
 
 
 def sorted_findings(findings):
@@ -65,6 +69,9 @@ def cell(report, tag: str, check: str) -> str:
     if any(f.check == check and f.severity == "error" and f.dtype in (tag, "") for f in report.findings):
         return "FAIL"
     v = report.cells.get((tag, check)) or report.cells.get(("*", check))
+    if v in ("pass", "FAIL") and any(f.check == check and f.severity == "warning" and f.dtype in (tag, "")
+                                     for f in report.findings):
+        return "warn"  # passed, but something undeclared speaks (a spill with no limit declared)
     return v or "-"
 
 
@@ -96,6 +103,7 @@ class SavedReport:
     seconds: float = 0.0
     error: Optional[str] = None
     notes: list = field(default_factory=list)
+    error_kind: str = "internal"  # 'user': an error in the spec's own code (verifier.usercode)
 
     @property
     def name(self) -> str:
@@ -146,7 +154,8 @@ def _report(k: dict, where: str) -> SavedReport:
     findings = [_finding(f, name, f"{where}.findings[{j}]", len(raw) - j) for j, f in enumerate(raw)]
     return SavedReport(spec=spec, verdict=verdict, cells=cells, findings=findings,
                        seconds=float(k.get("seconds") or 0.0), error=k.get("error"),
-                       notes=[str(n) for n in (k.get("notes") or [])])
+                       notes=[str(n) for n in (k.get("notes") or [])],
+                       error_kind=str(k.get("error_kind") or "internal"))
 
 
 def from_dict(data) -> Result:
@@ -187,12 +196,16 @@ def merge(results) -> Result:
             have = by_name.get(r.spec.name)
             if have is None:
                 by_name[r.spec.name] = SavedReport(spec=r.spec, verdict=r.verdict, cells=dict(r.cells),
-                                                   findings=list(r.findings), seconds=r.seconds, error=r.error)
+                                                   findings=list(r.findings), seconds=r.seconds, error=r.error,
+                                                   error_kind=getattr(r, "error_kind", "internal"))
                 continue
             for key, v in r.cells.items():
                 have.cells[key] = _merged_cell(have.cells.get(key), v)
             have.findings += [f for f in r.findings if f not in have.findings]  # the same file given twice
             have.seconds += r.seconds
+            if r.error:  # an internal error anywhere keeps the merged one internal
+                kinds = {getattr(r, "error_kind", "internal")} | ({have.error_kind} if have.error else set())
+                have.error_kind = "internal" if "internal" in kinds else "user"
             have.error = "\n".join(e for e in (have.error, r.error) if e) or None
             have.verdict = max(have.verdict, r.verdict, key=_VERDICT_RANK.__getitem__)
     env = next((res.environment for res in results if res.environment), {})

@@ -28,9 +28,10 @@ RULES = {
               "from the cubin.",
               "Read the compiler diagnostics in the message; check that Launch.entry names match extern \"C\" "
               "__global__ functions."),
-    "resources": ("Resource usage over the spec's expectations",
+    "resources": ("Resource usage over the spec's expectations, or undeclared",
                   "ptxas (or the compiled Triton kernel) reports registers, spill bytes or stack bytes above "
-                  "what the spec's Expectations allow.",
+                  "what the spec's Expectations allow (an error), or spills / stack use while the spec declares "
+                  "no limit (a warning, at the kernel's entry).",
                   "Reduce register pressure (smaller per-thread tiles, fewer live values) or raise the limit in "
                   "the spec if the cost is intended."),
     "refusal": ("Shape handling does not match supports()",
@@ -180,8 +181,12 @@ def to_dict(result) -> dict:
                 "properties": {"kernel": r.spec.name, "op": r.spec.op, "kind": r.spec.kind, "dtype": f.dtype,
                                "input": f.input, "shape": list(f.shape) if f.shape else None, "seed": f.seed},
             })
+    from verifier.usercode import is_internal
+
     errors = [{"level": "error", "message": {"text": f"{r.spec.name}: internal error: {r.error}"}}
-              for r in result.reports if r.error]
+              for r in result.reports if is_internal(r)]
+    spec_errors = [{"level": "error", "message": {"text": f"{r.spec.name}: error in the spec's own code: {r.error}"}}
+                   for r in result.reports if r.error and not is_internal(r)]
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
@@ -189,7 +194,8 @@ def to_dict(result) -> dict:
             "tool": {"driver": {"name": TOOL_NAME, "version": _version(),
                                 "informationUri": _information_uri(), "rules": _rules()}},
             "originalUriBaseIds": {"SRCROOT": {"uri": root.as_uri() + "/"}},
-            "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": errors}],
+            "invocations": [{"executionSuccessful": not errors,
+                             "toolExecutionNotifications": errors + spec_errors}],
             "results": results,
             "properties": {"summary": result.summary(), "environment": result.environment, "options": result.options},
         }],

@@ -1,6 +1,7 @@
 """Text report: a verdict table (one row per kernel and dtype, one column per check class), then findings."""
 from __future__ import annotations
 
+from verifier.contracts import NOTE_PREFIX
 from verifier.report.model import cell, columns, rows, sorted_findings
 
 _SHORT = {"out-of-range-write": "oob-write", "determinism": "determ", "resources": "resource"}
@@ -16,13 +17,24 @@ def _fmt_cell(v: str, reasons: list) -> str:
     return v
 
 
+def _shown(path: str) -> str:
+    """A source path relative to the working directory when it lies under it."""
+    import os
+
+    if not os.path.isabs(path):
+        return path
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def format_finding(f, with_kernel: bool = True) -> list[str]:
     """One finding as text lines: ``- [check] kernel, dtype, input, shape at file:line``, the message
     indented, then its repro line. ``with_kernel=False`` leaves the kernel name out (under a kernel's heading)."""
     where = ", ".join(x for x in (f.kernel if with_kernel else "", f.dtype, f.input,
                                   f"shape {tuple(f.shape)}" if f.shape else "") if x)
-    loc = f" at {f.file}:{f.line}" if f.file else ""
-    lines = [f"- [{f.check}] {where}{loc}"] + [f"    {m}" for m in f.message.splitlines()]
+    loc = f" at {_shown(f.file)}:{f.line}" if f.file else ""
+    sev = f" {f.severity}" if f.severity != "error" else ""
+    lines = [" ".join(x for x in (f"- [{f.check}{sev}]", where) if x) + loc] + [f"    {m}" for m in f.message.splitlines()]
     if f.repro:
         lines.append(f"    repro: {f.repro}")
     return lines
@@ -44,13 +56,16 @@ def render(result) -> str:
     lines.append("")
     partial = f" ({s['pass_without_values']} of them build/resources only: values not checked)" \
         if s.get("pass_without_values") else ""
+    warned = f" ({s['warnings']} of them warnings)" if s.get("warnings") else ""
     lines.append(f"{s['kernels']} kernels: {s['pass']} pass{partial}, {s['fail']} fail, {s['error']} error, "
-                 f"{s['skipped']} skipped; {s['findings']} findings")
+                 f"{s['skipped']} skipped; {s['findings']} findings{warned}")
     env = result.environment
     lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items() if v))
     for r in result.reports:
         if r.error:
-            lines += ["", f"== {r.spec.name}: internal error", f"  {r.error}"]
+            what = "error in the spec's own code" if getattr(r, "error_kind", "internal") == "user" \
+                else "internal error"
+            lines += ["", f"== {r.spec.name}: {what}"] + [f"  {ln}" for ln in r.error.splitlines()]
         fs = sorted_findings(r.findings)
         if not fs:
             continue
@@ -64,7 +79,8 @@ def render(result) -> str:
 
 
 def _is_case_not_run(note: str) -> bool:
-    return " refused by design: " in note or (note.startswith("[") and " not run: " in note)
+    return (" refused by design: " in note or (note.startswith("[") and " not run: " in note)
+            or (note.startswith("[") and " not checked: declared " in note))
 
 
 def _notes(result) -> list:
@@ -74,14 +90,16 @@ def _notes(result) -> list:
     out = []
     for r in result.reports:
         notes = list(getattr(r, "notes", []))
+        out += [f"note: {r.spec.name}: {n[len(NOTE_PREFIX):]}" for n in notes
+                if n.startswith(NOTE_PREFIX) and not verbose]  # declared / inferred contracts, always shown
         shown = notes if verbose else [n for n in notes if _is_case_not_run(n)]
         if not shown:
             continue
         if verbose:
             out += ["", f"-- {r.spec.name}: notes"] + [f"  {n}" for n in shown]
         else:
-            out.append(f"note: {r.spec.name}: {len(shown)} catalogue case(s) not run (refused by its supports() "
-                       "or not representable here); --verbose lists them")
+            out.append(f"note: {r.spec.name}: {len(shown)} catalogue case(s) not run (refused by its supports(), "
+                       "not representable here, or left out by a declared contract); --verbose lists them")
     if out and not verbose:
         out.insert(0, "")
     return out

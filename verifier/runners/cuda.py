@@ -38,7 +38,9 @@ def build(spec, arch: str, dt=None):
     """The cached cubin of ``spec`` for ``arch``, with the -D macros ``spec.defines(dt)`` selects."""
     from verifier.build import compile_cubin
 
-    defines = spec.defines(dt) if dt is not None else {}
+    from verifier.usercode import call
+
+    defines = call(spec, "defines", spec.defines, dt) if dt is not None else {}
     return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags))
 
 
@@ -59,7 +61,9 @@ def _scalar(kind: str, value):
 
 
 def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
-    launches = spec.launches(M, N, dt, params)
+    from verifier.usercode import call
+
+    launches = call(spec, "launches", spec.launches, M, N, dt, params)
     if not launches or not all(isinstance(l, Launch) for l in launches):
         raise SpecError(
             f"kernel {spec.name}: launches(M, N, dtypes, params) must return a non-empty list of Launch",

@@ -77,6 +77,13 @@ KERNELS = [
     _k("defect-dynamic-register-index", "softmax", "resource_defects.cu", _one("softmax_regs_dynamic_{tag}", ("x", "y", "M", "N")),
        "softmax with the row in a register array indexed by a run-time-bounded loop, declared register-resident",
        supports=_max_n(8192, "cuda-softmax-s2"), expectations=register_resident()),
+    _k("defect-spill-undeclared", "rmsnorm", "resource_defects.cu", _one("rmsnorm_regs_spill_{tag}", NORM_ARGS),
+       "register-resident RMSNorm capped at 32 registers by __launch_bounds__(256, 8): spills its row; "
+       "default Expectations (nothing declared)", supports=_max_n(8192, "cuda-rmsnorm-block"),
+       expectations=Expectations()),
+    _k("defect-spill-register-resident", "rmsnorm", "resource_defects.cu", _one("rmsnorm_regs_spill_{tag}", NORM_ARGS),
+       "the same spilling RMSNorm, declared register_resident()", supports=_max_n(8192, "cuda-rmsnorm-block"),
+       expectations=register_resident()),
     _k("defect-cuda-warp-softmax-no-merge-guard", "softmax", "online_softmax_defects.cu",
        _warp("online_softmax_warp_no_merge_guard"), "seed warp online softmax, butterfly merge without the empty-lane guard",
        dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
@@ -102,6 +109,15 @@ DEFECTS = {
         "caught_by": "memcheck", "twin": "cuda-rmsnorm-w4", "device": "gpu",
         "pitfall": "float4 loads rounded up past the end of w for N % 4 != 0, accepted by supports()",
         "exposing_input": "cols_mod4_1029"},
+    "defect-spill-undeclared": {
+        "caught_by": "resources", "severity": "warning", "twin": "cuda-rmsnorm-block", "device": "cpu",
+        "pitfall": "row kept in registers spills to local memory (ptxas -v: spill stores/loads) and the spec "
+                   "declares no limit: a warning, not a silent pass",
+        "exposing_input": "ptxas -v (no input)"},
+    "defect-spill-register-resident": {
+        "caught_by": "resources", "twin": "cuda-rmsnorm-block", "device": "cpu",
+        "pitfall": "row kept in registers spills to local memory although declared register_resident()",
+        "exposing_input": "ptxas -v (no input)"},
     "defect-atomic-split-reduce": {
         "caught_by": "determinism", "twin": "cuda-allreduce-f32x1", "device": "gpu",
         "pitfall": "fp32 atomicAdd of per-block partial sums (arrival order varies) declared deterministic",

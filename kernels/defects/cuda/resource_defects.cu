@@ -34,3 +34,33 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         if (i < N) yr[i] = v[c] / s;
     }
 }
+
+// Resource defect: RMSNorm keeping its row in registers (32 floats per thread, every loop unrolled),
+// but __launch_bounds__(256, 8) caps it at 32 registers per thread, so ptxas spills the row to local
+// memory (spill stores and loads in ptxas -v). The values stay right; the cost is hidden unless the
+// spec says what it expects: with default Expectations the spill is a resources warning, declared
+// register_resident() it is an error. Twin: cuda-rmsnorm-block (kernels/defects/cuda/sync_defects.cu).
+#define SPILL_ELEMS 32  // N <= 8192
+
+extern "C" __global__ void __launch_bounds__(THREADS, 8)
+    rmsnorm_regs_spill_f32(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+                           int M, int N, float eps) {
+    __shared__ float scratch[32];
+    const float* xr = x + (size_t)blockIdx.x * N;
+    float* yr = y + (size_t)blockIdx.x * N;
+    float v[SPILL_ELEMS];
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < SPILL_ELEMS; ++c) {
+        const int i = threadIdx.x + c * THREADS;
+        v[c] = (i < N) ? xr[i] : 0.f;
+        ss = fmaf(v[c], v[c], ss);
+    }
+    ss = kv::block_sum(ss, scratch);
+    const float r = 1.0f / sqrtf(ss / (float)N + eps);
+#pragma unroll
+    for (int c = 0; c < SPILL_ELEMS; ++c) {
+        const int i = threadIdx.x + c * THREADS;
+        if (i < N) yr[i] = v[c] * r * w[i];
+    }
+}
