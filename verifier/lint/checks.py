@@ -93,29 +93,23 @@ class EntryAnalysis:
                 best = (lv, at, sense, p)
         return best
 
-    def _exit_from(self, branch_idx: int, sense: bool, avoid_block: int) -> Optional[int]:
-        """A ret/exit reached from the side of the branch NOT taken with ``sense`` without passing ``avoid_block``."""
+    def _exits_without_barrier(self, branch_idx: int, sense: bool) -> bool:
+        """Whether the side of the branch NOT taken with ``sense`` can end the thread (ret/exit) before any
+        block barrier: the threads going that way leave the block early."""
         cfg = self.cfg
         b = cfg.block_of[branch_idx]
-        want = "fall" if sense else "taken"
-        starts = [s for s, e in cfg.blocks[b].succs if e == want or (want == "fall" and e == "exit")]
-        seen, todo = set(), list(starts)
+        want = ("fall", "exit") if sense else ("taken",)
+        todo = [s for s, e in cfg.blocks[b].succs if e in want]
+        seen = set()
         while todo:
             k = todo.pop()
             if k == EXIT:
-                last = self.fn.instrs[cfg.blocks[b].end - 1]
-                if last.base in ("ret", "exit"):
-                    return last.idx
-                continue
-            if k in seen or k == avoid_block:
+                return True
+            if k in seen or cfg.barrier_block[k]:
                 continue
             seen.add(k)
-            blk = cfg.blocks[k]
-            last = self.fn.instrs[blk.end - 1]
-            if last.base in ("ret", "exit") and last.pred is None:
-                return last.idx
-            todo.extend(s for s, _ in blk.succs if s != EXIT)
-        return None
+            todo.extend(s for s, _ in cfg.blocks[k].succs)
+        return False
 
     # -- 1. divergent barrier -------------------------------------------------------------------------
     def divergent_barriers(self, sem: Semantics) -> list:
@@ -129,17 +123,17 @@ class EntryAnalysis:
             if g is None:
                 continue
             lv, at, sense, _p = g
-            exit_idx = self._exit_from(at, sense, b.id)
-            what = "warp-uniform but differs between warps" if lv == WARP else "thread-dependent"
-            if exit_idx is not None:
+            what = ("condition that is the same within a warp but differs between warps" if lv == WARP
+                    else "thread-dependent condition")
+            if self._exits_without_barrier(at, sense):
                 out.append(Issue("divergent-barrier", "error",
-                                 f"`{ins.op}` is reached after a {what} early exit: the threads that returned never "
-                                 f"arrive, the others wait at a barrier not all threads reach (undefined; may hang)",
-                                 at=ins.idx, other=exit_idx, other_role="early exit"))
+                                 f"`{ins.op}` is reached after an early exit under a {what}: the threads that left "
+                                 f"never arrive and the others wait at a barrier not every thread reaches "
+                                 f"(undefined behaviour; may hang)", at=ins.idx, other=at, other_role="early exit"))
             else:
                 out.append(Issue("divergent-barrier", "error",
-                                 f"`{ins.op}` is under a {what} condition: threads that take the other side skip "
-                                 f"the barrier while the rest wait at it (undefined; may hang or let reads race)",
+                                 f"`{ins.op}` is under a {what}: threads on the other side skip this barrier "
+                                 f"while the rest wait at it (undefined behaviour; may hang, or let reads race)",
                                  at=ins.idx, other=at, other_role="branch"))
         return out
 
@@ -344,7 +338,7 @@ class EntryAnalysis:
         if hit is None:
             return None
         t1, t2, off = hit
-        if (A is first) is False:
+        if first is not A:  # name the threads in program order of the two accesses
             t1, t2 = t2, t1
         name = next(iter(base_a))
         return Issue("shared-race", "error",

@@ -105,6 +105,16 @@ def _where(mod, ins, prefer) -> tuple:
     return (path, line), text
 
 
+def _repo_relative(path: Optional[str], spec) -> Optional[str]:
+    """A finding's file relative to the checkout holding the spec (as sanitizer findings are)."""
+    from verifier.report.paths import _git_toplevel, relative
+
+    if path is None:
+        return None
+    where = str(Path(spec.origin).parent) if spec.origin else os.getcwd()
+    return relative(path, Path(_git_toplevel(where) or os.getcwd()).resolve())
+
+
 def _rel(path: str) -> str:
     try:
         return os.path.relpath(path)
@@ -178,7 +188,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                          f"{m['count']} instance(s) in the PTX)")
             path, line = m["pos"]
             report.add(Finding(CHECK, "\n".join(lines), severity=iss.severity, kernel=spec.name, dtype=tag,
-                               file=path, line=line, repro=repro, score=2.0 if iss.severity == "error" else 1.0))
+                               file=_repo_relative(path, spec), line=line, repro=repro, score=2.0 if iss.severity == "error" else 1.0))
         for dt in group:
             report.mark(dt.tag, CHECK, "pass")
     if analysed:
