@@ -33,6 +33,11 @@ RULES = {
                   "what the spec's Expectations allow.",
                   "Reduce register pressure (smaller per-thread tiles, fewer live values) or raise the limit in "
                   "the spec if the cost is intended."),
+    "static": ("Race or barrier defect found in the PTX (verifier lint)",
+               "Static analysis of the PTX nvcc emits found a barrier not every thread reaches, a shared-memory "
+               "access pair of two threads with no barrier between them, a warp collective whose mask names "
+               "inactive lanes, or a store every block makes to one global address.",
+               "Go to the two source lines the finding names; `verifier lint SPEC --kernel NAME` re-runs it."),
     "refusal": ("Shape handling does not match supports()",
                 "The kernel ran on a shape its supports() refuses, failed with an unclear error instead of "
                 "refusing, or refused a shape supports() accepts.",
@@ -66,11 +71,6 @@ RULES = {
     "timeout": ("Checks did not finish in time",
                 "The kernel's checks were killed after the time limit: a hang or a very slow kernel.",
                 "Look for barriers not reached by every thread and loops whose bounds depend on the input."),
-    "static": ("Race or barrier defect found in the PTX (verifier lint)",
-               "Static analysis of the PTX nvcc emits found a barrier not every thread reaches, a shared-memory "
-               "access pair of two threads with no barrier between them, a warp collective whose mask names "
-               "inactive lanes, or a store every block makes to one global address.",
-               "Go to the two source lines the finding names; `verifier lint SPEC --kernel NAME` re-runs it."),
     "racecheck": ("Shared-memory data race (compute-sanitizer racecheck)",
                   "compute-sanitizer racecheck saw a read and a write (or two writes) to one shared-memory "
                   "address from different threads with no barrier between them.",
