@@ -118,3 +118,15 @@ def test_grid_of_one_block_has_no_cross_block_race(entries):
     assert launch_facts(one, [dtypes("f32")])["rms_global_scratch_shared_by_blocks_f32"].max_grid_blocks == 1
     assert not _lint(one).findings
     assert launch_facts(spec, [dtypes("f32")])["rms_global_scratch_shared_by_blocks_f32"].max_grid_blocks > 1
+
+
+def test_a_call_not_followed_is_a_warning_not_a_pass(tmp_path):
+    src = tmp_path / "callk.cu"
+    src.write_text("__device__ __noinline__ void helper(float* s) { s[threadIdx.x] = 1.f; __syncthreads(); }\n"
+                   "extern \"C\" __global__ void k(float* y) { __shared__ float s[256]; helper(s);\n"
+                   "  y[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x]; }\n")
+    spec = CudaKernel(name="calls-helper", op="reduce_sum", source=str(src), dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch(entry="k", grid=(M,), block=(256,), args=("y",))])
+    r = _lint(spec)
+    assert [f.severity for f in r.findings] == ["warning"]
+    assert r.findings[0].message.startswith("not-followed:") and "_Z6helperPf" in r.findings[0].message

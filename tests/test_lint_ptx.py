@@ -79,6 +79,8 @@ def test_inline_asm_scopes_are_parsed():
 
 
 def test_malformed_statement_is_a_syntax_error():
-    text = ".version 9.0\n.target sm_90\n.visible .entry k()\n{\n\t??? nonsense\n}\n"
-    with pytest.raises(ptx.PtxSyntaxError, match="line 5"):
+    text = ".version 9.0\n.target sm_90\n.visible .entry k()\n{\n\t??? nonsense;\n}\n"
+    with pytest.raises(ptx.PtxSyntaxError, match="line 5: cannot parse"):
         ptx.parse(text)
+    with pytest.raises(ptx.PtxSyntaxError, match="line 5: unterminated"):
+        ptx.parse(text.replace("nonsense;", "nonsense"))

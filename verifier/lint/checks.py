@@ -14,7 +14,7 @@ import numpy as np
 from verifier.lint.cfg import CFG, EXIT, is_block_barrier
 from verifier.lint.values import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Semantics, Values
 
-CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race")
+CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "not-followed")
 _WARP_SYNC_OPS = ("shfl", "vote", "redux", "match")
 _TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
                "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
@@ -68,6 +68,13 @@ class EntryAnalysis:
 
     def run(self, facts: EntryFacts) -> list:
         issues: dict = {}
+        for ins in self.fn.instrs:  # what the analysis does not follow is said, never passed silently
+            if ins.base in ("call", "brx"):
+                what = "calls " + next((a for a in ins.args if not a.startswith("(")), "a function") \
+                    if ins.base == "call" else "branches indirectly"
+                issues[("not-followed", ins.idx, None)] = Issue(
+                    "not-followed", "warning", f"`{ins.op}`: the entry {what}; what happens there (barriers, "
+                    "shared-memory accesses, warp collectives) is not checked", at=ins.idx)
         for block in facts.blocks:
             sem = Semantics(self.values, block)
             for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +

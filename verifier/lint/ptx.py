@@ -113,6 +113,8 @@ def _parse(text: str) -> Module:
     header = False  # between '.entry name(' and the body's '{'
     depth = 0
     loc: tuple = ()
+    pending: list = []  # lines of an unfinished statement
+    pending_no = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("//", 1)[0].rstrip() if not raw.lstrip().startswith(".file") else raw
         s = line.strip()
@@ -158,6 +160,8 @@ def _parse(text: str) -> Module:
             depth += int(opened) - int(closed)
             continue
         if s == "}":
+            if pending:
+                raise PtxSyntaxError(f"line {pending_no}: unterminated PTX statement {' '.join(pending)!r}")
             depth -= 1
             if depth == 0:
                 mod.functions[fn.name] = fn
@@ -178,6 +182,14 @@ def _parse(text: str) -> Module:
             continue
         if m := _LABEL.match(s):
             fn.labels[m.group(1)] = len(fn.instrs)
+            continue
+        if pending or not s.endswith(";"):  # a statement over several lines ('call.uni' then its operands)
+            pending.append(s)
+            if s.endswith(";"):
+                _add(fn, " ".join(pending), pending_no, loc)
+                pending = []
+            elif len(pending) == 1:
+                pending_no = no
             continue
         _add(fn, s, no, loc)
     if fn is not None:
