@@ -25,14 +25,15 @@ def add_subparser(subparsers) -> None:
                    help="architecture to compile for (repeatable; default: the build check's sm_80 and sm_90)")
     s.add_argument("--format", default="text", help="text | json | markdown | sarif | junit (default text)")
     s.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
+    s.add_argument("--jobs", "-j", default="auto", metavar="N",
+                   help="analyse entries in N processes (default 'auto': one per CPU)")
     s.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
 
 
 def run(args) -> int:
     from verifier import registry
     from verifier.battery import CPU_BUILD_ARCHES, KernelReport
-    from verifier.environment import environment
-    from verifier.lint.driver import lint_repro, lint_spec
+    from verifier.lint.driver import lint_repro, lint_spec, plan, prefetch
     from verifier.report import FORMATS, render, write
     from verifier.report.model import Result
 
@@ -43,14 +44,27 @@ def run(args) -> int:
         if not os.path.isdir(parent) or os.path.isdir(args.output):
             raise UsageError(f"--output {args.output}: not a file in an existing directory",
                              fix="choose a file path whose directory exists")
+    if args.jobs == "auto":
+        jobs = os.cpu_count() or 1
+    else:
+        try:
+            jobs = int(args.jobs)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise UsageError(f"--jobs {args.jobs!r} is not a positive whole number", fix="e.g. --jobs 2, or --jobs auto")
     arches = tuple(dict.fromkeys(args.arch or CPU_BUILD_ARCHES))
     paths = args.paths or (["kernels"] if os.path.isdir("kernels") else None)
     if not paths:
         raise UsageError("no PATH given and no kernels/ directory here", fix="verifier lint PATH...")
     specs = registry.load(paths, args.kernel)
     cuda = [s for s in specs if s.kind == "cuda"]
-    reports = []
     t0 = time.monotonic()
+    selected = [(s, [d for d in s.dtypes if args.dtype in (None, d.tag)]) for s in cuda]
+    if not args.no_progress:
+        sys.stderr.write(f"verifier lint: compiling {len(cuda)} CUDA kernels to PTX ({', '.join(arches)})\n")
+    prefetch([j for spec, dts in selected if dts for j in plan(spec, dts, arches)], jobs)
+    reports = []
     for i, spec in enumerate(cuda):
         dts = [d for d in spec.dtypes if args.dtype in (None, d.tag)]
         if not dts:
@@ -65,8 +79,8 @@ def run(args) -> int:
         report.seconds = time.monotonic() - t
         reports.append(report)
     wall = time.monotonic() - t0
-    result = Result(reports=reports, environment=environment(),
-                    options={"command": "lint", "arches": list(arches), "wall_seconds": round(wall, 1)})
+    result = Result(reports=reports, environment=_environment(),
+                    options={"command": "lint", "arches": list(arches), "jobs": jobs, "wall_seconds": round(wall, 1)})
     write(render(result, args.format), args.output)
     s = result.summary()
     others = len(specs) - len(cuda)
@@ -79,3 +93,12 @@ def run(args) -> int:
                          f"{s['fail']} fail, {s['error']} error, {s['findings']} findings ({warn} warnings) "
                          f"in {wall:.1f} s{left}\n")
     return result.exit_code()
+
+
+def _environment() -> dict:
+    """verifier.environment's facts without importing torch (lint needs no GPU and no torch: seconds saved)."""
+    from verifier import environment as env
+    from verifier.build import nvcc_version
+
+    return {"gpu": None, "driver": None, "cuda": None, "torch": env._version("torch"), "triton": env._version("triton"),
+            "cupy": env._version("cupy"), "nvcc": nvcc_version(), "commit": env._git_commit()}

@@ -56,22 +56,90 @@ def _module(path: str, wanted: frozenset) -> ptx.Module:
     return ptx.parse(_text(path), wanted=wanted)
 
 
-_ANALYSED: dict = {}  # (entry text digest, facts) -> issues: an entry identical in two PTX files is analysed once
+_BY_DIGEST: dict = {}  # (entry text digest, facts) -> issues: an entry identical in two PTX files is analysed once
+_RESULTS: dict = {}  # (ptx path, entry, facts) -> resolved issues, or None when the entry is not in the PTX
 
 
 def _entry_issues(mod: ptx.Module, fn: ptx.Function, facts: EntryFacts) -> list:
-    h = hashlib.sha256()
-    for ins in fn.instrs:
-        h.update(f"{ins.pred_neg}{ins.pred}{ins.op}{ins.args}{ins.loc}\n".encode())
-    for lab, i in sorted(fn.labels.items()):
-        h.update(f"{lab}:{i}\n".encode())
+    h = fn.digest.copy()
     h.update(repr(sorted(mod.files.items())).encode())
     key = (h.hexdigest(), facts)
-    if key not in _ANALYSED:
-        _ANALYSED[key] = EntryAnalysis(mod, fn).run(facts)
-    return _ANALYSED[key]
+    if key not in _BY_DIGEST:
+        _BY_DIGEST[key] = EntryAnalysis(mod, fn).run(facts)
+    return _BY_DIGEST[key]
 
 
+def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Optional[list]:
+    """The issues of one entry of one PTX file, each with its program points placed in the user's sources:
+    [(Issue, (path, line), 'at' text, (path, line) of the other point, its text)]; None if the PTX has no such
+    entry. Raises ptx.PtxSyntaxError."""
+    key = (path, entry, facts)
+    if key in _RESULTS:
+        return _RESULTS[key]
+    mod = _module(path, wanted)
+    fn = mod.functions.get(entry)
+    out = None
+    if fn is not None and fn.is_entry:
+        prefer = _user_file(_toolkit_root())
+        out = []
+        for iss in _entry_issues(mod, fn, facts):
+            pos, at_text = _where(mod, fn.instrs[iss.at], prefer)
+            other_pos, other_text = (None, None), ""
+            if iss.other is not None:
+                other_pos, other_text = _where(mod, fn.instrs[iss.other], prefer)
+            out.append((iss, pos, at_text, other_pos, other_text))
+    _RESULTS[key] = out
+    return out
+
+
+def _job(job):
+    try:
+        return entry_result(*job)
+    except ptx.PtxSyntaxError:
+        return _PARSE_FAILED  # lint_spec parses it again in the parent and reports the error there
+
+
+_PARSE_FAILED = "parse-failed"
+
+
+def plan(spec, dts, arches) -> list:
+    """The analyses ``lint_spec`` will need: [(ptx path, wanted entries, entry, facts)] (compiling the PTX)."""
+    from verifier.build import compile_ptx
+
+    jobs = []
+    if spec.kind != "cuda":
+        return jobs
+    groups: dict = {}
+    for dt in dts:
+        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+    for defines, group in groups.items():
+        facts = launch_facts(spec, group)
+        for arch in arches:
+            try:
+                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+            except (ToolMissing, BuildError):
+                return jobs  # lint_spec reports it
+            jobs += [(str(path), frozenset(facts), e, f) for e, f in sorted(facts.items())]
+    return jobs
+
+
+def prefetch(jobs: list, workers: int) -> None:
+    """Run the analyses of ``jobs`` in ``workers`` processes, so that the lint_spec calls that follow find them
+    done. Entries are independent; the parent keeps only the results."""
+    todo = [j for j in dict.fromkeys(jobs) if (j[0], j[2], j[3]) not in _RESULTS]
+    if workers <= 1 or len(todo) < 2:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for job, res in zip(todo, pool.map(_job, todo, chunksize=2)):
+            if res is not _PARSE_FAILED and res != _PARSE_FAILED:
+                _RESULTS[(job[0], job[2], job[3])] = res
+
+
+@functools.lru_cache(maxsize=1)
 def _toolkit_root() -> Optional[str]:
     from verifier.build import nvcc_path
 
@@ -133,8 +201,6 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     groups: dict = {}
     for dt in dts:
         groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
-    toolkit = _toolkit_root()
-    prefer = _user_file(toolkit)
     analysed = 0
     for defines, group in groups.items():
         facts = launch_facts(spec, group)
@@ -154,20 +220,20 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
                 return
-            mod = _module(str(path), frozenset(facts))
             for entry, f in sorted(facts.items()):
-                fn = mod.functions.get(entry)
-                if fn is None or not fn.is_entry:
+                try:
+                    resolved = entry_result(str(path), frozenset(facts), entry, f)
+                except ptx.PtxSyntaxError as e:  # nvcc wrote it, so the parser is at fault: 'error' (exit 3)
+                    report.error = (f"verifier.lint cannot parse the PTX nvcc wrote for {spec.source} ({arch}): {e}; "
+                                    f"this is a bug in kernel-verifier: please report it with {path}")
+                    return
+                if resolved is None:
                     report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
                                        "of its source; nothing of it could be analysed", kernel=spec.name,
                                        repro=repro))
                     continue
                 analysed += 1
-                for iss in _entry_issues(mod, fn, f):
-                    (pos, at_text) = _where(mod, fn.instrs[iss.at], prefer)
-                    other_pos, other_text = (None, None), ""
-                    if iss.other is not None:
-                        other_pos, other_text = _where(mod, fn.instrs[iss.other], prefer)
+                for iss, pos, at_text, other_pos, other_text in resolved:
                     key = (iss.cls, iss.severity, pos, other_pos)
                     m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),
                                                 "arches": set(), "count": 0, "pos": pos, "blocks": set()})

@@ -7,6 +7,7 @@ statements on one line outside inline-asm blocks are not expected there.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -32,14 +33,11 @@ class Instr:
     pred_neg: bool = False  # guarded by @!%p
     loc: tuple = ()  # ((file, line), ...): innermost position first, then the inlined_at call sites
     line_no: int = 0  # line in the .ptx text
-
-    @property
-    def parts(self) -> list:
-        return self.op.split(".")
+    parts: tuple = ()  # op split at '.': ('ld', 'shared', 'f32')
 
     @property
     def base(self) -> str:
-        return self.op.split(".", 1)[0]
+        return self.parts[0]
 
 
 @dataclass
@@ -52,6 +50,7 @@ class Function:
     shared: dict = field(default_factory=dict)  # name -> bytes (None: extern, dynamic)
     instrs: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)  # label -> index of the next instruction
+    digest: object = field(default_factory=lambda: hashlib.sha256())  # of its statements and positions
 
 
 @dataclass
@@ -73,6 +72,8 @@ class PtxSyntaxError(ValueError):
 
 def split_operands(text: str) -> tuple:
     """Operands split at top-level commas ('{%f1, %f2}, [%r1+4]' is two operands)."""
+    if "{" not in text and "(" not in text:  # addresses '[...]' hold no commas
+        return tuple(t.strip() for t in text.split(",")) if text.strip() else ()
     out, depth, cur = [], 0, []
     for ch in text:
         if ch in "{[(":
@@ -116,11 +117,12 @@ def _parse(text: str) -> Module:
     pending: list = []  # lines of an unfinished statement
     pending_no = 0
     for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("//", 1)[0].rstrip() if not raw.lstrip().startswith(".file") else raw
-        s = line.strip()
+        s = raw.strip()
+        if "//" in s and not s.startswith(".file"):
+            s = s.split("//", 1)[0].rstrip()
         if not s:
             continue
-        if m := _FILE.match(s):
+        if s.startswith(".file") and (m := _FILE.match(s)):
             mod.files[int(m.group(1))] = os.path.normpath(m.group(2))
             continue
         if fn is None:
@@ -167,7 +169,7 @@ def _parse(text: str) -> Module:
                 mod.functions[fn.name] = fn
                 fn = None
             continue
-        if m := _LOC.match(s):
+        if s.startswith(".loc") and (m := _LOC.match(s)):
             chain = [(int(m.group(1)), int(m.group(2)))]
             rest = m.group(3)
             while (im := _INLINED.search(rest)) is not None:
@@ -175,13 +177,14 @@ def _parse(text: str) -> Module:
                 rest = rest[im.end():]
             loc = tuple(chain)
             continue
-        if m := _SHARED.match(s):
+        if s.startswith(".") and (m := _SHARED.match(s)):
             fn.shared[m.group(2)] = None if m.group(1) or not m.group(3) else int(m.group(3))
             continue
         if s.startswith("."):  # .reg, .local, .pragma, .param (call scopes) ...
             continue
-        if m := _LABEL.match(s):
+        if s.endswith(":") and (m := _LABEL.match(s)):
             fn.labels[m.group(1)] = len(fn.instrs)
+            fn.digest.update(f"{s}{len(fn.instrs)}".encode())
             continue
         if pending or not s.endswith(";"):  # a statement over several lines ('call.uni' then its operands)
             pending.append(s)
@@ -203,7 +206,9 @@ def _add(fn: Function, s: str, no: int, loc: tuple) -> None:
         raise PtxSyntaxError(f"line {no}: cannot parse PTX statement {s!r}")
     neg, pred, op, operands = m.groups()
     fn.instrs.append(Instr(idx=len(fn.instrs), op=op, args=split_operands(operands), pred=pred,
-                           pred_neg=bool(neg), loc=loc, line_no=no))
+                           pred_neg=bool(neg), loc=loc, line_no=no, parts=tuple(op.split("."))))
+    fn.digest.update(s.encode())
+    fn.digest.update(repr(loc).encode())
 
 
 def position(mod: Module, instr: Instr, prefer=None) -> tuple:

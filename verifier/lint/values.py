@@ -80,6 +80,7 @@ class Values:
         self.fn, self.cfg = fn, cfg
         self.shared_names = set(shared_names)
         self.nodes: list = []  # id -> (kind, fields...)
+        self._operands: dict = {}  # (instr idx, operand text) -> node
         self._intern: dict = {}
         self.def_node: dict = {}  # (instr idx, k) -> node id
         self.defs_by_reg: dict = {}
@@ -94,13 +95,6 @@ class Values:
             blk = cfg.blocks[b]
             for i in range(blk.start, blk.end):
                 self._define(fn.instrs[i], b)
-        for ins in fn.instrs:  # every operand's node exists before any Semantics is built
-            self.pred_value(ins)
-            for a in ins.args[1 if self._defs[ins.idx] else 0:]:
-                if a.strip() and not a.startswith("{"):
-                    self.operand(ins.idx, a)
-            if ins.base == "st" and ins.args:
-                self.operand(ins.idx, ins.args[0])
 
     # -- node construction ------------------------------------------------------------------
     def mk(self, *key) -> int:
@@ -209,7 +203,13 @@ class Values:
         return self.def_node[site]
 
     def operand(self, instr_idx: int, tok: str) -> int:
-        tok = tok.strip()
+        key = (instr_idx, tok)
+        nid = self._operands.get(key)
+        if nid is None:
+            nid = self._operands[key] = self._operand(instr_idx, tok.strip())
+        return nid
+
+    def _operand(self, instr_idx: int, tok: str) -> int:
         if tok.startswith("!"):
             return self.mk("op", "not.pred", (self.operand(instr_idx, tok[1:]),))
         if m := _SPECIAL.match(tok):
@@ -344,7 +344,12 @@ class Semantics:
         self.env = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by), "lane": t % 32, "linear": t}
         self.warp_of = t // 32
         self._eval: dict = {}
-        nn = len(values.nodes)
+        self.branch_pred = {}  # block -> node of the predicate of its conditional branch / ret / exit
+        for b in values.cfg.blocks:
+            last = values.fn.instrs[b.end - 1]
+            if last.pred is not None and last.base in ("bra", "ret", "exit", "trap"):
+                self.branch_pred[b.id] = values.pred_value(last)
+        nn = len(values.nodes)  # nodes made later (addresses, masks) get their facts from ensure()
         self.levels = [UNIFORM] * nn
         self.deps = [0] * nn
         self.invariant = [True] * nn  # same value for two threads in one barrier interval (if uniform)
@@ -390,12 +395,7 @@ class Semantics:
     def _solve(self):
         v = self.v
         cfg = v.cfg
-        branch_pred = {}
-        for b in cfg.blocks:
-            last = v.fn.instrs[b.end - 1]
-            if last.pred is not None and last.base in ("bra", "ret", "exit", "trap"):
-                branch_pred[b.id] = v.pred_value(last)
-        self.branch_pred = branch_pred
+        branch_pred = self.branch_pred
         all_cd = {b.id: cfg.all_cdeps(b.id) for b in cfg.blocks}
         self.all_cd = all_cd
         for _ in range(50):
@@ -484,7 +484,9 @@ class Semantics:
         v = self.v
         out = []
         if instr.pred is not None and instr.base not in ("bra",):
-            out.append((v.pred_value(instr), True, instr.idx))
+            p = v.pred_value(instr)
+            self.ensure(p)
+            out.append((p, True, instr.idx))
         for br, edge in self.all_cd[v.cfg.block_of[instr.idx]]:
             p = self.branch_pred.get(br)
             if p is None:
@@ -498,6 +500,7 @@ class Semantics:
         mask = np.ones(self.nthreads, dtype=bool)
         unknown = []
         for p, sense, at in self.guards(instr):
+            self.ensure(p)
             a = self.evaluate(p)
             if a is None:
                 unknown.append((p, sense, at))
@@ -509,6 +512,7 @@ class Semantics:
     # -- affine view --------------------------------------------------------------------------------
     def decompose(self, nid: int):
         """(terms {atom: coeff}, thread part node or None for 0): nid == sum(coeff*atom) + thread part."""
+        self.ensure(nid)
         if self.evaluate(nid) is not None:
             return {}, nid
         node = self.v.nodes[nid]
