@@ -1,8 +1,6 @@
 """verifier lint's precision and recall, measured on the kernels: no finding at all (warnings included) on
 any bundled CUDA kernel or any correct twin of the defect catalogue, and every sync/race defect of the
 catalogue caught with the class and the two source lines it is about."""
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,18 +11,11 @@ from verifier.lint.driver import launch_facts, lint_spec
 from verifier.registry import load
 from verifier.spec import CudaKernel, Launch, dtypes
 
+from test_defects_specs import _matrix  # kernels/defects/matrix.py loaded by path (kernels/ is not a package)
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(nvcc_version() is None, reason="verifier lint compiles to PTX with nvcc, not found")
 SYNC_RACE_CLASSES = ("racecheck", "synccheck", "static")
-
-
-def _matrix():
-    if "kernel_defect_matrix" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("kernel_defect_matrix", ROOT / "kernels/defects/matrix.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["kernel_defect_matrix"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["kernel_defect_matrix"]
 
 
 def _lint(spec) -> KernelReport:

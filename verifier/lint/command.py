@@ -44,15 +44,9 @@ def run(args) -> int:
         if not os.path.isdir(parent) or os.path.isdir(args.output):
             raise UsageError(f"--output {args.output}: not a file in an existing directory",
                              fix="choose a file path whose directory exists")
-    if args.jobs == "auto":
-        jobs = os.cpu_count() or 1
-    else:
-        try:
-            jobs = int(args.jobs)
-        except ValueError:
-            jobs = 0
-        if jobs < 1:
-            raise UsageError(f"--jobs {args.jobs!r} is not a positive whole number", fix="e.g. --jobs 2, or --jobs auto")
+    jobs = os.cpu_count() or 1 if args.jobs == "auto" else (int(args.jobs) if args.jobs.isdigit() else 0)
+    if jobs < 1:
+        raise UsageError(f"--jobs {args.jobs!r} is not a positive whole number", fix="e.g. --jobs 2, or --jobs auto")
     arches = tuple(dict.fromkeys(args.arch or CPU_BUILD_ARCHES))
     paths = args.paths or (["kernels"] if os.path.isdir("kernels") else None)
     if not paths:
