@@ -82,3 +82,20 @@ def test_committed_table_is_the_rendering_of_the_committed_results():
         + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " "
         + " ".join(f"--lint kernels/defects/results/{n}" for n in RENDER_ARGS[2]) + " --out docs/detection-matrix.md")
     assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
+
+
+def test_committed_class_table_is_the_rendering_of_the_committed_results():
+    tool = _tool()
+    lint = json.loads((RESULTS / "lint-cpu.json").read_text())
+    san = json.loads((RESULTS / "sanitize-sync-defects-h200.json").read_text())
+    text = tool.render_classes(lint, san, tool.SANITIZE_RUN)
+    assert (RESULTS.parents[2] / "docs" / "static-vs-sanitizers.md").read_text() == text, (
+        "docs/static-vs-sanitizers.md is stale: re-render it with tools/detection_table.py classes --lint "
+        "kernels/defects/results/lint-cpu.json --sanitize kernels/defects/results/sanitize-sync-defects-h200.json "
+        "--out docs/static-vs-sanitizers.md")
+    assert san["environment"]["gpu"] == "NVIDIA H200" and san["options"]["device"] == "cuda"
+    # every sync/race class is caught by lint, and at least one of them by no sanitizer tool
+    rows = [[c.strip() for c in l.strip("|").split(" | ")] for l in text.splitlines() if "| `defect-" in l]
+    assert len(rows) == len(tool.DEFECT_CLASSES)
+    assert all(r[2].startswith("**caught**") for r in rows)  # lint column
+    assert any(r[3:] == ["missed"] * 3 for r in rows)  # racecheck, synccheck, memcheck

@@ -9,7 +9,10 @@
     python tools/assert_close_matrix.py --out kernels/defects/results/assert-close-cpu.json
     # 3. what `verifier lint` (static, no GPU) reports on every CUDA defect and twin
     python tools/detection_table.py lint --out kernels/defects/results/lint-cpu.json
-    # 4. the table (per defect the first file that ran it counts: GPU results first; tests/test_defects_table.py
+    # 4. lint against the sanitizers, class by class (the sanitizer side from a recorded GPU run: gpu_run.sh lint-defects)
+    python tools/detection_table.py classes --lint kernels/defects/results/lint-cpu.json \
+        --sanitize kernels/defects/results/sanitize-sync-defects-h200.json --out docs/static-vs-sanitizers.md
+    # 5. the table (per defect the first file that ran it counts: GPU results first; tests/test_defects_table.py
     #    checks that docs/detection-matrix.md is this rendering of the committed files)
     python tools/detection_table.py render --battery kernels/defects/results/detection-gpu.json \
         --battery kernels/defects/results/detection-gpu-triton.json --battery kernels/defects/results/detection-cpu.json \
@@ -122,6 +125,10 @@ DEFECT_CLASSES = (
     ("cross-block global race: a global workspace not indexed by block", "defect-global-scratch-shared-by-blocks"),
 )
 SANITIZER_COLUMNS = ("racecheck", "synccheck", "memcheck")
+# The recorded sanitizer run behind kernels/defects/results/sanitize-sync-defects-h200.json.
+SANITIZE_RUN = ("2026-12-01 00:32–00:35 UTC, one NVIDIA H200 (device kind nvidia-h200), commit 25f3038, "
+                "`SAN_JOBS=16 SAN_TIMEOUT=80 bash tools/gpu_run.sh env lint-defects` (record: "
+                "docs/gpu-runs/2026-12-01-h200-lint.md)")
 
 
 def render_classes(lint_result: dict, sanitize_result: dict, run_note: str) -> str:
@@ -138,9 +145,13 @@ def render_classes(lint_result: dict, sanitize_result: dict, run_note: str) -> s
         cells = [c.get(tool) for c in k["checks"].values() if c.get(tool)]
         if not cells:
             return "not run"
+        hung = [f for f in k["findings"] if f["check"] == "timeout" and f["message"].startswith(tool + " ")]
+        if hung and not any(f["check"] == tool for f in k["findings"]):
+            return "no record: the run hung and was killed (" + hung[0]["message"].split(" and was killed")[0] \
+                .replace(tool + " did not finish", "not finished") + ")"
         if any(c == "FAIL" for c in cells):
             n = sum(1 for f in k["findings"] if f["check"] == tool and f["severity"] == "error")
-            return f"**caught** ({n} record(s))"
+            return f"**caught** ({n} finding(s))"
         if all(c.startswith("skipped") for c in cells):
             return cells[0]
         return "missed"
@@ -171,6 +182,10 @@ def render_classes(lint_result: dict, sanitize_result: dict, run_note: str) -> s
     for what, name in DEFECT_CLASSES:
         lines.append(f"| {what} | `{name}` | {lint_cell(name)} | "
                      + " | ".join(san_cell(name, t) for t in SANITIZER_COLUMNS) + " |")
+    lines += ["", "'missed': the tool ran to its end on the defect and wrote no error record. 'no record: the run hung': "
+              "the tool's run did not finish and was killed, so it named no line (whether the kernel also hangs "
+              "without a sanitizer was not measured). 'caught' for lint: the classes of its error "
+              "findings, each naming both source lines."]
     twins = sorted({entries[n].twin for _, n in DEFECT_CLASSES if n in entries})
     lines += ["", "Correct twins (false alarms would show here):", "",
               "| twin | lint | " + " | ".join(SANITIZER_COLUMNS) + " |", "|---|---|" + "---|" * len(SANITIZER_COLUMNS)]
@@ -327,7 +342,8 @@ def main(argv=None) -> int:
     c = sub.add_parser("classes", help="docs/static-vs-sanitizers.md from a lint result and a recorded sanitize run")
     c.add_argument("--lint", required=True)
     c.add_argument("--sanitize", required=True, help="`verifier sanitize --format json` result of the GPU run")
-    c.add_argument("--run-note", required=True, help="date, machine and commit of the sanitizer run")
+    c.add_argument("--run-note", default=SANITIZE_RUN, help="date, machine and commit of the sanitizer run "
+                   "(default: the recorded run of sanitize-sync-defects-h200.json)")
     c.add_argument("--out", required=True)
     d = sub.add_parser("render")
     d.add_argument("--battery", action="append", required=True)
