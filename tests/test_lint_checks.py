@@ -121,3 +121,27 @@ def test_a_call_not_followed_is_a_warning_not_a_pass(tmp_path):
     r = _lint(spec)
     assert [f.severity for f in r.findings] == ["warning"]
     assert r.findings[0].message.startswith("not-followed:") and "_Z6helperPf" in r.findings[0].message
+
+
+def test_a_justified_suppression_turns_a_finding_into_info(tmp_path, entries):
+    import shutil
+
+    from verifier.errors import UsageError
+    from verifier.registry import load_spec_file
+
+    work = tmp_path / "k"
+    shutil.copytree(ROOT / "kernels" / "defects" / "cuda", work / "defects" / "cuda")
+    shutil.copytree(ROOT / "kernels" / "cuda", work / "cuda")
+    (work / ".git").mkdir()  # the search for lint-suppressions.toml stops at a repository root
+    spec = next(s for s in load_spec_file(str(work / "defects/cuda/defects.py"))
+                if s.name == "defect-global-scratch-shared-by-blocks")
+    (work / "lint-suppressions.toml").write_text(
+        '[[suppress]]\nkind = "global-race"\nkernel = "defect-global-scratch-*"\nreason = "grid of one block in prod"\n'
+        '[[suppress]]\nkind = "shared-race"\nkernel = "nothing-*"\nreason = "stale"\n')
+    r = _lint(spec)
+    assert [f.severity for f in r.findings] == ["info"] and "suppressed: grid of one block in prod" in r.findings[0].message
+    assert r.verdict == "pass" and r.cells[("f32", "static")] == "pass"
+    assert any("unused lint suppression" in n and "stale" in n for n in r.notes)
+    (work / "lint-suppressions.toml").write_text('[[suppress]]\nkind = "global-race"\nreason = "x"\n')
+    with pytest.raises(UsageError, match="would suppress every global-race"):
+        _lint(spec)

@@ -17,7 +17,7 @@ from typing import Optional
 
 from verifier.errors import BuildError, ToolMissing
 from verifier.findings import Finding
-from verifier.lint import ptx
+from verifier.lint import ptx, suppressions
 from verifier.lint.checks import EntryAnalysis, EntryFacts
 
 CHECK = "static"
@@ -202,6 +202,8 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     for dt in dts:
         groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
     analysed = 0
+    supp = suppressions.for_spec(spec)
+    found: list = []  # findings, before suppressions
     for defines, group in groups.items():
         facts = launch_facts(spec, group)
         if not facts:
@@ -253,10 +255,16 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             lines.append(f"  in {shown} ({', '.join(sorted(m['arches']))}; block {blocks}; "
                          f"{m['count']} instance(s) in the PTX)")
             path, line = m["pos"]
-            report.add(Finding(CHECK, "\n".join(lines), severity=iss.severity, kernel=spec.name, dtype=tag,
-                               file=_repo_relative(path, spec), line=line, repro=repro, score=2.0 if iss.severity == "error" else 1.0))
+            found.append(Finding(CHECK, "\n".join(lines), severity=iss.severity, kernel=spec.name, dtype=tag,
+                                 file=_repo_relative(path, spec), line=line, repro=repro,
+                                 score=2.0 if iss.severity == "error" else 1.0))
         for dt in group:
             report.mark(dt.tag, CHECK, "pass")
+    found, unused = suppressions.apply(supp, found)
+    for f in found:  # warnings and suppressed findings are shown but do not fail the cell
+        report.add(f) if f.severity == "error" else report.findings.append(f)
+    for s in unused:
+        report.notes.append(f"unused lint suppression {s.origin}: {s.kind} ({s.reason})")
     if analysed:
         report.notes.append(f"static: {analysed} entry PTX(s) analysed ({', '.join(arches)})")
 

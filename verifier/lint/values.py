@@ -268,8 +268,8 @@ class Values:
                 name = base + (".s" if p[-1].startswith("s") else ".u")
             bits = _bits(p[-1])
             node = self.mk("op", name, (opnd(0), opnd(1)))
-            if bits == 32 and base in ("shl", "and", "or", "xor", "add", "sub", "mul") and p[-1].startswith(("u", "b")) \
-                    and "wide" not in p:
+            if bits == 32 and base in ("shl", "and", "or", "xor", "add", "sub", "mul") \
+                    and p[-1].startswith(("u", "b")) and "wide" not in p:
                 node = self.mk("op", "trunc32u", (node,))
             vals = [node]
         elif base == "mad" and len(args) == 3 and not _is_float(p):
