@@ -2,8 +2,9 @@
 
 For each kernel, in order (a kernel's battery stops only where continuing is meaningless: a build
 failure, or a CUDA fault that leaves the context unusable):
-build → resources → static (verifier.lint, CUDA sources) → refusal → value / invariant / nan-inf / unwritten / out-of-range-write (every catalogue
-case and Hypothesis-drawn shapes) → determinism → sanitizer (verifier.sanitizer, when present).
+build → resources → static (verifier.lint, CUDA sources) → refusal → value / invariant / nan-inf / unwritten /
+out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+(verifier.sanitizer, when present).
 
 Every input is a fresh random draw from a seed derived from (base seed, kernel, dtype, case); a finding
 records the base seed and case name, and its repro line re-runs exactly that case: ``--case NAME`` takes a
@@ -203,7 +204,7 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         say(f"{spec.name}: build")
         if not _build_and_resources(spec, opts, report, tags):
             return report
-        if spec.kind == "cuda":  # static race/barrier checks on the PTX (verifier.lint); no GPU needed
+        if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
             from verifier.lint.driver import battery_hook as static_hook
 
             say(f"{spec.name}: static")
