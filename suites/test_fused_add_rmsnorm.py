@@ -27,3 +27,7 @@ def test_fused_add_rmsnorm_determinism(verifier_check, verifier_kernel, verifier
 
 def test_fused_add_rmsnorm_build(verifier_check, verifier_kernel):
     verifier_check.build(verifier_kernel)
+
+
+def test_fused_add_rmsnorm_static(verifier_check, verifier_kernel):
+    verifier_check.static(verifier_kernel)

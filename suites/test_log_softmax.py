@@ -27,3 +27,7 @@ def test_log_softmax_determinism(verifier_check, verifier_kernel, verifier_dtype
 
 def test_log_softmax_build(verifier_check, verifier_kernel):
     verifier_check.build(verifier_kernel)
+
+
+def test_log_softmax_static(verifier_check, verifier_kernel):
+    verifier_check.static(verifier_kernel)

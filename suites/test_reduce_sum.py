@@ -27,3 +27,7 @@ def test_reduce_sum_determinism(verifier_check, verifier_kernel, verifier_dtypes
 
 def test_reduce_sum_build(verifier_check, verifier_kernel):
     verifier_check.build(verifier_kernel)
+
+
+def test_reduce_sum_static(verifier_check, verifier_kernel):
+    verifier_check.static(verifier_kernel)

@@ -38,6 +38,24 @@ def test_render_reports_what_was_measured_and_what_is_pending(tmp_path):
     assert "--device cuda --sanitize" in text
 
 
+def test_lint_column_shows_the_classes_and_the_twin(tmp_path):
+    tool = _tool()
+    battery = _battery({"defect-missing-syncthreads": {"skipped": "needs a GPU"}}, {})
+    lint = {"arches": ["sm_80", "sm_90"], "nvcc": "release 13.0", "commit": "abc",
+            "defects": {"defect-missing-syncthreads": {"errors": ["shared-race"], "warnings": [], "findings": 1},
+                        "defect-divergent-syncthreads": {"errors": [], "warnings": [], "findings": 0}},
+            "twins": {"cuda-rmsnorm-block": {"errors": [], "warnings": [], "findings": 0},
+                      "cuda-rmsnorm-tree": {"errors": ["shared-race"], "warnings": [], "findings": 1}}}
+    text = tool.render([battery], [], [lint])
+    row = next(l for l in text.splitlines() if "`defect-missing-syncthreads`" in l)
+    assert "**shared-race**; twin clean" in row
+    row = next(l for l in text.splitlines() if "`defect-divergent-syncthreads`" in l)
+    assert "no finding; twin 1 finding(s): shared-race" in row
+    row = next(l for l in text.splitlines() if "`defect-triton-softmax-no-max-sub`" in l)
+    assert "n/a (not CUDA)" in row
+    assert "lint (sm_80, sm_90, release 13.0, commit abc)" in text
+
+
 def test_bad_input_file_is_a_usage_error(tmp_path, capsys):
     tool = _tool()
     bad = tmp_path / "b.json"
@@ -51,15 +69,33 @@ def test_bad_input_file_is_a_usage_error(tmp_path, capsys):
 RESULTS = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results"
 # The order docs/detection-matrix.md was rendered with: per defect, the first file that ran it (GPU runs first).
 RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json", "detection-cpu.json"],
-               ["assert-close-gpu.json", "assert-close-cpu.json"])
+               ["assert-close-gpu.json", "assert-close-cpu.json"], ["lint-cpu.json"])
 
 
 def test_committed_table_is_the_rendering_of_the_committed_results():
     tool = _tool()
     load = lambda names: [json.loads((RESULTS / n).read_text()) for n in names]
-    text = tool.render(load(RENDER_ARGS[0]), load(RENDER_ARGS[1]))
+    text = tool.render(load(RENDER_ARGS[0]), load(RENDER_ARGS[1]), load(RENDER_ARGS[2]))
     assert (RESULTS.parents[2] / "docs" / "detection-matrix.md").read_text() == text, (
         "docs/detection-matrix.md is stale: re-render it with tools/detection_table.py render "
         + " ".join(f"--battery kernels/defects/results/{n}" for n in RENDER_ARGS[0]) + " "
-        + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " --out docs/detection-matrix.md")
+        + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " "
+        + " ".join(f"--lint kernels/defects/results/{n}" for n in RENDER_ARGS[2]) + " --out docs/detection-matrix.md")
     assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
+
+
+def test_committed_class_table_is_the_rendering_of_the_committed_results():
+    tool = _tool()
+    lint = json.loads((RESULTS / "lint-cpu.json").read_text())
+    san = json.loads((RESULTS / "sanitize-sync-defects-h200.json").read_text())
+    text = tool.render_classes(lint, san, tool.SANITIZE_RUN)
+    assert (RESULTS.parents[2] / "docs" / "static-vs-sanitizers.md").read_text() == text, (
+        "docs/static-vs-sanitizers.md is stale: re-render it with tools/detection_table.py classes --lint "
+        "kernels/defects/results/lint-cpu.json --sanitize kernels/defects/results/sanitize-sync-defects-h200.json "
+        "--out docs/static-vs-sanitizers.md")
+    assert san["environment"]["gpu"] == "NVIDIA H200" and san["options"]["device"] == "cuda"
+    # every sync/race class is caught by lint, and at least one of them by no sanitizer tool
+    rows = [[c.strip() for c in l.strip("|").split(" | ")] for l in text.splitlines() if "| `defect-" in l]
+    assert len(rows) == len(tool.DEFECT_CLASSES)
+    assert all(r[2].startswith("**caught**") for r in rows)  # lint column
+    assert any(r[3:] == ["missed"] * 3 for r in rows)  # racecheck, synccheck, memcheck

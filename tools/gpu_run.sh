@@ -2,7 +2,7 @@
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
 # Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
 #   OUT=/some/dir VERIFIER_COMMIT=<commit the tree is at> bash tools/gpu_run.sh [STEP...]
-#   steps: env check bandwidth matrix triton-matrix sanitizer sanitize crash plugin-sanitize suites
+#   steps: env check bandwidth matrix triton-matrix sanitizer sanitize crash plugin-sanitize suites lint-defects
 #   (default: env check bandwidth matrix sanitizer sanitize suites)
 # Each step writes its logs under a work folder and never stops the others; at the end everything is packed
 # into $OUT/gpu-run.tar.gz (one file, for machines that return only a few).
@@ -147,6 +147,23 @@ if has suites; then
     suites/test_rmsnorm.py suites/test_layernorm.py suites/test_fused_add_rmsnorm.py suites/test_reduce_sum.py} \
     -- $PLUGIN --verifier-device cuda > "$OUT/suites_time.txt" 2>&1
   echo "exit $?" >> "$OUT/suites_time.txt"; cat "$OUT/suites_time.txt"
+fi
+pack
+if has lint-defects; then
+  # The sync/race defects of the catalogue and their twins under racecheck, synccheck and memcheck, XML kept:
+  # the sanitizer side of docs/static-vs-sanitizers.md (`verifier lint`, its other side, runs in CI).
+  kernels=""
+  for k in defect-missing-syncthreads defect-block-reduce-twice-no-barrier defect-divergent-syncthreads \
+           defect-early-exit-before-barrier defect-tree-first-barrier-missing defect-shuffle-inactive-lanes \
+           defect-global-scratch-shared-by-blocks cuda-rmsnorm-block cuda-rmsnorm-tree cuda-rmsnorm-small \
+           cuda-rmsnorm-global-scratch; do kernels="$kernels --kernel $k"; done
+  t0=$(date +%s)
+  python3 -m verifier.cli sanitize kernels/defects/cuda/defects.py kernels/cuda/layernorm_spec.py $kernels \
+    --kernel cuda-layernorm-twopass --dtype f32 --tool racecheck --tool synccheck --tool memcheck \
+    --jobs ${SAN_JOBS:-16} --timeout ${SAN_TIMEOUT:-90} --format json --keep-xml "$OUT/lint-defects-xml" \
+    --output "$OUT/lint_defects_sanitize.json" > "$OUT/lint_defects_sanitize.log" 2>&1
+  echo "exit $? wall $(( $(date +%s) - t0 )) s" >> "$OUT/lint_defects_sanitize.log"
+  tail -3 "$OUT/lint_defects_sanitize.log"
 fi
 pack
 echo "done $(stamp)" | tee "$OUT/done.txt"

@@ -2,8 +2,9 @@
 
 For each kernel, in order (a kernel's battery stops only where continuing is meaningless: a build
 failure, or a CUDA fault that leaves the context unusable):
-build → resources → refusal → value / invariant / nan-inf / unwritten / out-of-range-write (every catalogue
-case and Hypothesis-drawn shapes) → determinism → sanitizer (verifier.sanitizer, when present).
+build → resources → static (verifier.lint, CUDA sources) → refusal → value / invariant / nan-inf / unwritten /
+out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+(verifier.sanitizer, when present).
 
 Every input is a fresh random draw from a seed derived from (base seed, kernel, dtype, case); a finding
 records the base seed and case name, and its repro line re-runs exactly that case: ``--case NAME`` takes a
@@ -217,6 +218,11 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         say(f"{spec.name}: build")
         if not _build_and_resources(spec, opts, report, tags):
             return report
+        if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
+            from verifier.lint.driver import battery_hook as static_hook
+
+            say(f"{spec.name}: static")
+            static_hook(spec, opts, report, tags)
         why = runnable_reason(spec, opts.device)
         if why:
             for dt in tags:
@@ -277,6 +283,15 @@ def _entries(spec: CudaKernel, dts) -> set:
     return entries
 
 
+def build_arches(opts) -> tuple:
+    """The architectures the build check compiles for: the GPU's, else CPU_BUILD_ARCHES."""
+    if opts.device == "cuda":
+        from verifier.runners.cuda import device_arch
+
+        return (device_arch(),)
+    return CPU_BUILD_ARCHES
+
+
 def _build_and_resources(spec, opts, report, dts) -> bool:
     if spec.kind != "cuda":
         for dt in dts:
@@ -287,12 +302,7 @@ def _build_and_resources(spec, opts, report, dts) -> bool:
     from verifier import usercode
     from verifier.build import compile_cubin
 
-    if opts.device == "cuda":
-        from verifier.runners.cuda import device_arch
-
-        arches = (device_arch(),)
-    else:
-        arches = CPU_BUILD_ARCHES
+    arches = build_arches(opts)
     # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
     groups: dict = {}
     for dt in dts:

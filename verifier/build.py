@@ -27,6 +27,7 @@ from verifier import ptxas
 from verifier.errors import BuildError, ToolMissing, UsageError
 
 BASE_FLAGS = ("-cubin", "-lineinfo", "-Xptxas", "-v", "-std=c++17", "-O3")
+PTX_FLAGS = ("-ptx", "-lineinfo", "-std=c++17", "-O3")  # compile_ptx: the same front end, stopped at PTX
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 _DEFINE_RE = re.compile(r"^[A-Za-z_]\w*$")
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
@@ -97,19 +98,7 @@ def compile_cubin(source: Path, *, arch: str = "sm_90", defines: Optional[Mappin
 
     ``defines`` maps macro names to values (None or True: ``-DNAME``); ``flags`` are extra nvcc flags.
     """
-    source = Path(source).resolve()
-    if not source.is_file():
-        raise UsageError(f"CUDA source {source} does not exist", fix="check the kernel spec's 'source' path")
-    if not _ARCH_RE.match(arch):
-        raise UsageError(f"arch {arch!r} is not an SM architecture", fix="use a name like 'sm_90', 'sm_90a' or 'sm_80'")
-    inc_dirs = [Path(d).resolve() for d in include_dirs]
-    dflags = _define_flags(defines or {})
-    flags = [str(f) for f in flags]
-    clash = [f for f in flags if re.match(r"^(-o|--output-file|-arch|--gpu-architecture|-gencode|-code|-ptx|-c)(=|$)", f)]
-    if clash:
-        raise UsageError(f"flags {clash} clash with what compile_cubin sets (output, arch, -cubin)",
-                         fix="pass the architecture as arch='sm_90' and leave the output to the cache")
-    nvcc = nvcc_path()
+    source, inc_dirs, dflags, flags, nvcc = _checked_inputs(source, arch, defines, flags, include_dirs)
     key = _cache_key(source, inc_dirs, arch, dflags, flags, _version_text(nvcc))
     root = cache_dir()
     out_dir = root / "cubin" / key[:2]
@@ -126,6 +115,41 @@ def compile_cubin(source: Path, *, arch: str = "sm_90", defines: Optional[Mappin
     log = log_path.read_text()
     return BuildResult(cubin=cubin, ptxas_log=log, resources=ptxas.parse(log, arch=arch),
                        command=cmd, cached=cached)
+
+
+def _checked_inputs(source, arch, defines, flags, include_dirs) -> tuple:
+    """(source, include dirs, -D flags, flags, nvcc) validated for compile_cubin / compile_ptx."""
+    source = Path(source).resolve()
+    if not source.is_file():
+        raise UsageError(f"CUDA source {source} does not exist", fix="check the kernel spec's 'source' path")
+    if not _ARCH_RE.match(arch):
+        raise UsageError(f"arch {arch!r} is not an SM architecture", fix="use a name like 'sm_90', 'sm_90a' or 'sm_80'")
+    inc_dirs = [Path(d).resolve() for d in include_dirs]
+    dflags = _define_flags(defines or {})
+    flags = [str(f) for f in flags]
+    clash = [f for f in flags if re.match(r"^(-o|--output-file|-arch|--gpu-architecture|-gencode|-code|-ptx|-c)(=|$)", f)]
+    if clash:
+        raise UsageError(f"flags {clash} clash with what compile_cubin sets (output, arch, -cubin)",
+                         fix="pass the architecture as arch='sm_90' and leave the output to the cache")
+    return source, inc_dirs, dflags, flags, nvcc_path()
+
+
+def compile_ptx(source: Path, *, arch: str = "sm_90", defines: Optional[Mapping[str, object]] = None,
+                flags: Sequence[str] = (), include_dirs: Sequence[Path] = ()) -> Path:
+    """The PTX nvcc emits for ``source`` (with -lineinfo: .loc lines), cached like compile_cubin's cubins;
+    what verifier.lint analyses. Raises BuildError on compiler errors."""
+    source, inc_dirs, dflags, flags, nvcc = _checked_inputs(source, arch, defines, flags, include_dirs)
+    key = _cache_key(source, inc_dirs, arch, dflags, flags, _version_text(nvcc), base=PTX_FLAGS)
+    root = cache_dir()
+    out_dir = root / "ptx" / key[:2]
+    ptx_path = out_dir / f"{key}.ptx"
+    if not ptx_path.exists():
+        (root / "locks").mkdir(parents=True, exist_ok=True)
+        with FileLock(str(root / "locks" / f"{key}.lock")):
+            if not ptx_path.exists():
+                base = [nvcc, *PTX_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
+                _build(base, source, ptx_path, out_dir / f"{key}.nvcc.log")
+    return ptx_path
 
 
 def _build(base: list, source: Path, cubin: Path, log_path: Path) -> None:
@@ -175,10 +199,11 @@ def _define_flags(defines: Mapping[str, object]) -> list:
     return out
 
 
-def _cache_key(source: Path, inc_dirs: list, arch: str, dflags: list, flags: list, version: str) -> str:
+def _cache_key(source: Path, inc_dirs: list, arch: str, dflags: list, flags: list, version: str,
+               base: tuple = BASE_FLAGS) -> str:
     files = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in _local_files(source, inc_dirs)}
     blob = json.dumps({"files": files, "source": str(source), "include_dirs": [str(d) for d in inc_dirs],
-                       "arch": arch, "defines": dflags, "flags": flags, "base": BASE_FLAGS, "nvcc": version},
+                       "arch": arch, "defines": dflags, "flags": flags, "base": base, "nvcc": version},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

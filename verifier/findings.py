@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 CHECK_CLASSES = (
-    "build", "resources", "refusal", "value", "invariant", "nan-inf", "unwritten",
+    "build", "resources", "static", "refusal", "value", "invariant", "nan-inf", "unwritten",
     "out-of-range-write", "determinism", "crash", "timeout",
     "racecheck", "memcheck", "synccheck", "initcheck",
 )

@@ -625,6 +625,26 @@ class Checker:
             self._skip_if_skipped(report, "build")
         self._conclude(report, "build,resources")
 
+    def static(self, spec):
+        """CUDA: the static race/barrier checks of ``verifier lint`` on the PTX of the spec's source, for the
+        build check's arches (no GPU needed, so CI runs them)."""
+        from verifier.lint.driver import battery_hook
+
+        self.check = "static"
+        for k, val in worker_property():
+            self.record(k, val)
+        self.record("kernel", spec.name)
+        if spec.kind != "cuda":
+            self._skip("static analysis reads the PTX of CUDA sources; this is "
+                       + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
+        report = self._report(spec)
+        battery_hook(spec, self.opts, report, spec.dtypes)
+        for f in report.findings:
+            if f.severity == "warning":
+                self.record("warning", f.message.splitlines()[0])
+        self._skip_if_skipped(report, "static")
+        self._conclude(report, "static")
+
     def refusal(self, spec, dt):
         """Shapes outside supports() are refused with verifier.errors.Unsupported, before any launch."""
         from verifier import battery

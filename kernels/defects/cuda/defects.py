@@ -1,6 +1,7 @@
 """CUDA defect catalogue: each kernel reproduces one known pitfall (DEFECTS says which, which check
 class catches it, on which input, and its correct twin). Launching them needs a CUDA GPU; the
-resources defect is caught on any machine with nvcc (ptxas -v).
+resources defect is caught on any machine with nvcc (ptxas -v), and the static ones (lint_defects.cu) by `verifier lint`
+on the PTX.
 
 Named defects.py, not spec.py, on purpose: `verifier check kernels/` must not pick these up (they
 fail by design). Check one explicitly: `verifier check kernels/defects/cuda/defects.py --kernel NAME`
@@ -84,6 +85,24 @@ KERNELS = [
     _k("defect-spill-register-resident", "rmsnorm", "resource_defects.cu", _one("rmsnorm_regs_spill_{tag}", NORM_ARGS),
        "the same spilling RMSNorm, declared register_resident()", supports=_max_n(8192, "cuda-rmsnorm-block"),
        expectations=register_resident()),
+    # lint_defects.cu: one defect per class of `verifier lint` (check class static), found without a GPU
+    _k("cuda-rmsnorm-small", "rmsnorm", "lint_defects.cu", _one("rms_small_ok_{tag}", NORM_ARGS),
+       "RMSNorm for rows up to 256, one element per thread, padding threads stay in the block reduce (twin)",
+       supports=_max_n(256, "cuda-rmsnorm-block")),
+    _k("defect-early-exit-before-barrier", "rmsnorm", "lint_defects.cu", _one("rms_small_early_exit_{tag}", NORM_ARGS),
+       "RMSNorm for rows up to 256 whose padding threads return before the block reduce's barriers",
+       supports=_max_n(256, "cuda-rmsnorm-block")),
+    _k("defect-tree-first-barrier-missing", "rmsnorm", "lint_defects.cu",
+       _one("rms_tree_first_sync_missing_{tag}", NORM_ARGS),
+       "RMSNorm tree reduction without the barrier between the partials' store and the first stage's read"),
+    _k("defect-shuffle-inactive-lanes", "rmsnorm", "lint_defects.cu", _one("rms_guarded_shfl_{tag}", NORM_ARGS),
+       "RMSNorm whose block reduce runs a full-mask warp_sum inside `if (lane < nwarps)`"),
+    _k("cuda-rmsnorm-global-scratch", "rmsnorm", "lint_defects.cu",
+       _one("rms_global_scratch_ok_{tag}", ("x", "w", "y", "tmp:part:M*32:float32", "M", "N", "eps")),
+       "RMSNorm with the warp partials in a global workspace, 32 floats per block (twin)"),
+    _k("defect-global-scratch-shared-by-blocks", "rmsnorm", "lint_defects.cu",
+       _one("rms_global_scratch_shared_by_blocks_{tag}", ("x", "w", "y", "tmp:part:M*32:float32", "M", "N", "eps")),
+       "RMSNorm with the warp partials in a global workspace indexed by warp only: all blocks share 32 floats"),
     _k("defect-cuda-warp-softmax-no-merge-guard", "softmax", "online_softmax_defects.cu",
        _warp("online_softmax_warp_no_merge_guard"), "seed warp online softmax, butterfly merge without the empty-lane guard",
        dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
@@ -126,6 +145,23 @@ DEFECTS = {
         "caught_by": "resources", "twin": "cuda-softmax-s3", "device": "cpu",
         "pitfall": "register array indexed by a run-time-bounded loop goes to local memory (stack frame)",
         "exposing_input": "ptxas -v (no input)"},
+    "defect-early-exit-before-barrier": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-small", "device": "cpu",
+        "pitfall": "threads past the row end return before a block reduce: its __syncthreads and full-mask "
+                   "shuffles run without them",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-tree-first-barrier-missing": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-tree", "device": "cpu",
+        "pitfall": "tree reduction reads another thread's partial before the barrier after the partials' store",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-shuffle-inactive-lanes": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-block", "device": "cpu",
+        "pitfall": "__shfl_xor_sync(0xffffffff) inside `if (lane < nwarps)`: the mask names lanes that are not there",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-global-scratch-shared-by-blocks": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-global-scratch", "device": "cpu",
+        "pitfall": "global workspace indexed by warp, not by block: every block of the grid writes the same floats",
+        "exposing_input": "PTX (no input; verifier lint)"},
     "defect-cuda-warp-softmax-no-merge-guard": {
         "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",
         "pitfall": "-inf identity in the (m, l) butterfly merge: two empty lanes give NaN (d <= 15)",

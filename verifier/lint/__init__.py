@@ -1,0 +1,1 @@
+"""Static race and barrier checks on the PTX nvcc emits (``verifier lint``, check class ``static``)."""
