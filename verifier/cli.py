@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     from verifier.sanitizer import command as sanitize_command
 
     sanitize_command.add_subparser(sub)
+    from verifier.bench import command as bench_command
+
+    bench_command.add_subparser(sub)
     return p
 
 
@@ -224,7 +227,10 @@ def main(argv=None) -> int:
             return EXIT_USAGE
         from verifier.sanitizer import command as sanitize_command
 
-        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run}
+        from verifier.bench import command as bench_command
+
+        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run,
+                    "bench": bench_command.run}
         return commands[args.command](args)
     except UsageError as e:
         sys.stderr.write(f"verifier: error: {e}\n")
