@@ -54,8 +54,8 @@ def main(argv=None) -> int:
                 if not m:
                     continue
                 tpr, vecs = int(m.group(1)), int(m.group(2))
-                if tpr * vecs * w < N or (tpr * vecs * w) // 2 >= N and tpr > 32:
-                    continue  # too small, or a class twice too large (more threads idle than working)
+                if not N <= tpr * vecs * w < 2 * N:
+                    continue  # too small, or twice too large (more threads idle than working)
                 rows = max(1, 256 // tpr)
                 fn = mod.get_function(e)
                 y = torch.full_like(x, float("nan"))

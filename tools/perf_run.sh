@@ -29,7 +29,7 @@ if has tune; then
 fi; pack
 if has bench; then
   t0=$(date +%s)
-  $V bench $SOFTMAX --kernel 'cuda-softmax-s[45]' --kernel cuda-softmax-split --against kernels/torch \
+  $V bench $SOFTMAX --kernel 'cuda-softmax-s[45]' --kernel 'cuda-softmax-split' --kernel 'cuda-softmax-cluster' --against kernels/torch \
      --against benchmarks/liger_spec.py --dtype f32 --dtype bf16 --format json --output "$W/bench_softmax.json" \
      --plot "$W/bench_softmax.png" 2> "$W/bench_softmax.err"; echo "exit $? wall $(( $(date +%s) - t0 )) s" >> "$W/bench_softmax.err"
   python3 -c "

@@ -7,20 +7,39 @@
 //       stats: each block reduces its chunk to (max, sum of exp(x - max)) in a workspace;
 //       norm:  each block merges its row's states in a fixed order, re-reads its chunk (an L2 hit
 //              when the tensor fits) and writes exp(x - m) / s.
+//   cluster (sm_90): a row spread over the CLUSTER blocks of a thread-block cluster, one launch and one
+//       read of x: each block holds its chunk in registers, the row's max and then its sum are exchanged
+//       through distributed shared memory.
 // Row semantics as torch.softmax (softmax_common.cuh): NaN or +inf in a row -> NaN row,
 // fully -inf row -> NaN row, -inf element -> exactly 0.
+//
+// Fewer instructions per element than S1-S4 (16-bit rows are issue-bound, not memory-bound, at 3+ TB/s):
+// - the row max is a plain fmaxf, which skips NaN: a NaN element still makes exp(NaN - m) = NaN and so the
+//   sum and the whole row NaN; +inf makes m = +inf and exp(inf - inf) = NaN; fully -inf gives m = -inf
+//   and exp(-inf - -inf) = NaN; -inf among finite values gives exp(-inf) = 0, as torch;
+// - y = e / s is correctly rounded without a division per element: r = 1/s (IEEE) once per row, then
+//   q = e * r and one FMA correction (Markstein's theorem: q within 1 ulp and r correctly rounded give
+//   the correctly rounded quotient; with a subnormal quotient the error stays under the smallest
+//   subnormal, which the precise tolerance counts for underflow).
+#include <cooperative_groups.h>
+
 #include "softmax_common.cuh"
 
 namespace {
 
 constexpr int kBlock = 256;  // S5 block size when a row takes fewer threads: ROWS = kBlock / TPR
 
+__device__ __forceinline__ float div_rn(float e, float s, float r) {
+    const float q = __fmul_rn(e, r);
+    return fmaf(fmaf(-q, s, e), r, q);
+}
+
 // Row-wide reduction over TPR threads (a multiple of 32): shuffles, then, when the row spans several
 // warps, one barrier and a read of the row's per-warp partials in a fixed order (every thread of the
 // row gets the same bits). `part` is this row's WARPS-float slice of shared memory, used once.
 template <int WARPS>
-__device__ __forceinline__ float row_nanmax(float v, float* part) {
-    v = kv::warp_nanmax(v);
+__device__ __forceinline__ float row_max(float v, float* part) {
+    v = kv::warp_max(v);
     if constexpr (WARPS == 1) {
         return v;
     } else {
@@ -29,7 +48,7 @@ __device__ __forceinline__ float row_nanmax(float v, float* part) {
         __syncthreads();
         v = part[0];
 #pragma unroll
-        for (int k = 1; k < WARPS; ++k) v = kv::nanmax(v, part[k]);
+        for (int k = 1; k < WARPS; ++k) v = fmaxf(v, part[k]);
         return v;
     }
 }
@@ -91,9 +110,9 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
             for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
         }
 #pragma unroll
-        for (int k = 0; k < W; ++k) m = kv::nanmax(m, v[c][k]);
+        for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
     }
-    m = row_nanmax<WARPS>(m, part_m[slot]);
+    m = row_max<WARPS>(m, part_m[slot]);
     float s = 0.f;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
@@ -105,13 +124,14 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
         }
     }
     s = row_sum<WARPS>(s, part_s[slot]);
+    const float r = 1.f / s;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
         if (j < nvec) {
             typename kv::Vec16<T>::U u;
 #pragma unroll
-            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(v[c][k] / s);
+            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
             __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
         }
     }
@@ -204,6 +224,85 @@ __device__ void split_norm(const T* __restrict__ x, const float* __restrict__ ws
     }
 }
 
+// ---- cluster: a row over the CLUSTER blocks of one thread-block cluster (sm_90) ------------------
+// Block rank k of row r's cluster holds vectors k * CHUNK + t + c * THREADS (CHUNK = THREADS * VECS).
+// The max is exact before any exp (no rescaling); each block reads the others' partials in rank order,
+// so every block of the row gets the same (m, s) bits.
+constexpr int kClusterThreads = 512, kCluster = 8;
+
+template <typename T, int VECS>
+__device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int W = kv::Vec16<T>::W;
+    if (blockDim.x != kClusterThreads) __trap();
+    cg::cluster_group cluster = cg::this_cluster();
+    __shared__ float scratch[32];
+    __shared__ float part_m, part_s;
+    const int rank = (int)cluster.block_rank();
+    const int row = blockIdx.x / kCluster;  // grid = M * kCluster: no block past the last row
+    const int nvec = N / W;
+    const int base = rank * kClusterThreads * VECS + threadIdx.x;
+    const T* xr = x + (size_t)row * N;
+    T* yr = y + (size_t)row * N;
+    uint4 raw[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const int j = base + c * kClusterThreads;
+        if (j < nvec) raw[c] = __ldcs(reinterpret_cast<const uint4*>(xr + (size_t)j * W));
+    }
+    float v[VECS][W];
+    float m = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        if (base + c * kClusterThreads < nvec) {
+            unpack16<T>(raw[c], v[c]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
+        }
+#pragma unroll
+        for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
+    }
+    m = kv::block_max(m, scratch);
+    if (threadIdx.x == 0) part_m = m;
+    cluster.sync();  // every block's part_m is written
+    m = *cluster.map_shared_rank(&part_m, 0);
+#pragma unroll
+    for (int k = 1; k < kCluster; ++k) m = fmaxf(m, *cluster.map_shared_rank(&part_m, k));
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const bool in = base + c * kClusterThreads < nvec;
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            v[c][k] = in ? expf(v[c][k] - m) : 0.f;
+            s += v[c][k];
+        }
+    }
+    s = kv::block_sum(s, scratch);
+    if (threadIdx.x == 0) part_s = s;
+    cluster.sync();  // every block's part_s is written
+    s = *cluster.map_shared_rank(&part_s, 0);
+#pragma unroll
+    for (int k = 1; k < kCluster; ++k) s += *cluster.map_shared_rank(&part_s, k);
+    cluster.sync();  // no block leaves (and frees its shared memory) while another still reads it
+    const float r = 1.f / s;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const int j = base + c * kClusterThreads;
+        if (j < nvec) {
+            typename kv::Vec16<T>::U u;
+#pragma unroll
+            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
+            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
+        }
+    }
+#else
+    if (kCluster > 0) __trap();  // thread-block clusters need sm_90; the spec refuses older GPUs
+#endif
+}
+
 }  // namespace
 
 // ---- extern "C" entries ----------------------------------------------------------------------
@@ -221,6 +320,17 @@ __device__ void split_norm(const T* __restrict__ x, const float* __restrict__ ws
     extern "C" __global__ void __launch_bounds__(kSplitThreads)                                          \
         softmax_split_norm_##TAG(const T* x, const float* ws, T* y, int M, int N, int chunks) {          \
         split_norm<T, VECS>(x, ws, y, M, N, chunks);                                                     \
+    }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KV_CLUSTER_DIMS __cluster_dims__(kCluster, 1, 1)
+#else
+#define KV_CLUSTER_DIMS
+#endif
+#define KV_CLUSTER(TAG, T, VECS)                                                                          \
+    extern "C" __global__ void KV_CLUSTER_DIMS __launch_bounds__(kClusterThreads)                        \
+        softmax_cluster_##TAG(const T* x, T* y, int M, int N) {                                          \
+        cluster_softmax<T, VECS>(x, y, M, N);                                                            \
     }
 
 // S5 size classes (elements per row <= TPR * VECS * W); keep in sync with softmax_fast_spec.S5_CONFIGS.
@@ -242,29 +352,24 @@ __device__ void split_norm(const T* __restrict__ x, const float* __restrict__ ws
     KV_S5(TAG, T, 256, 16)                                                                               \
     KV_S5(TAG, T, 512, 16)
 
-// Alternatives timed by benchmarks/softmax_tune.py (built with -DKV_S5_TUNE): fewer elements a thread,
-// more threads a row.
+// benchmarks/softmax_tune.py builds with -DKV_S5_TUNE: every (TPR, VECS) of a grid instead of the table.
 #ifdef KV_S5_TUNE
-#define KV_S5_TUNE_16(TAG, T)                                                                             \
-    KV_S5(TAG, T, 64, 4)                                                                                 \
-    KV_S5(TAG, T, 128, 4)                                                                                \
-    KV_S5(TAG, T, 256, 4)                                                                                \
-    KV_S5(TAG, T, 32, 16)                                                                                \
-    KV_S5(TAG, T, 64, 16)
-#define KV_S5_TUNE_32(TAG, T)                                                                             \
-    KV_S5(TAG, T, 64, 8)                                                                                 \
-    KV_S5(TAG, T, 128, 8)                                                                                \
-    KV_S5(TAG, T, 256, 8)                                                                                \
-    KV_S5(TAG, T, 32, 32)
-KV_S5_TUNE_32(f32, float)
-KV_S5_TUNE_16(f16, __half)
-KV_S5_TUNE_16(bf16, __nv_bfloat16)
-#endif
-
+#define KV_S5_ROW(TAG, T, TPR) KV_S5(TAG, T, TPR, 1) KV_S5(TAG, T, TPR, 2) KV_S5(TAG, T, TPR, 4) KV_S5(TAG, T, TPR, 8)
+#define KV_S5_GRID(TAG, T) \
+    KV_S5_ROW(TAG, T, 32) KV_S5_ROW(TAG, T, 64) KV_S5_ROW(TAG, T, 128) KV_S5_ROW(TAG, T, 256) KV_S5_ROW(TAG, T, 512)
+KV_S5_GRID(f32, float)
+KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16)
+KV_S5_GRID(bf16, __nv_bfloat16)
+#else
 KV_S5_32(f32, float)
 KV_S5_16(f16, __half)
 KV_S5_16(bf16, __nv_bfloat16)
+#endif
 // split: 4 vectors a thread, a chunk of 2048 vectors (8192 f32 / 16384 16-bit elements) a block.
 KV_SPLIT(f32, float, 4)
 KV_SPLIT(f16, __half, 4)
 KV_SPLIT(bf16, __nv_bfloat16, 4)
+// cluster: 8 blocks x 512 threads x VECS vectors = 163840 columns for every I/O type.
+KV_CLUSTER(f32, float, 10)
+KV_CLUSTER(f16, __half, 5)
+KV_CLUSTER(bf16, __nv_bfloat16, 5)

@@ -4,6 +4,7 @@ S5: the row in registers, with as many threads per row as the row needs (a warp 
 several rows per 256-thread block, all loads issued before the first use.
 split: several 512-thread blocks per row (vocab rows), two launches: per-chunk (max, sum) states, then
 merge and normalize; takes any N that is a multiple of the vector width.
+cluster: a row over the 8 blocks of a thread-block cluster (sm_90), one launch, one read of x (vocab rows).
 The S5_CONFIGS table must match the KV_S5_16 / KV_S5_32 macros at the end of softmax_fast.cu.
 """
 from verifier.errors import UsageError
@@ -17,6 +18,8 @@ S5_CONFIGS = {
     4: ((32, 4), (32, 8), (32, 16), (64, 16), (128, 16), (256, 16), (512, 16)),
 }
 SPLIT_THREADS, SPLIT_VECS = 512, 4  # kSplitThreads and the VECS of KV_SPLIT
+CLUSTER, CLUSTER_THREADS = 8, 512  # kCluster blocks of kClusterThreads per row
+CLUSTER_VECS = {4: 10, 8: 5}  # vectors a thread (KV_CLUSTER): 163840 columns for every width
 WORKSPACE = "tmp:ms:2*M*(N//8192+1):float32"  # (max, sum) per chunk; chunks <= N // 8192 + 1 for every width
 IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
 
@@ -61,6 +64,38 @@ def _split(M, N, dt, params):
     ]
 
 
+def cluster_limit(dt):
+    w = VEC_WIDTH[dt.input]
+    return CLUSTER * CLUSTER_THREADS * CLUSTER_VECS[w] * w
+
+
+def _cluster(M, N, dt, params):
+    return [Launch(f"softmax_cluster_{dt.tag}", grid=(M * CLUSTER,), block=(CLUSTER_THREADS,), args=("x", "y", "M", "N"))]
+
+
+def _gpu_capability():
+    try:
+        import torch
+
+        return torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def _supports_cluster(M, N, dt):
+    why = _vector_reason(N, dt, "cuda-softmax-s2")
+    if why:
+        return why
+    if N > cluster_limit(dt):
+        return f"N={N} exceeds {cluster_limit(dt)} (8 blocks x 512 threads x 40 elements); use cuda-softmax-split"
+    if M * CLUSTER > 2**31 - 1:
+        return f"M={M} rows of {CLUSTER} blocks exceed the grid's 2^31 - 1 blocks"
+    cap = _gpu_capability()
+    if cap is not None and cap < (9, 0):
+        return f"thread-block clusters need compute capability 9.0; this GPU is {cap[0]}.{cap[1]}"
+    return None
+
+
 def _vector_reason(N, dt, instead):
     w = VEC_WIDTH[dt.input]
     if N % w:
@@ -96,4 +131,9 @@ KERNELS = [
                supports=_supports_split, expectations=register_resident(), math_mode="precise",
                description="several blocks per row: per-chunk (max, sum) states, then merge in a fixed "
                            "order and normalize (re-reads x); any N % width == 0"),
+    CudaKernel(name="cuda-softmax-cluster", op="softmax", source="softmax_fast.cu", dtypes=IO, launches=_cluster,
+               supports=_supports_cluster, expectations=register_resident(), math_mode="precise",
+               description="a row over an 8-block thread-block cluster (sm_90): chunks in registers, max and sum "
+                           "exchanged through distributed shared memory, one read of x; N % width == 0, "
+                           "N <= 163840"),
 ]
