@@ -24,6 +24,24 @@ if has env; then
     python3 -c 'import liger_kernel,importlib.metadata as m;print("liger-kernel",m.version("liger-kernel"))' 2>&1 | tail -1
   } > "$W/env.txt" 2>&1; cat "$W/env.txt"
 fi
+if has startup; then
+  # the fixed costs of a verdict, each on its own
+  { t() { local s=$(date +%s.%N); "$@" > /dev/null 2>&1; echo "$(python3 -c "print(f'{$(date +%s.%N)-$s:6.2f}')") s  $*"; }
+    t python3 -c pass
+    t python3 -c 'import torch'
+    t python3 -c 'import torch; torch.cuda.is_available()'
+    t python3 -c 'import torch; torch.zeros(1, device="cuda")'
+    t python3 -c 'import cupy'
+    t python3 -c 'import numpy, mpmath, hypothesis'
+    t python3 -c 'import verifier.cli'
+    t python3 -c 'import verifier.battery'
+    t python3 -m verifier.cli --help
+    t nvidia-smi --query-gpu=driver_version --format=csv,noheader
+    t nvcc --version
+    t compute-sanitizer --version
+    t python3 -m verifier.cli list kernels/cuda/rmsnorm_spec.py
+  } | tee "$W/startup.txt"
+fi
 if has tune; then
   python3 benchmarks/softmax_tune.py > "$W/tune.txt" 2>&1; grep -E "^best|^#|Error|error" "$W/tune.txt"
 fi; pack

@@ -78,7 +78,29 @@ __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec1
 
 // ---- S5 ----------------------------------------------------------------------------------
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
-template <typename T, int TPR, int VECS>
+// LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global); FAST = 1 uses
+// ex2.approx on a rounded argument and is built only for benchmarks/softmax_tune.py (not precise).
+template <typename T, int VECS, int LOAD>
+__device__ __forceinline__ void s5_load(uint4 (&raw)[VECS], const T* xr, int t, int tpr, int nvec) {
+    constexpr int W = kv::Vec16<T>::W;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {  // every load in flight before the first use
+        const int j = t + c * tpr;
+        const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * W);
+        if (j < nvec) raw[c] = LOAD == 0 ? __ldcs(p) : LOAD == 1 ? __ldg(p) : *p;
+    }
+}
+
+template <int FAST>
+__device__ __forceinline__ float s5_exp(float d) {
+    if constexpr (FAST) {
+        return exp2f(d * 1.4426950408889634f);
+    } else {
+        return expf(d);
+    }
+}
+
+template <typename T, int TPR, int VECS, int LOAD = 0, int FAST = 0>
 __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     constexpr int W = kv::Vec16<T>::W;
     constexpr int ROWS = TPR >= kBlock ? 1 : kBlock / TPR;
@@ -90,15 +112,8 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     // A block's last rows may lie past M: they load nothing and store nothing, but still take part
     // in the barriers of a multi-warp row.
     const int nvec = row < M ? N / W : 0;  // the spec refuses N % W != 0
-    const T* xr = x + (size_t)row * N;
-    T* yr = y + (size_t)row * N;
-
     uint4 raw[VECS];
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {  // every load in flight before the first use
-        const int j = t + c * TPR;
-        if (j < nvec) raw[c] = __ldcs(reinterpret_cast<const uint4*>(xr + (size_t)j * W));
-    }
+    s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
     float v[VECS][W];
     float m = -INFINITY;
 #pragma unroll
@@ -119,12 +134,13 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
         const bool in = t + c * TPR < nvec;
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-            v[c][k] = in ? expf(v[c][k] - m) : 0.f;
+            v[c][k] = in ? s5_exp<FAST>(v[c][k] - m) : 0.f;
             s += v[c][k];
         }
     }
     s = row_sum<WARPS>(s, part_s[slot]);
     const float r = 1.f / s;
+    T* yr = y + (size_t)row * N;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
@@ -136,6 +152,72 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
         }
     }
 }
+
+#ifdef KV_S5_TUNE
+// Tuning only: a block walks row groups blockIdx.x, blockIdx.x + gridDim.x, ...; with PF = 1 the next
+// group's loads are issued before the current group is reduced.
+template <typename T, int TPR, int VECS, int LOAD = 0, int FAST = 0, int PF = 0>
+__device__ void s5_loop(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+    constexpr int W = kv::Vec16<T>::W;
+    constexpr int ROWS = TPR >= kBlock ? 1 : kBlock / TPR;
+    constexpr int WARPS = TPR / 32;
+    if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
+    // Reused by every group: a group's writes to part_m come after the previous group's part_s barrier,
+    // which every thread reaches only after reading part_m (and likewise for part_s).
+    __shared__ float part_m[ROWS][WARPS], part_s[ROWS][WARPS];
+    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int groups = (M + ROWS - 1) / ROWS;
+    // Rows past M (in the last group) load and store nothing but take part in the barriers.
+    auto row_vecs = [&](int g) { return g * ROWS + slot < M ? N / W : 0; };  // the spec refuses N % W != 0
+    uint4 raw[VECS];
+    int g = blockIdx.x;
+    if (PF && g < groups) s5_load<T, VECS, LOAD>(raw, x + (size_t)(g * ROWS + slot) * N, t, TPR, row_vecs(g));
+    for (; g < groups; g += gridDim.x) {
+        const int row = g * ROWS + slot, nvec = row_vecs(g);
+        if (!PF) s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
+        float v[VECS][W];
+        float m = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < VECS; ++c) {
+            if (t + c * TPR < nvec) {
+                unpack16<T>(raw[c], v[c]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
+            }
+#pragma unroll
+            for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
+        }
+        const int next = g + gridDim.x;
+        if (PF && next < groups) s5_load<T, VECS, LOAD>(raw, x + (size_t)(next * ROWS + slot) * N, t, TPR, row_vecs(next));
+        m = row_max<WARPS>(m, part_m[slot]);
+        float s = 0.f;
+#pragma unroll
+        for (int c = 0; c < VECS; ++c) {
+            const bool in = t + c * TPR < nvec;
+#pragma unroll
+            for (int k = 0; k < W; ++k) {
+                v[c][k] = in ? s5_exp<FAST>(v[c][k] - m) : 0.f;
+                s += v[c][k];
+            }
+        }
+        s = row_sum<WARPS>(s, part_s[slot]);
+        const float r = 1.f / s;
+        T* yr = y + (size_t)row * N;
+#pragma unroll
+        for (int c = 0; c < VECS; ++c) {
+            const int j = t + c * TPR;
+            if (j < nvec) {
+                typename kv::Vec16<T>::U u;
+#pragma unroll
+                for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
+                __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
+            }
+        }
+    }
+}
+
+#endif
 
 // ---- split: several blocks per row ----------------------------------------------------------
 // Block b of the grid handles chunk b % chunks of row b / chunks; a chunk is SPLIT_THREADS * VECS
@@ -360,6 +442,18 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
 KV_S5_GRID(f32, float)
 KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16)
 KV_S5_GRID(bf16, __nv_bfloat16)
+#define KV_S5X(TAG, T, TPR, VECS, LOAD, FAST, PF)                                                         \
+    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock)                           \
+        softmax_s5x_t##TPR##_v##VECS##_l##LOAD##_e##FAST##_p##PF##_##TAG(const T* x, T* y, int M, int N) { \
+        if constexpr (PF) s5_loop<T, TPR, VECS, LOAD, FAST, PF>(x, y, M, N);                             \
+        else s5<T, TPR, VECS, LOAD, FAST>(x, y, M, N);                                                    \
+    }
+#define KV_S5X_ALL(TAG, T, TPR, VECS) \
+    KV_S5X(TAG, T, TPR, VECS, 1, 0, 0) KV_S5X(TAG, T, TPR, VECS, 2, 0, 0) KV_S5X(TAG, T, TPR, VECS, 0, 1, 0) \
+    KV_S5X(TAG, T, TPR, VECS, 0, 0, 1) KV_S5X(TAG, T, TPR, VECS, 2, 0, 1)
+KV_S5X_ALL(bf16, __nv_bfloat16, 64, 2) KV_S5X_ALL(bf16, __nv_bfloat16, 128, 2)
+KV_S5X_ALL(bf16, __nv_bfloat16, 64, 4) KV_S5X_ALL(bf16, __nv_bfloat16, 128, 4) KV_S5X_ALL(bf16, __nv_bfloat16, 256, 4)
+KV_S5X_ALL(f32, float, 128, 4) KV_S5X_ALL(f32, float, 256, 4) KV_S5X_ALL(f32, float, 64, 4)
 #else
 KV_S5_32(f32, float)
 KV_S5_16(f16, __half)
