@@ -96,8 +96,10 @@ if has sanitize; then
   done
 fi; pack
 if has suites; then
+  # an uninstalled checkout loads the plugin by name (the installed package registers it as an entry point)
+  PLUGIN=""; python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
   s=$(date +%s)
-  timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -n ${SUITES_WORKERS:-auto} suites -q -p no:cacheprovider --durations=25 \
+  timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -n ${SUITES_WORKERS:-auto} suites -q -p no:cacheprovider $PLUGIN --durations=25 \
     > "$W/suites.txt" 2>&1; rc=$?
   echo "suites exit=$rc wall=$(( $(date +%s) - s )) s workers=${SUITES_WORKERS:-auto}" | tee -a "$W/suites.txt"; tail -40 "$W/suites.txt" | cut -c1-200
 fi; pack

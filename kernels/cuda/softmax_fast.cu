@@ -68,6 +68,33 @@ __device__ __forceinline__ float row_sum(float v, float* part) {
     }
 }
 
+// Pairwise (tree) max and sum over a thread's registers: a dependency chain of log2(n) instead of n,
+// which is what limits a 16-bit row (twice the elements per byte of f32) when latency is not hidden.
+template <int N>
+__device__ __forceinline__ float tree_max(const float (&a)[N]) {
+    if constexpr (N == 1) {
+        return a[0];
+    } else {
+        float b[(N + 1) / 2];
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) b[i] = fmaxf(a[2 * i], a[2 * i + 1]);
+        if constexpr (N % 2) b[N / 2] = a[N - 1];
+        return tree_max(b);
+    }
+}
+template <int N>
+__device__ __forceinline__ float tree_sum(const float (&a)[N]) {
+    if constexpr (N == 1) {
+        return a[0];
+    } else {
+        float b[(N + 1) / 2];
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) b[i] = a[2 * i] + a[2 * i + 1];
+        if constexpr (N % 2) b[N / 2] = a[N - 1];
+        return tree_sum(b);
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec16<T>::W]) {
     typename kv::Vec16<T>::U u;
@@ -78,8 +105,7 @@ __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec1
 
 // ---- S5 ----------------------------------------------------------------------------------
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
-// LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global); FAST = 1 uses
-// ex2.approx on a rounded argument and is built only for benchmarks/softmax_tune.py (not precise).
+// LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global).
 template <typename T, int VECS, int LOAD>
 __device__ __forceinline__ void s5_load(uint4 (&raw)[VECS], const T* xr, int t, int tpr, int nvec) {
     constexpr int W = kv::Vec16<T>::W;
@@ -91,16 +117,11 @@ __device__ __forceinline__ void s5_load(uint4 (&raw)[VECS], const T* xr, int t, 
     }
 }
 
-template <int FAST>
-__device__ __forceinline__ float s5_exp(float d) {
-    if constexpr (FAST) {
-        return exp2f(d * 1.4426950408889634f);
-    } else {
-        return expf(d);
-    }
-}
+// Plain loads for 16-bit rows, ld.global.nc for f32: the fastest of the three on the H200 (softmax_tune.py).
+template <typename T>
+constexpr int kLoad = sizeof(T) == 4 ? 1 : 2;
 
-template <typename T, int TPR, int VECS, int LOAD = 0, int FAST = 0>
+template <typename T, int TPR, int VECS, int LOAD = kLoad<T>>
 __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     constexpr int W = kv::Vec16<T>::W;
     constexpr int ROWS = TPR >= kBlock ? 1 : kBlock / TPR;
@@ -114,8 +135,7 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     const int nvec = row < M ? N / W : 0;  // the spec refuses N % W != 0
     uint4 raw[VECS];
     s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
-    float v[VECS][W];
-    float m = -INFINITY;
+    float v[VECS][W], part[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         if (t + c * TPR < nvec) {
@@ -124,21 +144,17 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 #pragma unroll
             for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
         }
-#pragma unroll
-        for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
+        part[c] = tree_max(v[c]);
     }
-    m = row_max<WARPS>(m, part_m[slot]);
-    float s = 0.f;
+    const float m = row_max<WARPS>(tree_max(part), part_m[slot]);
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const bool in = t + c * TPR < nvec;
 #pragma unroll
-        for (int k = 0; k < W; ++k) {
-            v[c][k] = in ? s5_exp<FAST>(v[c][k] - m) : 0.f;
-            s += v[c][k];
-        }
+        for (int k = 0; k < W; ++k) v[c][k] = in ? expf(v[c][k] - m) : 0.f;
+        part[c] = tree_sum(v[c]);
     }
-    s = row_sum<WARPS>(s, part_s[slot]);
+    const float s = row_sum<WARPS>(tree_sum(part), part_s[slot]);
     const float r = 1.f / s;
     T* yr = y + (size_t)row * N;
 #pragma unroll
@@ -152,72 +168,6 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
         }
     }
 }
-
-#ifdef KV_S5_TUNE
-// Tuning only: a block walks row groups blockIdx.x, blockIdx.x + gridDim.x, ...; with PF = 1 the next
-// group's loads are issued before the current group is reduced.
-template <typename T, int TPR, int VECS, int LOAD = 0, int FAST = 0, int PF = 0>
-__device__ void s5_loop(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
-    constexpr int W = kv::Vec16<T>::W;
-    constexpr int ROWS = TPR >= kBlock ? 1 : kBlock / TPR;
-    constexpr int WARPS = TPR / 32;
-    if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
-    // Reused by every group: a group's writes to part_m come after the previous group's part_s barrier,
-    // which every thread reaches only after reading part_m (and likewise for part_s).
-    __shared__ float part_m[ROWS][WARPS], part_s[ROWS][WARPS];
-    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int groups = (M + ROWS - 1) / ROWS;
-    // Rows past M (in the last group) load and store nothing but take part in the barriers.
-    auto row_vecs = [&](int g) { return g * ROWS + slot < M ? N / W : 0; };  // the spec refuses N % W != 0
-    uint4 raw[VECS];
-    int g = blockIdx.x;
-    if (PF && g < groups) s5_load<T, VECS, LOAD>(raw, x + (size_t)(g * ROWS + slot) * N, t, TPR, row_vecs(g));
-    for (; g < groups; g += gridDim.x) {
-        const int row = g * ROWS + slot, nvec = row_vecs(g);
-        if (!PF) s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
-        float v[VECS][W];
-        float m = -INFINITY;
-#pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            if (t + c * TPR < nvec) {
-                unpack16<T>(raw[c], v[c]);
-            } else {
-#pragma unroll
-                for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
-            }
-#pragma unroll
-            for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
-        }
-        const int next = g + gridDim.x;
-        if (PF && next < groups) s5_load<T, VECS, LOAD>(raw, x + (size_t)(next * ROWS + slot) * N, t, TPR, row_vecs(next));
-        m = row_max<WARPS>(m, part_m[slot]);
-        float s = 0.f;
-#pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            const bool in = t + c * TPR < nvec;
-#pragma unroll
-            for (int k = 0; k < W; ++k) {
-                v[c][k] = in ? s5_exp<FAST>(v[c][k] - m) : 0.f;
-                s += v[c][k];
-            }
-        }
-        s = row_sum<WARPS>(s, part_s[slot]);
-        const float r = 1.f / s;
-        T* yr = y + (size_t)row * N;
-#pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            const int j = t + c * TPR;
-            if (j < nvec) {
-                typename kv::Vec16<T>::U u;
-#pragma unroll
-                for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
-                __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
-            }
-        }
-    }
-}
-
-#endif
 
 // ---- split: several blocks per row ----------------------------------------------------------
 // Block b of the grid handles chunk b % chunks of row b / chunks; a chunk is SPLIT_THREADS * VECS
@@ -416,44 +366,27 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     }
 
 // S5 size classes (elements per row <= TPR * VECS * W); keep in sync with softmax_fast_spec.S5_CONFIGS.
-// 16-bit I/O (W = 8) and f32 (W = 4) hold up to 64 elements a thread.
+// Picked by benchmarks/softmax_tune.py on the H200: 16 to 32 elements a thread, 224 threads (7 warps) for
+// rows of 3584 = 7 * 512.
 #define KV_S5_16(TAG, T)                                                                                  \
-    KV_S5(TAG, T, 32, 2)                                                                                 \
-    KV_S5(TAG, T, 32, 4)                                                                                 \
-    KV_S5(TAG, T, 32, 8)                                                                                 \
-    KV_S5(TAG, T, 64, 8)                                                                                 \
-    KV_S5(TAG, T, 128, 8)                                                                                \
-    KV_S5(TAG, T, 256, 8)                                                                                \
+    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
+    KV_S5(TAG, T, 224, 2) KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
     KV_S5(TAG, T, 512, 8)
 #define KV_S5_32(TAG, T)                                                                                  \
-    KV_S5(TAG, T, 32, 4)                                                                                 \
-    KV_S5(TAG, T, 32, 8)                                                                                 \
-    KV_S5(TAG, T, 32, 16)                                                                                \
-    KV_S5(TAG, T, 64, 16)                                                                                \
-    KV_S5(TAG, T, 128, 16)                                                                               \
-    KV_S5(TAG, T, 256, 16)                                                                               \
-    KV_S5(TAG, T, 512, 16)
+    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
+    KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
+    KV_S5(TAG, T, 512, 8) KV_S5(TAG, T, 512, 16)
 
 // benchmarks/softmax_tune.py builds with -DKV_S5_TUNE: every (TPR, VECS) of a grid instead of the table.
 #ifdef KV_S5_TUNE
 #define KV_S5_ROW(TAG, T, TPR) KV_S5(TAG, T, TPR, 1) KV_S5(TAG, T, TPR, 2) KV_S5(TAG, T, TPR, 4) KV_S5(TAG, T, TPR, 8)
 #define KV_S5_GRID(TAG, T) \
-    KV_S5_ROW(TAG, T, 32) KV_S5_ROW(TAG, T, 64) KV_S5_ROW(TAG, T, 128) KV_S5_ROW(TAG, T, 256) KV_S5_ROW(TAG, T, 512)
+    KV_S5_ROW(TAG, T, 32) KV_S5_ROW(TAG, T, 64) KV_S5_ROW(TAG, T, 128) KV_S5_ROW(TAG, T, 224)                 \
+    KV_S5_ROW(TAG, T, 256) KV_S5_ROW(TAG, T, 512)
 KV_S5_GRID(f32, float)
-KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16)
+KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16) KV_S5(f32, float, 128, 7)
+KV_S5(bf16, __nv_bfloat16, 64, 7)
 KV_S5_GRID(bf16, __nv_bfloat16)
-#define KV_S5X(TAG, T, TPR, VECS, LOAD, FAST, PF)                                                         \
-    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock)                           \
-        softmax_s5x_t##TPR##_v##VECS##_l##LOAD##_e##FAST##_p##PF##_##TAG(const T* x, T* y, int M, int N) { \
-        if constexpr (PF) s5_loop<T, TPR, VECS, LOAD, FAST, PF>(x, y, M, N);                             \
-        else s5<T, TPR, VECS, LOAD, FAST>(x, y, M, N);                                                    \
-    }
-#define KV_S5X_ALL(TAG, T, TPR, VECS) \
-    KV_S5X(TAG, T, TPR, VECS, 1, 0, 0) KV_S5X(TAG, T, TPR, VECS, 2, 0, 0) KV_S5X(TAG, T, TPR, VECS, 0, 1, 0) \
-    KV_S5X(TAG, T, TPR, VECS, 0, 0, 1) KV_S5X(TAG, T, TPR, VECS, 2, 0, 1)
-KV_S5X_ALL(bf16, __nv_bfloat16, 64, 2) KV_S5X_ALL(bf16, __nv_bfloat16, 128, 2)
-KV_S5X_ALL(bf16, __nv_bfloat16, 64, 4) KV_S5X_ALL(bf16, __nv_bfloat16, 128, 4) KV_S5X_ALL(bf16, __nv_bfloat16, 256, 4)
-KV_S5X_ALL(f32, float, 128, 4) KV_S5X_ALL(f32, float, 256, 4) KV_S5X_ALL(f32, float, 64, 4)
 #else
 KV_S5_32(f32, float)
 KV_S5_16(f16, __half)

@@ -14,8 +14,8 @@ BLOCK = 256  # kBlock: S5 blocks hold BLOCK // tpr rows when a row takes fewer t
 VEC_WIDTH = {"float32": 4, "float16": 8, "bfloat16": 8}  # elements per 16-byte vector
 # (threads per row, vectors per thread), smallest first; a row of N fits when tpr * vecs * width >= N.
 S5_CONFIGS = {
-    8: ((32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8), (512, 8)),
-    4: ((32, 4), (32, 8), (32, 16), (64, 16), (128, 16), (256, 16), (512, 16)),
+    8: ((32, 1), (32, 2), (32, 4), (64, 4), (224, 2), (128, 4), (256, 4), (512, 4), (512, 8)),
+    4: ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (224, 4), (256, 4), (512, 4), (512, 8), (512, 16)),
 }
 SPLIT_THREADS, SPLIT_VECS = 512, 4  # kSplitThreads and the VECS of KV_SPLIT
 CLUSTER, CLUSTER_THREADS = 8, 512  # kCluster blocks of kClusterThreads per row
@@ -109,7 +109,7 @@ def _supports_s5(M, N, dt):
         return why
     if N > s5_limit(dt):
         return (f"N={N} exceeds the register-resident limit {s5_limit(dt)} for {dt.input} "
-                f"(64 elements a thread, up to 512 threads a row); use cuda-softmax-split")
+                f"(up to 512 threads a row, 64 elements a thread); use cuda-softmax-split")
     return None
 
 
