@@ -85,7 +85,7 @@ if has verdict; then
     done
     s=$(date +%s.%N); $V check kernels/cuda/rmsnorm_spec.py --kernel cuda-rmsnorm-n3 --budget thorough --sanitize \
       --no-progress > "$W/verdict_thorough_sanitize.txt" 2>> "$W/verdict.err"; rc=$?
-    echo "warm budget=thorough --sanitize exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,2))") s"
+    echo "warm budget=thorough --sanitize exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,2))") s (sanitizer runs at once: ${VERIFIER_SANITIZE_JOBS:-default})"
   } | tee "$W/verdict.txt"
 fi; pack
 if has sanitize; then
