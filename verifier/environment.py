@@ -42,17 +42,22 @@ def _git_commit(cwd=None):
 def _torch_cuda_version():
     """torch.version.cuda, read from torch/version.py without importing torch."""
     import importlib.util
-    import re
 
     try:
         spec = importlib.util.find_spec("torch")
         if spec is None or not spec.submodule_search_locations:
             return None
-        text = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text()
-        m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
-        return m.group(1) if m else None
+        return cuda_from_version_file((Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text())
     except Exception:
         return None
+
+
+def cuda_from_version_file(text: str):
+    """The ``cuda = '13.0'`` (or ``cuda: Optional[str] = '13.0'``) of torch/version.py; None for a CPU build."""
+    import re
+
+    m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return m.group(1) if m else None
 
 
 @lru_cache(maxsize=1)

@@ -106,66 +106,20 @@ __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec1
 // ---- S5 ----------------------------------------------------------------------------------
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
 // LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global).
+template <typename T, int VECS, int LOAD>
+__device__ __forceinline__ void s5_load(uint4 (&raw)[VECS], const T* xr, int t, int tpr, int nvec) {
+    constexpr int W = kv::Vec16<T>::W;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {  // every load in flight before the first use
+        const int j = t + c * tpr;
+        const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * W);
+        if (j < nvec) raw[c] = LOAD == 0 ? __ldcs(p) : LOAD == 1 ? __ldg(p) : *p;
+    }
+}
+
 // Plain loads for 16-bit rows, ld.global.nc for f32: the fastest of the three on the H200 (softmax_tune.py).
 template <typename T>
 constexpr int kLoad = sizeof(T) == 4 ? 1 : 2;
-
-// One row's register phases. FULL: every slot of the row holds a vector (the common case of a row length
-// that is a multiple of TPR * VECS * W), so no per-vector guard, branch or predicate is emitted; 16-bit
-// rows are issue-bound at copy speed, and the guards cost a third of the instructions.
-template <typename T, int TPR, int VECS, int LOAD, bool FULL>
-__device__ __forceinline__ float s5_load_max(const T* xr, int t, int nvec, float (&v)[VECS][kv::Vec16<T>::W]) {
-    constexpr int W = kv::Vec16<T>::W;
-    uint4 raw[VECS];
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {  // every load in flight before the first use
-        const int j = t + c * TPR;
-        const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * W);
-        if (FULL || j < nvec) raw[c] = LOAD == 0 ? __ldcs(p) : LOAD == 1 ? __ldg(p) : *p;
-    }
-    float part[VECS];
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {
-        if (FULL || t + c * TPR < nvec) {
-            unpack16<T>(raw[c], v[c]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
-        }
-        part[c] = tree_max(v[c]);
-    }
-    return tree_max(part);
-}
-
-template <typename T, int TPR, int VECS, bool FULL>
-__device__ __forceinline__ float s5_exp_sum(int t, int nvec, float m, float (&v)[VECS][kv::Vec16<T>::W]) {
-    constexpr int W = kv::Vec16<T>::W;
-    float part[VECS];
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {
-        const bool in = FULL || t + c * TPR < nvec;
-#pragma unroll
-        for (int k = 0; k < W; ++k) v[c][k] = in ? expf(v[c][k] - m) : 0.f;
-        part[c] = tree_sum(v[c]);
-    }
-    return tree_sum(part);
-}
-
-template <typename T, int TPR, int VECS, bool FULL>
-__device__ __forceinline__ void s5_store(T* yr, int t, int nvec, float s, const float (&v)[VECS][kv::Vec16<T>::W]) {
-    constexpr int W = kv::Vec16<T>::W;
-    const float r = 1.f / s;
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {
-        const int j = t + c * TPR;
-        if (FULL || j < nvec) {
-            typename kv::Vec16<T>::U u;
-#pragma unroll
-            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
-            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
-        }
-    }
-}
 
 template <typename T, int TPR, int VECS, int LOAD = kLoad<T>>
 __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
@@ -177,21 +131,41 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
     const int row = blockIdx.x * ROWS + slot;
     // A block's last rows may lie past M: they load nothing and store nothing, but still take part
-    // in the barriers of a multi-warp row (which stay outside the FULL branches).
+    // in the barriers of a multi-warp row.
     const int nvec = row < M ? N / W : 0;  // the spec refuses N % W != 0
-    const bool full = nvec == TPR * VECS;  // the same for every thread of a row
-    const T* xr = x + (size_t)row * N;
-    float v[VECS][W];
-    float m = full ? s5_load_max<T, TPR, VECS, LOAD, true>(xr, t, nvec, v)
-                   : s5_load_max<T, TPR, VECS, LOAD, false>(xr, t, nvec, v);
-    m = row_max<WARPS>(m, part_m[slot]);
-    float s = full ? s5_exp_sum<T, TPR, VECS, true>(t, nvec, m, v) : s5_exp_sum<T, TPR, VECS, false>(t, nvec, m, v);
-    s = row_sum<WARPS>(s, part_s[slot]);
+    uint4 raw[VECS];
+    s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
+    float v[VECS][W], part[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        if (t + c * TPR < nvec) {
+            unpack16<T>(raw[c], v[c]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
+        }
+        part[c] = tree_max(v[c]);
+    }
+    const float m = row_max<WARPS>(tree_max(part), part_m[slot]);
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const bool in = t + c * TPR < nvec;
+#pragma unroll
+        for (int k = 0; k < W; ++k) v[c][k] = in ? expf(v[c][k] - m) : 0.f;
+        part[c] = tree_sum(v[c]);
+    }
+    const float s = row_sum<WARPS>(tree_sum(part), part_s[slot]);
+    const float r = 1.f / s;
     T* yr = y + (size_t)row * N;
-    if (full) {
-        s5_store<T, TPR, VECS, true>(yr, t, nvec, s, v);
-    } else {
-        s5_store<T, TPR, VECS, false>(yr, t, nvec, s, v);
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const int j = t + c * TPR;
+        if (j < nvec) {
+            typename kv::Vec16<T>::U u;
+#pragma unroll
+            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
+            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
+        }
     }
 }
 
@@ -307,7 +281,7 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = base + c * kClusterThreads;
-        if (j < nvec) raw[c] = *reinterpret_cast<const uint4*>(xr + (size_t)j * W);
+        if (j < nvec) raw[c] = __ldcs(reinterpret_cast<const uint4*>(xr + (size_t)j * W));
     }
     float v[VECS][W];
     float m = -INFINITY;

@@ -22,5 +22,21 @@ def to_dict(result: BenchResult) -> dict:
             "warnings": [{"M": M, "N": N, "dtype": t, "message": w} for M, N, t, w in result.warnings]}
 
 
+def from_dict(doc: dict) -> BenchResult:
+    """A BenchResult back from :func:`to_dict`'s document (re-render a recorded run in another format)."""
+    from verifier.bench.plan import Row, Stats
+
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"bench JSON schema {doc.get('schema')!r}, expected {SCHEMA}")
+    rows = []
+    for d in doc["rows"]:
+        stats = Stats(d["runs"], d["median_ms"], d["p10_ms"], d["p90_ms"], d["min_ms"]) if "runs" in d else None
+        rows.append(Row(d["kernel"], d["role"], d["op"], d["dtype"], d["M"], d["N"], d["bytes"], status=d["status"],
+                        stats=stats, copy_ms=d.get("copy_ms"), note=d.get("note", "")))
+    return BenchResult(rows=rows, warnings=[(w["M"], w["N"], w["dtype"], w["message"]) for w in doc["warnings"]],
+                       environment=doc.get("environment") or {}, gpu=doc["gpu"], l2_bytes=doc["l2_bytes"],
+                       runs=doc["runs"], warmup=doc["warmup"], date=doc["date"])
+
+
 def render(result: BenchResult) -> str:
     return json.dumps(to_dict(result), indent=2) + "\n"
