@@ -96,6 +96,12 @@ def test_cluster_capacity_and_launch(tag, monkeypatch):
     assert "compute capability 9.0" in KERNELS["cuda-softmax-cluster"].check_supported(32, 152064, dt)
 
 
+def test_grids_past_the_launch_limit_are_refused():
+    assert "exceed the grid's 2^31 - 1 blocks" in KERNELS["cuda-softmax-split"].check_supported(2**30, 152064, dtypes("f32"))
+    assert "exceed the grid's 2^31 - 1 blocks" in KERNELS["cuda-softmax-cluster"].check_supported(2**29, 8, dtypes("f32"))
+    assert KERNELS["cuda-softmax-split"].check_supported(2**20, 152064, dtypes("f32")) is None
+
+
 def test_s5_keeps_nothing_out_of_registers():
     for k in F.KERNELS:
         assert k.expectations.max_spill_bytes == 0 and k.expectations.max_stack_bytes == 0

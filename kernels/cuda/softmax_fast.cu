@@ -37,9 +37,17 @@ __device__ __forceinline__ float div_rn(float e, float s, float r) {
 // Row-wide reduction over TPR threads (a multiple of 32): shuffles, then, when the row spans several
 // warps, one barrier and a read of the row's per-warp partials in a fixed order (every thread of the
 // row gets the same bits). `part` is this row's WARPS-float slice of shared memory, used once.
-template <int WARPS>
-__device__ __forceinline__ float row_max(float v, float* part) {
-    v = kv::warp_max(v);
+struct MaxOp {
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+    __device__ __forceinline__ float warp(float v) const { return kv::warp_max(v); }
+};
+struct SumOp {
+    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+    __device__ __forceinline__ float warp(float v) const { return kv::warp_sum(v); }
+};
+template <int WARPS, typename Op>
+__device__ __forceinline__ float row_reduce(float v, float* part, Op op) {
+    v = op.warp(v);
     if constexpr (WARPS == 1) {
         return v;
     } else {
@@ -48,25 +56,14 @@ __device__ __forceinline__ float row_max(float v, float* part) {
         __syncthreads();
         v = part[0];
 #pragma unroll
-        for (int k = 1; k < WARPS; ++k) v = fmaxf(v, part[k]);
+        for (int k = 1; k < WARPS; ++k) v = op(v, part[k]);
         return v;
     }
 }
 template <int WARPS>
-__device__ __forceinline__ float row_sum(float v, float* part) {
-    v = kv::warp_sum(v);
-    if constexpr (WARPS == 1) {
-        return v;
-    } else {
-        const int w = (threadIdx.x >> 5) % WARPS;
-        if ((threadIdx.x & 31) == 0) part[w] = v;
-        __syncthreads();
-        v = part[0];
-#pragma unroll
-        for (int k = 1; k < WARPS; ++k) v += part[k];
-        return v;
-    }
-}
+__device__ __forceinline__ float row_max(float v, float* part) { return row_reduce<WARPS>(v, part, MaxOp{}); }
+template <int WARPS>
+__device__ __forceinline__ float row_sum(float v, float* part) { return row_reduce<WARPS>(v, part, SumOp{}); }
 
 // Pairwise (tree) max and sum over a thread's registers: a dependency chain of log2(n) instead of n,
 // which is what limits a 16-bit row (twice the elements per byte of f32) when latency is not hidden.

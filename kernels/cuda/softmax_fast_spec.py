@@ -88,8 +88,8 @@ def _supports_cluster(M, N, dt):
         return why
     if N > cluster_limit(dt):
         return f"N={N} exceeds {cluster_limit(dt)} (8 blocks x 512 threads x 40 elements); use cuda-softmax-split"
-    if M * CLUSTER > 2**31 - 1:
-        return f"M={M} rows of {CLUSTER} blocks exceed the grid's 2^31 - 1 blocks"
+    if _grid_reason(M, CLUSTER):
+        return _grid_reason(M, CLUSTER)
     cap = _gpu_capability()
     if cap is not None and cap < (9, 0):
         return f"thread-block clusters need compute capability 9.0; this GPU is {cap[0]}.{cap[1]}"
@@ -117,8 +117,12 @@ def _supports_split(M, N, dt):
     why = _vector_reason(N, dt, "cuda-softmax-s2")
     if why:
         return why
-    if M * split_chunks(N, dt) > 2**31 - 1:
-        return f"M={M} rows of {split_chunks(N, dt)} blocks exceed the grid's 2^31 - 1 blocks"
+    return _grid_reason(M, split_chunks(N, dt))
+
+
+def _grid_reason(M, per_row):
+    if M * per_row > 2**31 - 1:
+        return f"M={M} rows of {per_row} blocks exceed the grid's 2^31 - 1 blocks"
     return None
 
 
