@@ -120,9 +120,9 @@ def resolve_device(device: str) -> str:
     if device == "cpu":
         return "cpu"
     try:
-        import torch
+        from verifier.cuda_probe import cuda_available  # without importing torch (seconds)
 
-        has_gpu = torch.cuda.is_available()
+        has_gpu = cuda_available()
     except Exception:
         has_gpu = False
     if device == "cuda" and not has_gpu:

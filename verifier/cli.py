@@ -16,6 +16,11 @@ from verifier.errors import UsageError, VerifierError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 from verifier.coverage import NOTHING_CHECKED as EXIT_NOTHING_CHECKED  # noqa: E402
+# What each budget does beyond the catalogue cases (verifier.battery.BUDGETS; tests/test_bench_cli.py keeps
+# the two in step). Written out here so that `--help` does not import the battery.
+BUDGET_HELP = ("quick: a handful of catalogue cases, no Hypothesis, 2 determinism repeats, --sanitize on the first "
+               "dtype only; ci: every catalogue case at small M, 12 Hypothesis examples per dtype, 3 repeats; "
+               "thorough: every case at M = 16 rows, 60 Hypothesis examples per dtype, 5 repeats")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "VERIFIER_ISOLATE=1); the command line wins.")
     c.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
     c.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
-    c.add_argument("--budget", help="quick | ci | thorough (default ci)")
+    c.add_argument("--budget", help="quick | ci | thorough (default ci). " + BUDGET_HELP)
     c.add_argument("--seed", help="base seed of every random draw (default 0)")
     c.add_argument("--device", help="cpu | cuda | auto (default auto)")
     from verifier.report import FORMATS
@@ -101,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from verifier.lint import command as lint_command
 
     lint_command.add_subparser(sub)
+    from verifier.bench import command as bench_command
+
+    bench_command.add_subparser(sub)
     return p
 
 
@@ -238,10 +246,11 @@ def main(argv=None) -> int:
             return EXIT_USAGE
         from verifier.sanitizer import command as sanitize_command
 
+        from verifier.bench import command as bench_command
         from verifier.lint import command as lint_command
 
         commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run,
-                    "lint": lint_command.run}
+                    "lint": lint_command.run, "bench": bench_command.run}
         return commands[args.command](args)
     except UsageError as e:
         sys.stderr.write(f"verifier: error: {e}\n")

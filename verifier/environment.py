@@ -39,19 +39,48 @@ def _git_commit(cwd=None):
         return None
 
 
+def _torch_cuda_version():
+    """torch.version.cuda, read from torch/version.py without importing torch."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return cuda_from_version_file((Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text())
+    except Exception:
+        return None
+
+
+def cuda_from_version_file(text: str):
+    """The ``cuda = '13.0'`` (or ``cuda: Optional[str] = '13.0'``) of torch/version.py; None for a CPU build."""
+    import re
+
+    m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return m.group(1) if m else None
+
+
 @lru_cache(maxsize=1)
 def environment() -> dict:
     env = {"gpu": None, "driver": None, "cuda": None, "torch": _version("torch"), "triton": _version("triton"),
            "cupy": _version("cupy"), "nvcc": None, "commit": _git_commit()}
     try:
-        import torch
+        # torch is imported only if someone already did (its import takes seconds); else its version file
+        # is read and the GPU named by nvidia-smi.
+        from verifier.cuda_probe import cuda_available
 
-        env["cuda"] = torch.version.cuda
-        if torch.cuda.is_available():
-            env["gpu"] = torch.cuda.get_device_name(0)
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        env["cuda"] = _torch_cuda_version()
+        if cuda_available():
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=10)
-            env["driver"] = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+            if out.returncode == 0 and out.stdout.strip():
+                name, _, driver = out.stdout.strip().splitlines()[0].rpartition(",")
+                env["gpu"], env["driver"] = name.strip() or None, driver.strip() or None
+            import sys
+
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_available():
+                env["gpu"] = torch.cuda.get_device_name(0)
     except Exception:
         pass
     try:

@@ -456,4 +456,27 @@ def battery_hook(spec, opts, report, tags) -> None:
     """Called by verifier.battery when ``opts.sanitize``: the four tools for each dtype (the first only
     under budget 'quick'). On a machine without a GPU every cell is skipped and nothing is launched."""
     dts = list(tags)[:1] if opts.budget == "quick" else list(tags)
-    sanitize_kernel(spec, report, dts, TOOLS, device=opts.device)
+    jobs = hook_jobs(len(dts) * len(TOOLS))
+    if jobs <= 1:
+        sanitize_kernel(spec, report, dts, TOOLS, device=opts.device)
+        return
+    # Each tool run is a child process that spends most of its time starting (torch's import alone is
+    # 4-5 s on an H200 machine): running them at once on the one GPU takes the 12 runs of a thorough check
+    # from about a minute to a few waves of one run (docs/benchmarks.md, verdict speed).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        finish_kernel(start_kernel(spec, report, dts, TOOLS, device=opts.device, pool=pool))
+
+
+def hook_jobs(runs: int) -> int:
+    """Tool runs of one `verifier check --sanitize` kernel at once: $VERIFIER_SANITIZE_JOBS, else half the
+    CPUs (each run is a CPU-heavy child), at most 8 and at most the number of runs."""
+    env = os.environ.get("VERIFIER_SANITIZE_JOBS")
+    if env:
+        try:
+            return max(1, min(int(env), runs))
+        except ValueError:
+            raise UsageError(f"VERIFIER_SANITIZE_JOBS={env!r} is not a whole number",
+                             fix="set it to the number of sanitizer runs at once, e.g. 4") from None
+    return max(1, min(runs, 8, (os.cpu_count() or 2) // 2))

@@ -1,0 +1,88 @@
+"""Every S5 configuration of kernels/cuda/softmax_fast.cu (built with -DKV_S5_TUNE) at every shape, f32 and
+bf16, timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a
+check against torch.softmax. Picks the table S5_CONFIGS of softmax_fast_spec.py.
+
+    python benchmarks/softmax_tune.py [--N 1024 2048 3584 4096 8192] [--M 8192] [--runs 30]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--M", type=int, default=8192)
+    ap.add_argument("--N", type=int, nargs="+", default=[1024, 2048, 3584, 4096, 8192])
+    ap.add_argument("--runs", type=int, default=30)
+    args = ap.parse_args(argv)
+    import numpy as np
+    import torch
+
+    from verifier.bench.plan import summarize
+    from verifier.bench.timing import NO_GPU, Timer, gpu_available
+    from verifier.build import compile_cubin
+    from verifier.runners.cuda import _cupy, device_arch, torch_stream_for_cupy
+
+    if not gpu_available():
+        print(NO_GPU[0], file=sys.stderr)
+        return 2
+    res = compile_cubin(ROOT / "kernels/cuda/softmax_fast.cu", arch=device_arch(), defines={"KV_S5_TUNE": 1})
+    cp = _cupy()
+    mod = cp.RawModule(path=str(res.cubin))
+    stream = torch_stream_for_cupy(cp, torch.cuda.current_stream())
+    timer = Timer(args.runs, 3)
+    entries = sorted(e for e in res.resources if e.startswith("softmax_s5"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"# {torch.cuda.get_device_name(0)} M={args.M}, median of {args.runs}, L2 flushed; ratio = copy time / kernel time")
+    print(f"{'entry':36s} {'N':>6s} {'us':>8s} {'x copy':>7s} {'regs':>5s} {'maxerr':>9s}")
+    for tag, td, w in (("f32", torch.float32, 4), ("bf16", torch.bfloat16, 8)):
+        for N in args.N:
+            x = torch.randn(args.M, N, device="cuda").to(td)
+            ref = torch.softmax(x.float(), -1)
+            half = x.numel() * x.element_size()
+            src = torch.empty(half, dtype=torch.uint8, device="cuda")
+            dst = torch.empty_like(src)
+            copy_ms = summarize(timer.time(lambda: dst.copy_(src))).median_ms
+            best = None
+            for e in entries:
+                m = re.match(rf"softmax_s5x?_t(\d+)_v(\d+)(?:_l(\d)_e(\d)_p(\d))?_{tag}$", e)
+                if not m:
+                    continue
+                tpr, vecs = int(m.group(1)), int(m.group(2))
+                persistent = m.group(5) == "1"
+                if not N <= tpr * vecs * w < 2 * N:
+                    continue  # too small, or twice too large (more threads idle than working)
+                rows = max(1, 256 // tpr)
+                fn = mod.get_function(e)
+                groups = -(-args.M // rows)
+                for grid_n in ([sms * k for k in (2, 4, 8) if sms * k < groups] if persistent else [groups]):
+                    y = torch.full_like(x, float("nan"))
+                    grid, block = (grid_n,), (tpr * rows,)
+                    a = (np.uint64(x.data_ptr()), np.uint64(y.data_ptr()), np.int32(args.M), np.int32(N))
+
+                    def go():
+                        with stream:
+                            fn(grid, block, a)
+
+                    go()
+                    torch.cuda.synchronize()
+                    err = (y.float() - ref).abs().max().item()
+                    ms = summarize(timer.time(go)).median_ms
+                    r = copy_ms / ms
+                    regs = res.resources[e].registers
+                    label = f"{e}/g{grid_n}" if persistent else e
+                    print(f"{label:36s} {N:6d} {ms * 1e3:8.1f} {r:7.3f} {regs:5d} {err:9.2e}")
+                    if err < 1e-2 and (best is None or r > best[1]):
+                        best = (label, r)
+            print(f"best {tag} N={N}: {best}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Softmax past the S1-S4 ladder (softmax_fast.cu): fp32 math, I/O f32 / f16 / bf16, 16-byte vectors.
+
+S5: the row in registers, with as many threads per row as the row needs (a warp for N <= 2048),
+several rows per 256-thread block, all loads issued before the first use.
+split: several 512-thread blocks per row (vocab rows), two launches: per-chunk (max, sum) states, then
+merge and normalize; takes any N that is a multiple of the vector width.
+cluster: a row over the 8 blocks of a thread-block cluster (sm_90), one launch, one read of x (vocab rows).
+The S5_CONFIGS table must match the KV_S5_16 / KV_S5_32 macros at the end of softmax_fast.cu.
+"""
+from verifier.errors import UsageError
+from verifier.spec import CudaKernel, Launch, Scalar, dtypes, register_resident
+
+BLOCK = 256  # kBlock: S5 blocks hold BLOCK // tpr rows when a row takes fewer threads
+VEC_WIDTH = {"float32": 4, "float16": 8, "bfloat16": 8}  # elements per 16-byte vector
+# (threads per row, vectors per thread), smallest first; a row of N fits when tpr * vecs * width >= N.
+S5_CONFIGS = {
+    8: ((32, 1), (32, 2), (32, 4), (64, 4), (224, 2), (128, 4), (256, 4), (512, 4), (512, 8)),
+    4: ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (224, 4), (256, 4), (512, 4), (512, 8), (512, 16)),
+}
+SPLIT_THREADS, SPLIT_VECS = 512, 4  # kSplitThreads and the VECS of KV_SPLIT
+CLUSTER, CLUSTER_THREADS = 8, 512  # kCluster blocks of kClusterThreads per row
+CLUSTER_VECS = {4: 10, 8: 5}  # vectors a thread (KV_CLUSTER): 163840 columns for every width
+WORKSPACE = "tmp:ms:2*M*(N//8192+1):float32"  # (max, sum) per chunk; chunks <= N // 8192 + 1 for every width
+IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
+
+
+def s5_config(N, dt):
+    """(threads per row, vectors per thread) of the smallest S5 class holding N columns."""
+    w = VEC_WIDTH[dt.input]
+    for tpr, vecs in S5_CONFIGS[w]:
+        if tpr * vecs * w >= N:
+            return tpr, vecs
+    raise UsageError(f"N={N} exceeds the register-resident limit {s5_limit(dt)} of cuda-softmax-s5",
+                     fix="use cuda-softmax-split, which takes any N")
+
+
+def s5_limit(dt):
+    w = VEC_WIDTH[dt.input]
+    tpr, vecs = S5_CONFIGS[w][-1]
+    return tpr * vecs * w
+
+
+def split_chunks(N, dt):
+    """Blocks per row of cuda-softmax-split."""
+    per_block = SPLIT_THREADS * SPLIT_VECS * VEC_WIDTH[dt.input]
+    return -(-N // per_block)
+
+
+def _s5(M, N, dt, params):
+    tpr, vecs = s5_config(N, dt)
+    rows = max(1, BLOCK // tpr)
+    return [Launch(f"softmax_s5_t{tpr}_v{vecs}_{dt.tag}", grid=(-(-M // rows),), block=(tpr * rows,),
+                   args=("x", "y", "M", "N"))]
+
+
+def _split(M, N, dt, params):
+    chunks = split_chunks(N, dt)
+    c = Scalar("int32", chunks)
+    return [
+        Launch(f"softmax_split_stats_{dt.tag}", grid=(M * chunks,), block=(SPLIT_THREADS,),
+               args=("x", WORKSPACE, "M", "N", c)),
+        Launch(f"softmax_split_norm_{dt.tag}", grid=(M * chunks,), block=(SPLIT_THREADS,),
+               args=("x", WORKSPACE, "y", "M", "N", c)),
+    ]
+
+
+def cluster_limit(dt):
+    w = VEC_WIDTH[dt.input]
+    return CLUSTER * CLUSTER_THREADS * CLUSTER_VECS[w] * w
+
+
+def _cluster(M, N, dt, params):
+    return [Launch(f"softmax_cluster_{dt.tag}", grid=(M * CLUSTER,), block=(CLUSTER_THREADS,), args=("x", "y", "M", "N"))]
+
+
+def _gpu_capability():
+    try:
+        import torch
+
+        return torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def _supports_cluster(M, N, dt):
+    why = _vector_reason(N, dt, "cuda-softmax-s2")
+    if why:
+        return why
+    if N > cluster_limit(dt):
+        return f"N={N} exceeds {cluster_limit(dt)} (8 blocks x 512 threads x 40 elements); use cuda-softmax-split"
+    if _grid_reason(M, CLUSTER):
+        return _grid_reason(M, CLUSTER)
+    cap = _gpu_capability()
+    if cap is not None and cap < (9, 0):
+        return f"thread-block clusters need compute capability 9.0; this GPU is {cap[0]}.{cap[1]}"
+    return None
+
+
+def _vector_reason(N, dt, instead):
+    w = VEC_WIDTH[dt.input]
+    if N % w:
+        return f"N={N} is not a multiple of the {w}-element 16-byte vector of {dt.input}; use {instead} (scalar loads)"
+    return None
+
+
+def _supports_s5(M, N, dt):
+    why = _vector_reason(N, dt, "cuda-softmax-s3")
+    if why:
+        return why
+    if N > s5_limit(dt):
+        return (f"N={N} exceeds the register-resident limit {s5_limit(dt)} for {dt.input} "
+                f"(up to 512 threads a row, 64 elements a thread); use cuda-softmax-split")
+    return None
+
+
+def _supports_split(M, N, dt):
+    why = _vector_reason(N, dt, "cuda-softmax-s2")
+    if why:
+        return why
+    return _grid_reason(M, split_chunks(N, dt))
+
+
+def _grid_reason(M, per_row):
+    if M * per_row > 2**31 - 1:
+        return f"M={M} rows of {per_row} blocks exceed the grid's 2^31 - 1 blocks"
+    return None
+
+
+KERNELS = [
+    CudaKernel(name="cuda-softmax-s5", op="softmax", source="softmax_fast.cu", dtypes=IO, launches=_s5,
+               supports=_supports_s5, expectations=register_resident(), math_mode="precise",
+               description="row in registers, threads per row sized to N (a warp up to 2048 columns), "
+                           "16-byte loads all in flight first; N % width == 0, N <= 32768"),
+    CudaKernel(name="cuda-softmax-split", op="softmax", source="softmax_fast.cu", dtypes=IO, launches=_split,
+               supports=_supports_split, expectations=register_resident(), math_mode="precise",
+               description="several blocks per row: per-chunk (max, sum) states, then merge in a fixed "
+                           "order and normalize (re-reads x); any N % width == 0"),
+    CudaKernel(name="cuda-softmax-cluster", op="softmax", source="softmax_fast.cu", dtypes=IO, launches=_cluster,
+               supports=_supports_cluster, expectations=register_resident(), math_mode="precise",
+               description="a row over an 8-block thread-block cluster (sm_90): chunks in registers, max and sum "
+                           "exchanged through distributed shared memory, one read of x; N % width == 0, "
+                           "N <= 163840"),
+]
