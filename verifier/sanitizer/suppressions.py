@@ -15,12 +15,11 @@ nothing are reported, so stale suppressions get noticed and deleted.
 """
 from __future__ import annotations
 
-import dataclasses
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from verifier import suppressions_file as _file
 from verifier.errors import UsageError
 from verifier.findings import Finding
 from verifier.sanitizer.xmlparse import finding_kind
@@ -41,13 +40,7 @@ class Suppression:
     origin: str = ""  # 'path entry #n', for messages
 
     def matches(self, f: Finding) -> bool:
-        if f.check != self.tool:
-            return False
-        if self.kernel is not None and not fnmatch.fnmatchcase(f.kernel, self.kernel):
-            return False
-        if self.file is not None and not (f.file and fnmatch.fnmatchcase(f.file, self.file)):
-            return False
-        if self.line is not None and f.line != self.line:
+        if f.check != self.tool or not _file.matches_place(self, f):
             return False
         return self.kind is None or finding_kind(f) == self.kind
 
@@ -58,93 +51,33 @@ class Suppression:
         return f"{self.origin}: {self.tool} {' '.join(sel)} ({self.reason})"
 
 
-def _toml():
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise UsageError("reading sanitizer suppressions needs tomllib (Python >= 3.11) or tomli",
-                             fix="pip install tomli, or use Python 3.11+") from None
-    return tomllib
-
-
 def parse_entries(data: dict, origin: str) -> list:
-    entries = data.get("suppress", [])
-    unknown_top = set(data) - {"suppress"}
-    if unknown_top:
-        raise UsageError(f"{origin}: unknown top-level key(s) {sorted(unknown_top)}",
-                         fix="write each suppression as a [[suppress]] table")
-    if not isinstance(entries, list):
-        raise UsageError(f"{origin}: 'suppress' must be an array of tables", fix="write [[suppress]] entries")
     out = []
-    for i, e in enumerate(entries, 1):
-        where = f"{origin} entry #{i}"
-        if not isinstance(e, dict):
-            raise UsageError(f"{where} is not a table", fix="write [[suppress]] followed by key = value lines")
-        unknown = set(e) - _KEYS
-        if unknown:
-            raise UsageError(f"{where}: unknown key(s) {sorted(unknown)}", fix=f"keys are {', '.join(sorted(_KEYS))}")
-        for k in _KEYS:
-            if k in e and not isinstance(e[k], str):
-                raise UsageError(f"{where}: {k} must be a string, got {e[k]!r}", fix=f'write {k} = "..."')
-        reason = (e.get("reason") or "").strip()
-        if not reason:
-            raise UsageError(f"{where} has no reason", fix='add reason = "why this finding is not a defect"')
+    for where, e in _file.entries(data, origin, _KEYS):
         if e.get("tool") not in TOOLS:
             raise UsageError(f"{where}: tool is {e.get('tool')!r}", fix=f"use one of {', '.join(TOOLS)}")
         if not any(k in e for k in ("kernel", "file", "kind")):
             raise UsageError(f"{where} would suppress every {e['tool']} finding",
                              fix="narrow it with kernel, file (path or path:line) or kind")
-        file, line = e.get("file"), None
-        if file is not None and ":" in file:
-            file, _, num = file.rpartition(":")
-            if not num.isdigit():
-                raise UsageError(f"{where}: file {e['file']!r} has a bad line number", fix='write "path/to/file.cu:123"')
-            line = int(num)
-        out.append(Suppression(tool=e["tool"], reason=reason, kernel=e.get("kernel"), file=file, line=line,
-                               kind=e.get("kind"), origin=where))
+        file, line = _file.file_and_line(e, where)
+        out.append(Suppression(tool=e["tool"], reason=e["reason"].strip(), kernel=e.get("kernel"), file=file,
+                               line=line, kind=e.get("kind"), origin=where))
     return out
 
 
 def load(path) -> list:
     """Entries of a suppressions file; a malformed file or entry is a UsageError naming the entry."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read suppressions file {path}: {e.strerror}", fix="pass an existing file") from None
-    toml = _toml()
-    try:
-        data = toml.loads(text)
-    except toml.TOMLDecodeError as e:
-        raise UsageError(f"suppressions file {path} is not valid TOML: {e}", fix="fix the TOML syntax") from None
-    return parse_entries(data, str(path))
+    return parse_entries(_file.read(path), str(path))
 
 
 def find_file(start) -> Optional[Path]:
     """The nearest ``sanitizer-suppressions.toml`` at or above ``start``, stopping at a repository root."""
-    p = Path(start).resolve()
-    for d in ([p] if p.is_dir() else []) + list(p.parents):
-        cand = d / FILE_NAME
-        if cand.is_file():
-            return cand
-        if (d / ".git").exists():
-            return None
-    return None
+    return _file.nearest(start, FILE_NAME)
 
 
 def apply(entries: list, findings: list) -> list:
     """Findings with every suppressed one turned into an 'info' finding that says why."""
-    out = []
-    for f in findings:
-        hit = next((s for s in entries if s.matches(f)), None)
-        if hit is None:
-            out.append(f)
-        else:
-            out.append(dataclasses.replace(f, severity="info", message=f"{f.message}\n  suppressed: {hit.reason}"))
-    return out
+    return _file.apply(entries, findings)[0]
 
 
 def unused(entries: list, findings: list) -> list:
