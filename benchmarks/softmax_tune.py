@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             copy_ms = summarize(timer.time(lambda: dst.copy_(src))).median_ms
             best = None
             for e in entries:
-                m = re.match(rf"softmax_s5x?_t(\d+)_v(\d+)(?:_l(\d)_e(\d)_p(\d))?_{tag}$", e)
+                m = re.match(rf"softmax_s5x?_t(\d+)_v(\d+)(?:_l(\d)_e(\d)_p(\d))?(?:_m\d)?_{tag}$", e)
                 if not m:
                     continue
                 tpr, vecs = int(m.group(1)), int(m.group(2))

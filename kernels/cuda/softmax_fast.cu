@@ -335,6 +335,13 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
         softmax_s5_t##TPR##_v##VECS##_##TAG(const T* x, T* y, int M, int N) {                            \
         s5<T, TPR, VECS>(x, y, M, N);                                                                    \
     }
+// softmax_s5_t<TPR>_v<VECS>_m<MINB>_<io>: at least MINB blocks resident per SM (a register cap for ptxas), so
+// that a thread's row slice and its loads in flight fit 3 blocks of an SM instead of 2.
+#define KV_S5M(TAG, T, TPR, VECS, MINB)                                                                   \
+    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock, MINB)                     \
+        softmax_s5_t##TPR##_v##VECS##_m##MINB##_##TAG(const T* x, T* y, int M, int N) {                  \
+        s5<T, TPR, VECS>(x, y, M, N);                                                                    \
+    }
 #define KV_SPLIT(TAG, T, VECS)                                                                            \
     extern "C" __global__ void __launch_bounds__(kSplitThreads)                                          \
         softmax_split_stats_##TAG(const T* x, float* ws, int M, int N, int chunks) {                     \
@@ -363,15 +370,15 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     }
 
 // S5 size classes (elements per row <= TPR * VECS * W); keep in sync with softmax_fast_spec.S5_CONFIGS.
-// Picked by benchmarks/softmax_tune.py on the H200: 16 to 32 elements a thread, 224 threads (7 warps) for
-// rows of 3584 = 7 * 512.
+// Picked by benchmarks/softmax_tune.py on the H200 (docs/benchmarks.md): 32 f32 elements a thread; 16-bit rows
+// of 2048-4096 want 64 elements a thread (7-8 loads in flight) at 80 registers, 3 blocks an SM.
 #define KV_S5_16(TAG, T)                                                                                  \
-    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
-    KV_S5(TAG, T, 224, 2) KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
+    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 32, 8)                   \
+    KV_S5(TAG, T, 64, 7) KV_S5M(TAG, T, 64, 8, 3) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)             \
     KV_S5(TAG, T, 512, 8)
 #define KV_S5_32(TAG, T)                                                                                  \
     KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
-    KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
+    KV_S5(TAG, T, 64, 8) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 128, 8) KV_S5(TAG, T, 512, 4)                \
     KV_S5(TAG, T, 512, 8) KV_S5(TAG, T, 512, 16)
 
 // benchmarks/softmax_tune.py builds with -DKV_S5_TUNE: every (TPR, VECS) of a grid instead of the table.
@@ -382,7 +389,7 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     KV_S5_ROW(TAG, T, 256) KV_S5_ROW(TAG, T, 512)
 KV_S5_GRID(f32, float)
 KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16) KV_S5(f32, float, 128, 7)
-KV_S5(bf16, __nv_bfloat16, 64, 7)
+KV_S5(bf16, __nv_bfloat16, 64, 7) KV_S5M(bf16, __nv_bfloat16, 64, 8, 3) KV_S5M(bf16, __nv_bfloat16, 64, 7, 3)
 KV_S5_GRID(bf16, __nv_bfloat16)
 KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 512, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 384, 7)
 KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 1024, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 512, 10)
