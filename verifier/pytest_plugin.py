@@ -139,8 +139,11 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (CPU count): it is a firstresult hook
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker per visible GPU (nvidia-smi, not CUDA); xdist's CPU count without GPUs."""
-    return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+    """``-n auto``: CPUs / GPUs workers per visible GPU (gpu_pinning.workers_per_gpu); xdist's CPU count without GPUs."""
+    try:
+        return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 # --- configure -------------------------------------------------------------------------------------
