@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     ap.add_argument("--M", type=int, default=8192)
     ap.add_argument("--N", type=int, nargs="+", default=[1024, 2048, 3584, 4096, 8192])
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--vocab", default="32x152064", help="MxN of the cluster configurations ('' to skip)")
+    ap.add_argument("--vocab", default="32x152064", help="MxN of the cluster configurations, or 'none' to skip them")
     ap.add_argument("--dtype", nargs="+", default=["f32", "bf16"])
     args = ap.parse_args(argv)
     import numpy as np
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                     if err < 1e-2 and (best is None or r > best[1]):
                         best = (label, r)
             print(f"best {tag} N={N}: {best}")
-    if args.vocab:
+    if args.vocab.lower() not in ("", "none"):
         vm, vn = (int(v) for v in args.vocab.lower().split("x"))
         for tag, td in (("f32", torch.float32), ("bf16", torch.bfloat16)):
             if tag not in args.dtype:
