@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_SPEC = ("import importlib.util as u; s = u.spec_from_file_location('s', 'kernels/cuda/softmax_fast_spec.py'); "
-         "m = u.module_from_spec(s); s.loader.exec_module(m); k = m.KERNELS[0]; ")
+_SPEC = "from verifier.registry import load_spec_file; k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
 CASES = {
     "python -c pass": "pass",
     "import torch; CUDA context": "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()",

@@ -1,7 +1,6 @@
 """verifier.cuda_driver: CUDA kernels from numpy through the driver API, no torch. CPU: argument packing, a
 missing driver, workspaces; GPU (skips without a driver and nvcc): bundled softmax kernels against float64."""
 import ctypes
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -19,10 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _spec_module(name):
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test_driver", ROOT / "kernels" / "cuda" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return {k.name: k for k in mod.KERNELS}
+    from verifier.registry import load_spec_file
+
+    return {k.name: k for k in load_spec_file(ROOT / "kernels" / "cuda" / f"{name}.py")}
 
 
 def test_kernel_params_keep_each_scalar_width_and_pass_buffers_as_pointers():
@@ -121,8 +119,7 @@ def test_a_refused_shape_raises_unsupported_before_any_launch():
 @needs_gpu
 def test_the_driver_path_imports_no_torch():
     code = ("import sys, numpy as np; from verifier import cuda_driver as cd; from verifier.spec import dtypes; "
-            "import importlib.util as u; s = u.spec_from_file_location('s', 'kernels/cuda/softmax_fast_spec.py'); "
-            "m = u.module_from_spec(s); s.loader.exec_module(m); k = m.KERNELS[0]; "
+            "from verifier.registry import load_spec_file; k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
             "x = np.ones((4, 256), np.float32); r = cd.run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
             "assert abs(r.outputs['y'].sum() - 4) < 1e-4; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
