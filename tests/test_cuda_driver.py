@@ -119,7 +119,8 @@ def test_a_refused_shape_raises_unsupported_before_any_launch():
 @needs_gpu
 def test_the_driver_path_imports_no_torch():
     code = ("import sys, numpy as np; from verifier import cuda_driver as cd; from verifier.spec import dtypes; "
-            "from verifier.registry import load_spec_file; k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
+            "from verifier.registry import load_spec_file; "
+            "k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
             "x = np.ones((4, 256), np.float32); r = cd.run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
             "assert abs(r.outputs['y'].sum() - 4) < 1e-4; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -238,4 +238,5 @@ def _workspace(spec_str: str, M: int, N: int) -> np.ndarray:
         return np.zeros(int(n), dtype=numpy_dtype(dtype))
     except Exception:
         raise SpecError(f"temporary buffer argument {spec_str!r} is malformed",
-                        fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'") from None
+                        fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'",
+                        ) from None
