@@ -19,9 +19,8 @@ shortened only while unique would change the ids of bundled kernels when a user 
 The ``verifier_check`` fixture runs one battery step and fails with the framework's report and repro lines.
 
 GPU handling (see verifier/gpu_pinning.py): each xdist worker is pinned to one GPU before CUDA initializes;
-``-n auto`` starts CPUs / GPUs workers per GPU (``VERIFIER_WORKERS_PER_GPU``). A CUDA fault leaves the
-process's context unusable, so after one the remaining kernel tests of that process run each in a child
-``pytest NODEID`` (poisoned-context fallback);
+``-n auto`` starts CPUs/GPUs workers per GPU. A CUDA fault leaves the process's context unusable, so after one the
+remaining kernel tests of that process run each in a child ``pytest NODEID`` (poisoned-context fallback);
 ``--verifier-sanitize`` adds a ``-memcheck`` item per GPU test, run in a child under compute-sanitizer.
 """
 from __future__ import annotations
