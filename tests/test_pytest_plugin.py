@@ -248,8 +248,8 @@ def test_visible_devices_follow_cuda_rules():
 
 
 def test_auto_workers_is_the_visible_gpu_count():
-    assert gp.auto_workers({}, 4) == 4
-    assert gp.auto_workers({"CUDA_VISIBLE_DEVICES": "1,3"}, 4) == 2
+    assert gp.auto_workers({}, 4, cpu_count=4) == 4
+    assert gp.auto_workers({"CUDA_VISIBLE_DEVICES": "1,3"}, 4, cpu_count=2) == 2
     assert gp.auto_workers({}, 0) is None  # xdist falls back to the CPU count
 
 
@@ -293,6 +293,7 @@ def fake_nvidia_smi(tmp_path, monkeypatch):
 def test_n_auto_asks_for_one_worker_per_gpu(pytester, fake_nvidia_smi, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the controller: under xdist this test is in a worker
+    monkeypatch.setenv("VERIFIER_WORKERS_PER_GPU", "1")  # the CPUs-over-GPUs default: tests/test_gpu_workers.py
     config = pytester.parseconfigure("-p", "xdist")
     assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")

@@ -19,17 +19,19 @@ IO = ("f32", "f16", "bf16")
 
 
 def _macro_configs(name):
+    """(tpr, vecs) or (tpr, vecs, min blocks) of each KV_S5 / KV_S5M entry of a size-class macro, in order."""
     body = re.search(rf"#define {name}\(TAG, T\)(.*?)\n(?!\s)", SOURCE, re.S).group(1)
-    return tuple((int(a), int(b)) for a, b in re.findall(r"KV_S5\(TAG, T, (\d+), (\d+)\)", body))
+    return tuple(tuple(int(v) for v in (a, b, c) if v)
+                 for a, b, c in re.findall(r"KV_S5M?\(TAG, T, (\d+), (\d+)(?:, (\d+))?\)", body))
 
 
 def test_s5_tables_match_the_source_macros():
     assert F.S5_CONFIGS[8] == _macro_configs("KV_S5_16")
     assert F.S5_CONFIGS[4] == _macro_configs("KV_S5_32")
     for w, table in F.S5_CONFIGS.items():
-        caps = [t * v * w for t, v in table]
+        caps = [t * v * w for t, v, *_ in table]
         assert caps == sorted(caps) and len(set(caps)) == len(caps)  # smallest fitting class is unique
-        assert all(t % 32 == 0 and t <= 512 for t, _ in table)  # whole warps, a block's worth at most
+        assert all(t % 32 == 0 and t <= 512 for t, *_ in table)  # whole warps, a block's worth at most
 
 
 @pytest.mark.parametrize("tag", IO)
@@ -41,13 +43,14 @@ def test_s5_launch_covers_every_column_once(tag, N):
         pytest.skip("refused")
     M = 37
     (launch,) = F.KERNELS[0].launches(M, N, dt, {})
-    tpr, vecs = F.s5_config(N, dt)
-    assert launch.entry == f"softmax_s5_t{tpr}_v{vecs}_{tag}"
-    assert f"KV_S5(TAG, T, {tpr}, {vecs})" in SOURCE
+    tpr, vecs, suffix = F.s5_config(N, dt)
+    assert launch.entry == f"softmax_s5_t{tpr}_v{vecs}{suffix}_{tag}"
+    minb = suffix[2:]
+    assert (f"KV_S5M(TAG, T, {tpr}, {vecs}, {minb})" if minb else f"KV_S5(TAG, T, {tpr}, {vecs})") in SOURCE
     rows = max(1, F.BLOCK // tpr)
     assert launch.block == (tpr * rows,) and launch.grid[0] * rows >= M > (launch.grid[0] - 1) * rows
     assert tpr * vecs * w >= N  # every column has a slot
-    smaller = [t * v * w for t, v in F.S5_CONFIGS[w] if t * v * w < tpr * vecs * w]
+    smaller = [t * v * w for t, v, *_ in F.S5_CONFIGS[w] if t * v * w < tpr * vecs * w]
     assert all(c < N for c in smaller)  # and no smaller class would do
 
 
@@ -91,7 +94,8 @@ def test_cluster_capacity_and_launch(tag, monkeypatch):
     (l,) = KERNELS["cuda-softmax-cluster"].launches(32, 152064, dt, {})
     assert l.grid == (32 * F.CLUSTER,) and l.block == (F.CLUSTER_THREADS,)
     assert f"KV_CLUSTER({tag}," in SOURCE
-    assert "__cluster_dims__(kCluster, 1, 1)" in SOURCE and f"kCluster = {F.CLUSTER}" in SOURCE
+    assert "KV_CLUSTER_DIMS(kCluster) __launch_bounds__(kClusterThreads)" in SOURCE
+    assert "__cluster_dims__(CL, 1, 1)" in SOURCE and f"kCluster = {F.CLUSTER}" in SOURCE
     monkeypatch.setattr(F, "_gpu_capability", lambda: (8, 0))
     assert "compute capability 9.0" in KERNELS["cuda-softmax-cluster"].check_supported(32, 152064, dt)
 

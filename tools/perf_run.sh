@@ -2,6 +2,8 @@
 # Performance evidence on a CUDA machine (issue #15): what docs/benchmarks.md and docs/gpu-runs/ quote.
 #   OUT=/dir VERIFIER_COMMIT=<commit> bash tools/perf_run.sh [STEP...]
 #   steps: env tune bench check profile verdict sanitize suites
+#   TUNE_ARGS: arguments of benchmarks/softmax_tune.py; SUITES_WORKERS: worker counts swept one after another
+#   (e.g. "16 8 4"; the first run also warms the build and Triton caches, which every later run shares)
 # Liger-Kernel is used when importable (carry its wheel in .whl/ and install it with --target first).
 # Logs go to a work folder, packed into $OUT/perf.tar.gz after every step.
 set -u
@@ -43,7 +45,7 @@ if has startup; then
   } | tee "$W/startup.txt"
 fi
 if has tune; then
-  python3 benchmarks/softmax_tune.py > "$W/tune.txt" 2>&1; grep -E "^best|^#|Error|error" "$W/tune.txt"
+  python3 benchmarks/softmax_tune.py ${TUNE_ARGS:-} > "$W/tune.txt" 2>&1; grep -E "^best|^#|Error|error" "$W/tune.txt"
 fi; pack
 if has bench; then
   t0=$(date +%s)
@@ -98,8 +100,12 @@ fi; pack
 if has suites; then
   # an uninstalled checkout loads the plugin by name (the installed package registers it as an entry point)
   PLUGIN=""; python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
-  s=$(date +%s)
-  timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -n ${SUITES_WORKERS:-auto} suites -q -p no:cacheprovider $PLUGIN --durations=25 \
-    > "$W/suites.txt" 2>&1; rc=$?
-  echo "suites exit=$rc wall=$(( $(date +%s) - s )) s workers=${SUITES_WORKERS:-auto}" | tee -a "$W/suites.txt"; tail -40 "$W/suites.txt" | cut -c1-200
+  export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/kv-triton-cache}
+  for n in ${SUITES_WORKERS:-auto}; do
+    s=$(date +%s.%N)
+    timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -n $n suites -q -p no:cacheprovider $PLUGIN --durations=15 \
+      > "$W/suites_n$n.txt" 2>&1; rc=$?
+    echo "suites -n $n exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,1))") s: $(tail -1 "$W/suites_n$n.txt" | cut -c1-150)" \
+      | tee -a "$W/suites.txt"
+  done
 fi; pack

@@ -11,11 +11,14 @@ round robin can be tested with a faked count on a machine without GPUs.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
 from typing import Callable, Mapping, Optional
+
+from verifier.errors import UsageError
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 _WORKER_RE = re.compile(r"^gw(\d+)$")
@@ -77,10 +80,39 @@ def count_physical_gpus(run: Callable = subprocess.run) -> int:
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
-def auto_workers(env: Mapping[str, str], physical_count: int) -> Optional[int]:
-    """Worker count for ``pytest -n auto``: one per visible GPU; None (xdist's CPU count) without GPUs."""
+WORKERS_PER_GPU = "VERIFIER_WORKERS_PER_GPU"
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def workers_per_gpu(env: Mapping[str, str], gpus: int, cpus: int) -> int:
+    """Workers sharing one GPU under ``-n auto``: ``$VERIFIER_WORKERS_PER_GPU``, else the CPUs over the GPUs.
+
+    A GPU test's time is CPU-side (Python, mpmath references, child processes under compute-sanitizer, nvcc),
+    not GPU time: on one H200 with 16 CPUs, 16 workers ran 6x the tests of 8 in the same 140 s
+    (docs/benchmarks.md). So every CPU gets a worker, and the workers are spread round robin over the GPUs."""
+    raw = env.get(WORKERS_PER_GPU, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise UsageError(f"{WORKERS_PER_GPU}={raw!r} is not a positive whole number of workers per GPU",
+                             fix=f"set {WORKERS_PER_GPU} to 1 or more, or unset it (then: CPUs / GPUs)")
+        return int(raw)
+    return max(1, cpus // max(gpus, 1))
+
+
+def auto_workers(env: Mapping[str, str], physical_count: int, cpu_count: Optional[int] = None) -> Optional[int]:
+    """Worker count for ``pytest -n auto``: the visible GPUs times the workers per GPU (see workers_per_gpu);
+    None (xdist's CPU count) without GPUs."""
     n = len(visible_devices(env, physical_count)) if physical_count else 0
-    return n or None
+    if not n:
+        return None
+    return n * workers_per_gpu(env, n, usable_cpus() if cpu_count is None else cpu_count)
 
 
 def cuda_initialized() -> bool:

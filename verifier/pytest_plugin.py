@@ -19,7 +19,7 @@ shortened only while unique would change the ids of bundled kernels when a user 
 The ``verifier_check`` fixture runs one battery step and fails with the framework's report and repro lines.
 
 GPU handling (see verifier/gpu_pinning.py): each xdist worker is pinned to one GPU before CUDA initializes;
-``-n auto`` starts one worker per GPU. A CUDA fault leaves the process's context unusable, so after one the
+``-n auto`` starts CPUs/GPUs workers per GPU. A CUDA fault leaves the process's context unusable, so after one the
 remaining kernel tests of that process run each in a child ``pytest NODEID`` (poisoned-context fallback);
 ``--verifier-sanitize`` adds a ``-memcheck`` item per GPU test, run in a child under compute-sanitizer.
 """
@@ -139,8 +139,12 @@ def pytest_load_initial_conftests(early_config, parser, args):
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (CPU count): it is a firstresult hook
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker per visible GPU (nvidia-smi, not CUDA); xdist's CPU count without GPUs."""
-    return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+    """``-n auto``: CPUs / GPUs workers per visible GPU (gpu_pinning.workers_per_gpu); xdist's CPU count
+    without GPUs."""
+    try:
+        return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 # --- configure -------------------------------------------------------------------------------------

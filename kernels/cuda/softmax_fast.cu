@@ -103,20 +103,40 @@ __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec1
 // ---- S5 ----------------------------------------------------------------------------------
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
 // LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global).
-template <typename T, int VECS, int LOAD>
-__device__ __forceinline__ void s5_load(uint4 (&raw)[VECS], const T* xr, int t, int tpr, int nvec) {
-    constexpr int W = kv::Vec16<T>::W;
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {  // every load in flight before the first use
-        const int j = t + c * tpr;
-        const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * W);
-        if (j < nvec) raw[c] = LOAD == 0 ? __ldcs(p) : LOAD == 1 ? __ldg(p) : *p;
+// A slot past the row's end holds -inf, so the max, exp and sum need no guard per element (16-bit rows
+// are issue-bound at copy speed, and per-element guards were a third of S5's instructions): exp(-inf - m)
+// is exactly 0 for a finite m, and where m is -inf or +inf the row comes out NaN with or without the
+// padding (m = -inf: every element is -inf; m = +inf: exp(inf - inf) = NaN).
+template <typename T>
+__device__ __forceinline__ uint4 neg_inf16() {
+    if constexpr (sizeof(T) == 4) {
+        return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+    } else if constexpr (std::is_same_v<T, __half>) {
+        return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+    } else {
+        return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
     }
+}
+
+template <typename T, int LOAD>
+__device__ __forceinline__ uint4 load16_or_neg_inf(const T* xr, int j, int nvec) {
+    const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * kv::Vec16<T>::W);
+    if (j < nvec) return LOAD == 0 ? __ldcs(p) : LOAD == 1 ? __ldg(p) : *p;
+    return neg_inf16<T>();
 }
 
 // Plain loads for 16-bit rows, ld.global.nc for f32: the fastest of the three on the H200 (softmax_tune.py).
 template <typename T>
 constexpr int kLoad = sizeof(T) == 4 ? 1 : 2;
+
+// y = e / s correctly rounded (div_rn), converted and stored as one 16-byte vector.
+template <typename T>
+__device__ __forceinline__ void store16_div(T* p, const float (&e)[kv::Vec16<T>::W], float s, float r) {
+    typename kv::Vec16<T>::U u;
+#pragma unroll
+    for (int k = 0; k < kv::Vec16<T>::W; ++k) u.e[k] = kv::from_float<T>(div_rn(e[k], s, r));
+    __stcs(reinterpret_cast<uint4*>(p), u.raw);
+}
 
 template <typename T, int TPR, int VECS, int LOAD = kLoad<T>>
 __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
@@ -130,25 +150,21 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     // A block's last rows may lie past M: they load nothing and store nothing, but still take part
     // in the barriers of a multi-warp row.
     const int nvec = row < M ? N / W : 0;  // the spec refuses N % W != 0
+    const T* xr = x + (size_t)row * N;
     uint4 raw[VECS];
-    s5_load<T, VECS, LOAD>(raw, x + (size_t)row * N, t, TPR, nvec);
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) raw[c] = load16_or_neg_inf<T, LOAD>(xr, t + c * TPR, nvec);  // all in flight
     float v[VECS][W], part[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
-        if (t + c * TPR < nvec) {
-            unpack16<T>(raw[c], v[c]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
-        }
+        unpack16<T>(raw[c], v[c]);
         part[c] = tree_max(v[c]);
     }
     const float m = row_max<WARPS>(tree_max(part), part_m[slot]);
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
-        const bool in = t + c * TPR < nvec;
 #pragma unroll
-        for (int k = 0; k < W; ++k) v[c][k] = in ? expf(v[c][k] - m) : 0.f;
+        for (int k = 0; k < W; ++k) v[c][k] = expf(v[c][k] - m);
         part[c] = tree_sum(v[c]);
     }
     const float s = row_sum<WARPS>(tree_sum(part), part_s[slot]);
@@ -157,12 +173,7 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
-        if (j < nvec) {
-            typename kv::Vec16<T>::U u;
-#pragma unroll
-            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
-            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
-        }
+        if (j < nvec) store16_div<T>(yr + (size_t)j * W, v[c], s, r);
     }
 }
 
@@ -259,73 +270,56 @@ __device__ void split_norm(const T* __restrict__ x, const float* __restrict__ ws
 // so every block of the row gets the same (m, s) bits.
 constexpr int kClusterThreads = 512, kCluster = 8;
 
-template <typename T, int VECS>
+template <typename T, int VECS, int CL = kCluster, int THREADS = kClusterThreads>
 __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     constexpr int W = kv::Vec16<T>::W;
-    if (blockDim.x != kClusterThreads) __trap();
+    if (blockDim.x != THREADS) __trap();
     cg::cluster_group cluster = cg::this_cluster();
     __shared__ float scratch[32];
     __shared__ float part_m, part_s;
     const int rank = (int)cluster.block_rank();
-    const int row = blockIdx.x / kCluster;  // grid = M * kCluster: no block past the last row
+    const int row = blockIdx.x / CL;  // grid = M * CL: no block past the last row
     const int nvec = N / W;
-    const int base = rank * kClusterThreads * VECS + threadIdx.x;
+    const int base = rank * THREADS * VECS + threadIdx.x;
     const T* xr = x + (size_t)row * N;
     T* yr = y + (size_t)row * N;
     uint4 raw[VECS];
 #pragma unroll
-    for (int c = 0; c < VECS; ++c) {
-        const int j = base + c * kClusterThreads;
-        if (j < nvec) raw[c] = __ldcs(reinterpret_cast<const uint4*>(xr + (size_t)j * W));
+    for (int c = 0; c < VECS; ++c) raw[c] = load16_or_neg_inf<T, kLoad<T>>(xr, base + c * THREADS, nvec);
+    float v[VECS][W], part[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {  // past the row's end: -inf, as in S5
+        unpack16<T>(raw[c], v[c]);
+        part[c] = tree_max(v[c]);
     }
-    float v[VECS][W];
-    float m = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) {
-        if (base + c * kClusterThreads < nvec) {
-            unpack16<T>(raw[c], v[c]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < W; ++k) v[c][k] = -INFINITY;
-        }
-#pragma unroll
-        for (int k = 0; k < W; ++k) m = fmaxf(m, v[c][k]);
-    }
+    float m = tree_max(part);
     m = kv::block_max(m, scratch);
     if (threadIdx.x == 0) part_m = m;
     cluster.sync();  // every block's part_m is written
     m = *cluster.map_shared_rank(&part_m, 0);
 #pragma unroll
-    for (int k = 1; k < kCluster; ++k) m = fmaxf(m, *cluster.map_shared_rank(&part_m, k));
-    float s = 0.f;
+    for (int k = 1; k < CL; ++k) m = fmaxf(m, *cluster.map_shared_rank(&part_m, k));
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
-        const bool in = base + c * kClusterThreads < nvec;
 #pragma unroll
-        for (int k = 0; k < W; ++k) {
-            v[c][k] = in ? expf(v[c][k] - m) : 0.f;
-            s += v[c][k];
-        }
+        for (int k = 0; k < W; ++k) v[c][k] = expf(v[c][k] - m);
+        part[c] = tree_sum(v[c]);
     }
+    float s = tree_sum(part);
     s = kv::block_sum(s, scratch);
     if (threadIdx.x == 0) part_s = s;
     cluster.sync();  // every block's part_s is written
     s = *cluster.map_shared_rank(&part_s, 0);
 #pragma unroll
-    for (int k = 1; k < kCluster; ++k) s += *cluster.map_shared_rank(&part_s, k);
+    for (int k = 1; k < CL; ++k) s += *cluster.map_shared_rank(&part_s, k);
     cluster.sync();  // no block leaves (and frees its shared memory) while another still reads it
     const float r = 1.f / s;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
-        const int j = base + c * kClusterThreads;
-        if (j < nvec) {
-            typename kv::Vec16<T>::U u;
-#pragma unroll
-            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(div_rn(v[c][k], s, r));
-            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
-        }
+        const int j = base + c * THREADS;
+        if (j < nvec) store16_div<T>(yr + (size_t)j * W, v[c], s, r);
     }
 #else
     if (kCluster > 0) __trap();  // thread-block clusters need sm_90; the spec refuses older GPUs
@@ -341,6 +335,13 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
         softmax_s5_t##TPR##_v##VECS##_##TAG(const T* x, T* y, int M, int N) {                            \
         s5<T, TPR, VECS>(x, y, M, N);                                                                    \
     }
+// softmax_s5_t<TPR>_v<VECS>_m<MINB>_<io>: at least MINB blocks resident per SM (a register cap for ptxas), so
+// that a thread's row slice and its loads in flight fit 3 blocks of an SM instead of 2.
+#define KV_S5M(TAG, T, TPR, VECS, MINB)                                                                   \
+    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock, MINB)                     \
+        softmax_s5_t##TPR##_v##VECS##_m##MINB##_##TAG(const T* x, T* y, int M, int N) {                  \
+        s5<T, TPR, VECS>(x, y, M, N);                                                                    \
+    }
 #define KV_SPLIT(TAG, T, VECS)                                                                            \
     extern "C" __global__ void __launch_bounds__(kSplitThreads)                                          \
         softmax_split_stats_##TAG(const T* x, float* ws, int M, int N, int chunks) {                     \
@@ -352,26 +353,32 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KV_CLUSTER_DIMS __cluster_dims__(kCluster, 1, 1)
+#define KV_CLUSTER_DIMS(CL) __cluster_dims__(CL, 1, 1)
 #else
-#define KV_CLUSTER_DIMS
+#define KV_CLUSTER_DIMS(CL)
 #endif
 #define KV_CLUSTER(TAG, T, VECS)                                                                          \
-    extern "C" __global__ void KV_CLUSTER_DIMS __launch_bounds__(kClusterThreads)                        \
+    extern "C" __global__ void KV_CLUSTER_DIMS(kCluster) __launch_bounds__(kClusterThreads)              \
         softmax_cluster_##TAG(const T* x, T* y, int M, int N) {                                          \
         cluster_softmax<T, VECS>(x, y, M, N);                                                            \
     }
+// softmax_cluster_c<CL>_t<THREADS>_v<VECS>_<io>: the grid of benchmarks/cluster_tune.py (-DKV_S5_TUNE)
+#define KV_CLUSTER_X(TAG, T, CL, THREADS, VECS)                                                           \
+    extern "C" __global__ void KV_CLUSTER_DIMS(CL) __launch_bounds__(THREADS)                            \
+        softmax_cluster_c##CL##_t##THREADS##_v##VECS##_##TAG(const T* x, T* y, int M, int N) {           \
+        cluster_softmax<T, VECS, CL, THREADS>(x, y, M, N);                                               \
+    }
 
 // S5 size classes (elements per row <= TPR * VECS * W); keep in sync with softmax_fast_spec.S5_CONFIGS.
-// Picked by benchmarks/softmax_tune.py on the H200: 16 to 32 elements a thread, 224 threads (7 warps) for
-// rows of 3584 = 7 * 512.
+// Picked by benchmarks/softmax_tune.py on the H200 (docs/benchmarks.md): 32 f32 elements a thread; 16-bit rows
+// of 2048-4096 want 64 elements a thread (7-8 loads in flight) at 80 registers, 3 blocks an SM.
 #define KV_S5_16(TAG, T)                                                                                  \
-    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
-    KV_S5(TAG, T, 224, 2) KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
+    KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 32, 8)                   \
+    KV_S5(TAG, T, 64, 7) KV_S5M(TAG, T, 64, 8, 3) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)             \
     KV_S5(TAG, T, 512, 8)
 #define KV_S5_32(TAG, T)                                                                                  \
     KV_S5(TAG, T, 32, 1) KV_S5(TAG, T, 32, 2) KV_S5(TAG, T, 32, 4) KV_S5(TAG, T, 64, 4)                   \
-    KV_S5(TAG, T, 128, 4) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 256, 4) KV_S5(TAG, T, 512, 4)               \
+    KV_S5(TAG, T, 64, 8) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 128, 8) KV_S5(TAG, T, 512, 4)                \
     KV_S5(TAG, T, 512, 8) KV_S5(TAG, T, 512, 16)
 
 // benchmarks/softmax_tune.py builds with -DKV_S5_TUNE: every (TPR, VECS) of a grid instead of the table.
@@ -382,8 +389,12 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     KV_S5_ROW(TAG, T, 256) KV_S5_ROW(TAG, T, 512)
 KV_S5_GRID(f32, float)
 KV_S5(f32, float, 32, 16) KV_S5(f32, float, 64, 16) KV_S5(f32, float, 128, 16) KV_S5(f32, float, 128, 7)
-KV_S5(bf16, __nv_bfloat16, 64, 7)
+KV_S5(bf16, __nv_bfloat16, 64, 7) KV_S5M(bf16, __nv_bfloat16, 64, 8, 3) KV_S5M(bf16, __nv_bfloat16, 64, 7, 3)
 KV_S5_GRID(bf16, __nv_bfloat16)
+KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 512, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 384, 7)
+KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 1024, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 512, 10)
+KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 1024, 3)
+KV_CLUSTER_X(f32, float, 8, 512, 10) KV_CLUSTER_X(f32, float, 8, 1024, 5)
 #else
 KV_S5_32(f32, float)
 KV_S5_16(f16, __half)

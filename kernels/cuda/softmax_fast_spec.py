@@ -12,10 +12,11 @@ from verifier.spec import CudaKernel, Launch, Scalar, dtypes, register_resident
 
 BLOCK = 256  # kBlock: S5 blocks hold BLOCK // tpr rows when a row takes fewer threads
 VEC_WIDTH = {"float32": 4, "float16": 8, "bfloat16": 8}  # elements per 16-byte vector
-# (threads per row, vectors per thread), smallest first; a row of N fits when tpr * vecs * width >= N.
+# (threads per row, vectors per thread[, min blocks per SM of the entry's launch bounds]), smallest first;
+# a row of N fits when tpr * vecs * width >= N.
 S5_CONFIGS = {
-    8: ((32, 1), (32, 2), (32, 4), (64, 4), (224, 2), (128, 4), (256, 4), (512, 4), (512, 8)),
-    4: ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (224, 4), (256, 4), (512, 4), (512, 8), (512, 16)),
+    8: ((32, 1), (32, 2), (32, 4), (32, 8), (64, 7), (64, 8, 3), (256, 4), (512, 4), (512, 8)),
+    4: ((32, 1), (32, 2), (32, 4), (64, 4), (64, 8), (224, 4), (128, 8), (512, 4), (512, 8), (512, 16)),
 }
 SPLIT_THREADS, SPLIT_VECS = 512, 4  # kSplitThreads and the VECS of KV_SPLIT
 CLUSTER, CLUSTER_THREADS = 8, 512  # kCluster blocks of kClusterThreads per row
@@ -25,18 +26,18 @@ IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
 
 
 def s5_config(N, dt):
-    """(threads per row, vectors per thread) of the smallest S5 class holding N columns."""
+    """(threads per row, vectors per thread, entry name suffix) of the smallest S5 class holding N columns."""
     w = VEC_WIDTH[dt.input]
-    for tpr, vecs in S5_CONFIGS[w]:
+    for tpr, vecs, *minb in S5_CONFIGS[w]:
         if tpr * vecs * w >= N:
-            return tpr, vecs
+            return tpr, vecs, "".join(f"_m{b}" for b in minb)
     raise UsageError(f"N={N} exceeds the register-resident limit {s5_limit(dt)} of cuda-softmax-s5",
                      fix="use cuda-softmax-split, which takes any N")
 
 
 def s5_limit(dt):
     w = VEC_WIDTH[dt.input]
-    tpr, vecs = S5_CONFIGS[w][-1]
+    tpr, vecs = S5_CONFIGS[w][-1][:2]
     return tpr * vecs * w
 
 
@@ -47,9 +48,9 @@ def split_chunks(N, dt):
 
 
 def _s5(M, N, dt, params):
-    tpr, vecs = s5_config(N, dt)
+    tpr, vecs, suffix = s5_config(N, dt)
     rows = max(1, BLOCK // tpr)
-    return [Launch(f"softmax_s5_t{tpr}_v{vecs}_{dt.tag}", grid=(-(-M // rows),), block=(tpr * rows,),
+    return [Launch(f"softmax_s5_t{tpr}_v{vecs}{suffix}_{dt.tag}", grid=(-(-M // rows),), block=(tpr * rows,),
                    args=("x", "y", "M", "N"))]
 
 
