@@ -22,7 +22,7 @@ low-precision accumulation, scaling bugs); element-level precision is ``compare`
 Invariant names (``Violation.invariant``): softmax.{finite,sum,range,order};
 log_softmax.{finite,logsumexp,nonpositive,order}; online_softmax_stats.{max,l_range};
 rmsnorm.{finite,rms}; fused_add_rmsnorm.{finite,rms,consistent}; layernorm.{finite,mean,var};
-reduce_sum.{finite,sum}; cross_entropy.{ignored,finite,nonneg,lower,upper}.
+reduce_sum.{finite,sum}; cross_entropy.{ignored,finite,nonneg,lower,logsumexp}.
 """
 from __future__ import annotations
 
