@@ -37,7 +37,7 @@ if has check; then
   # runs in its own child process on the one GPU).
   t0=$(date +%s)
   pids=()
-  for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" cuda/allreduce_spec.py triton torch; do
+  for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" "cuda/allreduce_spec.py cuda/cross_entropy_spec.py" triton torch; do
     name=$(echo "$g" | cut -d' ' -f1 | tr '/.' '__')
     paths=$(for p in $g; do printf 'kernels/%s ' "$p"; done)
     ( python3 -m verifier.cli check $paths --device cuda --budget "${BUDGET:-ci}" --format json \

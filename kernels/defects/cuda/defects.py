@@ -8,7 +8,7 @@ fail by design). Check one explicitly: `verifier check kernels/defects/cuda/defe
 (sanitizer classes: add --sanitize). Twins written here are in KERNELS too; the others are bundled
 kernels of kernels/cuda/*_spec.py.
 """
-from verifier.spec import CudaKernel, Expectations, Launch, Scalar, dtypes, register_resident
+from verifier.spec import CudaKernel, Expectations, Launch, dtypes, register_resident
 
 F32 = [dtypes("f32")]
 THREADS = 256
@@ -56,16 +56,7 @@ def _k(name, op, source, launches, description, dts=F32, supports=None, expectat
                       expectations=expectations, description=description, **kw)
 
 
-def _ce_label_as_i32(M, N, dt, params):
-    return [Launch(f"cross_entropy_label_as_i32_{dt.tag}", grid=(M,), block=(THREADS,),
-                   args=("x", "labels", "loss", "M", "N", Scalar("int64", params["ignore_index"])))]
-
-
 KERNELS = [
-    CudaKernel(name="defect-cuda-ce-labels-as-int32", op="cross_entropy", source="cross_entropy_defects.cu",
-               launches=_ce_label_as_i32, dtypes=[dtypes("f32"), dtypes("bf16", "f32")], math_mode="precise",
-               tolerance={"online": True}, expectations=_DET,
-               description="cross entropy reading the int64 label buffer as int32 (row i takes word i)"),
     _k("cuda-rmsnorm-block", "rmsnorm", "sync_defects.cu", _one("rms_block_ok_{tag}", NORM_ARGS),
        "RMSNorm, block per row, warp partials through shared memory with both barriers (twin)"),
     _k("defect-missing-syncthreads", "rmsnorm", "sync_defects.cu", _one("rms_block_missing_sync_{tag}", NORM_ARGS),
@@ -171,10 +162,6 @@ DEFECTS = {
         "caught_by": "static", "twin": "cuda-rmsnorm-global-scratch", "device": "cpu",
         "pitfall": "global workspace indexed by warp, not by block: every block of the grid writes the same floats",
         "exposing_input": "PTX (no input; verifier lint)"},
-    "defect-cuda-ce-labels-as-int32": {
-        "caught_by": "value", "twin": "cuda-cross-entropy", "device": "gpu",
-        "pitfall": "int64 labels read as int32: row i takes the low or high word of label i / 2",
-        "exposing_input": "normal_small"},
     "defect-cuda-warp-softmax-no-merge-guard": {
         "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",
         "pitfall": "-inf identity in the (m, l) butterfly merge: two empty lanes give NaN (d <= 15)",
