@@ -2,7 +2,7 @@
 
     python benchmarks/ci_suite_time.py                      # tests/ and suites/ (the CI selection)
     python benchmarks/ci_suite_time.py suites -- --verifier-budget quick
-    python benchmarks/ci_suite_time.py --warmup suites/test_softmax.py -- --verifier-device cuda   # GPU machine
+    python benchmarks/ci_suite_time.py --warmup suites/test_ops.py -- -k test_softmax --verifier-device cuda   # GPU machine
 
 Both runs are fresh ``python -m pytest`` processes on the same selection and options; the nvcc build cache
 is warmed first (one build run) so neither pays for cold compiles. On a GPU, Triton's JIT cache fills on

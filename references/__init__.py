@@ -11,35 +11,20 @@ whose bound interval straddles a rounding midpoint (see references._common.certi
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from references import (
-    fused_add_rmsnorm,
-    layernorm,
-    log_softmax,
-    online_softmax,
-    reduce_sum,
-    rmsnorm,
-    softmax,
-)
 from references._common import certify
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
-from verifier.ops import get_op
+from verifier.ops import OPS, get_op
 
 __all__ = ["MODULES", "Reference", "reference"]
 
-MODULES = {
-    "softmax": softmax,
-    "log_softmax": log_softmax,
-    "online_softmax_stats": online_softmax,
-    "rmsnorm": rmsnorm,
-    "layernorm": layernorm,
-    "fused_add_rmsnorm": fused_add_rmsnorm,
-    "reduce_sum": reduce_sum,
-}
+# op -> its reference module, named by the op's declaration (OpDef.reference)
+MODULES = {name: importlib.import_module(f"references.{op.reference}") for name, op in OPS.items()}
 
 
 @dataclass(frozen=True)
@@ -88,8 +73,8 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
 
     params: merged over the op's defaults (verifier.ops.OPS); unknown names are an error. eps is taken as
     the float64 value given (a kernel that adds the float32 1e-6f differs from it by ~1e-23 relative).
-    out_dtype: dtype of the kernel's outputs. For fused_add_rmsnorm the 'residual' output is rounded to
-    ``residual_dtype`` instead (default: the dtype of the residual input, as the kernel stores it in place).
+    out_dtype: dtype of the kernel's outputs. In-out tensors (fused_add_rmsnorm's 'residual') are rounded to
+    ``residual_dtype`` instead (default: the dtype of that input, as the kernel stores it in place).
     Integer outputs exist only for reduce_sum of integer inputs (exact sum; must fit the dtype).
     """
     spec = get_op(op)
@@ -103,11 +88,12 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
     params = {**spec.params, **params}
     out = _dt.canonical(out_dtype)
     dtypes = {k: out for k in spec.outputs}
-    if op == "fused_add_rmsnorm":
-        dtypes["residual"] = _dt.canonical(residual_dtype if residual_dtype is not None
-                                           else np.asarray(inputs["residual"]).dtype)
+    for t in spec.inouts:
+        dtypes[t] = _dt.canonical(residual_dtype if residual_dtype is not None else np.asarray(inputs[t]).dtype)
+    if hasattr(module, "check_inputs"):
+        module.check_inputs(inputs, params)  # the op's own input rules (label range)
     if out in _dt.INT_DTYPES:
-        return _int_reference(op, inputs, out, dtypes)
+        return _int_reference(op, module, inputs, out, dtypes)
     for k, d in dtypes.items():
         if d in _dt.INT_DTYPES:
             raise UsageError(f"{op} reference: output {k!r} cannot be {d}", fix="use a float dtype")
@@ -117,16 +103,17 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
     return _freeze(exact, rounded, n, bound, dtypes)
 
 
-def _int_reference(op, inputs, out, dtypes) -> Reference:
-    if op != "reduce_sum" or not reduce_sum.is_int(inputs):
+def _int_reference(op, module, inputs, out, dtypes) -> Reference:
+    """Exact integer outputs, for ops whose reference module can give them (exact_int)."""
+    if not hasattr(module, "exact_int") or not module.is_int(inputs):
         raise UsageError(f"{op} reference: integer output dtype {out} needs reduce_sum of integer inputs",
                          fix="use a float output dtype")
-    s = reduce_sum.exact_int(inputs)
+    s = module.exact_int(inputs)
     info = np.iinfo(_dt.numpy_dtype(out))
     if s.size and (s.min() < info.min or s.max() > info.max):
-        raise UsageError(f"reduce_sum reference: the exact sums range over [{s.min()}, {s.max()}], outside {out}",
+        raise UsageError(f"{op} reference: the exact sums range over [{s.min()}, {s.max()}], outside {out}",
                          fix=f"use smaller inputs or a wider output dtype than {out}")
-    values, bounds = reduce_sum.float64(inputs, {})
+    values, bounds = module.float64(inputs, {})
     return _freeze(values, {"y": s.astype(_dt.numpy_dtype(out))}, 0, bounds, dtypes)
 
 

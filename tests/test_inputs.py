@@ -152,8 +152,9 @@ def test_make_produces_every_input_in_the_input_dtype(op):
             got = case.make(rng(1), dt, op, {})
             assert set(got) == set(opdef.inputs), case.name
             for t, a in got.items():
-                assert a.dtype == np.dtype(ml_dtypes.bfloat16 if dt.input == "bfloat16" else dt.input) \
-                    if dt.input != "float8_e4m3fn" else a.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
+                want = opdef.input_dtype(t, dt)  # the input dtype, or an integer role's own (labels)
+                assert a.dtype == np.dtype(ml_dtypes.bfloat16 if want == "bfloat16" else want) \
+                    if want != "float8_e4m3fn" else a.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
                 assert a.shape == opdef.shape_of(t, case.M, case.N), (case.name, t)
             again = case.make(rng(1), dt, op, {})
             assert all(np.array_equal(got[t], again[t], equal_nan=True) for t in got)  # seeded

@@ -42,8 +42,9 @@ KERNELS = [
 def _run(tmp_path, *extra):
     (tmp_path / "user_spec.py").write_text(textwrap.dedent(SPEC))
     junit = tmp_path / "junit.xml"
-    r = _pytest("suites/test_rmsnorm.py", "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels",
-                "user-*", "--verifier-device", "cpu", "-k", "build or some_nan or normal_small or spec-error",
+    r = _pytest("suites/test_ops.py", "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels",
+                "user-*", "--verifier-device", "cpu", "-k",
+                "test_rmsnorm and (build or some_nan or normal_small or spec-error)",
                 f"--junitxml={junit}", *extra)
     return r, _cases(junit)
 

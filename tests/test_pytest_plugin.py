@@ -1,7 +1,7 @@
 """The pytest plugin and the suites: options, ids, user kernels joining, failure reports, skips, junit
 properties, the poisoned-context fallback; and GPU pinning with faked device counts.
 
-The suite runs are subprocesses of the real suites/test_softmax.py (unedited) with a user spec file
+The suite runs are subprocesses of the real softmax suite (suites/test_ops.py -k test_softmax, unedited) with a user spec file
 given through --verifier-specs, narrowed by --verifier-kernels and -k so that each run takes seconds.
 """
 import os
@@ -80,7 +80,7 @@ def test_bad_option_is_a_usage_error_naming_the_choices(args, needle):
 
 
 def test_kernel_glob_matching_nothing_is_a_usage_error(pytester, capsys):
-    r = pytester.inline_run("--co", str(REPO / "suites" / "test_softmax.py"), f"--rootdir={REPO}", "-p", "no:xdist",
+    r = pytester.inline_run("--co", str(REPO / "suites" / "test_ops.py"), f"--rootdir={REPO}", "-p", "no:xdist",
                             "--verifier-kernels", "no-such-kernel*")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
@@ -92,8 +92,8 @@ def _ids(pytester, *args):
     """Collected ids of the real softmax suite, collected in this process (pytester) to stay fast."""
     if "--verifier-kernels" not in args:
         args += ("--verifier-kernels", "torch-softmax,cuda-softmax-s3")
-    r = pytester.inline_run("--co", str(REPO / "suites" / "test_softmax.py"), f"--rootdir={REPO}", "-p", "no:xdist",
-                            *args)
+    r = pytester.inline_run("--co", str(REPO / "suites" / "test_ops.py"), f"--rootdir={REPO}", "-p", "no:xdist",
+                            "-k", "test_softmax", *args)
     items = [rep for rep in r.getreports("pytest_collectreport") if rep.passed]
     assert r.ret == 0 and items
     return [i.nodeid.split("::", 1)[1] for rep in items for i in rep.result if "::" in i.nodeid]
@@ -120,9 +120,9 @@ def user_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("user")
     (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
     junit = d / "junit.xml"
-    r = _pytest("suites/test_softmax.py", "--verifier-specs", str(d / "user_spec.py"),
+    r = _pytest("suites/test_ops.py", "--verifier-specs", str(d / "user_spec.py"),
                 "--verifier-kernels", "user-big5,user-good,cuda-softmax-s1", "--verifier-sanitize",
-                "--verifier-device", "cpu", "-k", "normal_small or build or determinism", f"--junitxml={junit}",
+                "--verifier-device", "cpu", "-k", "test_softmax and (normal_small or build or determinism)", f"--junitxml={junit}",
                 "--basetemp", str(d / "base"))
     return r, _cases(junit), d
 
@@ -133,8 +133,8 @@ def crash_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("crash")
     (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
     junit = d / "junit.xml"
-    r = _pytest("suites/test_softmax.py", "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels",
-                "user-crash,user-good", "--verifier-device", "cpu", "-k", "normal_small", f"--junitxml={junit}")
+    r = _pytest("suites/test_ops.py", "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels",
+                "user-crash,user-good", "--verifier-device", "cpu", "-k", "test_softmax and normal_small", f"--junitxml={junit}")
     return r, _cases(junit)
 
 
@@ -153,7 +153,7 @@ def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
     assert "elements" in text and "over their ULP budget; worst at" in text and "ULP vs allowed" in text
     assert (f"repro: verifier check {d / 'user_spec.py'} --kernel user-big5 --dtype bf16 --case normal_small "
             "--budget ci --seed 0 --device cpu") in text
-    assert ("pytest repro: pytest 'suites/test_softmax.py::test_softmax[user-big5-bf16-normal_small]' --verifier-budget "
+    assert ("pytest repro: pytest 'suites/test_ops.py::test_softmax[user-big5-bf16-normal_small]' --verifier-budget "
             f"ci --verifier-seed 0 --verifier-device cpu --verifier-specs {d / 'user_spec.py'}") in text
     # junit: the failing check classes, worst first, are the 'check' property; the repro is recorded
     assert props["check"] == ["value,invariant"]
@@ -199,9 +199,9 @@ def test_a_fault_in_one_xdist_worker_leaves_the_other_untouched(tmp_path):
     (tmp_path / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
     junit = tmp_path / "junit.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_softmax.py",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_ops.py",
                         "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
-                        "--verifier-device", "cpu", "-k", "user-crash-f32-normal_small or user-good",
+                        "--verifier-device", "cpu", "-k", "test_softmax and (user-crash-f32-normal_small or user-good)",
                         f"--junitxml={junit}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     cases = _cases(junit)
     kind, text, props = cases.pop("test_softmax[user-crash-f32-normal_small]")
@@ -349,9 +349,9 @@ def test_sanitizer_rerun_command_wraps_a_one_test_pytest(pytester, tmp_path):
     from verifier.registry import load
     from verifier.sanitizer.driver import ToolInfo
 
-    node = "suites/test_softmax.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp-memcheck]"
+    node = "suites/test_ops.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp-memcheck]"
     base = rerun_target(node, "memcheck")
-    assert base == "suites/test_softmax.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp]"
+    assert base == "suites/test_ops.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp]"
     with pytest.raises(ValueError):
         rerun_target(base, "memcheck")
     spec = next(k for k in load([REPO / "kernels" / "cuda" / "softmax_spec.py"]) if k.name == "cuda-softmax-s1")

@@ -47,10 +47,14 @@ def test_every_op_and_mode_has_an_entry():
     from verifier.ops import OPS
     from verifier.spec import MATH_MODES
 
-    for op in OPS:
+    for op, opdef in OPS.items():
+        assert opdef.out_dtypes
         for mode in MATH_MODES:
-            for out in ("float32", "float16", "bfloat16"):
+            for out in opdef.out_dtypes:
                 assert T.lookup(op, out, "float32", mode)
+    assert OPS["softmax"].out_dtypes == ("float32", "float16", "bfloat16")
+    with pytest.raises(UsageError, match="output float32 with float32"):
+        T.lookup("cross_entropy", "bfloat16", "float32", "precise")  # the loss is float32 only
 
 
 @pytest.mark.parametrize("args, word", [
@@ -231,16 +235,3 @@ def test_reduce_sum():
     assert ok.ok and np.all(b["y"] == 0)
     off, _ = run("reduce_sum", {"x": xi}, s + np.int32(1), Dtypes("int8", "int32", "int32"))
     assert not off.ok
-
-
-def test_baseline_budget():
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((2, 256)).astype(f32)
-    ref = references.reference("softmax", {"x": x}, {}, "float32")
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    base = e / e.sum(axis=1, keepdims=True)
-    b = T.baseline_budget(ref, {"y": base}, k=2)
-    assert compare(base, ref, b, "float32").ok
-    assert not compare((base * f32(1.0001)), ref, b, "float32").ok
-    with pytest.raises(UsageError):
-        T.baseline_budget(ref, {"y": base}, k=0.5)

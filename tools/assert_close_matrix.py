@@ -51,6 +51,8 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * inputs["w"].float()
     elif op == "reduce_sum":
         y = x.sum(-1)
+    elif op == "cross_entropy":
+        y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
@@ -69,19 +71,22 @@ def _one(spec, run, dt, M, N, device):
     op = get_op(spec.op)
     gen = torch.Generator(device="cpu").manual_seed(SEED)
     in_dt = _dt.torch_dtype(dt.input)
-    inputs = {t: torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt).to(device) for t in op.inputs}
+    params = spec.op_params()
+    inputs = {t: (torch.randint(N, op.shape_of(t, M, N), generator=gen,  # integer roles: class labels in [0, N)
+                                dtype=_dt.torch_dtype(op.input_dtype(t, dt, params))) if op.role(t).kind == "labels"
+                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt)).to(device) for t in op.inputs}
     n, slack = M * N, 1 << 16
     buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
-    shape = op.shape_of("y", M, N)
-    outputs = {"y": buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
-    params = spec.op_params()
+    out = op.outputs[0]
+    shape = op.shape_of(out, M, N)
+    outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
     try:
         run(spec, inputs, outputs, params, dt, device)
     except Unsupported as e:
         return {"result": "refused", "detail": str(e)}
-    expected = expected_output(spec.op, inputs, params, outputs["y"].dtype)
+    expected = expected_output(spec.op, inputs, params, outputs[out].dtype)
     try:
-        torch.testing.assert_close(outputs["y"].cpu(), expected.cpu())
+        torch.testing.assert_close(outputs[out].cpu(), expected.cpu())
     except AssertionError as e:
         return {"result": "caught", "detail": str(e).strip().splitlines()[0]}
     return {"result": "missed", "detail": ""}

@@ -37,7 +37,7 @@ if has check; then
   # runs in its own child process on the one GPU).
   t0=$(date +%s)
   pids=()
-  for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" cuda/allreduce_spec.py triton torch; do
+  for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" "cuda/allreduce_spec.py cuda/cross_entropy_spec.py" triton torch; do
     name=$(echo "$g" | cut -d' ' -f1 | tr '/.' '__')
     paths=$(for p in $g; do printf 'kernels/%s ' "$p"; done)
     ( python3 -m verifier.cli check $paths --device cuda --budget "${BUDGET:-ci}" --format json \
@@ -119,8 +119,8 @@ PYTEST="python3 -m pytest -q -p no:cacheprovider $PLUGIN"
 if has crash; then
   # One faulting test among a correct kernel's: the worker it lands on re-runs its later tests in child
   # processes; the other worker must be untouched (no isolated tests, all results in-process).
-  $PYTEST -n 2 suites/test_softmax.py --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda \
-    -k "gpu-crash-illegal-address-f32-normal_small or cuda-softmax-s3" --junitxml "$OUT/crash.xml" -rf \
+  $PYTEST -n 2 suites/test_ops.py --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda \
+    -k "test_softmax and (gpu-crash-illegal-address-f32-normal_small or cuda-softmax-s3)" --junitxml "$OUT/crash.xml" -rf \
     > "$OUT/crash.txt" 2>&1
   echo "crash run exit $?" >> "$OUT/crash.txt"
   python3 tools/junit_workers.py "$OUT/crash.xml" >> "$OUT/crash.txt" 2>&1
@@ -131,8 +131,9 @@ pack
 if has plugin-sanitize; then
   # --verifier-sanitize: the GPU tests of two kernels re-run, each under every compute-sanitizer tool.
   t0=$(date +%s)
-  $PYTEST -n "${PSAN_WORKERS:-8}" suites/test_softmax.py --verifier-device cuda --verifier-sanitize \
-    --verifier-kernels cuda-softmax-s3,triton-softmax -m sanitizer -k "f32-d7_below_warp or f32-cols_mod4_1029" \
+  $PYTEST -n "${PSAN_WORKERS:-8}" suites/test_ops.py --verifier-device cuda --verifier-sanitize \
+    --verifier-kernels cuda-softmax-s3,triton-softmax -m sanitizer \
+    -k "test_softmax and (f32-d7_below_warp or f32-cols_mod4_1029)" \
     --junitxml "$OUT/plugin_sanitize.xml" -rf > "$OUT/plugin_sanitize.txt" 2>&1
   echo "plugin sanitize exit $?, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/plugin_sanitize.txt"
   tail -4 "$OUT/plugin_sanitize.txt"
@@ -141,10 +142,9 @@ pack
 
 if has suites; then
   # GPU suite wall time with one worker and with -n auto (one worker per GPU), in one run, after an untimed
-  # warm-up run (nvcc and Triton caches). SUITES defaults to the six op suites: the detection-matrix suite
+  # warm-up run (nvcc and Triton caches). SUITES defaults to the op suites (suites/test_ops.py): the detection-matrix suite
   # runs every defect's whole battery under compute-sanitizer and is recorded by the matrix steps instead.
-  python3 benchmarks/ci_suite_time.py --warmup ${SUITES:-suites/test_softmax.py suites/test_log_softmax.py \
-    suites/test_rmsnorm.py suites/test_layernorm.py suites/test_fused_add_rmsnorm.py suites/test_reduce_sum.py} \
+  python3 benchmarks/ci_suite_time.py --warmup ${SUITES:-suites/test_ops.py} \
     -- $PLUGIN --verifier-device cuda > "$OUT/suites_time.txt" 2>&1
   echo "exit $?" >> "$OUT/suites_time.txt"; cat "$OUT/suites_time.txt"
 fi

@@ -155,10 +155,10 @@ def p5_exit(tmp: Path):
 
 def p6_xdist(tmp: Path):
     spec = _data_spec(tmp, "deadly_spec.py")
-    p = subprocess.run([PY, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "-rf", "suites/test_softmax.py",
+    p = subprocess.run([PY, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "-rf", "suites/test_ops.py",
                         "--verifier-specs", spec, "--verifier-kernels", "dies,fine", "--verifier-budget", "quick",
                         "--verifier-device", "cpu", "--max-worker-restart", "1",
-                        "-k", "d7_below_warp or fully_masked or normal_small or determinism"],
+                        "-k", "test_softmax and (d7_below_warp or fully_masked or normal_small or determinism)"],
                        capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
     text = p.stdout + p.stderr
     crashed = sum("killed its worker process" in ln for ln in text.splitlines() if ln.startswith("kernel dies"))

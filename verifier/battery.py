@@ -415,7 +415,7 @@ _random_inputs = random_inputs  # older name, still used by tests/test_battery.p
 
 def random_maker(M, N):
     """Inputs of any op: normal values (full range for ints), weights around 1."""
-    return _inputs._maker(M, N, _inputs.rand_normal)
+    return _inputs.maker(M, N, _inputs.rand_normal)
 
 
 def check_refusal(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,

@@ -11,7 +11,7 @@ import numpy as np
 from verifier.errors import UsageError
 
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-INT_DTYPES = ("int8", "int32")
+INT_DTYPES = ("int8", "int32", "int64")  # int64: integer roles (labels), not kernel I/O dtypes
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
 _ALIASES = {
@@ -21,7 +21,7 @@ _ALIASES = {
     "bf16": "bfloat16",
     "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "float8_e4m3": "float8_e4m3fn",
     "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2",
-    "i8": "int8", "i32": "int32",
+    "i8": "int8", "i32": "int32", "i64": "int64",
 }
 
 _NUMPY = {
@@ -33,12 +33,13 @@ _NUMPY = {
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "int8": np.dtype(np.int8),
     "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
 }
 
 # Short names used in test ids and kernel names.
 SHORT = {
     "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-    "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "int8": "i8", "int32": "i32",
+    "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "int8": "i8", "int32": "i32", "int64": "i64",
 }
 
 

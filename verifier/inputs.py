@@ -7,7 +7,8 @@ into the input dtype changes nothing and a sampler's promise ("strictly increasi
 "past exp overflow") holds for what the kernel reads. Integer dtypes get integers of the full range.
 
 A :class:`Case` is one named adversarial input: ``case.make(rng, dtypes, op, params)`` returns every
-input tensor of ``op`` (x, w, b, residual; see ``verifier.ops``) in ``dtypes.input``. Weights are
+input tensor of ``op`` (x, w, b, residual, labels; see ``verifier.ops``) in ``dtypes.input`` (integer
+roles in their own dtype). An op may add cases of its own (``OpDef.cases``). Weights are
 random around 1 (w ~ 1 + 0.1·N(0,1), b ~ 0.1·N(0,1)), never all ones, so a kernel ignoring w fails.
 """
 from __future__ import annotations
@@ -20,12 +21,12 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
-from verifier.ops import get_op
+from verifier.ops import OPS, get_op
 from verifier.spec import Dtypes
 from verifier.ulp import round_to, ulp
 
 __all__ = [
-    "Case", "catalogue", "BUDGETS", "exp_overflow_threshold",
+    "Case", "catalogue", "maker", "BUDGETS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
     "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan",
@@ -277,27 +278,33 @@ class Case:
         return dtypes is None or self.dtype_ok is None or bool(self.dtype_ok(_as_dtypes(dtypes).input))
 
 
-def _maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampler]):
+def maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampler], policy: str | None = None):
+    """``make(rng, dtypes, op, params) -> {tensor: array}``: every input of ``op`` at M x N. Data
+    roles (x, residual) come from ``sampler_factory`` in the input dtype; weights and biases as the
+    module docstring says; integer roles (labels) from their role's maker, which sees the drawn x and
+    ``policy`` (the case's label placement, None: random)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
         opdef = get_op(op)
         out = {}
         for t in opdef.inputs:
-            if t in ("x", "residual"):
+            role = opdef.role(t)
+            if role.kind == "labels":
+                p = {**opdef.params, **(params or {})}
+                out[t] = role.make(rng, np.asarray(out["x"], dtype=np.float64), p, policy)
+                continue
+            if role.kind == "data":
                 v = sampler_factory(rng)((M, N), dt)
-            elif t == "w":
+            elif role.kind == "weight":
                 v = 1.0 + 0.1 * rng.standard_normal(N)
-            elif t == "b":
+            else:  # bias
                 v = 0.1 * rng.standard_normal(N)
-            else:  # a new op tensor this module does not know yet
-                raise UsageError(f"inputs: no generator for tensor {t!r} of op {op!r}",
-                                 fix="add it to verifier/inputs.py _maker")
             out[t] = _cast(v, dt)
         return out
     return make
 
 
-_SOFTMAX = ("softmax", "log_softmax", "online_softmax_stats")
+_EXP = "exp"  # ops: every op whose OpDef has exp_family (the softmax family, cross entropy)
 
 
 def _has_inf(dt: str) -> bool:
@@ -329,11 +336,11 @@ _TABLE = [
     ("mean_gg_std_1000", "E[x²]-E[x]² variance cancellation: values 1000 ± 1", 4, 1024,
      lambda r: rand_mean_gg_std(r, 1000.0, 1.0), None, _holds(1001.0), False),
     ("partial_neg_inf_mask", "-inf mask: exp(-inf - m) must be 0, not NaN", 4, 256,
-     rand_partial_neg_inf_mask, _SOFTMAX, _has_inf, False),
-    ("one_neg_inf_row32", "a single -inf in a warp-wide row of 32", 4, 32, rand_one_neg_inf, _SOFTMAX, _has_inf,
+     rand_partial_neg_inf_mask, _EXP, _has_inf, False),
+    ("one_neg_inf_row32", "a single -inf in a warp-wide row of 32", 4, 32, rand_one_neg_inf, _EXP, _has_inf,
      False),
     ("fully_masked_rows", "all -inf rows: NaN there, and no NaN leaking into other rows", 4, 64,
-     rand_fully_masked, _SOFTMAX, _has_inf, False),
+     rand_fully_masked, _EXP, _has_inf, False),
     ("d1", "row of one element", 4, 1, rand_normal, None, None, False),
     ("d7_below_warp", "row shorter than a warp: empty lanes must hold the merge identity", 4, 7, rand_normal,
      None, None, False),
@@ -349,7 +356,7 @@ _TABLE = [
     ("cols_not_mult256_772", "N not a multiple of 256 (block size): partial last block", 4, 772, rand_normal,
      None, None, False),
     ("past_exp_overflow", "values past exp overflow: exp without max subtraction gives inf/NaN", 4, 256,
-     rand_past_exp_overflow, _SOFTMAX, _float, False),
+     rand_past_exp_overflow, _EXP, _float, False),
     ("constant_rows", "constant rows: variance exactly 0, softmax exactly uniform", 4, 256, rand_constant_rows,
      None, None, False),
     ("increasing_rows", "strictly increasing rows: online softmax must rescale at every element", 4, 200,
@@ -377,16 +384,21 @@ def catalogue(op: str, dtypes=None, budget: str = "ci") -> list[Case]:
 
     budget: 'quick' a handful of cases; 'ci' every case at small M; 'thorough' every case with
     M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M)."""
-    get_op(op)
+    opdef = get_op(op)
     if budget not in BUDGETS:
         raise UsageError(f"unknown catalogue budget {budget!r}", fix=f"use one of {', '.join(BUDGETS)}")
+    exp_ops = tuple(o.name for o in OPS.values() if o.exp_family)
+    rows = [(name, exposes, M, N, factory, exp_ops if ops == _EXP else ops, ok, fixed_m, None, name in _QUICK)
+            for name, exposes, M, N, factory, ops, ok, fixed_m in _TABLE]
+    rows += [(c.name, c.exposes, c.M, c.N, c.sampler, (op,), c.dtype_ok, c.fixed_m, c.policy, c.quick)
+             for c in opdef.cases]
     cases = []
-    for name, exposes, M, N, factory, ops, ok, fixed_m in _TABLE:
-        if budget == "quick" and name not in _QUICK:
+    for name, exposes, M, N, factory, ops, ok, fixed_m, policy, quick in rows:
+        if budget == "quick" and not quick:
             continue
         if budget == "thorough" and not fixed_m:
             M = _THOROUGH_M
-        case = Case(name, exposes, M, N, _maker(M, N, factory), ops, ok)
+        case = Case(name, exposes, M, N, maker(M, N, factory, policy), ops, ok)
         if case.applies_to(op, dtypes):
             cases.append(case)
     return cases

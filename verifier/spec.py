@@ -17,10 +17,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
 from verifier.contracts import Contracts
+from verifier.errmodel import MATH_MODES  # one definition, re-exported here
 from verifier.errors import SpecError
 from verifier.ops import OPS
 
-MATH_MODES = ("precise", "fast", "triton_approx")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 

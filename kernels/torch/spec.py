@@ -43,6 +43,12 @@ def _reduce_sum(inputs, outputs, params, dt):
     outputs["y"].copy_(inputs["x"].sum(dim=-1, dtype=torch.float32 if dt.acc == "float32" else None))
 
 
+def _cross_entropy(inputs, outputs, params, dt):
+    # fp32 logits (exact upcast), per-row loss; torch gives 0 at ignore_index whatever the logits hold.
+    return {"loss": F.cross_entropy(inputs["x"].float(), inputs["labels"].long(), reduction="none",
+                                    ignore_index=int(params["ignore_index"]))}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -61,4 +67,7 @@ KERNELS = [
                    description="fp32 x + residual, residual stored rounded, F.rms_norm on the fp32 sum"),
     CallableKernel(name="torch-reduce-sum", op="reduce_sum", fn=_reduce_sum, dtypes=[dtypes("f32")],
                    description="x.sum(dim=-1) in fp32"),
+    CallableKernel(name="torch-cross-entropy", op="cross_entropy", fn=_cross_entropy,
+                   dtypes=[dtypes(d, "f32") for d in ("f32", "f16", "bf16")],
+                   description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
 ]

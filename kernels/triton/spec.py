@@ -52,4 +52,11 @@ KERNELS = [
         dtypes=IO, math_mode="triton_approx", supports=_one_block(), expectations=_DET,
         description="residual += x in place (rounded to its dtype); y from the fp32 sum",
     ),
+    # Logits in the I/O dtype, the loss in float32; labels int64 (the op's default) or int32.
+    *(TritonKernel(
+        name=f"triton-cross-entropy{suffix}", op="cross_entropy", module="cross_entropy.py", launcher="launch",
+        dtypes=[dtypes(d, "f32") for d in ("f32", "f16", "bf16")], math_mode="triton_approx",
+        params={"label_dtype": label}, tolerance={"online": True}, expectations=_DET,
+        description=f"one program per row, online max/sum over 4096-column tiles, {label} labels",
+    ) for suffix, label in (("", "int64"), ("-i32", "int32"))),
 ]

@@ -63,6 +63,10 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
     g = torch.Generator(device="cuda").manual_seed(seed)
     inputs = {}
     for n in o.inputs:
+        if o.role(n).kind == "labels":  # integer class indices in [0, N), in the op's default label dtype
+            inputs[n] = torch.randint(N, o.shape_of(n, M, N), generator=g, device="cuda",
+                                      dtype=torch_dtype(o.input_dtype(n, dt)))
+            continue
         t = torch.randn(o.shape_of(n, M, N), generator=g, device="cuda")
         if n in o.vector_inputs:
             t = 1 + 0.1 * t

@@ -24,7 +24,11 @@ import sys
 import traceback
 from pathlib import Path
 
+import numpy as np
+
+from verifier.dtypes import from_numpy
 from verifier.errors import ToolMissing, Unsupported, UsageError
+from verifier.inputs import maker, rand_normal
 from verifier.ops import OPS
 
 MODES = ("compiled", "interpreter")
@@ -172,7 +176,7 @@ def load_module(spec, mode: str | None = None):
     return mod
 
 
-def _check_tensors(spec, inputs, outputs, dt, device, mode):
+def _check_tensors(spec, inputs, outputs, dt, device, mode, params):
     import torch
 
     op = OPS[spec.op]
@@ -185,10 +189,11 @@ def _check_tensors(spec, inputs, outputs, dt, device, mode):
     if mode == "compiled" and want_dev.type != "cuda":
         raise UsageError(f"kernel {spec.name}: compiled Triton runs on CUDA tensors, device is {device}",
                          fix="pass device='cuda' (or use the interpreter on CPU)")
-    for role, group, want in (("input", inputs, dt.input), ("output", outputs, dt.output)):
+    for role, group in (("input", inputs), ("output", outputs)):
         # an in-out tensor is checked once, as an input (it keeps the input dtype)
         for n in (op.inputs if role == "input" else [o for o in op.outputs if o not in op.inouts]):
             t = group[n]
+            want = op.input_dtype(n, dt, params) if role == "input" else dt.output  # labels: their own
             shape = op.shape_of(n, M, N)
             problems = []
             if tuple(t.shape) != shape:
@@ -216,13 +221,11 @@ def _launch(spec, inputs, outputs, params, dt, device, mode):
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    _check_tensors(spec, inputs, outputs, dt, device, mode)
+    params = {**spec.op_params(), **(params or {})}
+    _check_tensors(spec, inputs, outputs, dt, device, mode, params)
     mod = load_module(spec, mode)
     launcher = getattr(mod, spec.launcher)
-    params = {**spec.op_params(), **(params or {})}
     if mode == "interpreter":
-        import numpy as np
-
         with np.errstate(all="ignore"):  # the interpreter computes in numpy; inf/NaN are expected inputs
             handles = launcher(inputs, outputs, params, dt)
     else:
@@ -257,9 +260,8 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
         raise UsageError("compiled_resources needs compiled Triton, but this process is in interpreter mode",
                          fix=f"unset TRITON_INTERPRET / set {MODE_ENV}=compiled in a fresh process")
     op = OPS[spec.op]
-    gen = torch.Generator(device=device).manual_seed(0)
-    inputs = {n: torch.randn(op.shape_of(n, M, N), generator=gen, device=device).to(getattr(torch, dtypes.input))
-              for n in op.inputs}
+    drawn = maker(M, N, rand_normal)(np.random.default_rng(0), dtypes, spec.op, {**spec.op_params(), **(params or {})})
+    inputs = {n: from_numpy(a, device) for n, a in drawn.items()}  # every role in its dtype (labels too)
     outputs = {n: inputs[n] if n in op.inouts else torch.empty(op.shape_of(n, M, N), device=device,
                                                                 dtype=getattr(torch, dtypes.output))
                for n in op.outputs}

@@ -29,6 +29,14 @@ _WARP = _max_n(4096, "triton-online-softmax")
 _TILE64 = _max_n(65536, "triton-online-softmax (4096-column tiles)")
 
 KERNELS = [
+    TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
+                 launcher="launch_no_max_sub", dtypes=[dtypes(d, "f32") for d in ("f32", "f16", "bf16")],
+                 math_mode="triton_approx", tolerance={"online": True}, expectations=_DET,
+                 description="cross entropy with lse = log(sum(exp(x))), no max subtraction"),
+    TritonKernel(name="defect-triton-ce-labels-as-int32", op="cross_entropy", module="cross_entropy_defects.py",
+                 launcher="launch_labels_as_int32", dtypes=[dtypes(d, "f32") for d in ("f32", "bf16")],
+                 math_mode="triton_approx", tolerance={"online": True}, expectations=_DET,
+                 description="cross entropy reading the int64 label buffer as int32 (row i takes word i)"),
     _t("defect-triton-softmax-no-max-sub", "softmax", "softmax_defects.py", "launch_no_max_sub",
        "softmax as exp(x) / sum(exp(x)), no max subtraction", supports=_ONE_BLOCK),
     _t("defect-triton-softmax-unmasked-store", "softmax", "softmax_defects.py", "launch_unmasked_store",
@@ -59,6 +67,14 @@ KERNELS = [
 ]
 
 DEFECTS = {
+    "defect-triton-ce-no-max-sub": {
+        "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
+        "pitfall": "logsumexp without max subtraction: exp(x) overflows past 88.7, the loss is inf",
+        "exposing_input": "past_exp_overflow"},
+    "defect-triton-ce-labels-as-int32": {
+        "caught_by": "value", "twin": "triton-cross-entropy", "device": "cpu",
+        "pitfall": "int64 labels read as int32: row i takes the low or high word of label i // 2",
+        "exposing_input": "normal_small"},
     "defect-triton-softmax-no-max-sub": {
         "caught_by": "nan-inf", "twin": "triton-softmax", "device": "cpu",
         "pitfall": "softmax without max subtraction: exp(x) overflows to inf past 88.7, inf / inf = NaN",

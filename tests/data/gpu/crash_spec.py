@@ -1,7 +1,7 @@
 """A kernel that faults (illegal address), for checking on a GPU that a crash in one pytest-xdist worker
 leaves the other workers' results intact:
 
-    pytest -n 2 suites/test_softmax.py --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda
+    pytest -n 2 suites/test_ops.py --verifier-specs tests/data/gpu/crash_spec.py --verifier-device cuda
 """
 from verifier.spec import CallableKernel, dtypes
 

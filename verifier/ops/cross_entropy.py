@@ -1,0 +1,214 @@
+"""cross_entropy: logits x[M,N], labels[M] (int64 or int32) -> loss[M] in float32, per row, no
+reduction: loss = logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactly 0.
+params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier import dtypes as _dt
+from verifier.errmodel import gamma
+from verifier.errors import UsageError
+from verifier.ops._def import OpCase, OpDef, Role
+from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
+from verifier.ulp import round_to
+from verifier.violations import U64, finite_violation, ulp_out, violation
+
+LABEL_DTYPES = ("int64", "int32")
+
+
+def _label_index(labels, params):
+    t = np.asarray(labels).astype(np.int64)
+    ignored = t == int(params["ignore_index"])
+    return np.where(ignored, 0, t), ignored
+
+
+# --------------------------------------------------------------------------- error budget (tolerance)
+
+def k_cross_entropy(x, loss, p, c, xs):
+    """loss = lse - x_t = (m + log s) - x_t, i.e. -log_softmax(x)_t: the log_softmax bound at the
+    label. Absolute error: log(s(1 + sigma)) = log s + sigma, sigma = gamma(sum units) (exp terms
+    weighted by their share, any-order sum, online rescales if declared); the log intrinsic
+    (log_abs + log_rel·|log s|)·u; rounding m + log s, u|m + log s|; the final subtraction, u|loss|;
+    a kernel computing (m - x_t) + log s rounds m - x_t instead: u|x_t - m|. Underflowed exp terms
+    lose at most N·eta of s >= 1. The kappa of the budget is thus set by the input: |m|, |x_t - m|
+    and log s, not by the loss, which can be tiny (the label holds almost all the mass) while the
+    error of lse stays relative to the row's max magnitude. Ignored rows are exact (0)."""
+    t, ignored = _label_index(xs["labels"], p)
+    rows = np.arange(x.shape[0])
+    w = row_softmax(x)
+    m, d, _, s_units = softmax_parts(x, c, weights=w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(x - m), axis=-1))
+    m = m[:, 0]
+    d_t, x_t = d[rows, t], x[rows, t]
+    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
+    units = (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + c.intr.log_abs + c.intr.log_rel * np.abs(log_s)
+             + np.abs(loss) + np.abs(m + log_s))
+    return np.where(ignored, 0.0, sigma + c.u * units)
+
+
+# --------------------------------------------------------------------------- invariants
+
+def check(x_raw, inp, ys, params, dtypes, c):
+    """Per row, with m = max(x), d_t = m - x_t >= 0, n non-masked elements, lim = log_abs·u (the log
+    intrinsic's absolute error), U = ulp_out(loss):
+
+    * ignored: label == ignore_index gives exactly 0;
+    * finite: a row of finite logits gives a finite loss;
+    * nonneg: the exact loss is >= 0; s >= 1 (exp(0) = 1 is exact, rounding is monotone) makes
+      log s >= -lim, so m + log s rounds to >= m - lim - u(|m| + lim) and the loss to
+      >= -(lim(1 + u) + u(|m| + lim)) - U;
+    * lower: loss >= d_t exactly (log s >= 0); either evaluation order loses at most
+      D = lim(1 + u) + u(|m| + lim) + 2u·d_t, so loss >= d_t - D - U;
+    * logsumexp: |loss - (lse - x_t)| <= D' + U, lse = m + log(sum exp(x - m)) evaluated here in float64
+      (+ its own N·2^-53 slack), D' the kernel's absolute error as in the budget (docs/tolerances.md) with
+      the worst intrinsics and the sum's units bounded by their max: sigma = gamma(s_units) + n·eta,
+      D' = sigma + u(d_t + log_abs + log_rel·log n + |loss| + |m| + log n). An absolute check: a tiny loss
+      (the label holds almost all the mass) has a budget of astronomically many ULPs, this bounds it.
+    """
+    x, y = inp["x"], ys["loss"]
+    t, ignored = _label_index(inp["labels"], params)
+    rows = np.arange(x.shape[0])
+    out = []
+    nz = ignored & ~(y == 0)
+    out += violation("cross_entropy.ignored", nz, np.where(nz, y, 0.0), np.zeros_like(y),
+                     f"loss == 0 exactly where label == ignore_index ({params['ignore_index']}) (value = loss)")
+    x_t = x[rows, t]
+    fin_in = ~ignored & np.isfinite(x).all(axis=1)
+    out += finite_violation("cross_entropy.finite", fin_in, y[:, None])
+    # rows the bounds apply to: not ignored, no NaN / +inf, not all -inf, a finite label logit
+    live = (~ignored & ~np.isnan(x).any(axis=1) & ~(x == np.inf).any(axis=1) & np.isfinite(x_t)
+            & np.isfinite(y))
+    xs = np.where(live[:, None], x, 0.0)
+    n = (xs > -np.inf).sum(axis=1)
+    m, _, s_units = softmax_units(xs, n, c)
+    m = m[:, 0]
+    d_t = np.where(live, m - np.where(live, x_t, 0.0), 0.0)
+    lim = c.intr.log_abs * c.u
+    U = ulp_out(np.where(live, y, 0.0), c)
+    base = lim * (1 + c.u) + c.u * (np.abs(m) + lim)
+    neg = -(base + U)
+    out += violation("cross_entropy.nonneg", live & (y < neg), y, neg, "loss >= 0 (value = loss)")
+    lo = d_t - base - 2 * c.u * d_t - U
+    out += violation("cross_entropy.lower", live & (y < lo), y, lo,
+                     "loss >= max(x) - x[label] (value = loss)")
+    logn = np.log(np.maximum(n, 1))
+    sigma = gamma(s_units, c.u) + n * c.eta
+    yl = np.where(live, y, 0.0)
+    D = sigma + c.u * (d_t + c.intr.log_abs + c.intr.log_rel * logn + np.abs(yl) + np.abs(m) + logn) + U
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        lse = m + np.log(np.where(np.isfinite(xs), np.exp(xs - m[:, None]), 0.0).sum(axis=1))
+        want = lse - np.where(live, x_t, 0.0)
+        slack = 4 * (x.shape[1] + 4) * U64 * (np.abs(m) + logn + np.abs(want) + 1)
+        dev = np.abs(yl - want)
+    out += violation("cross_entropy.logsumexp", live & ~(dev <= D + slack), dev, D + slack,
+                     "loss == logsumexp(x) - x[label] up to the kernel's derived error (value = |loss - expected|)")
+    return out
+
+
+# --------------------------------------------------------------------------- inputs
+
+def make_labels(rng, x, params, policy):
+    """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'].
+
+    policy None: uniform over [0, N), and when M > 1 about a quarter of the rows (at least one, not
+    all) ignored; 'first' / 'last': class 0 / N - 1; 'argmax': the row's largest logit; 'finite': a
+    random class whose logit is finite; 'ignore_nonfinite': rows holding NaN/inf are ignored, the
+    others random."""
+    dt = params["label_dtype"]
+    if dt not in LABEL_DTYPES:
+        raise UsageError(f"cross_entropy: label_dtype {dt!r}", fix=f"use one of {', '.join(LABEL_DTYPES)}")
+    M, N = x.shape
+    t = rng.integers(N, size=M)
+    ign = np.zeros(M, dtype=bool)
+    if policy is None and M > 1:
+        ign = rng.random(M) < 0.25
+        ign[rng.integers(M)] = True
+        if ign.all():
+            ign[rng.integers(M)] = False
+    elif policy == "first":
+        t[:] = 0
+    elif policy == "last":
+        t[:] = N - 1
+    elif policy == "argmax":
+        t = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=1)
+    elif policy == "finite":
+        fin = np.isfinite(x)
+        score = np.where(fin, rng.random((M, N)), -1.0)
+        t = np.argmax(score, axis=1)
+    elif policy == "ignore_nonfinite":
+        ign = ~np.isfinite(x).all(axis=1)
+    t = np.where(ign, int(params["ignore_index"]), t)
+    return t.astype(_dt.numpy_dtype(dt))
+
+
+def _peak(rng):
+    """N(0, 1) rows with one logit raised by 25 at a random place: the label there holds almost all
+    the mass (loss ~ N·e^-25), the case where the budget's kappa comes from the input, not the loss."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        pos = rng.integers(shape[1], size=shape[0])
+        v[np.arange(shape[0]), pos] += 25.0
+        return _fit(v, dtype)
+    return fn
+
+
+def _nonfinite_rows(rng):
+    """N(0, 1) rows; some rows hold a NaN, some a +inf (these rows get labelled ignore_index)."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        M = shape[0]
+        for i in range(M):
+            if i % 2 == 0:
+                v[i, rng.integers(shape[1])] = np.nan if i % 4 == 0 else np.inf
+        return _fit(v, dtype)
+    return fn
+
+
+def _normal(rng):
+    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
+
+
+def _masked(rng):
+    """About half of each row -inf, at least one finite logit per row."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        mask = rng.random(shape) < 0.5
+        mask[np.arange(shape[0]), rng.integers(shape[1], size=shape[0])] = False
+        return _fit(np.where(mask, -np.inf, v), dtype)
+    return fn
+
+
+def _fit(v, dtype):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return round_to(v, dtype).astype(np.float64)
+
+
+def _holds_inf(dt):
+    return _dt.is_float(dt) and dt != "float8_e4m3fn"
+
+
+CASES = (
+    OpCase("ce_label_first", "label at class 0 (first element: off-by-one and tail handling)", 4, 1000, _normal,
+           policy="first"),
+    OpCase("ce_label_last", "label at class N - 1 (last element, past a tile boundary)", 4, 1000, _normal,
+           policy="last"),
+    OpCase("ce_label_at_max", "label at a dominant logit: loss ~ 1e-9, the error of lse is relative to max|x|",
+           4, 256, _peak, policy="argmax", quick=True),
+    OpCase("ce_neg_inf_logits", "-inf logits (masked vocabulary), label on a finite logit", 4, 256, _masked,
+           dtype_ok=_holds_inf, policy="finite"),
+    OpCase("ce_ignored_nonfinite", "ignored rows holding NaN/+inf must still give exactly 0", 4, 128,
+           _nonfinite_rows, dtype_ok=_holds_inf, policy="ignore_nonfinite", quick=True),
+    OpCase("ce_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+)
+
+OPDEF = OpDef(
+    "cross_entropy", ("x", "labels"), ("loss",), row_outputs=("loss",),
+    params={"ignore_index": -100, "label_dtype": "int64"},
+    roles=(Role("labels", "row", "labels", dtype_param="label_dtype", make=make_labels),),
+    reference="cross_entropy",
+    recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
+    out_dtypes=("float32",), float64=False, online_override=True, exp_family=True,
+    invariants=check, cases=CASES,
+)

@@ -1,0 +1,48 @@
+"""fused_add_rmsnorm: x[M,N], residual[M,N], w[N] -> y[M,N], residual[M,N] (updated in place):
+h = x + residual is stored into residual, y = h·w / sqrt(mean(h²) + eps); params eps=1e-6."""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier import dtypes as _dt
+from verifier.errmodel import gamma, mul
+from verifier.ops._def import OpDef
+from verifier.ops.rmsnorm import check_rms, rms_units
+from verifier.ulp import ulp
+
+
+def k_add_residual(x, h, p, c, xs):
+    return gamma(1 + c.c_in, c.u) * np.abs(xs["x"] + xs["residual"]) + c.eta
+
+
+def k_add_rmsnorm_y(x, y, p, c, xs):
+    # h = x + residual carries 1 unit (+ input conversion). Kernels may normalise the *stored*
+    # residual, rounded to the output dtype (vLLM does): that moves h_i by u_out relatively and
+    # the row's rms by at most u_out, i.e. y_i by 2·u_out — allowed, as either reading is correct.
+    h = xs["x"] + xs["residual"]
+    k_h = 1 + c.c_in
+    r_units = rms_units(h, p["eps"], c, k_h)
+    k = r_units + 2 + k_h + c.c_in + 2 * c.u_res / c.u
+    return mul(gamma(k, c.u), np.abs(y)) + c.eta
+
+
+def check(x_raw, inp, ys, params, dtypes, c):
+    # Normalize the stored residual h = round(x + residual): the kernel may have normalized the
+    # unrounded sum instead, which differs by <= ulp_in(h) per element (h_abs) and moves ms by
+    # 2·2u_in relatively (k_h in units of u_acc). Checking y against the stored residual also checks
+    # that y and residual are consistent.
+    h = ys["residual"]
+    u_in = _dt.unit_roundoff(dtypes.input) if _dt.is_float(dtypes.input) else 0.0
+    k_h = 1.0 + (2 * u_in / c.u if c.u else 0.0)
+    h_abs = ulp(h, dtypes.input) if _dt.is_float(dtypes.input) else 0.0
+    return check_rms("fused_add_rmsnorm", h, inp["w"], ys["y"], params["eps"], c,
+                     k_h=k_h, h_abs=h_abs, consistent=True)
+
+
+OPDEF = OpDef(
+    "fused_add_rmsnorm", ("x", "residual", "w"), ("y", "residual"), inouts=("residual",), params={"eps": 1e-6},
+    vector_inputs=("w",), reference="fused_add_rmsnorm",
+    recipe={"y": (1.0, "add_rmsnorm_y"), "residual": (1.0, "add_residual")},
+    kappas={"add_rmsnorm_y": k_add_rmsnorm_y, "add_residual": k_add_residual},
+    invariants=check,
+)

@@ -1,0 +1,80 @@
+"""log_softmax: x[M,N] -> y[M,N], y = (x - max) - log(sum(exp(x - max))) per row."""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier.errmodel import gamma
+from verifier.ops._def import OpDef
+from verifier.ops.softmax import row_softmax, softmax_parts, softmax_rows, softmax_units
+from verifier.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
+
+
+def k_log_softmax(x, y, p, c, xs):
+    # y = (x - m) - log(s). Absolute error: the subtraction u|x - m|; log(s(1+σ)) = log s + σ,
+    # σ = gamma(sum units); the log intrinsic; the final subtraction u|y|; kernels computing
+    # x - (m + log s) round m + log s once more: u|m + log s|. Underflowed exp terms lose at most
+    # N·eta of s >= 1.
+    w = row_softmax(x)
+    m, d, _, s_units = softmax_parts(x, c, weights=w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
+    sigma = gamma(s_units, c.u) + c.N * c.eta
+    units = (d + c.c_in * (np.abs(x) + np.abs(m)) + c.intr.log_abs + c.intr.log_rel * np.abs(log_s)
+             + np.abs(y) + np.abs(m + log_s))
+    return sigma + c.u * units
+
+
+def check_log_softmax(x, y, c):
+    live, _ = softmax_rows(x, y)
+    # -inf is the correct log-probability of a masked element; everything else must be finite.
+    fin_where = np.where(x == -np.inf, 0.0, y)
+    out = finite_violation("log_softmax.finite", live, fin_where)
+    ok = live & np.isfinite(fin_where).all(axis=1) & ~np.isnan(y).any(axis=1)
+    xs = np.where(ok[:, None], x, 0.0)
+    n = (x > -np.inf).sum(axis=1)
+    m, _, s_units = softmax_units(xs, n, c)
+    fin = np.isfinite(xs)
+    d = np.where(fin, np.abs(xs - m), 0.0)
+    # y_j = (x_j - m) - log s. Absolute error before output rounding (first order, gamma for the
+    # sum): subtraction u·|x_j - m|; log(s(1 + sigma)) = log s + sigma with sigma = gamma(s_units);
+    # the log intrinsic (log_abs + log_rel·log n)·u, log s <= log n; final subtraction u·|y_j|;
+    # an x - (m + log s) ordering rounds m + log s once more: u·(|m| + log n). Underflowed exp
+    # terms lose at most n·eta of s >= 1. Plus the output rounding U_j: D_j bounds |y_j - log p_j|.
+    logn = np.log(np.maximum(n, 1))[:, None]
+    sigma = gamma(s_units, c.u)[:, None] + n[:, None] * c.eta
+    yf = np.where(fin, y, 0.0)
+    D = (sigma + c.u * (d + c.intr.log_abs + c.intr.log_rel * logn + np.abs(yf) + np.abs(m) + logn)
+         + ulp_out(yf, c))
+    D = np.where(fin, D, 0.0)
+    # sum_j p_j = 1 and exp(y_j) = p_j·exp(y_j - log p_j), so |sum_j exp(y_j) - 1| <=
+    # sum_j p_j·(exp(D_j) - 1) <= sum_j exp(y_j + D_j)·expm1(D_j).
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = np.where(fin, np.exp(y), 0.0).sum(axis=1)
+        bound = np.where(fin, np.exp(yf + D) * np.expm1(D), 0.0).sum(axis=1) + y.shape[1] * U64 * s
+        dev = np.abs(s - 1.0)
+        lse = np.log(s)
+    bad = ok & ~(dev <= bound)
+    out += violation("log_softmax.logsumexp", bad, dev, bound,
+                     "logsumexp(y) == 0 (value = |sum(exp(y)) - 1|)")
+    if bad.any():
+        w = out[-1]
+        out[-1] = Violation(w.invariant, w.rows, w.message + f"; logsumexp(y) of the worst rows: "
+                            f"{np.round(lse[w.rows[:4]], 6).tolist()}", w.score)
+    # y <= 0: log p <= 0, and both x_j - m <= 0 (rounding is monotone) and log s >= 0 (s >= 1 since
+    # exp(0) = 1 is exact) hold in any mode except for the log intrinsic's absolute error log_abs·u.
+    lim = c.intr.log_abs * c.u
+    pos = np.where(ok[:, None] & fin, y, -np.inf).max(axis=1)
+    out += violation("log_softmax.nonpositive", ok & (pos > lim), pos, np.full_like(pos, lim) + 0.0,
+                     f"y <= 0 (+{lim:.3g} for the log intrinsic's absolute error; value = max y)")
+    out += order_violation("log_softmax.order", ok, np.where(ok[:, None], x, 0.0), np.where(fin, y, -np.inf),
+                           np.where(fin, D, 0.0))
+    return out
+
+
+OPDEF = OpDef(
+    "log_softmax", ("x",), ("y",), reference="log_softmax",
+    recipe={"y": (1.0, "log_softmax")}, kappas={"log_softmax": k_log_softmax},
+    extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),  # as softmax
+    online_override=True, exp_family=True,
+    invariants=lambda x_raw, inp, ys, p, dt, c: check_log_softmax(inp["x"], ys["y"], c),
+)
