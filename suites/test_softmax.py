@@ -1,8 +1,8 @@
 """Softmax (and online softmax) kernels: every registered softmax kernel x declared dtype x adversarial case.
 
 Kernels: bundled kernels/ (not kernels/defects/), --verifier-specs PATH, and the kernel_verifier.specs entry
-point group; cases: verifier.battery.cases_for (catalogue of --verifier-budget plus the boundary case).
-Ids: test_softmax[KERNEL-DTYPE-CASE]. Each test is one battery step (verifier.pytest_plugin.Checker).
+point group; cases: verifier.cases.cases_for (catalogue of --verifier-budget plus the boundary case).
+Ids: test_softmax[KERNEL-DTYPE-CASE]. Each test is one battery step (verifier.plugin.checker.Checker).
 """
 import pytest
 

@@ -119,7 +119,7 @@ def test_bandwidth_script_is_a_thin_caller():
 
 
 def test_budget_help_matches_the_battery():
-    from verifier.battery import BUDGETS
+    from verifier.budgets import BUDGETS
 
     h = cli.BUDGET_HELP
     assert BUDGETS["quick"]["hypothesis"] == 0 and "quick: a handful of catalogue cases, no Hypothesis" in h

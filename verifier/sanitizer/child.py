@@ -32,8 +32,10 @@ def run(req: dict, launched: list) -> None:
     import numpy as np
 
     from verifier import registry
-    from verifier.battery import _runner, derived_seed, random_maker
+    from verifier.cases import random_maker
     from verifier.harness import execute
+    from verifier.options import derived_seed
+    from verifier.runners import runner_for
 
     device = req.get("device", "cuda")
     spec = next((k for k in registry.load_spec_file(req["origin"]) if k.name == req["kernel"]), None)
@@ -48,7 +50,7 @@ def run(req: dict, launched: list) -> None:
             from verifier.runners.triton import activate
 
             activate("compiled")
-    run_fn = _runner(spec)
+    run_fn = runner_for(spec)
     params = spec.op_params()
     for M, N in req["shapes"]:
         rng = np.random.default_rng(derived_seed(req.get("seed", 0), spec.name, dt.tag, "sanitize", M, N))
