@@ -125,3 +125,24 @@ def test_no_module_over_500_lines(module):
     """Small modules with names that say what they hold: a module past 500 lines holds two things."""
     n = len(module_names()[module].read_text().splitlines())
     assert n <= 500, f"{module} has {n} lines; split it by what its parts own"
+
+
+def test_public_api_is_narrow_lazy_and_complete():
+    """``import verifier`` loads no submodule; every name of ``__all__`` resolves to the object its module
+    defines; a name outside it is an AttributeError."""
+    import subprocess
+    import sys
+
+    code = ("import sys, verifier\n"
+            "print(sorted(m for m in sys.modules if m.startswith('verifier.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+    import importlib
+
+    import verifier
+
+    assert 10 <= len(verifier.__all__) <= 20
+    for name in verifier.__all__:
+        assert getattr(verifier, name) is getattr(importlib.import_module(verifier._WHERE[name]), name)
+    with pytest.raises(AttributeError):
+        verifier.battery_internals  # noqa: B018
