@@ -106,7 +106,6 @@ def test_cli_exit_code_changes_only_with_strict(spill_reports, capsys):
 
 
 def test_triton_local_memory_without_a_declared_limit_is_a_warning(monkeypatch):
-    from verifier import battery
     from verifier.runners import triton as triton_runner
     from verifier.spec import TritonKernel, dtypes
 

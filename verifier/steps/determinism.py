@@ -7,16 +7,16 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier import tolerance as _tol
-from verifier import usercode
 from verifier.budgets import BUDGETS
 from verifier.cases import random_inputs
 from verifier.compare import compare
 from verifier.errors import Unsupported
 from verifier.findings import Finding
 from verifier.harness import KernelFault, execute
-from verifier.kernel_report import PASS, KernelReport, crash_finding, skipped
+from verifier.kernel_report import PASS, KernelReport, skipped
 from verifier.options import Options, derived_seed, repro_line
 from verifier.runners import runner_for
+from verifier.steps.values import record_raised
 from verifier.spec import KernelSpec
 
 
@@ -46,13 +46,7 @@ def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[Kern
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
-        if usercode.classify(spec, e) == "refusal":  # a Python exception, not a CUDA fault (TypeError: raises)
-            report.inputs["raised"] += 1
-            report.inputs.setdefault("first", usercode.describe(e.original))
-            report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
-            report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
-            return report
-        report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        record_raised(spec, opts, report, e, ctx)
         report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
         if e.cuda:
             e.reported = True

@@ -60,6 +60,18 @@ def evaluate(spec, run, dt, opts, xs) -> tuple:
     return outcome, comparison, violations
 
 
+def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
+    """Record a kernel that raised ``e`` on an input its supports() accepts (``ctx``: the Finding fields of that
+    input): a Python exception is a **refusal** (counted for the raised-on-every-input rule), a CUDA fault or a
+    failure inside Triton a **crash**; a TypeError / NameError raises UserCodeError (verifier.usercode)."""
+    if usercode.classify(spec, e) == "refusal":
+        report.inputs["raised"] += 1
+        report.inputs.setdefault("first", usercode.describe(e.original))
+        report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
+        return
+    report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+
+
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
              repro: Optional[str] = None) -> KernelReport:
@@ -81,12 +93,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
-        if usercode.classify(spec, e) == "refusal":  # a Python exception, not a CUDA fault (TypeError: raises)
-            report.inputs["raised"] += 1
-            report.inputs.setdefault("first", usercode.describe(e.original))
-            report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
-            return report
-        report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+        record_raised(spec, opts, report, e, ctx)
         if e.cuda:
             e.reported = True
             raise
