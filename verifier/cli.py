@@ -12,6 +12,8 @@ import sys
 import time
 import traceback
 
+# Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
+# what they need (start-up time; none of those modules imports this one).
 from verifier import budgets
 from verifier.cli_args import add_selection_args
 from verifier.errors import UsageError, VerifierError

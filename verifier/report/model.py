@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from verifier.errors import UsageError
+from verifier.coverage import NOTHING_CHECKED, nothing_checked
 from verifier.findings import CHECK_CLASSES, Finding
 from verifier.notes import KINDS, Note
+from verifier.usercode import is_internal
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -39,9 +41,6 @@ class Result:
     def exit_code(self, strict: bool = False) -> int:
         """3 for a bug in kernel-verifier, 4 when nothing was checked, 1 for findings (an error in a spec's own
         code included; warnings only with ``strict``), else 0."""
-        from verifier.coverage import NOTHING_CHECKED, nothing_checked
-        from verifier.usercode import is_internal
-
         s = self.summary()
         if any(is_internal(r) for r in self.reports):
             return 3

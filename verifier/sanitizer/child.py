@@ -17,6 +17,15 @@ import json
 import sys
 import traceback
 
+import numpy as np
+
+from verifier import registry
+from verifier.cases import random_maker
+from verifier.harness import execute
+from verifier.options import derived_seed
+from verifier.runners import runner_for
+from verifier.runners.triton import activate
+
 
 def _no_cupy_pools():
     try:
@@ -29,14 +38,6 @@ def _no_cupy_pools():
 
 def run(req: dict, launched: list) -> None:
     """Launch every requested shape; ``launched`` collects the shapes done (kept on failure)."""
-    import numpy as np
-
-    from verifier import registry
-    from verifier.cases import random_maker
-    from verifier.harness import execute
-    from verifier.options import derived_seed
-    from verifier.runners import runner_for
-
     device = req.get("device", "cuda")
     spec = next((k for k in registry.load_spec_file(req["origin"]) if k.name == req["kernel"]), None)
     if spec is None:
@@ -47,8 +48,6 @@ def run(req: dict, launched: list) -> None:
     if device == "cuda":
         _no_cupy_pools()
         if spec.kind == "triton":
-            from verifier.runners.triton import activate
-
             activate("compiled")
     run_fn = runner_for(spec)
     params = spec.op_params()

@@ -35,6 +35,7 @@ from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import Finding
 from verifier.kernel_report import FAIL, PASS, skipped
 from verifier.proc import run_killable
+from verifier.runners.cuda import launches_for
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
@@ -177,8 +178,6 @@ def tail_shapes(spec, dt) -> list:
 
 def kernel_filters(spec, dt, shapes) -> list:
     if spec.kind == "cuda":
-        from verifier.runners.cuda import launches_for
-
         entries = {l.entry for M, N in shapes for l in launches_for(spec, M, N, dt, spec.op_params())}
         return [KernelFilter(e, True) for e in sorted(entries)]
     # Triton: no include filter. A name filter that missed the launched kernel (one imported from another
