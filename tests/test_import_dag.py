@@ -146,3 +146,14 @@ def test_public_api_is_narrow_lazy_and_complete():
         assert getattr(verifier, name) is getattr(importlib.import_module(verifier._WHERE[name]), name)
     with pytest.raises(AttributeError):
         verifier.battery_internals  # noqa: B018
+
+
+def test_no_private_name_is_imported_across_modules():
+    """``from verifier.x import _name`` makes x's private name a contract nobody declared: make it public."""
+    found = []
+    for mod, path in module_names().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("verifier"):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{a.name}"
+                          for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, "\n".join(found)

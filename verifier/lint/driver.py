@@ -175,12 +175,12 @@ def _where(mod, ins, prefer) -> tuple:
 
 def _repo_relative(path: Optional[str], spec) -> Optional[str]:
     """A finding's file relative to the checkout holding the spec (as sanitizer findings are)."""
-    from verifier.report.paths import _git_toplevel, relative
+    from verifier.report.paths import git_toplevel, relative
 
     if path is None:
         return None
     where = str(Path(spec.origin).parent) if spec.origin else os.getcwd()
-    return relative(path, Path(_git_toplevel(where) or os.getcwd()).resolve())
+    return relative(path, Path(git_toplevel(where) or os.getcwd()).resolve())
 
 
 def _rel(path: str) -> str:

@@ -46,10 +46,10 @@ class LintSuppression:
 
 
 def load(path) -> list:
-    from verifier.sanitizer.suppressions import _toml
+    from verifier.sanitizer.suppressions import toml_module
 
     path = Path(path)
-    toml = _toml()
+    toml = toml_module()
     try:
         data = toml.loads(path.read_text())
     except OSError as e:

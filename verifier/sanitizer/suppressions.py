@@ -58,7 +58,7 @@ class Suppression:
         return f"{self.origin}: {self.tool} {' '.join(sel)} ({self.reason})"
 
 
-def _toml():
+def toml_module():
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -115,7 +115,7 @@ def load(path) -> list:
         text = path.read_text()
     except OSError as e:
         raise UsageError(f"cannot read suppressions file {path}: {e.strerror}", fix="pass an existing file") from None
-    toml = _toml()
+    toml = toml_module()
     try:
         data = toml.loads(text)
     except toml.TOMLDecodeError as e:
