@@ -25,7 +25,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from verifier import registry
-    from verifier.battery import Options, check_all
+    from verifier.battery import check_all
+    from verifier.options import Options
 
     specs = [s for s in registry.load(args.paths) if s.kind in ("callable", "triton")]
     opts = Options(budget=args.budget, device="cpu")

@@ -27,7 +27,8 @@ def main(argv=None) -> int:
 
     t1 = time.perf_counter()
     from verifier import registry
-    from verifier.battery import Options, check_kernel, resolve_device
+    from verifier.battery import check_kernel
+    from verifier.options import Options, resolve_device
 
     t2 = time.perf_counter()
     import cProfile

@@ -9,8 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifier import battery
-from verifier.battery import Options, check_kernel
+from verifier.battery import check_all, check_kernel
+from verifier.cases import cases_for, hypothesis_case, random_inputs
+from verifier.kernel_report import RUN_CHECKS, KernelReport
+from verifier.options import Options
+from verifier.steps.hypothesis import check_shapes
+from verifier.steps.refusal import check_refusal
+from verifier.steps.values import run_case
 from verifier.errors import Unsupported, UsageError
 from verifier.registry import load_spec_file
 
@@ -57,11 +62,11 @@ def test_order_of_the_battery_and_a_clean_pass(tmp_path):
     assert coarse == ["ok: build", "ok [f32]: refusal", "ok [f32]: values", "ok [f32]: determinism",
                       "ok [bf16]: refusal", "ok [bf16]: values", "ok [bf16]: determinism"]
     # every catalogue case (and the boundary case) is announced between values and determinism
-    names = {c.name for c in battery.cases_for(spec, spec.dtypes[0], "quick")}
+    names = {c.name for c in cases_for(spec, spec.dtypes[0], "quick")}
     assert names <= {s.split(": ")[-1] for s in steps} and "boundary_n2048" in names
     assert report.findings == [] and report.verdict == "pass"
     for tag in ("f32", "bf16"):
-        for check in battery.RUN_CHECKS:
+        for check in RUN_CHECKS:
             assert report.cells[(tag, check)] == "pass", (tag, check)
         assert report.cells[(tag, "build")].startswith("skipped(")
 
@@ -128,25 +133,25 @@ def test_refusal_outside_and_inside_supports(tmp_path):
         raise IndexError("index 4096 is out of bounds")
 
     for run, words in ((ignores_supports, "ran without refusing"), (crashes, "raised IndexError")):
-        report = battery.KernelReport(spec=spec, device="cpu")
-        battery._check_refusal(spec, run, dt, QUICK, report)
+        report = KernelReport(spec=spec, device="cpu")
+        check_refusal(spec, dt, QUICK, report, run=run)
         refused = [f for f in report.findings if f.check == "refusal"]
         assert refused and all(words in f.message for f in refused)
         assert {f.shape for f in refused} >= {(0, 32), (1, 2049), (1, 262144)}
         assert all(f.shape[1] > 2048 or f.shape[0] == 0 for f in refused)
         assert all("--case refusal" in f.repro for f in refused)
     # the real runner refuses every such shape with Unsupported: no finding
-    report = battery.KernelReport(spec=spec, device="cpu")
-    battery._check_refusal(spec, battery._runner(spec), dt, QUICK, report)
+    report = KernelReport(spec=spec, device="cpu")
+    check_refusal(spec, dt, QUICK, report)
     assert report.findings == [] and report.cells[("f32", "refusal")] == "pass"
 
     # inside supports, a refusal is a finding
     def refuses_all(spec, inputs, outputs, params, dt, device):
         raise Unsupported("no")
 
-    report = battery.KernelReport(spec=spec, device="cpu")
-    xs = battery._random_inputs(spec, dt, 2, 64, np.random.default_rng(0))
-    battery._one_run(spec, refuses_all, dt, QUICK, report, xs, "c", "repro")
+    report = KernelReport(spec=spec, device="cpu")
+    xs = random_inputs(spec, dt, 2, 64, np.random.default_rng(0))
+    run_case(spec, dt, "c", xs, QUICK, report, run=refuses_all, repro="repro")
     assert [f.check for f in report.findings] == ["refusal"] and "supports() accepts" in report.findings[0].message
 
 
@@ -203,9 +208,9 @@ def test_hypothesis_failure_is_shrunk_to_the_minimal_shape_and_its_repro_reruns_
         KERNELS = [CallableKernel(name="odd", op="softmax", fn=fn, dtypes=[dtypes("f32")])]
         """)
     spec = load_spec_file(path)[0]
-    report = battery.KernelReport(spec=spec, device="cpu")
+    report = KernelReport(spec=spec, device="cpu")
     opts = Options(budget="ci", device="cpu")
-    ran = battery._hypothesis_values(spec, battery._runner(spec), spec.dtypes[0], opts, report)
+    ran = check_shapes(spec, spec.dtypes[0], opts, report)
     assert ran > 0
     values = [f for f in report.findings if f.check == "value"]
     assert len(values) == 1
@@ -270,15 +275,15 @@ def test_bad_case_is_a_usage_error_and_pseudo_cases_are_accepted(tmp_path):
     with pytest.raises(UsageError, match="no catalogue case 'nope'"):
         check_kernel(spec, Options(budget="quick", device="cpu", case="nope"))
     with pytest.raises(UsageError, match="no selected kernel has case nope"):
-        battery.check_all([spec], Options(budget="quick", device="cpu", case="nope"))
+        check_all([spec], Options(budget="quick", device="cpu", case="nope"))
     # a case of a bigger budget still reproduces under --budget quick
-    thorough_only = {c.name for c in battery.cases_for(spec, spec.dtypes[0], "thorough")} - \
-        {c.name for c in battery.cases_for(spec, spec.dtypes[0], "quick")}
-    name = min(thorough_only, key=lambda n: next(c.M * c.N for c in battery.cases_for(spec, spec.dtypes[0], "thorough")
+    thorough_only = {c.name for c in cases_for(spec, spec.dtypes[0], "thorough")} - \
+        {c.name for c in cases_for(spec, spec.dtypes[0], "quick")}
+    name = min(thorough_only, key=lambda n: next(c.M * c.N for c in cases_for(spec, spec.dtypes[0], "thorough")
                                                   if c.name == n))
     report = check_kernel(spec, Options(budget="quick", device="cpu", case=name))
     assert report.cells[("f32", "value")] == "pass"
-    assert battery.hypothesis_case("hypothesis:3x17:rng5").M == 3 and battery.hypothesis_case("n1000") is None
+    assert hypothesis_case("hypothesis:3x17:rng5").M == 3 and hypothesis_case("n1000") is None
 
 
 def test_dtype_selection_skips_kernels_without_it(tmp_path):
@@ -288,11 +293,11 @@ def test_dtype_selection_skips_kernels_without_it(tmp_path):
         KERNELS = [CallableKernel(name="a", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small),
                    CallableKernel(name="b", op="softmax", fn=fn, dtypes=[dtypes("bf16")], supports=small)]
         """))
-    a, b = battery.check_all(specs, Options(budget="quick", device="cpu", dtype="bf16", case="normal_small"))
+    a, b = check_all(specs, Options(budget="quick", device="cpu", dtype="bf16", case="normal_small"))
     assert a.verdict == "skipped" and "declares no dtype bf16" in a.cells[("*", "value")]
     assert b.verdict == "pass"
     with pytest.raises(UsageError, match="no selected kernel has dtype f16"):
-        battery.check_all(specs, Options(budget="quick", device="cpu", dtype="f16"))
+        check_all(specs, Options(budget="quick", device="cpu", dtype="f16"))
 
 
 def test_cuda_kernel_on_cpu_is_built_for_both_arches_and_skips_the_rest_precisely():
@@ -302,6 +307,6 @@ def test_cuda_kernel_on_cpu_is_built_for_both_arches_and_skips_the_rest_precisel
     tag = spec.dtypes[0].tag
     assert report.cells[(tag, "build")] == "pass" and report.cells[(tag, "resources")] == "pass"
     assert {n.split("]")[0] for n in report.notes if n.startswith("[sm_")} == {"[sm_80", "[sm_90"}
-    for check in battery.RUN_CHECKS:
+    for check in RUN_CHECKS:
         assert report.cells[(tag, check)] == "skipped(no CUDA GPU: CUDA kernels are built and resource-checked only)"
     assert report.findings == []

@@ -6,8 +6,15 @@ import textwrap
 import numpy as np
 from hypothesis import given, settings
 
-from verifier import battery
-from verifier.battery import Options, check_kernel
+from verifier.cases import cases_for, random_inputs
+from verifier.kernel_report import KernelReport, crash_finding
+from verifier.inputs import shapes
+from verifier.options import Options, derived_seed, repro_line
+from verifier.steps.build import check_build
+from verifier.steps.determinism import check_determinism
+from verifier.steps.refusal import check_refusal
+from verifier.steps.values import run_case
+from verifier.battery import check_kernel
 from verifier.errors import Unsupported
 from verifier.findings import Finding
 from verifier.harness import KernelFault
@@ -44,18 +51,18 @@ def specs(tmp_path):
 
 
 def inputs_of(spec, dt, case_name, seed=0):
-    case = next(c for c in battery.cases_for(spec, dt, "quick") if c.name == case_name)
-    rng = np.random.default_rng(battery.derived_seed(seed, spec.name, dt.tag, case.name))
+    case = next(c for c in cases_for(spec, dt, "quick") if c.name == case_name)
+    rng = np.random.default_rng(derived_seed(seed, spec.name, dt.tag, case.name))
     return case.make(rng, dt, spec.op, spec.op_params())
 
 
 def test_run_case_judges_one_input_as_the_battery_does(tmp_path):
     k = specs(tmp_path)
     dt = k["good"].dtypes[0]
-    clean = battery.run_case(k["good"], dt, "normal_small", inputs_of(k["good"], dt, "normal_small"), QUICK)
+    clean = run_case(k["good"], dt, "normal_small", inputs_of(k["good"], dt, "normal_small"), QUICK)
     assert clean.findings == [] and clean.cells == {}  # one input marks no cell: a check spans all inputs
 
-    one = battery.run_case(k["scaled"], dt, "normal_small", inputs_of(k["scaled"], dt, "normal_small"), QUICK)
+    one = run_case(k["scaled"], dt, "normal_small", inputs_of(k["scaled"], dt, "normal_small"), QUICK)
     whole = check_kernel(k["scaled"], Options(budget="quick", device="cpu", case="normal_small"))
     assert {f.check for f in one.findings} >= {"value"}
     assert [(f.check, f.message, f.repro) for f in one.findings] == \
@@ -70,33 +77,33 @@ def test_run_case_adds_to_a_given_report_and_records_a_refusal_inside_supports(t
     def refuses(spec, inputs, outputs, params, dt, device):
         raise Unsupported("no")
 
-    report = battery.KernelReport(spec=k["good"], device="cpu")
-    xs = battery.random_inputs(k["good"], dt, 2, 64, np.random.default_rng(0))
+    report = KernelReport(spec=k["good"], device="cpu")
+    xs = random_inputs(k["good"], dt, 2, 64, np.random.default_rng(0))
     assert xs["x"].shape == (2, 64)
-    back = battery.run_case(k["good"], dt, "c", xs, QUICK, report, run=refuses, repro="my repro")
+    back = run_case(k["good"], dt, "c", xs, QUICK, report, run=refuses, repro="my repro")
     assert back is report and [(f.check, f.repro) for f in report.findings] == [("refusal", "my repro")]
 
 
 def test_check_refusal_and_determinism_mark_their_cells(tmp_path):
     k = specs(tmp_path)
     dt = k["good"].dtypes[0]
-    r = battery.check_refusal(k["good"], dt, QUICK)
+    r = check_refusal(k["good"], dt, QUICK)
     assert r.findings == [] and r.cells == {("f32", "refusal"): "pass"}
 
     def ignores_supports(spec, inputs, outputs, params, dt, device):
         spec.fn(inputs, outputs, params, dt)
 
-    bad = battery.check_refusal(k["good"], dt, QUICK, run=ignores_supports)
+    bad = check_refusal(k["good"], dt, QUICK, run=ignores_supports)
     assert bad.findings and all("ran without refusing" in f.message for f in bad.findings)
 
-    assert battery.check_determinism(k["good"], dt, QUICK).cells == {("f32", "determinism"): "pass"}
-    noisy = battery.check_determinism(k["noisy"], dt, QUICK)
+    assert check_determinism(k["good"], dt, QUICK).cells == {("f32", "determinism"): "pass"}
+    noisy = check_determinism(k["noisy"], dt, QUICK)
     assert [f.check for f in noisy.findings] == ["determinism"] and "--case determinism" in noisy.findings[0].repro
 
 
 def test_check_build_skips_what_has_nothing_to_build(tmp_path):
     k = specs(tmp_path)
-    r = battery.check_build(k["good"], QUICK, k["good"].dtypes)
+    r = check_build(k["good"], QUICK, k["good"].dtypes)
     assert r.findings == []
     assert r.cells == {("f32", "build"): "skipped(not a CUDA source)", ("f32", "resources"): "skipped(Python callable)"}
 
@@ -104,17 +111,17 @@ def test_check_build_skips_what_has_nothing_to_build(tmp_path):
 def test_repro_line_and_crash_finding(tmp_path):
     spec = specs(tmp_path)["good"]
     opts = Options(seed=7, device="cpu")
-    line = battery.repro_line(spec, opts, "f32", "hypothesis:1x3:rng5")
+    line = repro_line(spec, opts, "f32", "hypothesis:1x3:rng5")
     assert shlex.split(line) == ["verifier", "check", spec.origin, "--kernel", "good", "--dtype", "f32",
                                  "--case", "hypothesis:1x3:rng5", "--budget", "ci", "--seed", "7", "--device", "cpu"]
-    assert "--dtype" not in battery.repro_line(spec, opts)
-    f = battery.crash_finding(spec, opts, KernelFault(IndexError("boom")), dtype="f32", input="normal_small")
+    assert "--dtype" not in repro_line(spec, opts)
+    f = crash_finding(spec, opts, KernelFault(IndexError("boom")), dtype="f32", input="normal_small")
     assert f.check == "crash" and "raised an exception" in f.message and "boom" in f.message
-    assert f.repro == battery.repro_line(spec, opts, "f32", "normal_small") and f.seed == 7
+    assert f.repro == repro_line(spec, opts, "f32", "normal_small") and f.seed == 7
 
 
 @settings(max_examples=40, database=None, deadline=None)
-@given(shape=battery.hypothesis_shapes(100))
+@given(shape=shapes(16, 100))
 def test_hypothesis_shapes_stay_within_bounds(shape):
     M, N = shape
     assert 1 <= M <= 16 and 1 <= N <= 100
@@ -126,6 +133,6 @@ def test_format_finding_is_what_the_text_report_and_the_plugin_show():
     assert format_finding(f) == ["- [value] k, f32, c, shape (2, 8)", "    3 elements off", "    worst at 5",
                                  "    repro: verifier check x"]
     assert format_finding(f, with_kernel=False)[0] == "- [value] f32, c, shape (2, 8)"
-    from verifier.pytest_plugin import format_findings
+    from verifier.plugin.session import format_findings
 
     assert format_findings([f]) == "\n".join(format_finding(f))

@@ -119,7 +119,7 @@ def test_bandwidth_script_is_a_thin_caller():
 
 
 def test_budget_help_matches_the_battery():
-    from verifier.battery import BUDGETS
+    from verifier.budgets import BUDGETS
 
     h = cli.BUDGET_HELP
     assert BUDGETS["quick"]["hypothesis"] == 0 and "quick: a handful of catalogue cases, no Hypothesis" in h
@@ -137,7 +137,7 @@ def test_budget_help_matches_the_battery():
 def test_check_parent_does_not_import_torch():
     """Choosing the device and describing the environment must not import torch (4-5 s on an H200 machine)."""
     code = ("import sys\n"
-            "from verifier.battery import resolve_device\n"
+            "from verifier.options import resolve_device\n"
             "from verifier.environment import environment\n"
             "d = resolve_device('auto'); env = environment()\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n"

@@ -158,12 +158,12 @@ def test_exit_2_on_a_bad_spec_field_names_field_and_fix(capsys, tmp_path, field,
 
 
 def test_exit_3_on_an_internal_error(capsys, spec, monkeypatch):
-    import verifier.battery
+    import verifier.steps.values
 
     def bug(*a, **k):
         raise KeyError("oops")
 
-    monkeypatch.setattr(verifier.battery, "evaluate", bug)
+    monkeypatch.setattr(verifier.steps.values, "evaluate", bug)
     code, out, err = run(capsys, spec, *FAST)
     assert code == 3 and "internal error: KeyError" in err and "bug in kernel-verifier" in err
     assert "Traceback" not in err and out == ""

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from verifier import contracts
-from verifier.battery import Options, check_kernel
+from verifier.battery import check_kernel
+from verifier.options import Options
 from verifier.errors import SpecError
 from verifier.report import render
 from verifier.report.model import Result
@@ -155,7 +156,7 @@ def test_flush_is_inferred_from_cuda_flags_and_said(flag):
 
 
 def test_inferred_flush_is_shown_in_the_text_report(tmp_path):
-    from verifier.battery import KernelReport
+    from verifier.kernel_report import KernelReport
 
     spec = _cuda(extra_flags=("-ftz=true",))
     r = KernelReport(spec=spec, device="cpu")

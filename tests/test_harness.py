@@ -33,13 +33,24 @@ def test_float_poisons_are_nans_and_int_poisons_are_distinct_sentinels():
     from verifier.dtypes import numpy_dtype
 
     for dtype, pair in harness._POISON.items():
-        assert pair[0] != pair[1]
+        width = np.dtype(numpy_dtype(dtype)).itemsize
+        values = [harness._signed(p, width) for p in pair]
+        assert len(set(values)) == 2, dtype  # two patterns: a kernel writing one of them is still seen
+        assert all(-(1 << (8 * width - 1)) <= v < (1 << (8 * width - 1)) for v in values), dtype
         if dtype.startswith("int"):
             continue
-        width = np.dtype(numpy_dtype(dtype)).itemsize
-        bits = np.array([harness._signed(p, width) for p in pair[:1]], dtype=f"int{8 * width}")
+        bits = np.array(values, dtype=f"int{8 * width}")
         with np.errstate(invalid="ignore"):
-            assert np.isnan(bits.view(numpy_dtype(dtype)).astype(np.float64)).all(), dtype
+            assert np.isnan(bits.view(numpy_dtype(dtype)).astype(np.float64)).all(), dtype  # both, not the first
+
+
+@pytest.mark.parametrize("tag", ["f32", "f16", "bf16"])
+def test_an_output_the_kernel_never_writes_reads_back_as_poison_and_is_unwritten(tag):
+    dt = dtypes(tag)
+    out = execute(_run, _spec(lambda inputs, outputs, params, dt: None, dt=dt), _x(dtype=dt.input), dt, {}, "cpu")
+    with np.errstate(invalid="ignore"):  # NaN payloads cast to float64
+        assert np.isnan(out.outputs["y"].astype(np.float64)).all()
+    assert out.unwritten["y"].all() and out.unwritten["y"].shape == (3, 40)
 
 
 def test_correct_kernel_has_no_unwritten_or_guard_hits():

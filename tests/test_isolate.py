@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from verifier import isolate
-from verifier.battery import Options, check_all
+from verifier.battery import check_all
+from verifier.options import Options
 from verifier.errors import UsageError
 from verifier.registry import load_spec_file
 
@@ -79,7 +80,7 @@ def test_usage_error_in_the_child_is_raised_in_the_parent(specs):
 def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monkeypatch, tmp_path):
     # A bug in the verifier inside the child: simulated by a sitecustomize that breaks evaluate().
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
-        import verifier.battery as b
+        import verifier.steps.values as b
         def broken(*a, **k):
             raise ZeroDivisionError("verifier bug")
         b.evaluate = broken

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier.battery import CPU_BUILD_ARCHES, KernelReport
+from verifier.kernel_report import KernelReport
+from verifier.steps.build import CPU_BUILD_ARCHES
 from verifier.build import nvcc_version
 from verifier.lint.driver import launch_facts, lint_spec
 from verifier.registry import load

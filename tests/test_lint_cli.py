@@ -56,7 +56,8 @@ def test_nothing_to_lint_is_said(capsys):
 
 
 def test_battery_runs_static_without_a_gpu():
-    from verifier.battery import Options, check_kernel
+    from verifier.battery import check_kernel
+    from verifier.options import Options
     from verifier.registry import load_spec_file
 
     specs = {s.name: s for s in load_spec_file(DEFECTS)}

@@ -22,7 +22,8 @@ def test_sanitizers_wrote_no_record(defect, tool):
 @pytest.mark.skipif(nvcc_version() is None, reason="verifier lint compiles to PTX with nvcc, not found")
 @pytest.mark.parametrize("defect, cls", list(zip(MISSED, ("divergent-barrier", "global-race"))))
 def test_lint_catches_what_they_missed(defect, cls):
-    from verifier.battery import CPU_BUILD_ARCHES, KernelReport
+    from verifier.kernel_report import KernelReport
+    from verifier.steps.build import CPU_BUILD_ARCHES
     from verifier.lint.driver import lint_spec
     from verifier.registry import load_spec_file
 

@@ -1,7 +1,8 @@
-"""The child pytest that re-runs a test after a CUDA fault must load the plugin the way the parent did.
+"""The child pytest that re-runs a test after a CUDA fault must load the plugin, however the parent did.
 
 Seen on the H200 (2026-11-30): in a checkout loaded with `-p verifier.pytest_plugin` the child was started
-without it and rejected every --verifier-* option (exit 4), so the tests after a crash gave no result.
+without it and rejected every --verifier-* option (exit 4), so the tests after a crash gave no result. The
+entry point is now named by the module path, so the child always names it: a second load is a no-op.
 """
 import subprocess
 import sys
@@ -12,7 +13,7 @@ def _child_command_from(tmp_path, *plugin_args):
     test = tmp_path / "test_probe.py"
     test.write_text(textwrap.dedent("""
         def test_probe(request):
-            from verifier.pytest_plugin import child_command
+            from verifier.plugin.children import child_command
             print("CMD", child_command(request.config, "suites/x.py::t", "j.xml"))
     """))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *plugin_args,
@@ -22,11 +23,7 @@ def _child_command_from(tmp_path, *plugin_args):
     return line
 
 
-def test_child_loads_the_plugin_by_name_when_the_parent_did(tmp_path):
-    line = _child_command_from(tmp_path, "-p", "no:verifier", "-p", "verifier.pytest_plugin")
-    assert "'-p', 'verifier.pytest_plugin'" in line
-
-
-def test_child_relies_on_the_entry_point_when_the_parent_did(tmp_path):
-    line = _child_command_from(tmp_path)
-    assert "verifier.pytest_plugin" not in line
+def test_child_names_the_plugin_however_the_parent_loaded_it(tmp_path):
+    for plugin_args in ((), ("-p", "verifier.pytest_plugin")):  # entry point; entry point and -p (one plugin)
+        line = _child_command_from(tmp_path, *plugin_args)
+        assert "'-p', 'verifier.pytest_plugin'" in line

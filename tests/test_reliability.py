@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from verifier import battery, cli, registry
-from verifier.battery import KernelReport, Options, check_kernel
+from verifier import cli, registry
+from verifier.battery import check_kernel
+from verifier.kernel_report import FAIL, PASS, KernelReport, skipped
+from verifier.steps.build import triton_resources
+from verifier.steps.values import run_case
+from verifier.options import Options
 from verifier.errors import SpecError, UsageError, VerifierError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +97,7 @@ def test_errors_found_but_xml_unreadable_fails_the_cell(tmp_path, nbytes):
     for g in findings:
         if g.severity == "error":
             report.add(g)
-    report.mark("f32", "memcheck", battery.PASS)
+    report.mark("f32", "memcheck", PASS)
     assert report.cells[("f32", "memcheck")] == "FAIL" and report.verdict == "fail"
 
 
@@ -183,7 +187,7 @@ KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dty
     assert "TypeError" in r.error and "wrong_signature" in r.error
     for check in VALUE_CHECKS + ("determinism",):
         v = r.cells.get(("f32", check))
-        assert v != battery.PASS, (check, v)
+        assert v != PASS, (check, v)
         assert v is None or v == "FAIL" or v.startswith("skipped(") and "raised" in v, (check, v)
 
 
@@ -202,7 +206,7 @@ KERNELS = [CallableKernel(name="picky", op="softmax", fn=picky, dtypes=[dtypes("
     # raised on one shape supports() accepts and not on the others: a refusal finding (#13), not a crash
     assert [f.input for f in r.findings if f.check == "refusal"] == ["d7_below_warp"]
     assert not [f for f in r.findings if f.check == "crash"]
-    assert r.cells[("f32", "nan-inf")] == battery.PASS  # every other input ran through it
+    assert r.cells[("f32", "nan-inf")] == PASS  # every other input ran through it
 
 
 # --- 5: a kernel that kills the process ------------------------------------------------------------------
@@ -284,7 +288,7 @@ def test_flaky_failure_from_hypothesis_becomes_a_finding(tmp_path, monkeypatch):
     spec = _spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="g", op="softmax", fn=good, '
                                        'dtypes=[dtypes("f32")], supports=lambda M, N, dt: None if N <= 64 else "big")]\n')
     (k,) = registry.load([spec])
-    real = battery.run_case
+    real = run_case
     calls = {"n": 0}
 
     def sometimes_wrong(spec, dt, case, xs, opts, report=None, **kw):
@@ -296,7 +300,7 @@ def test_flaky_failure_from_hypothesis_becomes_a_finding(tmp_path, monkeypatch):
             report.add(Finding("value", "injected", kernel=spec.name, dtype=dt.tag, input=case))
         return report
 
-    monkeypatch.setattr(battery, "run_case", sometimes_wrong)
+    monkeypatch.setattr("verifier.steps.hypothesis.run_case", sometimes_wrong)
     r = check_kernel(k, Options(budget="ci", device="cpu", case=None))
     assert any(f.check == "determinism" and "flaky" in f.message for f in r.findings), r.findings
     assert hasattr(he, "Flaky")
@@ -338,7 +342,7 @@ def test_triton_resources_error_is_not_overwritten_by_pass(monkeypatch):
 
     monkeypatch.setattr(rt, "compiled_resources", broken)
     report = KernelReport(spec=spec, device="cuda")
-    battery._triton_resources(spec, Options(device="cuda"), report, dts)
+    triton_resources(spec, Options(device="cuda"), report, dts)
     v = report.cells[(dts[0].tag, "resources")]
     assert v.startswith("skipped(") and "metadata" in v
 
@@ -347,17 +351,17 @@ def test_triton_resources_error_is_not_overwritten_by_pass(monkeypatch):
 
     monkeypatch.setattr(rt, "compiled_resources", usage)
     with pytest.raises(UsageError):
-        battery._triton_resources(spec, Options(device="cuda"), KernelReport(spec=spec, device="cuda"), dts)
+        triton_resources(spec, Options(device="cuda"), KernelReport(spec=spec, device="cuda"), dts)
 
 
 def test_a_skipped_cell_is_never_overwritten_by_pass(tmp_path):
     (k,) = registry.load([_spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="g", op="softmax", '
                                                           'fn=good, dtypes=[dtypes("f32")])]\n')])
     r = KernelReport(spec=k, device="cpu")
-    r.mark("f32", "value", battery.skipped("why"))
-    r.mark("f32", "value", battery.PASS)
+    r.mark("f32", "value", skipped("why"))
+    r.mark("f32", "value", PASS)
     assert r.cells[("f32", "value")] == "skipped(why)"
-    r.mark("f32", "value", battery.FAIL)
+    r.mark("f32", "value", FAIL)
     assert r.cells[("f32", "value")] == "FAIL"
 
 
@@ -376,19 +380,19 @@ def test_bad_kernel_timeout_variable_is_a_usage_error_naming_it(tmp_path):
 
 def test_plugin_sanitizer_rerun_applies_suppressions(tmp_path):
     """--verifier-sanitize judges through the same path as `verifier sanitize`: suppressions apply."""
-    from verifier import pytest_plugin
+    from verifier.sanitizer.verdict import judge_rerun
     from verifier.sanitizer import driver as D
 
     (spec,) = registry.load([_spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", '
                                                           'fn=good, dtypes=[dtypes("f32")])]\n')])
     (tmp_path / "sanitizer-suppressions.toml").write_text(
         '[[suppress]]\ntool = "memcheck"\nkernel = "k"\nreason = "test: the over-read is into padding we own"\n')
-    findings = pytest_plugin.sanitizer_findings(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE,
+    findings = judge_rerun(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE,
                                                SANITIZER_DATA / "overread_memcheck.xml", tmp_path / "k.log", "repro")
     assert findings and all(f.severity != "error" for f in findings)
     assert all("suppressed" in f.message for f in findings)
     cut = _truncated(tmp_path, "overread_memcheck.xml", 300)
-    findings = pytest_plugin.sanitizer_findings(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE, cut,
+    findings = judge_rerun(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE, cut,
                                                tmp_path / "k.log", "repro")
     # an unreadable XML is judged the same way too (and suppressions name records, so none can hide it)
     assert any(f.severity == "error" and "unreadable" in f.message for f in findings)

@@ -8,7 +8,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from verifier import registry
-from verifier.battery import KernelReport, Options, check_all
+from verifier.battery import check_all
+from verifier.kernel_report import KernelReport
+from verifier.options import Options
 from verifier.errors import UsageError
 from verifier.findings import Finding
 from verifier.report import FORMATS, render

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.battery import KernelReport
+from verifier.kernel_report import KernelReport
 from verifier.findings import CHECK_CLASSES, Finding
 from verifier.report import render
 from verifier.report.model import Result, from_dict

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from verifier import cli
-from verifier.battery import KernelReport, Options, check_build
+from verifier.kernel_report import KernelReport
+from verifier.options import Options
+from verifier.steps.build import check_build, triton_resources
 from verifier.ptxas import KernelResources, entry_line, undeclared_usage
 from verifier.registry import load_spec_file
 from verifier.report import render
@@ -104,7 +106,6 @@ def test_cli_exit_code_changes_only_with_strict(spill_reports, capsys):
 
 
 def test_triton_local_memory_without_a_declared_limit_is_a_warning(monkeypatch):
-    from verifier import battery
     from verifier.runners import triton as triton_runner
     from verifier.spec import TritonKernel, dtypes
 
@@ -116,7 +117,7 @@ def test_triton_local_memory_without_a_declared_limit_is_a_warning(monkeypatch):
         spec = TritonKernel(name="t", op="softmax", module="m.py", launcher="launch", dtypes=[dtypes("f32")],
                             expectations=expectations)
         r = KernelReport(spec=spec, device="cuda")
-        battery._triton_resources(spec, Options(device="cuda"), r, spec.dtypes)
+        triton_resources(spec, Options(device="cuda"), r, spec.dtypes)
         found = {f.severity for f in r.findings if f.check == "resources"}
         assert found == {severity}, (expectations, [f.message for f in r.findings])
         if severity == "warning":

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from verifier import registry
-from verifier.battery import KernelReport, Options
+from verifier.kernel_report import KernelReport
+from verifier.options import Options
 from verifier.errors import ToolMissing, UsageError
 from verifier.sanitizer import driver as D
 from verifier.sanitizer.suppressions import parse_entries
@@ -331,7 +332,7 @@ def _cli(argv):
 
 
 def test_command_on_cpu_reports_skipped_cells_and_exits_4(capsys, monkeypatch):
-    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cpu")
+    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cpu")
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")  # the tool is there: the GPU is what is missing
     code = _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3", "--tool", "racecheck",
                  "--format", "json"])
@@ -353,7 +354,7 @@ def test_command_on_cpu_reports_skipped_cells_and_exits_4(capsys, monkeypatch):
     (["--jobs", "many"], "--jobs 'many' is not a positive whole number"),
 ])
 def test_command_usage_errors(argv, message, monkeypatch):
-    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cpu")
+    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cpu")
     with pytest.raises(UsageError) as e:
         _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3"] + argv)
     assert message in e.value.message and e.value.fix
@@ -375,7 +376,7 @@ def test_jobs_run_tool_runs_at_once_spread_over_gpus_and_record_in_order(capsys,
             state["now"] -= 1
         return D.SanitizerRun(tool, 0, None, [], 2.0, ["cs"], shapes=[(3, 7)])
 
-    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cuda")
     monkeypatch.setattr(D, "sanitize", fake_sanitize)
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")
     monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: ["0", "1"])
@@ -440,7 +441,7 @@ def test_ctrl_c_kills_every_running_tool_run(monkeypatch):
             codes.append(code if "code" in locals() else "interrupted")
         return D.SanitizerRun(tool, 0, None, [], 1.0, ["cs"], shapes=[(3, 7)])
 
-    monkeypatch.setattr("verifier.battery.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cuda")
     monkeypatch.setattr(D, "sanitize", slow_sanitize)
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")
     monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: None)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.battery import KernelReport
+from verifier.kernel_report import KernelReport
 from verifier.findings import Finding
 from verifier.report import render
 from verifier.report.model import Result

@@ -2,7 +2,8 @@
 import dataclasses
 
 
-from verifier.battery import Options, check_kernel
+from verifier.battery import check_kernel
+from verifier.options import Options
 from verifier.registry import load_spec_file
 from verifier.spec import dtypes
 

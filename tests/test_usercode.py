@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from verifier import cli
-from verifier.battery import Options, check_all
+from verifier.battery import check_all
+from verifier.options import Options
 from verifier.registry import load_spec_file
 from verifier.report import render
 from verifier.report.model import Result, from_dict
@@ -147,7 +148,7 @@ def test_the_run_goes_on_and_exits_1_not_3(reports, spec_file):
 
 
 def test_an_internal_error_still_exits_3(reports):
-    from verifier.battery import KernelReport
+    from verifier.kernel_report import KernelReport
 
     bug = KernelReport(spec=reports["good"].spec, device="cpu")
     bug.error = "KeyError: 'x'"

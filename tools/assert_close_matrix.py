@@ -117,7 +117,7 @@ def measure(device: str = "cpu", names=None) -> dict:
 def _cells(spec, dts, device) -> dict:
     import numpy as np
 
-    from verifier.battery import _runner
+    from verifier.runners import runner_for as _runner
 
     run = _runner(spec)
     cells = {}

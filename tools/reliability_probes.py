@@ -73,7 +73,7 @@ def _pick(text: str, *patterns) -> str:
 # --- the probes, numbered as issue #16's list -------------------------------------------------------------
 def p1_unreadable_xml(tmp: Path):
     from verifier import registry
-    from verifier.battery import KernelReport
+    from verifier.kernel_report import KernelReport
     from verifier.report.model import Result
     from verifier.sanitizer import driver as D
 
@@ -226,8 +226,10 @@ def p9_repro_budget(tmp: Path):
 
 
 def p10_triton_resources(tmp: Path):
-    from verifier import battery, registry
-    from verifier.battery import KernelReport, Options
+    from verifier import registry
+    from verifier.kernel_report import KernelReport
+    from verifier.options import Options
+    from verifier.steps.build import triton_resources
     from verifier.errors import UsageError, VerifierError
     from verifier.runners import triton as rt
 
@@ -243,11 +245,11 @@ def p10_triton_resources(tmp: Path):
     try:
         rt.compiled_resources = broken
         report = KernelReport(spec=spec, device="cuda")
-        battery._triton_resources(spec, Options(device="cuda"), report, dts)
+        triton_resources(spec, Options(device="cuda"), report, dts)
         seen = f"resources cell after an error: {report.cells[(dts[0].tag, 'resources')]}"
         rt.compiled_resources = usage
         try:
-            battery._triton_resources(spec, Options(device="cuda"), KernelReport(spec=spec, device="cuda"), dts)
+            triton_resources(spec, Options(device="cuda"), KernelReport(spec=spec, device="cuda"), dts)
             seen += "\nUsageError: swallowed"
         except UsageError as e:
             seen += f"\nUsageError raised: {e.message}"
@@ -264,14 +266,15 @@ def p11_timeout_env(tmp: Path):
 
 
 def p11_suppressions(tmp: Path):
-    from verifier import pytest_plugin, registry
+    from verifier import registry
+    from verifier.sanitizer.verdict import judge_rerun
     from verifier.sanitizer import driver as D
 
     (spec,) = registry.load([_spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", fn=good, '
                                                'dtypes=[dtypes("f32")])]\n')])
     (tmp / "sanitizer-suppressions.toml").write_text(
         '[[suppress]]\ntool = "memcheck"\nkernel = "k"\nreason = "probe: a justified over-read"\n')
-    fs = pytest_plugin.sanitizer_findings(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE,
+    fs = judge_rerun(spec, spec.dtypes[0], None, "memcheck", D.ERROR_EXITCODE,
                                           REPO / "tests/data/sanitizer/overread_memcheck.xml", tmp / "k.log", "")
     sev = sorted({f.severity for f in fs})
     return None, f"{len(fs)} memcheck finding(s) of the re-run, severity {', '.join(sev)}: " \

@@ -12,15 +12,15 @@ import sys
 import time
 import traceback
 
+# Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
+# what they need (start-up time; none of those modules imports this one).
+from verifier import budgets
+from verifier.cli_args import add_selection_args
 from verifier.errors import UsageError, VerifierError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 from verifier.coverage import NOTHING_CHECKED as EXIT_NOTHING_CHECKED  # noqa: E402
-# What each budget does beyond the catalogue cases (verifier.battery.BUDGETS; tests/test_bench_cli.py keeps
-# the two in step). Written out here so that `--help` does not import the battery.
-BUDGET_HELP = ("quick: a handful of catalogue cases, no Hypothesis, 2 determinism repeats, --sanitize on the first "
-               "dtype only; ci: every catalogue case at small M, 12 Hypothesis examples per dtype, 3 repeats; "
-               "thorough: every case at M = 16 rows, 60 Hypothesis examples per dtype, 5 repeats")
+BUDGET_HELP = budgets.HELP  # what each budget does, from the one table (a leaf: `--help` imports nothing heavy)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,8 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the check battery. Every option can also be set as VERIFIER_<OPTION> "
                                    "(e.g. VERIFIER_BUDGET=thorough, VERIFIER_KERNEL=softmax*,other*, "
                                    "VERIFIER_ISOLATE=1); the command line wins.")
-    c.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
-    c.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
+    add_selection_args(c)
     c.add_argument("--budget", help="quick | ci | thorough (default ci). " + BUDGET_HELP)
     c.add_argument("--seed", help="base seed of every random draw (default 0)")
     c.add_argument("--device", help="cpu | cuda | auto (default auto)")
@@ -94,8 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list every note: catalogue cases not run and why, registers/spills/stack/smem per entry")
 
     ls = sub.add_parser("list", help="list the kernels declared in spec files")
-    ls.add_argument("paths", nargs="*", metavar="PATH")
-    ls.add_argument("--kernel", action="append", metavar="GLOB")
+    add_selection_args(ls)
 
     cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
     cs.add_argument("op")
@@ -121,12 +119,11 @@ def _default_paths(paths):
 
 
 def _validate(args):
-    from verifier.battery import BUDGETS
     from verifier.report import FORMATS
 
-    if args.budget not in BUDGETS:
+    if args.budget not in budgets.BUDGETS:
         raise UsageError(f"{_option_source(args, 'budget')} {args.budget!r} is not a budget",
-                         fix=f"use one of {', '.join(BUDGETS)}")
+                         fix=f"use one of {', '.join(budgets.BUDGETS)}")
     if args.format not in FORMATS:
         raise UsageError(f"{_option_source(args, 'format')} {args.format!r} is not a format",
                          fix=f"use one of {', '.join(FORMATS)}")
@@ -181,7 +178,8 @@ class _Progress:
 
 def cmd_check(args) -> int:
     from verifier import registry
-    from verifier.battery import Options, check_all, resolve_device
+    from verifier.battery import check_all
+    from verifier.options import Options, resolve_device
     from verifier.environment import environment
     from verifier.report import render
     from verifier.report.model import Result

@@ -16,12 +16,13 @@ the report says so.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from verifier.errors import SpecError
+from verifier.notes import contract as note
 
 ALLOWED = {
     "nan_inputs": ("propagate", "unsupported"),
@@ -77,8 +78,8 @@ def effective(spec) -> tuple[Contracts, list[str]]:
     flag = flush_flag(spec)
     if declared.subnormals is None and flag is not None:
         values["subnormals"] = "flush"
-        notes.append(f"{NOTE_PREFIX}subnormals=flush inferred from extra_flags {flag} (declare "
-                     "contracts=Contracts(subnormals='preserve') if the kernel keeps subnormals)")
+        notes.append(note(f"{NOTE_PREFIX}subnormals=flush inferred from extra_flags {flag} (declare "
+                          "contracts=Contracts(subnormals='preserve') if the kernel keeps subnormals)"))
     return Contracts(**values), notes
 
 
@@ -88,7 +89,7 @@ def declared_notes(spec) -> list[str]:
     inferred = {n.split("=")[0][len(NOTE_PREFIX):] for n in notes}
     for name in ALLOWED:
         if getattr(c, name) != DEFAULTS[name] and name not in inferred:
-            notes.append(f"{NOTE_PREFIX}{name}={getattr(c, name)} declared")
+            notes.append(note(f"{NOTE_PREFIX}{name}={getattr(c, name)} declared"))
     return notes
 
 
@@ -134,30 +135,3 @@ def has_subnormals(arrays) -> bool:
         if ((v != 0) & (v < F32_TINY)).any():
             return True
     return False
-
-
-def flushed_reference(ref):
-    """A Reference whose outputs are flushed as the kernel's would be."""
-    rounded = {k: flush(v) for k, v in ref.rounded.items()}
-    exact = {k: flush(v) for k, v in ref.exact.items()}
-    return replace(ref, rounded=rounded, exact=exact)
-
-
-def judge_flushed(spec, dt, xs: dict, outputs: dict, params: dict):
-    """(comparison, violations) of ``outputs`` judged as a flushing kernel's: the reference of the
-    flushed inputs, flushed, against the flushed outputs. None when nothing is subnormal."""
-    if not has_subnormals(list(xs.values()) + list(outputs.values())):
-        return None
-    from references import reference
-    from verifier import invariants as _inv
-    from verifier import tolerance as _tol
-    from verifier.compare import compare
-
-    fx = {k: flush(v) for k, v in xs.items()}
-    fout = {k: flush(v) for k, v in outputs.items()}
-    ref = flushed_reference(reference(spec.op, fx, params, dt.output))
-    budget = _tol.budget(spec.op, dt, spec.math_mode, fx, ref, params, overrides=spec.tolerance)
-    comparison = compare(fout, ref, budget, dt.output)
-    violations = _inv.check(spec.op, fx, fout, dt, params, math_mode=spec.math_mode,
-                            online=bool(spec.tolerance.get("online", False)))
-    return comparison, violations

@@ -189,7 +189,7 @@ def run_numpy(spec, inputs: dict, outputs: dict, params: dict, dt, arch: str | N
     contents (a poison, say) are uploaded first and whose shape and dtype the results take. Refusals raise
     Unsupported as the torch runner's do; tmp: workspaces are allocated and zero-filled."""
     from verifier.errors import SpecError, Unsupported
-    from verifier.runners.cuda import _scalar, build, launches_for
+    from verifier.runners.cuda import scalar_arg, build, launches_for
     from verifier.spec import Scalar
 
     x = inputs["x"]
@@ -206,7 +206,7 @@ def run_numpy(spec, inputs: dict, outputs: dict, params: dict, dt, arch: str | N
             args = []
             for a in l.args:
                 if isinstance(a, Scalar):
-                    args.append(_scalar(a.kind, a.value))
+                    args.append(scalar_arg(a.kind, a.value))
                 elif a in ("M", "N"):
                     args.append(np.int32(M if a == "M" else N))
                 elif a == "eps":

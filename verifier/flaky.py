@@ -7,6 +7,8 @@ itself: the same input failed once and passed once. Both outcomes go into the me
 from __future__ import annotations
 
 from verifier.findings import Finding
+from verifier.options import repro_line
+from verifier.report.model import sorted_findings
 
 try:
     from hypothesis.errors import Flaky
@@ -17,9 +19,6 @@ except ImportError:  # hypothesis is a dependency; keep the name importable with
 
 def flaky_finding(spec, dt, opts, failed: list, error: BaseException) -> Finding:
     """The determinism finding of an input that failed (with ``failed`` findings) and then passed on replay."""
-    from verifier.battery import repro_line
-    from verifier.report.model import sorted_findings
-
     errors = sorted_findings(failed)
     first = errors[0] if errors else None
     if first is not None:

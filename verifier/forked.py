@@ -17,6 +17,10 @@ import os
 import sys
 import tempfile
 
+from verifier.errors import UsageError
+from verifier.isolate import STEP_PREFIX, dead_child_report, exit_status, read_report, write_json
+from verifier.report.json import kernel_entry
+
 ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isolate` checks each kernel in a "
                 "fresh process with a timeout (--kernel-timeout), for hangs too")
 
@@ -25,9 +29,9 @@ def available(device: str) -> bool:
     return device == "cpu" and hasattr(os, "fork")
 
 
-def check_forked(spec, opts, progress=None):
-    """check_kernel(spec, opts, progress) in a fork; a child that dies gives a crash report."""
-    from verifier.isolate import _STEP, _dead_child_report, _exit_status, report_from_json, report_to_json
+def check_forked(spec, opts, check, progress=None):
+    """``check(spec, opts, progress)`` (the battery's check_kernel, passed in: the battery calls this module) in a
+    fork; a child that dies gives a crash report."""
 
     with tempfile.TemporaryDirectory(prefix="verifier-fork-") as tmp:
         out, steps = os.path.join(tmp, "report.json"), os.path.join(tmp, "steps")
@@ -35,30 +39,24 @@ def check_forked(spec, opts, progress=None):
             stream.flush()  # the child must not write the parent's buffered text a second time
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _child(spec, opts, progress, out, steps)
+            _child(check, spec, opts, progress, out, steps)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         if os.path.exists(out):
             with open(out) as fh:
                 data = json.load(fh)
             if "usage_error" in data:
-                from verifier.errors import UsageError
-
                 raise UsageError(data["usage_error"], fix=data.get("fix"))
             if "exception" in data:  # a bug in the verifier: raised here as it was there, as in-process
                 raise _unpickled(data)
-            return report_from_json(spec, opts.device, data)
+            return read_report(spec, opts.device, data)
         lines = open(steps).read() if os.path.exists(steps) else ""
-        return _dead_child_report("crash", f"the process checking this kernel died ({_exit_status(code)})",
+        return dead_child_report("crash", f"the process checking this kernel died ({exit_status(code)})",
                                   f"; {ISOLATE_HINT}", spec, opts,
-                                  "".join(_STEP + ln + "\n" for ln in lines.splitlines()))
+                                  "".join(STEP_PREFIX + ln + "\n" for ln in lines.splitlines()))
 
 
-def _child(spec, opts, progress, out, steps):
-    from verifier.battery import check_kernel
-    from verifier.errors import UsageError
-    from verifier.isolate import _write, report_to_json
-
+def _child(check, spec, opts, progress, out, steps):
     code = 0
     try:
         if "torch" in sys.modules:
@@ -73,17 +71,17 @@ def _child(spec, opts, progress, out, steps):
             if progress:
                 progress(msg)
 
-        report = check_kernel(spec, opts, say)
-        _write(out, report_to_json(report))
+        report = check(spec, opts, say)
+        write_json(out, kernel_entry(report))
     except UsageError as e:
-        _write(out, {"usage_error": e.message, "fix": e.fix})
+        write_json(out, {"usage_error": e.message, "fix": e.fix})
     except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
         import traceback
 
         last = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         where = f" (at {last.filename}:{last.lineno})" if last else ""
         try:
-            _write(out, {"exception": f"{type(e).__name__}: {e}{where}", "pickled": _pickled(e)})
+            write_json(out, {"exception": f"{type(e).__name__}: {e}{where}", "pickled": _pickled(e)})
         except BaseException:
             code = 3
     finally:

@@ -1,7 +1,7 @@
 """Run one kernel's battery in a child process.
 
 An illegal address poisons the whole CUDA context, and a hung kernel never returns: so on a GPU each
-kernel is checked by ``python -m verifier.isolate REQUEST.json``. The parent turns a child that dies into a
+kernel is checked by ``python -m verifier.isolate_child REQUEST.json``. The parent turns a child that dies into a
 **crash** finding (with the CUDA error and the tail of the child's stderr) and one that outlives the timeout
 into a **timeout** finding, and goes on with the next kernel. Both findings name the step the child was in
 (dtype and input), taken from the progress lines it writes to stderr.
@@ -24,12 +24,15 @@ import time
 
 from verifier.errors import UsageError
 from verifier.findings import Finding
+from verifier.kernel_report import RUN_CHECKS, KernelReport, skipped
+from verifier.options import repro_line
+from verifier.report.model import read_kernel
 
 DEFAULT_TIMEOUT_S = 600.0
 STARTUP_GRACE_S = 120.0  # the child's own start-up (Python, torch, the spec file), not counted in the timeout
 TIMEOUT_ENV = "VERIFIER_KERNEL_TIMEOUT"
 SANITIZER_ALLOWANCE_S = 300.0  # per sanitizer tool, added when the battery also sanitizes
-_STEP = "verifier-step: "  # prefix of the child's progress lines on stderr
+STEP_PREFIX = "verifier-step: "  # prefix of the child's progress lines on stderr
 _STEP_RE = re.compile(r"^(?P<kernel>\S+)(?: \[(?P<tag>[^\]]+)\])?: (?P<step>.+)$")
 _CUDA_ERR = re.compile(r"(CUDA_ERROR_\w+|cudaError\w+|an illegal [\w ]+|unspecified launch failure|"
                        r"misaligned address|out of memory|device-side assert[\w ]*)", re.I)
@@ -68,36 +71,16 @@ def kernel_timeout(opts) -> float:
     return value
 
 
-def report_to_json(report) -> dict:
-    return {
-        "findings": [f.to_dict() for f in report.findings],
-        "cells": [[k[0], k[1], v] for k, v in report.cells.items()],
-        "notes": report.notes,
-        "seconds": report.seconds,
-        "error": report.error,
-        "error_kind": report.error_kind,
-    }
-
-
-def report_from_json(spec, device, data: dict):
-    from verifier.battery import KernelReport
-
-    r = KernelReport(spec=spec, device=device)
-    for f in data["findings"]:
-        f = dict(f)
-        f["shape"] = tuple(f["shape"]) if f.get("shape") is not None else None
-        r.findings.append(Finding(**f))
-    r.cells = {(a, b): v for a, b, v in data["cells"]}
-    r.notes = data["notes"]
-    r.seconds = data["seconds"]
-    r.error = data["error"]
-    r.error_kind = data.get("error_kind", "internal")
-    return r
-
+def read_report(spec, device, data: dict) -> KernelReport:
+    """The KernelReport a child wrote (verifier.report.json.kernel_entry), for ``spec`` on ``device``."""
+    saved = read_kernel(data, f"report of the child checking {spec.name}")
+    return KernelReport(spec=spec, device=device, findings=list(saved.findings), cells=dict(saved.cells),
+                        notes=list(saved.notes), seconds=saved.seconds, error=saved.error,
+                        error_kind=saved.error_kind)
 
 def _last_step(stderr: str, spec) -> dict:
     """dtype / input of the last progress line the child wrote (what it was doing when it died)."""
-    steps = [ln[len(_STEP):] for ln in stderr.splitlines() if ln.startswith(_STEP)]
+    steps = [ln[len(STEP_PREFIX):] for ln in stderr.splitlines() if ln.startswith(STEP_PREFIX)]
     m = _STEP_RE.match(steps[-1]) if steps else None
     if not m or m["kernel"] != spec.name:
         return {}
@@ -108,11 +91,9 @@ def _last_step(stderr: str, spec) -> dict:
     return ctx
 
 
-def _dead_child_report(check: str, what: str, detail: str, spec, opts, stderr: str):
+def dead_child_report(check: str, what: str, detail: str, spec, opts, stderr: str):
     """The report of a child that died or was killed: one crash / timeout finding, every other check of
     the kernel marked skipped (its results died with the child)."""
-    from verifier.battery import RUN_CHECKS, KernelReport, repro_line, skipped
-
     ctx = _last_step(stderr, spec)
     where = ", ".join(f"{k} {v}" for k, v in ctx.items())
     r = KernelReport(spec=spec, device=opts.device)
@@ -125,9 +106,8 @@ def _dead_child_report(check: str, what: str, detail: str, spec, opts, stderr: s
     return r
 
 
-def check_in_child(spec, opts, progress=None, timeout: float | None = None):
-    from verifier.battery import KernelReport
-
+def check_in_child(spec, opts, progress=None, timeout: float | None = None) -> KernelReport:
+    """The battery of ``spec`` in ``python -m verifier.isolate_child``; a child that dies or hangs is a finding."""
     timeout = timeout if timeout is not None else kernel_timeout(opts)
     with tempfile.TemporaryDirectory(prefix="verifier-child-") as tmp:
         req = os.path.join(tmp, "request.json")
@@ -135,11 +115,11 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None):
         with open(req, "w") as fh:
             json.dump({"origin": spec.origin, "kernel": spec.name, "options": dataclasses.asdict(opts), "out": out}, fh)
         # Own session: a timeout kills the child and anything it started (compilers, sanitizer).
-        proc = subprocess.Popen([sys.executable, "-m", "verifier.isolate", req], stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-m", "verifier.isolate_child", req], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         timed_out, stderr = _wait(proc, timeout)
         if timed_out:
-            return _dead_child_report(
+            return dead_child_report(
                 "timeout", f"the kernel's checks did not finish within {timeout:g} s and were killed",
                 f" (a hung kernel? set {TIMEOUT_ENV} or --kernel-timeout to allow longer)", spec, opts, stderr or "")
         stderr = stderr or ""
@@ -152,11 +132,11 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None):
                 r = KernelReport(spec=spec, device=opts.device)
                 r.error = f"internal error in the child process: {data['internal_error']}"
                 return r
-            return report_from_json(spec, opts.device, data)
+            return read_report(spec, opts.device, data)
         m = _CUDA_ERR.search(stderr)
-        what = m.group(1) if m else _exit_status(proc.returncode)
-        tail = [ln for ln in stderr.strip().splitlines() if not ln.startswith(_STEP)][-8:]
-        return _dead_child_report("crash", f"the child process checking this kernel died ({what})",
+        what = m.group(1) if m else exit_status(proc.returncode)
+        tail = [ln for ln in stderr.strip().splitlines() if not ln.startswith(STEP_PREFIX)][-8:]
+        return dead_child_report("crash", f"the child process checking this kernel died ({what})",
                                   "; last stderr lines:\n" + ("\n".join(tail) or "(nothing on stderr)"),
                                   spec, opts, stderr)
 
@@ -171,7 +151,7 @@ def _wait(proc, timeout: float) -> tuple:
     def read():
         for ln in proc.stderr:
             lines.append(ln)
-            if ln.startswith(_STEP):
+            if ln.startswith(STEP_PREFIX):
                 started.set()
 
     reader = threading.Thread(target=read, daemon=True)
@@ -191,7 +171,7 @@ def _wait(proc, timeout: float) -> tuple:
     return timed_out, "".join(lines)
 
 
-def _exit_status(code: int) -> str:
+def exit_status(code: int) -> str:
     if code is not None and code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
@@ -200,43 +180,7 @@ def _exit_status(code: int) -> str:
     return f"exit status {code}"
 
 
-def _write(path: str, data: dict) -> None:
+def write_json(path: str, data: dict) -> None:
     with open(path + ".tmp", "w") as fh:
         json.dump(data, fh)
     os.replace(path + ".tmp", path)  # the parent never reads a partial report
-
-
-def _main(argv) -> int:
-    from verifier.battery import Options, check_kernel
-    from verifier.registry import load_spec_file
-
-    with open(argv[0]) as fh:
-        req = json.load(fh)
-
-    def progress(msg: str):
-        sys.stderr.write(_STEP + msg + "\n")
-        sys.stderr.flush()
-
-    try:
-        spec = next(k for k in load_spec_file(req["origin"]) if k.name == req["kernel"])
-        report = check_kernel(spec, Options(**req["options"]), progress)
-    except UsageError as e:
-        _write(req["out"], {"usage_error": e.message, "fix": e.fix})
-        return 2
-    except Exception as e:
-        from verifier.harness import is_cuda_fault
-
-        if is_cuda_fault(e):
-            raise  # the kernel broke the CUDA context: die, the parent reports a crash with this error
-        import traceback
-
-        # A bug in the verifier, not the kernel: an internal error in the parent (exit 3), not a crash.
-        last = traceback.extract_tb(e.__traceback__)[-1]
-        _write(req["out"], {"internal_error": f"{type(e).__name__}: {e} (at {last.filename}:{last.lineno})"})
-        return 3
-    _write(req["out"], report_to_json(report))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from verifier.errors import SpecError, UsageError
 from verifier.spec import KernelSpec
+from verifier.spec_source import where
 
 SPEC_GLOBS = ("spec.py", "*_spec.py")
 
@@ -85,8 +86,6 @@ def load(paths, kernel_globs=None) -> list[KernelSpec]:
     for f in find_spec_files(paths):
         for k in load_spec_file(f):
             if k.name in seen:
-                from verifier.spec_source import where
-
                 second = where(f, k.name, 1 if seen[k.name] == str(f) else 0)
                 raise SpecError(
                     f"kernel name {k.name!r} is declared twice ({where(seen[k.name], k.name, 0)} and {second})",

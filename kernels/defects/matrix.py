@@ -104,7 +104,7 @@ def load_entries(files=DEFECT_FILES) -> list[Entry]:
 
 
 def case_names(spec: KernelSpec, budget: str = "ci") -> set:
-    from verifier.battery import cases_for
+    from verifier.cases import cases_for
 
     return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, budget)}
 
@@ -146,7 +146,7 @@ def _check(spec: KernelSpec, opts):
 def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
     """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
     exposing input is not a catalogue case, the whole battery at ``budget``)."""
-    from verifier.battery import Options
+    from verifier.options import Options
 
     case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
     if whole_battery:
@@ -164,7 +164,7 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     ``budget`` or, with ``whole_battery=False``, every catalogue case of ``budget`` run one by one
     (values, invariants, poison and guards; no refusal, boundary or determinism check: those cost
     minutes for loop-heavy kernels in the Triton interpreter)."""
-    from verifier.battery import Options
+    from verifier.options import Options
     from verifier.inputs import catalogue
 
     known = case_names(spec)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from verifier.cli_args import add_selection_args
 from verifier.errors import ToolMissing, UsageError
 
 FORMATS = ("text", "json", "markdown")
@@ -23,8 +24,7 @@ def add_subparser(subparsers) -> None:
                     "median and spread, the bytes the op must move (inputs read once, outputs written once), GB/s "
                     "and the ratio to a device-to-device copy of the same bytes timed in the same run. Needs a "
                     "CUDA GPU (exit 2 without one).")
-    b.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
-    b.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
+    add_selection_args(b)
     b.add_argument("--shape", action="append", metavar="MxN", help=f"rows x columns (repeatable; default {shapes})")
     b.add_argument("--dtype", action="append", metavar="TAG",
                    help="only this dtype variant, e.g. bf16 (repeatable; default every declared one)")

@@ -12,7 +12,8 @@ from typing import Optional
 import numpy as np
 
 from verifier.lint.cfg import CFG, EXIT, is_block_barrier
-from verifier.lint.values import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Semantics, Values
+from verifier.lint.semantics import Semantics
+from verifier.lint.values import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Values
 
 CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "not-followed")
 _WARP_SYNC_OPS = ("shfl", "vote", "redux", "match")

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from verifier.cli_args import add_selection_args
 from verifier.errors import UsageError
 
 
@@ -18,8 +19,7 @@ def add_subparser(subparsers) -> None:
                     "launches use for: barriers under thread-dependent conditions, shared-memory accesses of "
                     "two threads with no barrier between them, warp collectives whose mask names inactive "
                     "lanes, and plain global stores every block makes to the same address.")
-    s.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
-    s.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
+    add_selection_args(s)
     s.add_argument("--dtype", metavar="TAG", help="only this dtype variant (default: every declared one)")
     s.add_argument("--arch", action="append", metavar="SM",
                    help="architecture to compile for (repeatable; default: the build check's sm_80 and sm_90)")
@@ -32,7 +32,8 @@ def add_subparser(subparsers) -> None:
 
 def run(args) -> int:
     from verifier import registry
-    from verifier.battery import CPU_BUILD_ARCHES, KernelReport
+    from verifier.kernel_report import KernelReport
+    from verifier.steps.build import CPU_BUILD_ARCHES
     from verifier.lint.driver import lint_repro, lint_spec, plan, prefetch
     from verifier.report import FORMATS, render, write
     from verifier.report.model import Result

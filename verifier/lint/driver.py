@@ -26,7 +26,7 @@ PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-ro
 
 def launch_facts(spec, dts) -> dict:
     """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts."""
-    from verifier.battery import PROBE_N
+    from verifier.cases import PROBE_N
     from verifier.runners.cuda import launches_for
 
     blocks: dict = {}
@@ -175,12 +175,12 @@ def _where(mod, ins, prefer) -> tuple:
 
 def _repo_relative(path: Optional[str], spec) -> Optional[str]:
     """A finding's file relative to the checkout holding the spec (as sanitizer findings are)."""
-    from verifier.report.paths import _git_toplevel, relative
+    from verifier.report.paths import git_toplevel, relative
 
     if path is None:
         return None
     where = str(Path(spec.origin).parent) if spec.origin else os.getcwd()
-    return relative(path, Path(_git_toplevel(where) or os.getcwd()).resolve())
+    return relative(path, Path(git_toplevel(where) or os.getcwd()).resolve())
 
 
 def _rel(path: str) -> str:
@@ -277,14 +277,14 @@ def lint_repro(spec) -> str:
 
 def battery_hook(spec, opts, report, tags) -> None:
     """Called by verifier.battery after a CUDA kernel's build passed: the static checks, for the build's arches."""
-    from verifier.battery import build_arches
+    from verifier.steps.build import build_arches
 
     lint_spec(spec, report, tags, build_arches(opts), repro=lint_repro(spec))
 
 
 def lint_specs(specs, arches, progress=None) -> list:
     """One KernelReport per spec, with only ``static`` (and, on a failed compile, ``build``) cells."""
-    from verifier.battery import KernelReport
+    from verifier.kernel_report import KernelReport
 
     reports = []
     for i, spec in enumerate(specs):

@@ -1,6 +1,6 @@
 """What reporters read: the kernel reports of one run and where it ran.
 
-A live run gives :class:`verifier.battery.KernelReport` objects; :func:`from_dict` rebuilds the same
+A live run gives :class:`verifier.kernel_report.KernelReport` objects; :func:`from_dict` rebuilds the same
 attributes from a saved ``--format json`` result, so every renderer serves both.
 """
 from __future__ import annotations
@@ -9,14 +9,17 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from verifier.errors import UsageError
+from verifier.coverage import NOTHING_CHECKED, nothing_checked
 from verifier.findings import CHECK_CLASSES, Finding
+from verifier.notes import KINDS, Note
+from verifier.usercode import is_internal
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 @dataclass
 class Result:
-    reports: list  # verifier.battery.KernelReport
+    reports: list  # verifier.kernel_report.KernelReport
     environment: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     source_root: Optional[str] = None  # where repo-relative finding files live (default: the git checkout of cwd)
@@ -38,9 +41,6 @@ class Result:
     def exit_code(self, strict: bool = False) -> int:
         """3 for a bug in kernel-verifier, 4 when nothing was checked, 1 for findings (an error in a spec's own
         code included; warnings only with ``strict``), else 0."""
-        from verifier.coverage import NOTHING_CHECKED, nothing_checked
-        from verifier.usercode import is_internal
-
         s = self.summary()
         if any(is_internal(r) for r in self.reports):
             return 3
@@ -142,7 +142,8 @@ def _finding(d: dict, kernel: str, where: str, rank: int) -> Finding:
         raise UsageError(f"{where}: {e}", fix="render it with the kernel-verifier version that wrote it") from None
 
 
-def _report(k: dict, where: str) -> SavedReport:
+def read_kernel(k: dict, where: str) -> SavedReport:
+    """One ``kernels`` entry (verifier.report.json.kernel_entry) read back; a malformed one is a UsageError."""
     name = _need(k, "name", str, where)
     verdict = _need(k, "verdict", str, where)
     if verdict not in _VERDICTS:
@@ -154,7 +155,7 @@ def _report(k: dict, where: str) -> SavedReport:
     findings = [_finding(f, name, f"{where}.findings[{j}]", len(raw) - j) for j, f in enumerate(raw)]
     return SavedReport(spec=spec, verdict=verdict, cells=cells, findings=findings,
                        seconds=float(k.get("seconds") or 0.0), error=k.get("error"),
-                       notes=[str(n) for n in (k.get("notes") or [])],
+                       notes=_notes(k),
                        error_kind=str(k.get("error_kind") or "internal"))
 
 
@@ -168,11 +169,20 @@ def from_dict(data) -> Result:
     reports = []
     for i, k in enumerate(_need(data, "kernels", list, "result")):
         try:
-            reports.append(_report(k, f"kernels[{i}]"))
+            reports.append(read_kernel(k, f"kernels[{i}]"))
         except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong type somewhere inside
             raise UsageError(f"kernels[{i}] is malformed: {type(e).__name__}: {e}", fix=_FIX) from None
     return Result(reports=reports, environment=dict(data.get("environment") or {}),
                   options=dict(data.get("options") or {}))
+
+
+def _notes(k: dict) -> list:
+    """The entry's notes with their kinds (results written before ``note_kinds``: every note ``info``)."""
+    notes = [str(n) for n in (k.get("notes") or [])]
+    kinds = k.get("note_kinds")
+    if not isinstance(kinds, list) or len(kinds) != len(notes):
+        kinds = ["info"] * len(notes)
+    return [Note(n, kind if kind in KINDS else "info") for n, kind in zip(notes, kinds)]
 
 
 _VERDICT_RANK = {"skipped": 0, "pass": 1, "fail": 2, "error": 3}

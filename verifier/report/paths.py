@@ -15,7 +15,7 @@ _LANG = {".cu": "cuda", ".cuh": "cuda", ".h": "cpp", ".hpp": "cpp", ".cc": "cpp"
 
 
 @lru_cache(maxsize=8)
-def _git_toplevel(cwd: str) -> Optional[str]:
+def git_toplevel(cwd: str) -> Optional[str]:
     try:
         out = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, cwd=cwd,
                              timeout=5)
@@ -30,7 +30,7 @@ def source_root(result) -> Path:
     if root:
         return Path(root).resolve()
     cwd = str(Path.cwd())
-    return Path(_git_toplevel(cwd) or cwd).resolve()
+    return Path(git_toplevel(cwd) or cwd).resolve()
 
 
 def relative(path: Optional[str], root: Path) -> Optional[str]:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from verifier.findings import CHECK_CLASSES
 from verifier.report.model import sorted_findings
 from verifier.report.paths import declaration_line, relative, shown_repro, source_root
+from verifier.usercode import is_internal
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "kernel-verifier"
@@ -186,8 +187,6 @@ def to_dict(result) -> dict:
                 "properties": {"kernel": r.spec.name, "op": r.spec.op, "kind": r.spec.kind, "dtype": f.dtype,
                                "input": f.input, "shape": list(f.shape) if f.shape else None, "seed": f.seed},
             })
-    from verifier.usercode import is_internal
-
     errors = [{"level": "error", "message": {"text": f"{r.spec.name}: internal error: {r.error}"}}
               for r in result.reports if is_internal(r)]
     spec_errors = [{"level": "error", "message": {"text": f"{r.spec.name}: error in the spec's own code: {r.error}"}}

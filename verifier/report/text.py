@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from verifier.contracts import NOTE_PREFIX
+from verifier.notes import kind
 from verifier.report.model import cell, columns, rows, sorted_findings
 
 _SHORT = {"out-of-range-write": "oob-write", "determinism": "determ", "resources": "resource"}
@@ -78,11 +79,6 @@ def render(result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _is_case_not_run(note: str) -> bool:
-    return (" refused by design: " in note or (note.startswith("[") and " not run: " in note)
-            or (note.startswith("[") and " not checked: declared " in note))
-
-
 def _notes(result) -> list:
     """Catalogue cases that did not run are always counted (nothing is skipped silently); with --verbose
     every note is listed: those cases and why, and the resources of each compiled entry."""
@@ -90,9 +86,9 @@ def _notes(result) -> list:
     out = []
     for r in result.reports:
         notes = list(getattr(r, "notes", []))
-        out += [f"note: {r.spec.name}: {n[len(NOTE_PREFIX):]}" for n in notes
-                if n.startswith(NOTE_PREFIX) and not verbose]  # declared / inferred contracts, always shown
-        shown = notes if verbose else [n for n in notes if _is_case_not_run(n)]
+        out += [f"note: {r.spec.name}: {n.removeprefix(NOTE_PREFIX)}" for n in notes
+                if kind(n) == "contract" and not verbose]  # declared / inferred contracts, always shown
+        shown = notes if verbose else [n for n in notes if kind(n) == "case-not-run"]
         if not shown:
             continue
         if verbose:

@@ -53,7 +53,7 @@ def _module(cubin_path: str):
     return mod
 
 
-def _scalar(kind: str, value):
+def scalar_arg(kind: str, value):
     try:
         return {"int32": np.int32, "int64": np.int64, "float32": np.float32, "uint32": np.uint32}[kind](value)
     except KeyError:
@@ -100,7 +100,7 @@ def prepare(spec, inputs, outputs, params, dt, arch: str | None = None) -> Prepa
         args = []
         for a in launch.args:
             if isinstance(a, Scalar):
-                args.append(_scalar(a.kind, a.value))
+                args.append(scalar_arg(a.kind, a.value))
             elif a == "M":
                 args.append(np.int32(M))
             elif a == "N":

@@ -17,6 +17,15 @@ import json
 import sys
 import traceback
 
+import numpy as np
+
+from verifier import registry
+from verifier.cases import random_maker
+from verifier.harness import execute
+from verifier.options import derived_seed
+from verifier.runners import runner_for
+from verifier.runners.triton import activate
+
 
 def _no_cupy_pools():
     try:
@@ -29,12 +38,6 @@ def _no_cupy_pools():
 
 def run(req: dict, launched: list) -> None:
     """Launch every requested shape; ``launched`` collects the shapes done (kept on failure)."""
-    import numpy as np
-
-    from verifier import registry
-    from verifier.battery import _runner, derived_seed, random_maker
-    from verifier.harness import execute
-
     device = req.get("device", "cuda")
     spec = next((k for k in registry.load_spec_file(req["origin"]) if k.name == req["kernel"]), None)
     if spec is None:
@@ -45,10 +48,8 @@ def run(req: dict, launched: list) -> None:
     if device == "cuda":
         _no_cupy_pools()
         if spec.kind == "triton":
-            from verifier.runners.triton import activate
-
             activate("compiled")
-    run_fn = _runner(spec)
+    run_fn = runner_for(spec)
     params = spec.op_params()
     for M, N in req["shapes"]:
         rng = np.random.default_rng(derived_seed(req.get("seed", 0), spec.name, dt.tag, "sanitize", M, N))

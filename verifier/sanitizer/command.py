@@ -12,6 +12,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from verifier.cli_args import add_selection_args
 from verifier.errors import UsageError
 
 _TIMEOUT_FIX = "pass seconds per tool run, e.g. --timeout 300"
@@ -24,9 +25,8 @@ def add_subparser(subparsers) -> None:
         "sanitize", help="run compute-sanitizer (racecheck, memcheck, synccheck, initcheck) on kernels",
         description="Run compute-sanitizer tools on CUDA and Triton kernels at small tail shapes; findings come "
                     "from its XML records. Suppressions: sanitizer-suppressions.toml at the repository root.")
-    s.add_argument("paths", nargs="*", metavar="PATH", help="spec file or directory of spec files (default: kernels/)")
+    add_selection_args(s)
     s.add_argument("--tool", action="append", metavar="TOOL", help=f"{' | '.join(TOOLS)} (repeatable; default all four)")
-    s.add_argument("--kernel", action="append", metavar="GLOB", help="only kernels whose name matches (repeatable)")
     s.add_argument("--dtype", metavar="TAG", help="only this dtype variant (default: every declared one)")
     from verifier.report import FORMATS
 
@@ -81,7 +81,8 @@ def _paths(paths):
 
 def run(args) -> int:
     from verifier import registry
-    from verifier.battery import KernelReport, resolve_device
+    from verifier.kernel_report import KernelReport
+    from verifier.options import resolve_device
     from verifier.environment import environment
     from verifier.report import render
     from verifier.report.model import Result

@@ -33,8 +33,11 @@ from typing import Optional
 
 from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.findings import Finding
+from verifier.kernel_report import FAIL, PASS, skipped
 from verifier.proc import run_killable
+from verifier.runners.cuda import launches_for
 from verifier.sanitizer import suppressions as _supp
+from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
 
 TOOLS = ("racecheck", "memcheck", "synccheck", "initcheck")
@@ -175,23 +178,12 @@ def tail_shapes(spec, dt) -> list:
 
 def kernel_filters(spec, dt, shapes) -> list:
     if spec.kind == "cuda":
-        from verifier.runners.cuda import launches_for
-
         entries = {l.entry for M, N in shapes for l in launches_for(spec, M, N, dt, spec.op_params())}
         return [KernelFilter(e, True) for e in sorted(entries)]
     # Triton: no include filter. A name filter that missed the launched kernel (one imported from another
     # module, a renamed specialization) would report a clean run of nothing; the only other kernels in the
     # child are torch's, which EXCLUDE_SUBSTRINGS drops.
     return []
-
-
-def repo_root(spec) -> Path:
-    """The git repository holding the spec file, else the current directory."""
-    start = Path(spec.origin).resolve().parent if spec.origin else Path.cwd()
-    for d in [start] + list(start.parents):
-        if (d / ".git").exists():
-            return d
-    return Path.cwd()
 
 
 def _child_env(device: str, visible: Optional[str] = None) -> dict:
@@ -337,11 +329,6 @@ def not_runnable(spec, device: str) -> Optional[str]:
     return None
 
 
-def default_suppressions(spec) -> list:
-    path = _supp.find_file(Path(spec.origin).parent if spec.origin else Path.cwd())
-    return _supp.load(path) if path else []
-
-
 class _Now:
     """An executor that runs each call at once (the serial case of sanitize_kernel)."""
 
@@ -370,8 +357,6 @@ def start_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float 
     """Submit ``tools`` x ``dts`` runs of ``spec`` to ``pool`` (a concurrent.futures executor; None runs
     them now, one after another). ``gpus``: device ids to spread the runs over, round robin. Returns None
     after marking every cell skipped when the kernel cannot run here (nothing is launched then)."""
-    from verifier.battery import skipped
-
     why = not_runnable(spec, "cuda")  # the kind first: a Python callable is never sanitized
     if why is None:  # then everything missing here: the GPU, and the tool named with its fix
         missing = [not_runnable(spec, device)]
@@ -408,8 +393,6 @@ def start_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float 
 def finish_kernel(pending: Optional[PendingKernel]) -> float:
     """Wait for a kernel's runs and record its cells, findings and notes, in dtype x tool order.
     Returns the seconds its tool runs took (summed)."""
-    from verifier.battery import FAIL, PASS, skipped
-
     if pending is None:
         return 0.0
     report, seen, seconds = pending.report, [], 0.0
@@ -447,7 +430,7 @@ def finish_kernel(pending: Optional[PendingKernel]) -> float:
 def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: float = DEFAULT_TIMEOUT_S,
                     keep_dir=None, suppressions=None, progress=None) -> None:
     """Run ``tools`` for each of ``dts``, one after another, and record cells, findings and notes on
-    ``report`` (a verifier.battery.KernelReport). Never launches anything when the kernel cannot run here."""
+    ``report`` (a verifier.kernel_report.KernelReport). Never launches anything when the kernel cannot run here."""
     finish_kernel(start_kernel(spec, report, dts, tools, device=device, timeout=timeout, keep_dir=keep_dir,
                                suppressions=suppressions, progress=progress))
 

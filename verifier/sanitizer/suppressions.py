@@ -83,3 +83,9 @@ def apply(entries: list, findings: list) -> list:
 def unused(entries: list, findings: list) -> list:
     """Entries that match none of ``findings``."""
     return [s for s in entries if not any(s.matches(f) for f in findings)]
+
+
+def default_suppressions(spec) -> list:
+    """The entries of the suppressions file nearest the spec (or the working directory)."""
+    path = find_file(Path(spec.origin).parent if spec.origin else Path.cwd())
+    return load(path) if path else []

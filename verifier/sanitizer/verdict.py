@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.findings import Finding
+from verifier.sanitizer import suppressions as _supp
+from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.xmlparse import Parsed, SourceMap, parse, to_findings
 
 ERROR_EXITCODE = 86  # --error-exitcode passed on every run (verifier.sanitizer.driver)
@@ -45,7 +47,7 @@ def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, launched
     ``launched_ok`` False: the watched process itself failed, which explains an 'errors found' exit on its
     own (--check-exit-code), so no unreadable-XML error is added (the caller reports that failure)."""
     parsed = parse(str(xml_path), tool)
-    root = _repo_root(spec)
+    root = repo_root(spec)
     findings = to_findings(parsed.records, SourceMap(root, sources(spec)), **ctx)
     bad = unreadable_finding(tool, code, parsed, findings, xml_path, log_path, **ctx) if launched_ok else None
     return parsed, findings + ([bad] if bad else [])
@@ -54,14 +56,23 @@ def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, launched
 def suppressed(spec, findings: list, entries: Optional[list] = None) -> list:
     """``findings`` with the spec's sanitizer-suppressions.toml (or ``entries``) applied. An unreadable XML
     is never suppressed: an entry excuses a known record, and this run's records are unknown."""
-    from verifier.sanitizer import suppressions as _supp
-    from verifier.sanitizer.driver import default_suppressions
-
     entries = default_suppressions(spec) if entries is None else entries
     return [f if f.message.startswith(UNREADABLE) else _supp.apply(entries, [f])[0] for f in findings]
 
 
-def _repo_root(spec) -> Path:
-    from verifier.sanitizer.driver import repo_root
+def repo_root(spec) -> Path:
+    """The git repository holding the spec file, else the current directory."""
+    start = Path(spec.origin).resolve().parent if spec.origin else Path.cwd()
+    for d in [start] + list(start.parents):
+        if (d / ".git").exists():
+            return d
+    return Path.cwd()
 
-    return repo_root(spec)
+
+def judge_rerun(spec, dt, case, tool: str, code, xml, log, repro: str, launched_ok: bool = True) -> list:
+    """The findings of a re-run's XML, judged as ``verifier sanitize`` judges them (verifier.sanitizer.verdict):
+    the records, an unreadable XML after 'errors found' as an error, sanitizer-suppressions.toml applied.
+    ``launched_ok``: the child test passed or skipped (a failed one explains the exit code itself)."""
+    _, findings = judge_xml(spec, tool, code, xml, log, launched_ok, kernel=spec.name, dtype=dt.tag,
+                            input=case.name if case else "", repro=repro)
+    return suppressed(spec, findings)

@@ -1,0 +1,50 @@
+"""The child of verifier.isolate: ``python -m verifier.isolate_child REQUEST.json``.
+
+Loads the kernel from its spec file, runs its battery with the request's options, writing progress lines
+(``verifier-step: ...``) to stderr, and writes the report (verifier.report.json.kernel_entry) to the request's
+``out`` path. A UsageError is sent back as ``{"usage_error", "fix"}`` (exit 2 in the parent too), a bug in the
+verifier as ``{"internal_error"}``; a CUDA fault kills the child, and the parent reports a crash.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from verifier.battery import check_kernel
+from verifier.errors import UsageError
+from verifier.harness import is_cuda_fault
+from verifier.isolate import STEP_PREFIX, write_json
+from verifier.options import Options
+from verifier.registry import load_spec_file
+from verifier.report.json import kernel_entry
+
+
+def main(argv) -> int:
+    with open(argv[0]) as fh:
+        req = json.load(fh)
+
+    def progress(msg: str):
+        sys.stderr.write(STEP_PREFIX + msg + "\n")
+        sys.stderr.flush()
+
+    try:
+        spec = next(k for k in load_spec_file(req["origin"]) if k.name == req["kernel"])
+        report = check_kernel(spec, Options(**req["options"]), progress)
+    except UsageError as e:
+        write_json(req["out"], {"usage_error": e.message, "fix": e.fix})
+        return 2
+    except Exception as e:
+        if is_cuda_fault(e):
+            raise  # the kernel broke the CUDA context: die, the parent reports a crash with this error
+        import traceback
+
+        # A bug in the verifier, not the kernel: an internal error in the parent (exit 3), not a crash.
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        write_json(req["out"], {"internal_error": f"{type(e).__name__}: {e} (at {last.filename}:{last.lineno})"})
+        return 3
+    write_json(req["out"], kernel_entry(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,298 @@
+"""What is known about the value nodes of verifier.lint.values for one block shape: each value in every
+thread (``evaluate``), how far it differs between threads (``level``), what it depends on (``deps``) and its
+affine view (``decompose``). See verifier.lint.values for what each means."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from verifier.lint.values import CTAID, DATA, TID, UNIFORM, VARYING, WARP, WARP_OPS, Values, type_bits
+
+
+class Semantics:
+    """Evaluation, levels and dependences of the nodes of ``values`` for one block shape."""
+
+    def __init__(self, values: Values, block: tuple):
+        self.v = values
+        self.block = tuple(int(x) for x in block) + (1,) * (3 - len(block))
+        bx, by, bz = self.block
+        n = bx * by * bz
+        t = np.arange(n, dtype=np.int64)
+        self.nthreads = n
+        self.env = {"x": t % bx, "y": (t // bx) % by, "z": t // (bx * by), "lane": t % 32, "linear": t}
+        self.warp_of = t // 32
+        self._eval: dict = {}
+        self.branch_pred = {}  # block -> node of the predicate of its conditional branch / ret / exit
+        for b in values.cfg.blocks:
+            last = values.fn.instrs[b.end - 1]
+            if last.pred is not None and last.base in ("bra", "ret", "exit", "trap"):
+                self.branch_pred[b.id] = values.pred_value(last)
+        nn = len(values.nodes)  # nodes made later (addresses, masks) get their facts from ensure()
+        self.levels = [UNIFORM] * nn
+        self.deps = [0] * nn
+        self.invariant = [True] * nn  # same value for two threads in one barrier interval (if uniform)
+        self.block_div = {}  # block -> level of the most varying branch it is control dependent on
+        self._solve()
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def evaluate(self, nid: int) -> Optional[np.ndarray]:
+        if nid in self._eval:
+            return self._eval[nid]
+        node = self.v.nodes[nid]
+        kind = node[0]
+        out = None
+        if kind == "c":
+            out = np.full(self.nthreads, node[1], dtype=np.int64)
+        elif kind == "tid":
+            out = self.env[node[1]]
+        elif kind == "ntid":
+            out = np.full(self.nthreads, self.block["xyz".index(node[1])], dtype=np.int64)
+        elif kind == "lane":
+            out = self.env["lane"]
+        elif kind == "op":
+            args = [self.evaluate(a) for a in node[2]]
+            if all(a is not None for a in args):
+                out = _apply(node[1], args)
+        self._eval[nid] = out
+        return out
+
+    def level_of_array(self, a: np.ndarray) -> int:
+        if a.size == 0 or np.all(a == a[0]):
+            return UNIFORM
+        pad = (-a.size) % 32
+        w = np.concatenate([a, np.repeat(a[-1:], pad)]).reshape(-1, 32) if pad else a.reshape(-1, 32)
+        if pad:  # the padding copies the last thread, which is in the last warp: compare real lanes only
+            last = a[(a.size // 32) * 32:]
+            rest = w[:-1]
+            ok = np.all(rest == rest[:, :1]) and np.all(last == last[0])
+        else:
+            ok = np.all(w == w[:, :1])
+        return WARP if ok else VARYING
+
+    # -- fixpoint of levels, dependences, invariance ---------------------------------------------
+    def _solve(self):
+        v = self.v
+        cfg = v.cfg
+        branch_pred = self.branch_pred
+        all_cd = {b.id: cfg.all_cdeps(b.id) for b in cfg.blocks}
+        self.all_cd = all_cd
+        for _ in range(50):
+            changed = False
+            for nid, node in enumerate(v.nodes):
+                lv, dp, inv = self._node_facts(nid, node)
+                if (lv, dp, inv) != (self.levels[nid], self.deps[nid], self.invariant[nid]):
+                    self.levels[nid], self.deps[nid], self.invariant[nid] = lv, dp, inv
+                    changed = True
+            div = {}
+            for b in cfg.blocks:
+                lv = UNIFORM
+                for br, _ in all_cd[b.id]:
+                    p = branch_pred.get(br)
+                    if p is not None:
+                        lv = max(lv, self.levels[p])
+                div[b.id] = lv
+            if div != self.block_div:
+                self.block_div = div
+                changed = True
+            if not changed:
+                break
+
+    def _node_facts(self, nid, node):
+        kind = node[0]
+        L, D, I = self.levels, self.deps, self.invariant
+        if kind in ("c", "f", "ntid", "nctaid", "sym"):
+            return UNIFORM, 0, True
+        if kind == "ctaid":
+            return UNIFORM, CTAID, True
+        if kind in ("tid", "lane"):
+            return self.level_of_array(self.evaluate(nid)), TID, True
+        if kind == "op":
+            a = self.evaluate(nid)
+            dp = 0
+            inv = True
+            for x in node[2]:
+                dp |= D[x]
+                inv = inv and I[x]
+            if a is not None:
+                return self.level_of_array(a), dp, inv
+            return max(L[x] for x in node[2]), dp, inv
+        if kind == "fn":
+            args = node[2]
+            if not args:
+                return VARYING, DATA, True
+            return max(L[x] for x in args), (0 if not args else _or(D[x] for x in args)), all(I[x] for x in args)
+        if kind == "ld":
+            space, addr = node[1], node[2]
+            if space == "param":
+                return UNIFORM, 0, True
+            lv = VARYING if space == "local" else L[addr]
+            return lv, D[addr] | DATA, I[addr]
+        if kind == "x":
+            what = node[1]
+            if what in WARP_OPS:
+                return WARP, DATA | TID, True
+            return VARYING, DATA | TID, True
+        if kind == "phi":
+            _, _reg, sites, use_block = node
+            lv, dp = UNIFORM, 0
+            for (i, k) in sites:
+                d = self.v.def_node.get((i, k))
+                if d is not None:
+                    lv = max(lv, L[d])
+                    dp |= D[d]
+                lv = max(lv, self.block_div.get(self.v.cfg.block_of[i], UNIFORM))
+            return lv, dp, use_block not in self.v.cfg.bf_cyclic
+        if kind == "undef":
+            return VARYING, DATA, False
+        return VARYING, DATA, False
+
+    def ensure(self, nid: int) -> None:
+        """Facts for nodes made after the fixpoint (e.g. by ``decompose``): built from existing ones."""
+        while len(self.levels) <= nid:
+            k = len(self.levels)
+            self.levels.append(UNIFORM)
+            self.deps.append(0)
+            self.invariant.append(True)
+            self.levels[k], self.deps[k], self.invariant[k] = self._node_facts(k, self.v.nodes[k])
+
+    # -- guards -------------------------------------------------------------------------------------
+    def guards(self, instr) -> list:
+        """[(predicate node, sense, branch instr idx)]: conditions under which ``instr`` runs (its own
+        predicate and the branches it is control dependent on, transitively)."""
+        v = self.v
+        out = []
+        if instr.pred is not None and instr.base not in ("bra",):
+            p = v.pred_value(instr)
+            self.ensure(p)
+            out.append((p, True, instr.idx))
+        for br, edge in self.all_cd[v.cfg.block_of[instr.idx]]:
+            p = self.branch_pred.get(br)
+            if p is None:
+                continue
+            last = v.cfg.blocks[br].end - 1
+            out.append((p, edge in ("taken", "exit"), last))
+        return out
+
+    def guard_mask(self, instr) -> tuple:
+        """(mask of threads that may run ``instr``, [guards that could not be evaluated])."""
+        mask = np.ones(self.nthreads, dtype=bool)
+        unknown = []
+        for p, sense, at in self.guards(instr):
+            self.ensure(p)
+            a = self.evaluate(p)
+            if a is None:
+                unknown.append((p, sense, at))
+                continue
+            a = a.astype(bool)
+            mask &= a if sense else ~a
+        return mask, unknown
+
+    # -- affine view --------------------------------------------------------------------------------
+    def decompose(self, nid: int):
+        """(terms {atom: coeff}, thread part node or None for 0): nid == sum(coeff*atom) + thread part."""
+        self.ensure(nid)
+        if self.evaluate(nid) is not None:
+            return {}, nid
+        node = self.v.nodes[nid]
+        if node[0] == "op" and node[1] in ("add", "sub"):
+            ta, ra = self.decompose(node[2][0])
+            tb, rb = self.decompose(node[2][1])
+            sgn = 1 if node[1] == "add" else -1
+            terms = dict(ta)
+            for k, c in tb.items():
+                terms[k] = terms.get(k, 0) + sgn * c
+            terms = {k: c for k, c in terms.items() if c}
+            rest = ra if rb is None else (self.v.mk("op", node[1], (ra if ra is not None else self.v.const(0), rb)))
+            if rest is not None:
+                self.evaluate(rest)
+            return terms, rest
+        if node[0] == "op" and node[1] in ("mul", "shl"):
+            a, b = node[2]
+            for x, y in ((a, b), (b, a)) if node[1] == "mul" else ((a, b),):
+                cy = self.evaluate(y)
+                if cy is not None and np.all(cy == cy[0]):
+                    k = int(cy[0]) if node[1] == "mul" else (1 << int(cy[0]))
+                    tx, rx = self.decompose(x)
+                    if rx is not None:
+                        rx = self.v.mk("op", "mul", (rx, self.v.const(k)))
+                        self.evaluate(rx)
+                    return {t: c * k for t, c in tx.items()}, rx
+        if node[0] == "op" and node[1] == "trunc32u":
+            return self.decompose(node[2][0])
+        return {nid: 1}, None
+
+
+def _or(it):
+    out = 0
+    for x in it:
+        out |= x
+    return out
+
+
+def _apply(name: str, a: list) -> Optional[np.ndarray]:
+    x = a[0]
+    y = a[1] if len(a) > 1 else None
+    with np.errstate(all="ignore"):
+        if name == "add":
+            return x + y
+        if name == "sub":
+            return x - y
+        if name == "mul":
+            return x * y
+        if name == "shl":
+            return np.left_shift(x, np.clip(y, 0, 63))
+        if name.startswith("shr.u"):
+            if name == "shr.u64":
+                return None if np.any(x < 0) else np.right_shift(x, np.clip(y, 0, 63))
+            return np.right_shift(x & ((1 << int(name[5:])) - 1), np.clip(y, 0, 63))
+        if name.startswith("shr.s"):
+            return np.right_shift(x, np.clip(y, 0, 63))
+        if name in ("and", "and.pred"):
+            return x & y
+        if name in ("or", "or.pred"):
+            return x | y
+        if name in ("xor", "xor.pred"):
+            return x ^ y
+        if name == "not.pred":
+            return ~x.astype(bool)
+        if name == "not":
+            return ~x
+        if name == "neg":
+            return -x
+        if name in ("min.s", "min.u"):
+            return np.minimum(x, y)
+        if name in ("max.s", "max.u"):
+            return np.maximum(x, y)
+        if name in ("div.s", "div.u"):
+            return None if np.any(y == 0) else np.where((x < 0) ^ (y < 0), -(np.abs(x) // np.abs(y)), x // y)
+        if name in ("rem.s", "rem.u"):
+            return None if np.any(y == 0) else np.sign(x) * (np.abs(x) % np.abs(y))
+        if name == "selp":
+            return np.where(a[2].astype(bool), x, y)
+        if name == "trunc32u":
+            return x & 0xFFFFFFFF
+        if name.startswith("trunc"):
+            bits, sign = int(name[5:-1]), name[-1]
+            m = x & ((1 << bits) - 1)
+            return np.where(m >= (1 << (bits - 1)), m - (1 << bits), m) if sign == "s" else m
+        if name.startswith("setp."):
+            _, cmp, typ = name.split(".")
+            if typ[0] not in "usb":
+                return None
+            ops = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                   "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+            f = ops.get(cmp)
+            if f is None:
+                return None
+            if typ[0] in "ub":
+                if type_bits(typ) == 64:
+                    if np.any(x < 0) or np.any(y < 0):
+                        return None
+                else:
+                    x, y = x & ((1 << type_bits(typ)) - 1), y & ((1 << type_bits(typ)) - 1)
+            elif type_bits(typ) < 64:  # signed: reinterpret the low bits
+                m, h = (1 << type_bits(typ)) - 1, 1 << (type_bits(typ) - 1)
+                x, y = ((x & m) ^ h) - h, ((y & m) ^ h) - h
+            return f(x, y)
+    return None

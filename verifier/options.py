@@ -1,0 +1,63 @@
+"""What one run is asked to do (Options), and the command line that re-runs a piece of it (repro_line).
+
+A leaf: the battery, its steps, the isolate / forked children, the sanitizer and the pytest plugin all read
+these; it imports nothing of theirs.
+"""
+from __future__ import annotations
+
+import shlex
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+from verifier.errors import UsageError
+
+if TYPE_CHECKING:  # annotations only
+    from verifier.spec import KernelSpec
+
+PSEUDO_CASES = ("refusal", "determinism")  # --case values that run one check instead of one input
+
+
+@dataclass(frozen=True)
+class Options:
+    budget: str = "ci"
+    seed: int = 0
+    device: str = "cpu"  # resolved: 'cpu' or 'cuda'
+    case: Optional[str] = None  # only this catalogue case (repro)
+    dtype: Optional[str] = None  # only this dtype tag (repro)
+    sanitize: bool = False
+    triton_mode: Optional[str] = None
+    timeout: Optional[float] = None  # seconds per kernel in a child process (None: $VERIFIER_KERNEL_TIMEOUT or 600)
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("cpu", "cuda", "auto"):
+        raise UsageError(f"unknown device {device!r}", fix="use cpu, cuda or auto")
+    if device == "cpu":
+        return "cpu"
+    try:
+        from verifier.cuda_probe import cuda_available  # without importing torch (seconds)
+
+        has_gpu = cuda_available()
+    except Exception:
+        has_gpu = False
+    if device == "cuda" and not has_gpu:
+        raise UsageError("--device cuda asked for, but torch sees no CUDA GPU",
+                         fix="use --device auto or cpu, or install a CUDA build of torch")
+    return "cuda" if has_gpu else "cpu"
+
+
+def derived_seed(seed: int, *parts) -> int:
+    return zlib.crc32(":".join(map(str, (seed,) + parts)).encode()) & 0x7FFFFFFF
+
+
+def repro_line(spec: KernelSpec, opts: Options, tag: str = "", case: str = "") -> str:
+    """The ``verifier check`` command line that re-runs this kernel (narrowed to dtype ``tag`` and
+    case ``case`` when given) with the same budget (a case's shape depends on it), seed and device."""
+    parts = ["verifier", "check", spec.origin or "<spec.py>", "--kernel", spec.name]
+    if tag:
+        parts += ["--dtype", tag]
+    if case:
+        parts += ["--case", case]
+    parts += ["--budget", opts.budget, "--seed", str(opts.seed), "--device", opts.device]
+    return " ".join(shlex.quote(p) for p in parts)

@@ -1,0 +1,185 @@
+"""The body of each suite test: one battery step of one kernel through the battery's own step functions
+(verifier.steps), so a suite test and ``verifier check`` judge the same input the same way and the repro line
+re-runs exactly it. A test fails with the findings (worst first) and the repro lines; junit gets the check
+class as a property; warnings pass unless --verifier-strict, shown as a junit property and a pytest warning.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import replace
+
+import pytest
+
+from verifier import gpu_pinning
+from verifier.contracts import excluded
+from verifier.harness import KernelFault
+from verifier.kernel_report import KernelReport, crash_finding
+from verifier.lint.driver import battery_hook as static_hook
+from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
+from verifier.report.model import sorted_findings
+from verifier.runners import runnable_reason
+from verifier.steps.build import check_build
+from verifier.steps.determinism import check_determinism
+from verifier.steps.hypothesis import check_shapes, examples
+from verifier.steps.refusal import check_refusal
+from verifier.steps.values import interpreter_caveat, run_case
+from verifier.usercode import UserCodeError
+
+
+class Checker:
+    """One battery step of one kernel per call, through the battery's own functions, so a suite test and
+    ``verifier check`` judge the same input the same way (and the repro line re-runs exactly it).
+    Fails with the findings (worst first) and the repro lines; junit gets the check class as property."""
+
+    def __init__(self, opts, record_property, nodeid: str, config):
+        self.opts = replace(opts, sanitize=False)  # compute-sanitizer runs are their own items (-memcheck)
+        self.record, self.nodeid, self.config = record_property, nodeid, config
+        self.strict = bool(getattr(config, "_verifier", {}).get("strict"))
+
+    # each method is one test's body
+    def values(self, spec, dt, case, inputs):
+        """One catalogue case: value (ULP budget), invariants, NaN/inf, unwritten outputs, guard bands."""
+        self._start(spec, dt, "value", case.name)
+        try:
+            reason = spec.check_supported(case.M, case.N, dt)
+        except UserCodeError as e:
+            self._spec_error(e)
+        if reason is not None:
+            self._skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
+        caveat = interpreter_caveat(spec, dt, inputs, self.opts.device)
+        if caveat:
+            self._skip(caveat)
+        contract = excluded(spec, inputs)
+        if contract:
+            self._skip(f"case {case.name} {contract}")
+        report = self._report(spec)
+        self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report))
+        self._conclude(report, "value")
+
+    def shapes(self, spec, dt):
+        """Hypothesis-drawn shapes with random values (verifier.steps.hypothesis: the examples of the budget
+        table, the same step as ``verifier check``); a failure is shrunk to the smallest failing shape and
+        reported with its repro case."""
+        self._start(spec, dt, "value", "hypothesis")
+        if not examples(self.opts.budget):
+            self._skip(f"budget {self.opts.budget} draws no Hypothesis shapes (verifier.budgets); "
+                       "use --verifier-budget ci or thorough")
+        report = self._report(spec)
+        self._guarded(report, lambda: check_shapes(spec, dt, self.opts, report))
+        self._conclude(report, "value")
+
+    def build(self, spec):
+        """CUDA: nvcc for the device's arch (sm_80 and sm_90 without a GPU), every launched entry present,
+        ptxas resources within the spec's expectations. Triton on a GPU: the compiled kernels' resources."""
+        self.check = "build,resources"
+        for k, val in worker_property():
+            self.record(k, val)
+        self.record("kernel", spec.name)
+        if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
+            self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
+                                                 else "a Python callable"))
+        report = self._report(spec)
+        self._guarded(report, lambda: check_build(spec, self.opts, spec.dtypes, report))
+        for note in report.notes:
+            self.record("note", note)
+        if spec.kind == "cuda":  # a Triton kernel's build cells say only 'not a CUDA source'
+            self._skip_if_skipped(report, "build")
+        self._conclude(report, "build,resources")
+
+    def static(self, spec):
+        """CUDA: the static race/barrier checks of ``verifier lint`` on the PTX of the spec's source, for the
+        build check's arches (no GPU needed, so CI runs them)."""
+        self.check = "static"
+        for k, val in worker_property():
+            self.record(k, val)
+        self.record("kernel", spec.name)
+        if spec.kind != "cuda":
+            self._skip("static analysis reads the PTX of CUDA sources; this is "
+                       + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
+        report = self._report(spec)
+        static_hook(spec, self.opts, report, spec.dtypes)
+        for f in report.findings:
+            if f.severity == "warning":
+                self.record("warning", f.message.splitlines()[0])
+        self._skip_if_skipped(report, "static")
+        self._conclude(report, "static")
+
+    def refusal(self, spec, dt):
+        """Shapes outside supports() are refused with verifier.errors.Unsupported, before any launch."""
+        self._start(spec, dt, "refusal", "refusal")
+        report = self._report(spec)
+        self._guarded(report, lambda: check_refusal(spec, dt, self.opts, report))
+        self._conclude(report, "refusal")
+
+    def determinism(self, spec, dt):
+        """Repeated runs on one input: bitwise equal if declared deterministic, else each within tolerance."""
+        self._start(spec, dt, "determinism", "determinism")
+        report = self._report(spec)
+        self._guarded(report, lambda: check_determinism(spec, dt, self.opts, report))
+        self._skip_if_skipped(report, "determinism")
+        self._conclude(report, "determinism")
+
+    # helpers
+    def _start(self, spec, dt, check, case):
+        self.check = check
+        for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
+            self.record(k, val)
+        for k, val in worker_property():
+            self.record(k, val)
+        if self.opts.device == "cuda":  # which GPU this worker was pinned to
+            self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
+        why = runnable_reason(spec, self.opts.device)
+        if why:
+            self._skip(why)
+
+    def _report(self, spec):
+        return KernelReport(spec=spec, device=self.opts.device)
+
+    def _guarded(self, report, step):
+        """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests."""
+        try:
+            step()
+        except UserCodeError as e:
+            self._spec_error(e)
+        except KernelFault as e:
+            if e.cuda:
+                STATE.poisoned = str(e)
+            if not getattr(e, "reported", False):
+                report.add(crash_finding(report.spec, self.opts, e))
+
+    def _spec_error(self, e):
+        """The spec's own code raised (verifier.usercode): this kernel's error, not the plugin's."""
+        self.record("check", "spec-error")
+        pytest.fail(f"error in the spec's own code: {e}", pytrace=False)
+
+    def _skip_if_skipped(self, report, check):
+        cells = [v for (tag, c), v in report.cells.items() if c == check]
+        if cells and all(v.startswith("skipped") for v in cells) and not report.findings:
+            self._skip(cells[0][len("skipped("):-1])
+
+    def _skip(self, reason: str):
+        self.record("check", self.check)
+        pytest.skip(reason)
+
+    def _fails(self, finding) -> bool:
+        """Whether a finding fails the test: errors, and warnings under --verifier-strict."""
+        return finding.severity == "error" or (self.strict and finding.severity == "warning")
+
+    def _conclude(self, report, check):
+        """Record the check class (on failure: the failing ones, worst first) and fail with the findings.
+        Warnings (without --verifier-strict) pass, but are shown: a junit property and a pytest warning."""
+        errors = [f for f in report.findings if self._fails(f)]
+        if not errors:
+            self.record("check", check)
+            warned = [f for f in report.findings if f.severity == "warning"]
+            if warned:
+                text = format_findings(warned)
+                self.record("warning", text)
+                warnings.warn(VerifierWarning(f"{len(warned)} warning(s) (--verifier-strict fails on them):\n{text}"))
+            return
+        classes = ",".join(dict.fromkeys(f.check for f in sorted_findings(errors)))
+        self.record("check", classes)
+        self.record("repro", sorted_findings(errors)[0].repro)
+        pytest.fail(f"{len(errors)} finding(s) [{classes}], worst first:\n{format_findings(errors)}\n"
+                    f"pytest repro: {repro_command(self.config, self.nodeid)}", pytrace=False)

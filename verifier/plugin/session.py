@@ -1,0 +1,221 @@
+"""The session state behind verifier.pytest_plugin's hooks: validated options, the registered kernels, the
+parametrization of suites, the process's CUDA state, and how findings are shown.
+
+Nothing here runs unless a hook calls it; the first suite module collected commits the process to compiled or
+interpreted Triton (activate_triton), so a session without verifier tests keeps its environment.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from verifier import registry
+from verifier.budgets import BUDGETS
+from verifier.cases import cases_for
+from verifier.errors import UsageError
+from verifier.isolate import environment_timeout
+from verifier.options import Options, resolve_device
+from verifier.report.model import sorted_findings
+from verifier.report.text import format_finding
+from verifier.usercode import UserCodeError
+
+DEVICES = ("cpu", "cuda", "auto")
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+BUNDLED_KERNELS = Path(__file__).resolve().parent.parent.parent / "kernels"
+SKIPPED_BUNDLED_DIRS = ("defects",)  # catalogued defective kernels: the detection matrix's, not the suites'
+ENTRY_POINT_GROUP = "kernel_verifier.specs"
+CHILD_ENV = "VERIFIER_PYTEST_CHILD"  # set in child pytest runs: no re-isolation, no sanitizer re-runs
+MARKERS = {
+    "gpu": "needs a CUDA GPU (skipped with the reason on CPU machines)",
+    "sanitizer": "runs under compute-sanitizer",
+    "slow": "long-running",
+    "interpreter": "runs Triton kernels under TRITON_INTERPRET=1",
+    "verifier(op)": "parametrize the test over the registered kernels of op (a suite)",
+    "verifier_rerun(tool)": "internal: a compute-sanitizer re-run of the test of the same id without the suffix",
+    "verifier_spec_error(message)": "internal: the kernel's spec code raised while the suite was collected",
+}
+PARAMS = ("verifier_kernel", "verifier_dtypes", "verifier_case")
+
+
+def validated(config) -> dict:
+    """The --verifier-* options, checked: a bad one is a pytest usage error naming it."""
+    opt = config.getoption
+    dev, budget, seed = opt("--verifier-device"), opt("--verifier-budget"), opt("--verifier-seed")
+    if dev not in DEVICES:
+        raise pytest.UsageError(f"--verifier-device {dev!r}: choose one of {', '.join(DEVICES)}")
+    if budget not in BUDGETS:
+        raise pytest.UsageError(f"--verifier-budget {budget!r}: choose one of {', '.join(BUDGETS)}")
+    try:
+        seed = int(seed)
+    except ValueError:
+        raise pytest.UsageError(f"--verifier-seed {seed!r}: must be an integer") from None
+    specs = []
+    for p in opt("--verifier-specs"):
+        if not Path(p).exists():
+            raise pytest.UsageError(f"--verifier-specs {p}: no such file or directory "
+                                    "(pass a spec file or a directory holding spec.py / *_spec.py files)")
+        specs.append(str(Path(p).resolve()))
+    tools = opt("--verifier-sanitize-tool") or ["memcheck"]
+    bad = [t for t in tools if t not in SANITIZER_TOOLS]
+    if bad:
+        raise pytest.UsageError(f"--verifier-sanitize-tool {bad[0]!r}: choose one of {', '.join(SANITIZER_TOOLS)}")
+    globs = [g.strip() for g in (opt("--verifier-kernels") or "").split(",") if g.strip()]
+    try:
+        environment_timeout()
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    child = os.environ.get(CHILD_ENV) == "1"
+    return {"device": dev, "budget": budget, "seed": seed, "specs": specs, "globs": globs,
+            "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
+            "child": child, "strict": bool(opt("--verifier-strict"))}
+
+
+def activate_triton(device: str):
+    """Commit the process to compiled or interpreted Triton before any test module imports triton:
+    importing triton fixes the mode of its own tl.sum / tl.max (see verifier/runners/triton.py).
+    Runs after GPU pinning: deciding the mode asks torch whether CUDA is available."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    from verifier.runners.triton import activate  # its module is cheap; triton itself is imported on launch
+
+    try:
+        activate(os.environ.get("VERIFIER_TRITON_MODE") or ("interpreter" if device == "cpu" else None))
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def bundled_spec_files(root: Path = BUNDLED_KERNELS) -> list:
+    if not root.is_dir():
+        return []
+    return [f for f in registry.find_spec_files([root])
+            if not set(f.relative_to(root.resolve()).parts) & set(SKIPPED_BUNDLED_DIRS)]
+
+
+def entry_point_spec_files() -> list:
+    """Spec modules named by ``[project.entry-points."kernel_verifier.specs"] mine = "pkg.my_spec"``.
+    The module is loaded as a spec file by path (not imported), like any other spec file."""
+    import importlib.util
+    from importlib.metadata import entry_points  # looked up at call time: tests replace it
+
+    files = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found = importlib.util.find_spec(ep.module)
+        except (ImportError, ValueError):
+            found = None
+        if found is None or not found.origin or not found.origin.endswith(".py"):
+            raise UsageError(f"entry point {ep.name} = {ep.value!r} (group {ENTRY_POINT_GROUP}) names no Python "
+                             "module file", fix="point it at a spec module: mine = \"mypkg.kernels_spec\"")
+        files.append(found.origin)
+    return files
+
+
+def registered_kernels(config) -> list:
+    """Every selected kernel (cached per session); a broken spec or a glob matching nothing is a usage error."""
+    v = config._verifier
+    if "kernels" not in v:
+        activate_triton(v["device"])  # before any spec file, in a session that collects suites
+        try:
+            paths = [str(f) for f in bundled_spec_files()] + v["specs"] + entry_point_spec_files()
+            kernels = registry.load(paths) if paths else []
+            if v["globs"]:
+                kernels = [k for k in kernels if any(fnmatch.fnmatchcase(k.name, g) for g in v["globs"])]
+                if not kernels:
+                    raise UsageError(f"--verifier-kernels {','.join(v['globs'])} matches no registered kernel",
+                                     fix="list them with `verifier list kernels/` (plus your --verifier-specs)")
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
+        v["kernels"] = kernels
+    return v["kernels"]
+
+
+def resolved_device(config) -> str:
+    v = config._verifier
+    if "resolved" not in v:
+        try:
+            v["resolved"] = resolve_device(v["device"])
+        except UsageError as e:  # the battery names its CLI option
+            raise pytest.UsageError(str(e).replace("--device", "--verifier-device")) from None
+    return v["resolved"]
+
+
+def options(config) -> Options:
+    """The battery Options of this session (device resolved)."""
+    v = config._verifier
+    return Options(budget=v["budget"], seed=v["seed"], device=resolved_device(config), sanitize=v["sanitize"])
+
+
+def _runs_on_gpu(spec, device: str) -> bool:
+    return spec.kind == "cuda" or (device == "cuda" and (spec.kind == "triton" or getattr(spec, "device", "") == "cuda"))
+
+
+def _marks(spec, device: str) -> list:
+    if _runs_on_gpu(spec, device):
+        return [pytest.mark.gpu]
+    return [pytest.mark.interpreter] if spec.kind == "triton" else []
+
+
+def suite_params(config, op: str, names: tuple) -> list:
+    """The pytest.params of a suite test of ``op`` taking ``names`` (a prefix of PARAMS): one per registered
+    kernel (x dtype (x case)), ids ``NAME[-TAG[-CASE]]``, plus a ``-TOOL`` re-run per sanitizer tool asked for."""
+    device, v = resolved_device(config), config._verifier
+    params = []
+    for k in registered_kernels(config):
+        if k.op != op:
+            continue
+        variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]
+        if len(names) == 3:
+            cased = []
+            for vals, ident in variants:
+                try:
+                    cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["budget"])]
+                except UserCodeError as e:  # this kernel's error, one failing test; the others are collected
+                    params.append(pytest.param(*vals, None, id=f"{ident}-spec-error",
+                                               marks=[pytest.mark.verifier_spec_error(str(e))]))
+            variants = cased
+        for vals, ident in variants:
+            params.append(pytest.param(*vals, id=ident, marks=_marks(k, device)))
+            if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
+                params += [pytest.param(*vals, id=f"{ident}-{tool}", marks=[
+                    pytest.mark.gpu, pytest.mark.sanitizer, pytest.mark.verifier_rerun(tool)])
+                    for tool in v["tools"]]
+    return params
+
+
+class _State:
+    poisoned: str | None = None  # the CUDA fault that made this process's context unusable
+
+STATE = _State()
+
+
+def worker_property() -> list:
+    """[("worker", "gw3")] in a pytest-xdist worker, else []: junit then shows which worker (and GPU) ran a test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return [("worker", worker)] if worker else []
+
+
+def repro_command(config, nodeid: str) -> str:
+    """The pytest command line that re-runs one test with this session's options."""
+    v = config._verifier
+    parts = ["pytest", nodeid, "--verifier-budget", v["budget"], "--verifier-seed", str(v["seed"])]
+    if v["device"] != "auto":
+        parts += ["--verifier-device", v["device"]]
+    for p in v["specs"]:
+        rel = os.path.relpath(p, config.invocation_params.dir)
+        parts += ["--verifier-specs", p if rel.startswith("..") else rel]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+class VerifierWarning(UserWarning):
+    """A finding of severity warning: something undeclared (a spill with no limit declared) that passes."""
+
+
+def format_findings(findings) -> str:
+    """Findings worst first, as the text report shows them: check class, where, message, repro line."""
+    return "\n".join(line for f in sorted_findings(findings) for line in format_finding(f))
