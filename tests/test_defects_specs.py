@@ -96,3 +96,27 @@ def test_cuda_defect_sources_compile_for_sm90(entries):
                 N = next(n for n in (1024, 1000, 32) if spec.check_supported(4, n, dt) is None)
                 for launch in launches_for(spec, 4, N, dt, spec.op_params()):
                     assert launch.entry in res.resources, f"{spec.name}: entry {launch.entry} not in {src.name}"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_build_time_defects_are_judged_without_a_launch(monkeypatch, device):
+    """A static/resources defect is decided by ptxas and the PTX; on a GPU the matrix must not launch it (the
+    inactive-lanes shuffle hangs there until the kernel timeout), while a launch-time class keeps the device."""
+    m = _matrix()
+    seen = {}
+
+    class _Report:
+        verdict, findings, error = "fail", [], None
+
+    def fake_check(spec, opts):
+        seen[spec.name] = opts.device
+        return _Report()
+
+    monkeypatch.setattr(m, "_check", fake_check)
+    by_name = {e.name: e for e in m.load_entries()}
+    m.run_defect(by_name["defect-shuffle-inactive-lanes"], device)
+    m.run_defect(by_name["defect-spill-undeclared"], device)
+    m.run_defect(by_name["defect-missing-syncthreads"], device)
+    assert seen[by_name["defect-shuffle-inactive-lanes"].spec.name] == "cpu"
+    assert seen[by_name["defect-spill-undeclared"].spec.name] == "cpu"
+    assert seen[by_name["defect-missing-syncthreads"].spec.name] == device
