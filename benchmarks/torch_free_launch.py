@@ -23,9 +23,9 @@ CASES = {
         "x = torch.randn(64, 1024, device='cuda'); y = torch.empty_like(x); "
         "run_cuda(k, {'x': x}, {'y': y}, {}, dtypes('f32'), 'cuda'); assert abs(y.sum().item() - 64) < 1e-3"),
     "cuda_driver: S5 once": (
-        "import numpy as np; from verifier import cuda_driver as cd; from verifier.spec import dtypes; " + _SPEC +
+        "import numpy as np; from verifier.runners.cuda_numpy import run_numpy; from verifier.spec import dtypes; " + _SPEC +
         "x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32); "
-        "r = cd.run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
+        "r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
         "assert abs(r.outputs['y'].sum() - 64) < 1e-3"),
 }
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from verifier import cuda_driver as cd
+from verifier.runners.cuda_numpy import run_numpy
 from verifier.cuda_probe import driver_device_count
 from verifier.errors import SpecError, ToolMissing, Unsupported
 from verifier.spec import dtypes
@@ -54,11 +55,14 @@ def test_no_driver_is_a_tool_missing_with_the_fix(monkeypatch):
         cd._lib.cache_clear()
 
 
-def test_workspaces_are_zeroed_and_sized_from_m_and_n():
-    w = cd._workspace("tmp:ms:2*M*(N//8192+1):float32", 32, 152064)
-    assert w.dtype == np.float32 and w.shape == (2 * 32 * 19,) and not w.any()
-    with pytest.raises(SpecError, match="malformed"):
-        cd._workspace("tmp:ms:import os:float32", 1, 1)
+def test_workspaces_are_sized_from_m_and_n_and_a_malformed_one_is_a_spec_error():
+    from verifier.runners.cuda import workspace
+
+    assert workspace("tmp:ms:2*M*(N//8192+1):float32", 32, 152064) == (2 * 32 * 19, "float32")
+    assert workspace("tmp:rstd:M:f32", 7, 1) == (7, "float32")
+    for bad in ("tmp:ms:import os:float32", "tmp:ms:M:float13", "tmp:ms:M-9:float32", "tmp:ms:M"):
+        with pytest.raises(SpecError, match="malformed"):
+            workspace(bad, 1, 1)
 
 
 needs_gpu = pytest.mark.skipif(driver_device_count() == 0 or shutil.which("nvcc") is None,
@@ -83,7 +87,7 @@ def test_bundled_softmax_through_the_driver_matches_float64(kernel, tag, N):
     M = 37
     x = (rng.standard_normal((M, N)) * 3).astype(np.float32).astype(io)
     poison = np.full((M, N), np.nan, dtype=io)
-    res = cd.run_numpy(_spec_module("softmax_fast_spec")[kernel], {"x": x}, {"y": poison}, {}, dt)
+    res = run_numpy(_spec_module("softmax_fast_spec")[kernel], {"x": x}, {"y": poison}, {}, dt)
     y = res.outputs["y"].astype(np.float64)
     assert not np.isnan(y).any()  # every element written
     xf = x.astype(np.float32).astype(np.float64)
@@ -112,16 +116,16 @@ def test_a_missing_entry_names_the_call_and_the_driver_error():
 @needs_gpu
 def test_a_refused_shape_raises_unsupported_before_any_launch():
     with pytest.raises(Unsupported, match="multiple of the 8-element"):
-        cd.run_numpy(_spec_module("softmax_fast_spec")["cuda-softmax-s5"], {"x": np.zeros((2, 12), np.float16)},
+        run_numpy(_spec_module("softmax_fast_spec")["cuda-softmax-s5"], {"x": np.zeros((2, 12), np.float16)},
                      {"y": np.zeros((2, 12), np.float16)}, {}, dtypes("f16"))
 
 
 @needs_gpu
 def test_the_driver_path_imports_no_torch():
-    code = ("import sys, numpy as np; from verifier import cuda_driver as cd; from verifier.spec import dtypes; "
+    code = ("import sys, numpy as np; from verifier.runners.cuda_numpy import run_numpy; from verifier.spec import dtypes; "
             "from verifier.registry import load_spec_file; "
             "k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
-            "x = np.ones((4, 256), np.float32); r = cd.run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
+            "x = np.ones((4, 256), np.float32); r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
             "assert abs(r.outputs['y'].sum() - 4) < 1e-4; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -2,9 +2,9 @@
 
 Why: a `verifier check` child spends 4-5 s importing torch on an H200 machine and under 2 s on everything else
 (docs/benchmarks.md, verdict speed); CUDA kernels need none of torch, only device memory, a module and a
-launch. This module is the launch half of a torch-free runner; `run_numpy` runs a CudaKernel spec's launches on
-host arrays. It is standalone: the battery and harness still allocate torch tensors, and docs/benchmarks.md
-("A torch-free child for CUDA kernels") says how to wire it in.
+launch. This module is the driver half of the torch-free path: memory, modules, launches. Binding a CudaKernel spec's
+launches to buffers is verifier.runners.cuda_numpy; verifier.harness uses both for guarded, poisoned outputs
+when verifier.launch_path says so.
 
 The primary context of device 0 (as CUDA_VISIBLE_DEVICES leaves them) is used, so work from torch or CuPy
 in the same process shares it. Every driver error is raised with the call, the driver's name for the code
@@ -13,7 +13,6 @@ and its message.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,7 +26,16 @@ _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
 class DriverError(VerifierError):
-    """A CUDA driver call failed (a launch error names the launch)."""
+    """A CUDA driver call failed (a launch error names the launch). ``text``: the driver's name for the
+    error code and its message, e.g. 'CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered'."""
+
+    def __init__(self, message: str, text: str = ""):
+        super().__init__(message)
+        self.text = text or message
+
+
+class LaunchError(DriverError):
+    """A kernel launch, or the synchronize after it, failed: the kernel's fault, not the verifier's."""
 
 
 @lru_cache(maxsize=1)
@@ -48,37 +56,51 @@ def _error_text(lib, code: int) -> str:
     return f"{(name.value or b'CUDA_ERROR_' + str(code).encode()).decode()}: {(text.value or b'').decode()}"
 
 
-def _check(code: int, what: str) -> None:
+def _check(code: int, what: str, error=DriverError) -> None:
     if code != 0:
-        raise DriverError(f"{what} failed: {_error_text(_lib(), code)}")
+        text = _error_text(_lib(), code)
+        raise error(f"{what} failed: {text}", text)
 
 
 @lru_cache(maxsize=1)
-def context() -> int:
-    """The retained primary context of device 0, made current on this thread (created once a process)."""
+def _primary() -> int:
     lib = _lib()
     _check(lib.cuInit(0), "cuInit")
     dev = ctypes.c_int()
     _check(lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet(0)")
     ctx = ctypes.c_void_p()
     _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     return ctx.value
 
 
-def device_arch() -> str:
-    """'sm_XY' of device 0, from the driver."""
-    context()
+def context() -> int:
+    """The retained primary context of device 0 (retained once a process), made current on the calling thread
+    (a context is current per thread: a call from another thread than the first must set it too)."""
+    ctx = _primary()
+    _check(_lib().cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
+    return ctx
+
+
+@lru_cache(maxsize=1)
+def device_capability() -> tuple:
+    """(major, minor) compute capability of device 0, from the driver (no context is created)."""
     lib, major, minor = _lib(), ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuInit(0), "cuInit")
     _check(lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
            "cuDeviceGetAttribute")
     _check(lib.cuDeviceGetAttribute(ctypes.byref(minor), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0),
            "cuDeviceGetAttribute")
-    return f"sm_{major.value}{minor.value}"
+    return major.value, minor.value
 
 
-def synchronize(what: str = "cuCtxSynchronize") -> None:
-    _check(_lib().cuCtxSynchronize(), what)
+def device_arch() -> str:
+    """'sm_XY' of device 0, from the driver: the twin of verifier.runners.cuda.device_arch without torch."""
+    major, minor = device_capability()
+    return f"sm_{major}{minor}"
+
+
+def synchronize(what: str = "cuCtxSynchronize", error=DriverError) -> None:
+    _check(_lib().cuCtxSynchronize(), what, error)
 
 
 class DeviceBuffer:
@@ -173,70 +195,5 @@ def launch(fn: int, grid, block, args, smem: int = 0, name: str = "kernel") -> N
     params, _keep = kernel_params(args)
     where = f"launch {name} grid={g} block={b}"
     _check(lib.cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
-                              ctypes.c_uint(smem), None, params, None), where)
-    synchronize(f"{where} (synchronize)")
-
-
-@dataclass
-class Result:
-    outputs: dict  # name -> numpy array (the output dtype, the op's shape)
-    arch: str
-    cubin: Path
-
-
-def run_numpy(spec, inputs: dict, outputs: dict, params: dict, dt, arch: str | None = None) -> Result:
-    """Run a CudaKernel spec once on host arrays: ``inputs`` name -> array, ``outputs`` name -> array whose
-    contents (a poison, say) are uploaded first and whose shape and dtype the results take. Refusals raise
-    Unsupported as the torch runner's do; tmp: workspaces are allocated and zero-filled."""
-    from verifier.errors import SpecError, Unsupported
-    from verifier.runners.cuda import scalar_arg, build, launches_for
-    from verifier.spec import Scalar
-
-    x = inputs["x"]
-    M, N = x.shape[0], x.shape[-1]
-    reason = spec.check_supported(M, N, dt)
-    if reason:
-        raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    arch = arch or device_arch()
-    cubin = build(spec, arch, dt).cubin
-    bufs = {n: DeviceBuffer.from_array(a) for n, a in {**inputs, **outputs}.items()}
-    tmp: dict = {}
-    try:
-        for l in launches_for(spec, M, N, dt, params):
-            args = []
-            for a in l.args:
-                if isinstance(a, Scalar):
-                    args.append(scalar_arg(a.kind, a.value))
-                elif a in ("M", "N"):
-                    args.append(np.int32(M if a == "M" else N))
-                elif a == "eps":
-                    args.append(np.float32(params["eps"]))
-                elif isinstance(a, str) and a.startswith("tmp:"):
-                    if a not in tmp:
-                        tmp[a] = DeviceBuffer.from_array(_workspace(a, M, N))
-                    args.append(tmp[a])
-                elif isinstance(a, str) and a in bufs:
-                    args.append(bufs[a])
-                else:
-                    raise SpecError(f"kernel {spec.name}: launch {l.entry} has argument {a!r}",
-                                    fix=f"use tensor names {sorted(bufs)}, 'M', 'N', 'eps', 'tmp:...' or Scalar")
-            launch(function(cubin, l.entry), l.grid, l.block, args, l.smem, name=l.entry)
-        result = {n: bufs[n].download(a.dtype, a.shape) for n, a in outputs.items()}
-    finally:
-        for b in (*bufs.values(), *tmp.values()):
-            b.close()
-    return Result(result, arch, cubin)
-
-
-def _workspace(spec_str: str, M: int, N: int) -> np.ndarray:
-    from verifier.dtypes import numpy_dtype
-    from verifier.errors import SpecError
-
-    try:
-        _, _name, count, dtype = spec_str.split(":")
-        n = eval(count, {"__builtins__": {}}, {"M": M, "N": N})  # e.g. 'M', '2*M*(N//8192+1)'
-        return np.zeros(int(n), dtype=numpy_dtype(dtype))
-    except Exception:
-        raise SpecError(f"temporary buffer argument {spec_str!r} is malformed",
-                        fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'",
-                        ) from None
+                              ctypes.c_uint(smem), None, params, None), where, LaunchError)
+    synchronize(f"{where} (synchronize)", LaunchError)

@@ -13,6 +13,11 @@ first run and the second run's after the second. A kernel that writes a value (e
 NaN 0x7F of e4m3fn, say) writes the same bits in both runs, so it matches at most one poison and is never
 accused. This is what makes the check sound for formats without NaN (int8, int32), where either poison is a
 value a kernel can legitimately write.
+
+Two launch bodies share the buffers (``guarded``, assembled in numpy) and the judgement (``_judge``, on the
+bits of each whole buffer read back): torch tensors handed to the spec's runner, or, for a CUDA spec on a GPU
+when verifier.launch_path says so, device buffers of the CUDA driver API (verifier.runners.cuda_numpy) with the
+kernel's pointers ``g`` elements past each buffer's start. Neither drops a check the other makes.
 """
 from __future__ import annotations
 
@@ -68,27 +73,40 @@ def _signed(bits: int, nbytes: int) -> int:
     return bits - lim if bits >= lim // 2 else bits
 
 
-def _guarded(shape, dtype: str, device: str, poison_bits: int, middle=None):
-    """A poisoned buffer with the output (or the in-out tensor's ``middle`` values) in the middle.
+@dataclass
+class Guarded:
+    """One output's host buffer, as an int view of its dtype: ``g`` guard elements, the output (the poison, or
+    an in-out tensor's values), ``g`` guard elements; everything but an in-out middle holds ``poison``."""
 
-    It is assembled on the host and copied to the device in one host-to-device copy: compute-sanitizer
-    initcheck tracks that copy, while a device-side fill by an uninstrumented (filtered-out) kernel would
-    leave the whole buffer 'uninitialized' in its eyes."""
-    import torch
+    host: np.ndarray
+    g: int
+    poison: int  # the poison as the int view's (signed) value
+    dtype: str
+    shape: tuple
 
-    td = _dt.torch_dtype(dtype)
-    itemsize = torch.empty((), dtype=td).element_size()
+    @property
+    def n(self) -> int:
+        return self.host.size - 2 * self.g
+
+
+def guarded(shape, dtype: str, poison_bits: int, middle=None) -> Guarded:
+    """The poisoned host buffer of one output, with the output (or the in-out tensor's ``middle`` values) in
+    the middle. Both launch paths copy it to the device in one host-to-device copy: compute-sanitizer initcheck
+    tracks that copy, while a device-side fill by an uninstrumented (filtered-out) kernel would leave the whole
+    buffer 'uninitialized' in its eyes."""
+    npd = _dt.numpy_dtype(dtype)
+    itemsize = npd.itemsize
     g = GUARD_BYTES // itemsize
     n = int(np.prod(shape))
-    host = torch.empty(g + n + g, dtype=td)
-    host.view(getattr(torch, _INT_VIEW[itemsize])).fill_(_signed(poison_bits, itemsize))
+    host = np.full(g + n + g, _signed(poison_bits, itemsize), dtype=_INT_VIEW[itemsize])
     if middle is not None:
-        host[g:g + n].copy_(middle.reshape(-1).cpu())
-    buf = host.to(device) if device != "cpu" else host
-    return buf, buf[g:g + n].view(shape), g
+        values = np.ascontiguousarray(np.asarray(middle).astype(npd, copy=False)).reshape(-1)
+        host[g:g + n] = values.view(host.dtype)
+    return Guarded(host, g, _signed(poison_bits, itemsize), dtype, tuple(shape))
 
 
 def _bits(t):
+    """A torch tensor's bits as a numpy int array of its width (bf16 and fp8 included)."""
     import torch
 
     itemsize = t.element_size()
@@ -121,43 +139,102 @@ def _out_dtype(name: str, op, dt) -> str:
 
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outcome:
     M, N = inputs_np["x"].shape
-    inputs = {k: _dt.from_numpy(v, device) for k, v in inputs_np.items()}
-    outputs, bufs = {}, {}
+    bufs = {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt)
-        poison = _POISON[dtype][which]
-        middle = inputs[name] if name in op.inouts else None
-        buf, view, g = _guarded(op.shape_of(name, M, N), dtype, device, poison, middle)
-        if name in op.inouts:
-            inputs[name] = view  # the kernel updates it in place
+        middle = inputs_np[name] if name in op.inouts else None
+        bufs[name] = guarded(op.shape_of(name, M, N), dtype, _POISON[dtype][which], middle)
+    body = _launch_driver if uses_driver(spec, run, device) else _launch_torch
+    after = body(run, spec, op, inputs_np, bufs, dt, params, device)
+    return _judge(bufs, after, op)
+
+
+def uses_driver(spec, run, device: str) -> bool:
+    """The driver body runs a CUDA spec on a GPU in driver mode (verifier.launch_path) when ``run`` is the
+    standard CUDA runner; anything else (a wrapped or custom launcher) keeps the torch body."""
+    if device != "cuda" or getattr(spec, "kind", None) != "cuda":
+        return False
+    from verifier.launch_path import driver_for
+    from verifier.runners.cuda import run_cuda
+
+    return run is run_cuda and driver_for(spec, device)
+
+
+def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
+    """Torch tensors: inputs copied to ``device``, each guarded buffer copied as a whole, ``run`` given views of
+    their middles (an in-out tensor's view is also its input). Returns name -> bits of the whole buffer."""
+    import torch
+
+    inputs = {k: _dt.from_numpy(v, device) for k, v in inputs_np.items()}
+    outputs, whole = {}, {}
+    for name, b in bufs.items():
+        host = torch.from_numpy(b.host.copy()).view(_dt.torch_dtype(b.dtype))
+        buf = host.to(device) if device != "cpu" else host
+        view = buf[b.g:b.g + b.n].view(b.shape)
+        if name in op.inouts:  # the kernel updates it in place
+            inputs[name] = view
         outputs[name] = view
-        bufs[name] = (buf, g, poison)
+        whole[name] = buf
     try:
         run(spec, inputs, outputs, params, dt, device)
         if device == "cuda":
-            import torch
-
             torch.cuda.synchronize()
     except VerifierError:
         raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
     except Exception as e:
         raise KernelFault(e) from e
+    return {name: _bits(buf) for name, buf in whole.items()}
+
+
+def _launch_driver(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
+    """CUDA driver API on numpy buffers (verifier.runners.cuda_numpy), no torch: inputs and each guarded buffer
+    uploaded whole, the kernel's pointer ``g`` elements into it. Returns name -> bits of the whole buffer."""
+    from verifier import cuda_driver as cd
+    from verifier.runners.cuda_numpy import Pointer, launch_spec
+
+    M, N = inputs_np["x"].shape[0], inputs_np["x"].shape[-1]
+    dev = {}
+    try:
+        tensors = {}
+        for k, v in inputs_np.items():
+            if k not in bufs:
+                dev[k] = cd.DeviceBuffer.from_array(np.ascontiguousarray(v))
+                tensors[k] = Pointer(dev[k])
+        for name, b in bufs.items():
+            dev[name] = cd.DeviceBuffer.from_array(b.host)
+            tensors[name] = Pointer(dev[name], b.g * b.host.itemsize)
+        try:
+            launch_spec(spec, tensors, M, N, dt, params)
+        except cd.DriverError as e:  # a driver call of the kernel's launches failed: as CuPy's errors on the torch path
+            raise KernelFault(e) from e
+        except VerifierError:
+            raise
+        except Exception as e:
+            raise KernelFault(e) from e
+        return {name: dev[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()}
+    finally:
+        for d in dev.values():
+            d.close()
+
+
+def _judge(bufs: dict, after: dict, op) -> Outcome:
+    """Guards and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
+    writes, middle elements still holding the poison are unwritten (in-out tensors: never, the kernel may keep
+    a value)."""
     result = Outcome(outputs={})
-    for name, (buf, g, poison) in bufs.items():
-        bits = _bits(buf)
-        n = bits.size - 2 * g
-        itemsize = buf.element_size()
-        p = np.array(_signed(poison, itemsize), dtype=bits.dtype)
+    for name, b in bufs.items():
+        bits = after[name]
+        g, n, itemsize = b.g, b.n, bits.itemsize
+        p = np.array(b.poison, dtype=bits.dtype)
         lo, body, hi = bits[:g], bits[g:g + n], bits[g + n:]
         # (side, distance in bytes from the output's first / one-past-last byte)
         hits = [("before", int(g - i) * itemsize) for i in np.nonzero(lo != p)[0][-8:]]
         hits += [("after", int(i) * itemsize) for i in np.nonzero(hi != p)[0][:8]]
         if hits:
             result.guard_hits[name] = hits
-        shape = op.shape_of(name, M, N)
         if name not in op.inouts:
-            mask = (body == p).reshape(shape)
+            mask = (body == p).reshape(b.shape)
             if mask.any():
                 result.unwritten[name] = mask
-        result.outputs[name] = _dt.to_numpy(outputs[name]).copy()
+        result.outputs[name] = body.copy().view(_dt.numpy_dtype(b.dtype)).reshape(b.shape)
     return result

@@ -75,10 +75,12 @@ def _cluster(M, N, dt, params):
 
 
 def _gpu_capability():
+    # From the CUDA driver, not torch: the check child of a CUDA kernel does not import torch (4-5 s).
     try:
-        import torch
+        from verifier.cuda_driver import device_capability
+        from verifier.cuda_probe import driver_device_count
 
-        return torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+        return device_capability() if driver_device_count() > 0 else None
     except Exception:
         return None
 

@@ -17,6 +17,14 @@ _MODULES: dict[str, object] = {}
 
 
 def device_arch() -> str:
+    """'sm_XY' of the GPU: from the CUDA driver on the driver path (verifier.launch_path), no torch
+    imported for it; else from torch, as the launches that follow use torch's device."""
+    from verifier.launch_path import mode
+
+    if mode() == "driver":
+        from verifier.cuda_driver import device_arch as driver_arch
+
+        return driver_arch()
     import torch
 
     major, minor = torch.cuda.get_device_capability()
@@ -170,21 +178,30 @@ def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None)
     launch(prepare(spec, inputs, outputs, params, dt, arch), sync=True)
 
 
-def _tmp(cache, spec_str: str, M: int, N: int):
-    import torch
+def workspace(spec_str: str, M: int, N: int) -> tuple:
+    """(element count, canonical dtype) of a 'tmp:<name>:<count expression in M, N>:<dtype>' argument."""
+    from verifier.dtypes import canonical
 
-    from verifier.dtypes import torch_dtype
-
-    if spec_str in cache:
-        return cache[spec_str]
     try:
-        _, name, count, dtype = spec_str.split(":")
-        n = eval(count, {"__builtins__": {}}, {"M": M, "N": N})  # e.g. 'M', 'M*4'
-        t = torch.empty(int(n), dtype=torch_dtype(dtype), device="cuda")
+        _, _name, count, dtype = spec_str.split(":")
+        n = int(eval(count, {"__builtins__": {}}, {"M": M, "N": N}))  # e.g. 'M', 'M*4', '2*M*(N//8192+1)'
+        if n < 0:
+            raise ValueError(n)
+        return n, canonical(dtype)
     except Exception:
         raise SpecError(
             f"temporary buffer argument {spec_str!r} is malformed",
             fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'",
         ) from None
-    cache[spec_str] = t
-    return t
+
+
+def _tmp(cache, spec_str: str, M: int, N: int):
+    """A workspace as torch.empty leaves it (uninitialized), one per distinct argument string."""
+    import torch
+
+    from verifier.dtypes import torch_dtype
+
+    if spec_str not in cache:
+        n, dtype = workspace(spec_str, M, N)
+        cache[spec_str] = torch.empty(n, dtype=torch_dtype(dtype), device="cuda")
+    return cache[spec_str]

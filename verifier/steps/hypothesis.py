@@ -21,7 +21,6 @@ from verifier import contracts as _contracts
 from verifier import inputs as _inputs
 from verifier.budgets import BUDGETS
 from verifier.cases import random_inputs
-from verifier.flaky import Flaky, flaky_finding
 from verifier.harness import KernelFault
 from verifier.kernel_report import KernelReport
 from verifier.notes import case_not_run
@@ -59,6 +58,8 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
     n = examples(opts.budget)
     if not n:
         return 0
+    from verifier.flaky import Flaky, flaky_finding  # imports hypothesis (about 1 s): not at the quick budget
+
     failing: list = []
     warned: list = []
     ran, judged = [0], [0]
