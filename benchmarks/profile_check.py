@@ -2,6 +2,10 @@
 timing the imports on their own. Prints the phases and the top functions by cumulative time.
 
     python benchmarks/profile_check.py SPEC_FILE KERNEL [--budget quick] [--device cuda] [--top 35]
+        [--launch driver|torch]
+
+--launch driver (the default, as in the check child) launches CUDA kernels through the CUDA driver API and
+imports no torch; --launch torch imports torch first and launches through it (VERIFIER_CUDA_LAUNCH=torch).
 """
 from __future__ import annotations
 
@@ -21,9 +25,14 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", default="quick")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--top", type=int, default=35)
+    ap.add_argument("--launch", choices=("driver", "torch"), default="driver")
     args = ap.parse_args(argv)
+    import os
+
+    os.environ["VERIFIER_CUDA_LAUNCH"] = args.launch
     t0 = time.perf_counter()
-    import torch  # noqa: F401
+    if args.launch == "torch":
+        import torch  # noqa: F401
 
     t1 = time.perf_counter()
     from verifier import registry
@@ -42,7 +51,7 @@ def main(argv=None) -> int:
     report = check_kernel(spec, opts)
     prof.disable()
     t4 = time.perf_counter()
-    print(f"import torch {t1 - t0:.2f} s; import verifier.battery {t2 - t1:.2f} s; load spec {t3 - t2:.2f} s; "
+    print(f"launch path {args.launch}; import torch {t1 - t0:.2f} s; import verifier.battery {t2 - t1:.2f} s; load spec {t3 - t2:.2f} s; "
           f"check_kernel {t4 - t3:.2f} s (verdict {report.verdict})")
     pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
     pstats.Stats(prof).sort_stats("tottime").print_stats(20)

@@ -37,6 +37,8 @@ if has startup; then
     t python3 -c 'import numpy, mpmath, hypothesis'
     t python3 -c 'import verifier.cli'
     t python3 -c 'import verifier.battery'
+    t python3 -c 'import verifier.isolate_child'
+    t python3 -c 'from verifier import cuda_driver as cd; cd.context(); print(cd.device_arch())'
     t python3 -m verifier.cli --help
     t nvidia-smi --query-gpu=driver_version --format=csv,noheader
     t nvcc --version
@@ -71,24 +73,16 @@ fi; pack
 if has profile; then
   python3 -X importtime -c 'import verifier.cli, verifier.battery' 2> "$W/importtime.txt"
   sort -t'|' -k2 -n -r "$W/importtime.txt" | head -15
-  python3 benchmarks/profile_check.py kernels/cuda/rmsnorm_spec.py cuda-rmsnorm-n3 --budget quick --device cuda \
-     > "$W/profile_quick.txt" 2>&1; head -60 "$W/profile_quick.txt" | cut -c1-160
+  for launch in driver torch; do
+    python3 benchmarks/profile_check.py kernels/cuda/rmsnorm_spec.py cuda-rmsnorm-n3 --budget quick --device cuda \
+       --launch $launch > "$W/profile_quick_$launch.txt" 2>&1; head -60 "$W/profile_quick_$launch.txt" | cut -c1-160
+  done
 fi; pack
 if has verdict; then
-  # one CUDA kernel, 3 dtypes: cold (empty build cache), then warm; quick, ci, thorough, thorough --sanitize
-  { for run in cold warm; do
-      [ $run = cold ] && export VERIFIER_CACHE_DIR=/tmp/kv-cold-$$
-      for b in quick ci thorough; do
-        s=$(date +%s.%N); $V check kernels/cuda/rmsnorm_spec.py --kernel cuda-rmsnorm-n3 --budget $b --no-progress \
-          > /dev/null 2>> "$W/verdict.err"; rc=$?
-        echo "$run budget=$b exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,2))") s"
-        [ $run = cold ] && break
-      done
-    done
-    s=$(date +%s.%N); $V check kernels/cuda/rmsnorm_spec.py --kernel cuda-rmsnorm-n3 --budget thorough --sanitize \
-      --no-progress > "$W/verdict_thorough_sanitize.txt" 2>> "$W/verdict.err"; rc=$?
-    echo "warm budget=thorough --sanitize exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,2))") s (sanitizer runs at once: ${VERIFIER_SANITIZE_JOBS:-default})"
-  } | tee "$W/verdict.txt"
+  # one CUDA kernel, 3 dtypes, the driver launch path and the torch path side by side (benchmarks/verdict_time.py):
+  # cold quick, warm quick, ci, thorough, thorough --sanitize, and the phases of one warm quick run
+  python3 benchmarks/verdict_time.py --spec kernels/cuda/rmsnorm_spec.py --kernel cuda-rmsnorm-n3 --out "$W/verdict" \
+     > "$W/verdict.txt" 2> "$W/verdict.err"; echo "exit $?" >> "$W/verdict.err"; cat "$W/verdict.txt"; tail -5 "$W/verdict.err"
 fi; pack
 if has sanitize; then
   for tool in racecheck memcheck synccheck initcheck; do

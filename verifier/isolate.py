@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 
+from verifier import phases
 from verifier.errors import UsageError
 from verifier.findings import Finding
 from verifier.kernel_report import RUN_CHECKS, KernelReport, skipped
@@ -115,9 +116,11 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None) -> K
         with open(req, "w") as fh:
             json.dump({"origin": spec.origin, "kernel": spec.name, "options": dataclasses.asdict(opts), "out": out}, fh)
         # Own session: a timeout kills the child and anything it started (compilers, sanitizer).
+        phases.mark("spawn")
         proc = subprocess.Popen([sys.executable, "-m", "verifier.isolate_child", req], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         timed_out, stderr = _wait(proc, timeout)
+        phases.mark("reaped")
         if timed_out:
             return dead_child_report(
                 "timeout", f"the kernel's checks did not finish within {timeout:g} s and were killed",

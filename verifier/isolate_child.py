@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 import sys
 
+from verifier import phases
+
+phases.mark("child-start")  # before the imports below (the battery's): benchmarks/verdict_time.py
+
 from verifier.battery import check_kernel
 from verifier.errors import UsageError
 from verifier.harness import is_cuda_fault
@@ -27,6 +31,7 @@ def main(argv) -> int:
     # H200 machine) and outputs bit-identical to torch's (tests/test_launch_path_gpu.py); $VERIFIER_CUDA_LAUNCH=torch
     # forces torch + CuPy.
     prefer_driver()
+    phases.mark("child-imported")
 
     def progress(msg: str):
         sys.stderr.write(STEP_PREFIX + msg + "\n")
@@ -34,7 +39,9 @@ def main(argv) -> int:
 
     try:
         spec = next(k for k in load_spec_file(req["origin"]) if k.name == req["kernel"])
-        report = check_kernel(spec, Options(**req["options"]), progress)
+        phases.mark("spec-loaded")
+        report = phases.profiled(check_kernel, spec, Options(**req["options"]), progress)
+        phases.mark("battery-done")
     except UsageError as e:
         write_json(req["out"], {"usage_error": e.message, "fix": e.fix})
         return 2
