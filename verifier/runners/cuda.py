@@ -80,6 +80,32 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
     return launches
 
 
+def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer) -> list:
+    """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32,
+    'tmp:...' as ``workspace_pointer(arg)``, a tensor name as ``pointers[name]`` (a 64-bit device address).
+    Shared by the torch path (prepare) and the driver path (verifier.runners.cuda_numpy)."""
+    args = []
+    for a in launch.args:
+        if isinstance(a, Scalar):
+            args.append(scalar_arg(a.kind, a.value))
+        elif a == "M":
+            args.append(np.int32(M))
+        elif a == "N":
+            args.append(np.int32(N))
+        elif a == "eps":
+            args.append(np.float32(params["eps"]))
+        elif isinstance(a, str) and a.startswith("tmp:"):
+            args.append(workspace_pointer(a))
+        elif isinstance(a, str) and a in pointers:
+            args.append(pointers[a])
+        else:
+            raise SpecError(
+                f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
+                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', 'tmp:<name>:<count>:<dtype>' or Scalar",
+            )
+    return args
+
+
 @dataclass
 class Prepared:
     """Launches of one kernel call with their argument tuples bound to tensors."""
@@ -104,26 +130,9 @@ def prepare(spec, inputs, outputs, params, dt, arch: str | None = None) -> Prepa
     tensors = {**inputs, **outputs}
     tmp: dict = {}
     bound = []
+    pointers = {n: np.uint64(t.data_ptr()) for n, t in tensors.items()}
     for launch in launches_for(spec, M, N, dt, params):
-        args = []
-        for a in launch.args:
-            if isinstance(a, Scalar):
-                args.append(scalar_arg(a.kind, a.value))
-            elif a == "M":
-                args.append(np.int32(M))
-            elif a == "N":
-                args.append(np.int32(N))
-            elif a == "eps":
-                args.append(np.float32(params["eps"]))
-            elif isinstance(a, str) and a.startswith("tmp:"):
-                args.append(np.uint64(_tmp(tmp, a, M, N).data_ptr()))
-            elif isinstance(a, str) and a in tensors:
-                args.append(np.uint64(tensors[a].data_ptr()))
-            else:
-                raise SpecError(
-                    f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
-                    fix=f"use tensor names {sorted(tensors)}, 'M', 'N', 'eps', 'tmp:<name>:<count>:<dtype>' or Scalar",
-                )
+        args = bind_args(spec, launch, M, N, params, pointers, lambda a: np.uint64(_tmp(tmp, a, M, N).data_ptr()))
         try:
             fn = mod.get_function(launch.entry)
         except Exception as e:

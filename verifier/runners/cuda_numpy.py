@@ -17,8 +17,7 @@ import numpy as np
 from verifier import cuda_driver as cd
 from verifier.dtypes import numpy_dtype
 from verifier.errors import SpecError, Unsupported
-from verifier.runners.cuda import build, launches_for, scalar_arg, workspace
-from verifier.spec import Scalar
+from verifier.runners.cuda import bind_args, build, launches_for, workspace
 
 
 @dataclass
@@ -52,28 +51,16 @@ def launch_spec(spec, tensors: dict, M: int, N: int, dt, params: dict, arch: str
     tmp: dict = {}
     try:
         bound = []
+        pointers = {n: p.arg() for n, p in tensors.items()}
+
+        def workspace_pointer(a):
+            if a not in tmp:
+                n, dtype = workspace(a, M, N)
+                tmp[a] = cd.DeviceBuffer(n * numpy_dtype(dtype).itemsize)  # uninitialized, as torch.empty
+            return np.uint64(tmp[a].ptr)
+
         for launch in launches_for(spec, M, N, dt, params):
-            args = []
-            for a in launch.args:
-                if isinstance(a, Scalar):
-                    args.append(scalar_arg(a.kind, a.value))
-                elif a == "M":
-                    args.append(np.int32(M))
-                elif a == "N":
-                    args.append(np.int32(N))
-                elif a == "eps":
-                    args.append(np.float32(params["eps"]))
-                elif isinstance(a, str) and a.startswith("tmp:"):
-                    if a not in tmp:
-                        n, dtype = workspace(a, M, N)
-                        tmp[a] = cd.DeviceBuffer(n * numpy_dtype(dtype).itemsize)
-                    args.append(np.uint64(tmp[a].ptr))
-                elif isinstance(a, str) and a in tensors:
-                    args.append(tensors[a].arg())
-                else:
-                    raise SpecError(
-                        f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
-                        fix=f"use tensor names {sorted(tensors)}, 'M', 'N', 'eps', 'tmp:<name>:<count>:<dtype>' or Scalar")
+            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer)
             bound.append((_function(spec, cubin, launch.entry), launch, args))
         for fn, launch, args in bound:
             try:
