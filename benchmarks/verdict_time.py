@@ -7,7 +7,8 @@ then with a warm cache quick (median of --repeats), ci, thorough and thorough --
 run with $VERIFIER_PHASES set, broken down into phases: parent start-up (interpreter, CLI, spec loading, up to the
 child's spawn), child interpreter start, child imports, spec loading, the battery (under cProfile: build cache,
 static lint, launches, references, imports done inside the battery, the rest) and the child's exit and the
-parent's report.
+parent's report. cProfile loses its accounting around `import torch` (torch path): there the torch import lands
+in "the rest", and the battery's wall time is the figure to read.
 
     python benchmarks/verdict_time.py [--spec kernels/cuda/rmsnorm_spec.py] [--kernel cuda-rmsnorm-n3]
         [--repeats 3] [--no-sanitize] [--out DIR]

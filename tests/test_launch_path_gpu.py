@@ -4,6 +4,7 @@ workspace), identical findings in the check child for output-memory defects (an 
 element) and a crash (illegal address), and a quick check child that never imports torch."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -87,8 +88,14 @@ def _reports(mode, monkeypatch, specs, budget="quick"):
     return {r.spec.name: r for r in check_all(specs, Options(budget=budget, device="cuda"), isolate=True)}
 
 
+def _error_name(m) -> str:  # CuPy names a fault by the runtime's name (cudaErrorIllegalAddress), the driver
+    return "CUDA_ERROR_" + re.sub(r"(?<!^)(?=[A-Z])", "_", m.group(1)).upper()  # by its own: CUDA_ERROR_ILLEGAL_ADDRESS
+
+
 def _findings(r):
-    return sorted((f.check, f.severity, f.dtype, f.input, f.message) for f in r.findings)
+    """Findings as comparable tuples, the CUDA error's name in the driver API's spelling on both paths."""
+    return sorted((f.check, f.severity, f.dtype, f.input, re.sub(r"cudaError(\w+)", _error_name, f.message))
+                  for f in r.findings)
 
 
 def test_the_check_child_finds_the_same_on_both_paths_guards_poison_and_crash(monkeypatch):
@@ -103,11 +110,12 @@ def test_the_check_child_finds_the_same_on_both_paths_guards_poison_and_crash(mo
         assert t.cells == d.cells, name
         assert _findings(t) == _findings(d), name
     checks = {name: {f.check for f in r.findings} for name, r in driver_side.items()}
-    assert checks["gpu-rmsnorm-overrun"] == {"out-of-range-write"}
-    assert "after the end" in next(f.message for f in driver_side["gpu-rmsnorm-overrun"].findings)
-    assert checks["gpu-rmsnorm-skip-last"] == {"unwritten"}
-    assert checks["gpu-rmsnorm-illegal"] == {"crash"}
-    crash = driver_side["gpu-rmsnorm-illegal"].findings[0].message
+    assert "out-of-range-write" in checks["gpu-rmsnorm-overrun"] and "unwritten" not in checks["gpu-rmsnorm-overrun"]
+    assert any("0 bytes after the end" in f.message for f in driver_side["gpu-rmsnorm-overrun"].findings)
+    assert "unwritten" in checks["gpu-rmsnorm-skip-last"]
+    assert "out-of-range-write" not in checks["gpu-rmsnorm-skip-last"]
+    assert "crash" in checks["gpu-rmsnorm-illegal"]  # (the static lint also sees the store to address 16)
+    crash = next(f.message for f in driver_side["gpu-rmsnorm-illegal"].findings if f.check == "crash")
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in crash or "illegal memory access" in crash, crash
     assert driver_side["cuda-rmsnorm-n3"].verdict == "pass" and not driver_side["cuda-rmsnorm-n3"].findings
 
