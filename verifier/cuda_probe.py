@@ -1,6 +1,6 @@
 """Is a CUDA GPU usable here? Answered without importing torch, whose import alone takes 4-5 s on an H200
 machine (docs/benchmarks.md, verdict speed): the parent of isolated checks never launches anything, so it
-only needs the answer, and every child imports torch anyway.
+only needs the answer (a CUDA kernel's child launches through the driver, verifier.launch_path).
 
 torch already imported: its own answer. Otherwise: no torch, or a CPU build of torch ('+cpu' in its
 version), is no GPU; else the driver (libcuda, which honours CUDA_VISIBLE_DEVICES) is asked for a device count.

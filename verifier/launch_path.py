@@ -9,7 +9,10 @@ The driver path saves the 4-5 s that ``import torch`` costs a process on an H200
 - ``VERIFIER_CUDA_LAUNCH=driver``: the driver path wherever verifier.harness runs a CUDA spec on a GPU.
 - unset or ``auto``: the driver path in the check child (``verifier check`` on a GPU, every budget; it calls
   ``prefer_driver()``), torch elsewhere (the pytest plugin and the sanitizer's child, which use torch anyway).
-Triton kernels and callables always run on torch tensors.
+Triton kernels and callables always run on torch tensors. No CUDA spec needs a fallback to torch: every field of
+``Launch`` (entry, grid, block, dynamic shared memory, compile-time clusters) and every argument form (tensor
+names, 'M', 'N', 'eps', 'tmp:' workspaces, Scalars) is bound by one function for both paths
+(verifier.runners.cuda.bind_args).
 """
 from __future__ import annotations
 
