@@ -418,12 +418,13 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     KV_S5(TAG, T, 64, 8) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 128, 8) KV_S5(TAG, T, 512, 4)                \
     KV_S5(TAG, T, 512, 8) KV_S5(TAG, T, 512, 16)
 
-// S5f: S5's classes, but no 80-register cap at 4096 16-bit columns (t64_v8_m3 spills 8-72 bytes with the fast math);
-// benchmarks/softmax_tune.py times both; keep in sync with S5F_CONFIGS.
+// S5f: its own 16-bit classes, from benchmarks/softmax_tune.py on the H200 (docs/benchmarks.md): with fewer
+// instructions an element, 2048 columns take a warp at 80 registers (3 blocks an SM) and 2049-4096 columns
+// 128 threads of 32 elements at 51 registers (4 blocks an SM); S5's t64_v8 under the 80-register cap spills here.
+// Keep in sync with S5F_CONFIGS.
 #define KV_S5F_16(TAG, T)                                                                                 \
-    KV_S5F(TAG, T, 32, 1) KV_S5F(TAG, T, 32, 2) KV_S5F(TAG, T, 32, 4) KV_S5F(TAG, T, 32, 8)               \
-    KV_S5F(TAG, T, 64, 7) KV_S5F(TAG, T, 64, 8) KV_S5F(TAG, T, 256, 4) KV_S5F(TAG, T, 512, 4)             \
-    KV_S5F(TAG, T, 512, 8)
+    KV_S5F(TAG, T, 32, 1) KV_S5F(TAG, T, 32, 2) KV_S5F(TAG, T, 32, 4) KV_S5FM(TAG, T, 32, 8, 3)           \
+    KV_S5FM(TAG, T, 128, 4, 4) KV_S5F(TAG, T, 256, 4) KV_S5F(TAG, T, 512, 4) KV_S5F(TAG, T, 512, 8)
 #define KV_S5F_32(TAG, T)                                                                                 \
     KV_S5F(TAG, T, 32, 1) KV_S5F(TAG, T, 32, 2) KV_S5F(TAG, T, 32, 4) KV_S5F(TAG, T, 64, 4)               \
     KV_S5F(TAG, T, 64, 8) KV_S5F(TAG, T, 224, 4) KV_S5F(TAG, T, 128, 8) KV_S5F(TAG, T, 512, 4)            \

@@ -22,7 +22,7 @@ S5_CONFIGS = {
 }
 # S5f (the 'fast' math of S5): its own table, so that a tune can move it apart from S5's (KV_S5F_16 / KV_S5F_32).
 S5F_CONFIGS = {
-    8: ((32, 1), (32, 2), (32, 4), (32, 8), (64, 7), (64, 8), (256, 4), (512, 4), (512, 8)),
+    8: ((32, 1), (32, 2), (32, 4), (32, 8, 3), (128, 4, 4), (256, 4), (512, 4), (512, 8)),
     4: S5_CONFIGS[4],
 }
 SPLIT_THREADS, SPLIT_VECS = 512, 4  # kSplitThreads and the VECS of KV_SPLIT
