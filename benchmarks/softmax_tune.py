@@ -1,6 +1,6 @@
-"""Every S5 configuration of kernels/cuda/softmax_fast.cu (built with -DKV_S5_TUNE) at every shape, f32 and
+"""Every S5 and S5f configuration of kernels/cuda/softmax_fast.cu (built with -DKV_S5_TUNE) at every shape, f32 and
 bf16, timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a
-check against torch.softmax. Picks the table S5_CONFIGS of softmax_fast_spec.py. Then every cluster
+check against torch.softmax. Picks the tables S5_CONFIGS and S5F_CONFIGS of softmax_fast_spec.py. Then every cluster
 configuration (softmax_cluster_c<blocks per row>_t<threads>_v<vectors>) at the vocab shape, which picks
 kCluster / kClusterThreads / the VECS of KV_CLUSTER.
 
@@ -76,21 +76,22 @@ def main(argv=None) -> int:
             continue
         for N in args.N:
             x, ref, copy_ms = shape(args.M, N, td)
-            best = None
+            best = {}  # per variant: S5 (precise math) and S5f (fast math) are tuned apart
             for e in entries:
-                m = re.match(rf"softmax_s5x?_t(\d+)_v(\d+)(?:_l(\d)_e(\d)_p(\d))?(?:_m\d)?_{tag}$", e)
+                m = re.match(rf"softmax_(s5f?)x?_t(\d+)_v(\d+)(?:_l(\d)_e(\d)_p(\d))?(?:_m\d)?_{tag}$", e)
                 if not m:
                     continue
-                tpr, vecs = int(m.group(1)), int(m.group(2))
-                persistent = m.group(5) == "1"
+                variant, tpr, vecs = m.group(1), int(m.group(2)), int(m.group(3))
+                persistent = m.group(6) == "1"
                 if not N <= tpr * vecs * w < 2 * N:
                     continue  # too small, or twice too large (more threads idle than working)
                 rows = max(1, 256 // tpr)
                 groups = -(-args.M // rows)
                 for grid_n in ([sms * k for k in (2, 4, 8) if sms * k < groups] if persistent else [groups]):
                     label = f"{e}/g{grid_n}" if persistent else e
-                    best = trial(e, label, x, ref, copy_ms, (grid_n,), (tpr * rows,), best)
-            print(f"best {tag} N={N}: {best}")
+                    best[variant] = trial(e, label, x, ref, copy_ms, (grid_n,), (tpr * rows,), best.get(variant))
+            for variant, b in sorted(best.items()):
+                print(f"best {variant} {tag} N={N}: {b}")
     if args.vocab.lower() not in ("", "none"):
         vm, vn = (int(v) for v in args.vocab.lower().split("x"))
         for tag, td, w in (("f32", torch.float32, 4), ("bf16", torch.bfloat16, 8)):

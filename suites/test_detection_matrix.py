@@ -22,6 +22,10 @@ if "kernel_defect_matrix" not in sys.modules:
     sys.modules["kernel_defect_matrix"] = matrix
     _spec.loader.exec_module(matrix)
 
+# Whole batteries and sanitizer runs, 10-40 s a test on a GPU: spread through the collection (one xdist worker
+# would otherwise get the whole module as one run of consecutive tests).
+pytestmark = pytest.mark.verifier_spread
+
 ENTRIES = matrix.load_entries()
 DEVICE = resolve_device("auto")
 SEED = 0

@@ -120,3 +120,35 @@ def test_build_time_defects_are_judged_without_a_launch(monkeypatch, device):
     assert seen[by_name["defect-shuffle-inactive-lanes"].spec.name] == "cpu"
     assert seen[by_name["defect-spill-undeclared"].spec.name] == "cpu"
     assert seen[by_name["defect-missing-syncthreads"].spec.name] == device
+
+
+def test_sanitized_checks_run_each_tool_once(monkeypatch):
+    """A sanitizer defect runs only its declared tool; a twin's four tools run once, with its first exposing
+    case at budget 'ci' (every dtype), not again for every case (the tools launch their own tail shapes)."""
+    m = _matrix()
+    calls = []
+
+    class _Report:
+        verdict, findings, error = "pass", [], None
+
+    def fake_check(spec, opts):
+        calls.append(opts)
+        return _Report()
+
+    monkeypatch.setattr(m, "_check", fake_check)
+    by_name = {e.name: e for e in m.load_entries()}
+    race = by_name["defect-missing-syncthreads"]
+    m.run_defect(race, "cuda")
+    assert [(o.sanitize, o.sanitize_tools) for o in calls] == [(True, ("racecheck",))]
+
+    calls.clear()
+    twin_entries = [e for e in by_name.values() if e.twin == race.twin]
+    cases = [e.exposing_input for e in twin_entries] + ["normal_small", "d7_below_warp"]
+    m.run_twin(race.twin_spec, cases, "cuda", sanitize=True, whole_battery=True)
+    sanitized = [o for o in calls if o.sanitize]
+    assert len(calls) >= 3 and len(sanitized) == 1
+    assert sanitized[0].case is not None and sanitized[0].budget == "ci" and sanitized[0].sanitize_tools is None
+
+    calls.clear()  # no catalogue case: the whole battery carries the sanitizer
+    m.run_twin(race.twin_spec, ["determinism probe"], "cuda", sanitize=True, whole_battery=True)
+    assert [(o.case, o.sanitize) for o in calls] == [(None, True)]

@@ -282,6 +282,17 @@ def test_battery_never_calls_the_sanitizer_on_cpu(monkeypatch):
         assert report.verdict == "skipped" and not report.findings
 
 
+def test_battery_hook_runs_the_tools_it_is_given(monkeypatch):
+    monkeypatch.setattr(D, "find_tool", lambda: "/cs")
+    spec = _cuda_spec()
+    report = KernelReport(spec=spec, device="cpu")
+    D.battery_hook(spec, Options(device="cpu", budget="ci", sanitize=True, sanitize_tools=["memcheck"]), report,
+                   spec.dtypes)
+    assert sorted(report.cells) == [(t, "memcheck") for t in ("bf16", "f16", "f32")]
+    with pytest.raises(UsageError, match="unknown sanitizer tool"):
+        D.battery_hook(spec, Options(device="cpu", sanitize=True, sanitize_tools=("memchek",)), report, spec.dtypes)
+
+
 def test_callables_are_skipped_with_the_reason(monkeypatch, specs):
     monkeypatch.setattr(D, "sanitize", lambda *a, **k: pytest.fail("called"))
     report = KernelReport(spec=specs["fake-softmax"], device="cuda")

@@ -18,39 +18,51 @@ SOURCE = (CUDA / "softmax_fast.cu").read_text()
 IO = ("f32", "f16", "bf16")
 
 
-def _macro_configs(name):
-    """(tpr, vecs) or (tpr, vecs, min blocks) of each KV_S5 / KV_S5M entry of a size-class macro, in order."""
+# kernel name -> (its size-class table, the entry macro, the entry name stem)
+S5_KINDS = {"cuda-softmax-s5": (F.S5_CONFIGS, "KV_S5", "softmax_s5"),
+            "cuda-softmax-s5f": (F.S5F_CONFIGS, "KV_S5F", "softmax_s5f")}
+
+
+def _macro_configs(name, entry_macro):
+    """(tpr, vecs) or (tpr, vecs, min blocks) of each entry of a size-class macro, in order."""
     body = re.search(rf"#define {name}\(TAG, T\)(.*?)\n(?!\s)", SOURCE, re.S).group(1)
-    return tuple(tuple(int(v) for v in (a, b, c) if v)
-                 for a, b, c in re.findall(r"KV_S5M?\(TAG, T, (\d+), (\d+)(?:, (\d+))?\)", body))
+    found = re.findall(rf"(\w+)\(TAG, T, (\d+), (\d+)(?:, (\d+))?\)", body)
+    assert {m for m, *_ in found} <= {entry_macro, entry_macro + "M"}, f"{name} mixes entry macros: {found}"
+    return tuple(tuple(int(v) for v in (a, b, c) if v) for _, a, b, c in found)
 
 
-def test_s5_tables_match_the_source_macros():
-    assert F.S5_CONFIGS[8] == _macro_configs("KV_S5_16")
-    assert F.S5_CONFIGS[4] == _macro_configs("KV_S5_32")
-    for w, table in F.S5_CONFIGS.items():
+@pytest.mark.parametrize("kernel", sorted(S5_KINDS))
+def test_s5_tables_match_the_source_macros(kernel):
+    configs, macro, _ = S5_KINDS[kernel]
+    assert configs[8] == _macro_configs(macro + "_16", macro)
+    assert configs[4] == _macro_configs(macro + "_32", macro)
+    for w, table in configs.items():
         caps = [t * v * w for t, v, *_ in table]
         assert caps == sorted(caps) and len(set(caps)) == len(caps)  # smallest fitting class is unique
         assert all(t % 32 == 0 and t <= 512 for t, *_ in table)  # whole warps, a block's worth at most
 
 
+@pytest.mark.parametrize("kernel", sorted(S5_KINDS))
 @pytest.mark.parametrize("tag", IO)
 @pytest.mark.parametrize("N", [8, 128, 512, 1000, 1024, 2048, 3584, 4096, 8192, 16384, 32768])
-def test_s5_launch_covers_every_column_once(tag, N):
+def test_s5_launch_covers_every_column_once(kernel, tag, N):
+    configs, macro, stem = S5_KINDS[kernel]
     dt = dtypes(tag)
     w = F.VEC_WIDTH[dt.input]
     if N % w:
-        pytest.skip("refused")
+        assert KERNELS[kernel].check_supported(37, N, dt)
+        return
     M = 37
-    (launch,) = F.KERNELS[0].launches(M, N, dt, {})
-    tpr, vecs, suffix = F.s5_config(N, dt)
-    assert launch.entry == f"softmax_s5_t{tpr}_v{vecs}{suffix}_{tag}"
+    assert KERNELS[kernel].check_supported(M, N, dt) is None
+    (launch,) = KERNELS[kernel].launches(M, N, dt, {})
+    tpr, vecs, suffix = F.s5_config(N, dt, configs)
+    assert launch.entry == f"{stem}_t{tpr}_v{vecs}{suffix}_{tag}"
     minb = suffix[2:]
-    assert (f"KV_S5M(TAG, T, {tpr}, {vecs}, {minb})" if minb else f"KV_S5(TAG, T, {tpr}, {vecs})") in SOURCE
+    assert (f"{macro}M(TAG, T, {tpr}, {vecs}, {minb})" if minb else f"{macro}(TAG, T, {tpr}, {vecs})") in SOURCE
     rows = max(1, F.BLOCK // tpr)
     assert launch.block == (tpr * rows,) and launch.grid[0] * rows >= M > (launch.grid[0] - 1) * rows
     assert tpr * vecs * w >= N  # every column has a slot
-    smaller = [t * v * w for t, v, *_ in F.S5_CONFIGS[w] if t * v * w < tpr * vecs * w]
+    smaller = [t * v * w for t, v, *_ in configs[w] if t * v * w < tpr * vecs * w]
     assert all(c < N for c in smaller)  # and no smaller class would do
 
 
@@ -59,6 +71,8 @@ def test_s5_launch_covers_every_column_once(tag, N):
     ("cuda-softmax-s5", 1028, "bf16", "multiple of the 8-element"),
     ("cuda-softmax-s5", 32776, "f16", "exceeds the register-resident limit 32768"),
     ("cuda-softmax-s5", 152064, "bf16", "use cuda-softmax-split"),
+    ("cuda-softmax-s5f", 1028, "bf16", "multiple of the 8-element"),
+    ("cuda-softmax-s5f", 32776, "bf16", "exceeds the register-resident limit 32768"),
     ("cuda-softmax-split", 7, "f32", "multiple of the 4-element"),
     ("cuda-softmax-cluster", 163848, "bf16", "exceeds 163840"),
     ("cuda-softmax-cluster", 12, "bf16", "multiple of the 8-element"),
@@ -109,4 +123,10 @@ def test_grids_past_the_launch_limit_are_refused():
 def test_s5_keeps_nothing_out_of_registers():
     for k in F.KERNELS:
         assert k.expectations.max_spill_bytes == 0 and k.expectations.max_stack_bytes == 0
-        assert k.math_mode == "precise" and k.expectations.deterministic
+        assert k.math_mode == ("fast" if k.name == "cuda-softmax-s5f" else "precise") and k.expectations.deterministic
+
+
+def test_s5f_differs_from_s5_only_in_its_math():
+    """The fast rung is S5 with exp_approx and a multiply by 1/s: same template, same classes unless a tune moves them."""
+    assert "s5<T, TPR, VECS, true>" in SOURCE and "ex2.approx.ftz.f32" in SOURCE
+    assert re.search(r"FAST \? exp_approx\(v\[c\]\[k\] - m\) : expf\(v\[c\]\[k\] - m\)", SOURCE)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Performance evidence on a CUDA machine (issue #15): what docs/benchmarks.md and docs/gpu-runs/ quote.
 #   OUT=/dir VERIFIER_COMMIT=<commit> bash tools/perf_run.sh [STEP...]
-#   steps: env tune bench check profile verdict sanitize suites
+#   steps: env tune bench check profile verdict sanitize matrix suites
 #   TUNE_ARGS: arguments of benchmarks/softmax_tune.py; SUITES_WORKERS: worker counts swept one after another
 #   (e.g. "16 8 4"; the first run also warms the build and Triton caches, which every later run shares)
 # Liger-Kernel is used when importable (carry its wheel in .whl/ and install it with --target first).
@@ -51,7 +51,7 @@ if has tune; then
 fi; pack
 if has bench; then
   t0=$(date +%s)
-  $V bench $SOFTMAX --kernel 'cuda-softmax-s[45]' --kernel 'cuda-softmax-split' --kernel 'cuda-softmax-cluster' --against kernels/torch \
+  $V bench $SOFTMAX --kernel 'cuda-softmax-s[45]' --kernel 'cuda-softmax-s5f' --kernel 'cuda-softmax-split' --kernel 'cuda-softmax-cluster' --against kernels/torch \
      --against benchmarks/liger_spec.py --dtype f32 --dtype bf16 --format json --output "$W/bench_softmax.json" \
      --plot "$W/bench_softmax.png" 2> "$W/bench_softmax.err"; echo "exit $? wall $(( $(date +%s) - t0 )) s" >> "$W/bench_softmax.err"
   python3 -c "
@@ -90,6 +90,18 @@ if has sanitize; then
       --output "$W/sanitize_$tool.json" 2> "$W/sanitize_$tool.err"; rc=$?
     echo "sanitize $tool exit=$rc wall=$(( $(date +%s) - s )) s" | tee -a "$W/sanitize.txt"; tail -1 "$W/sanitize_$tool.err"
   done
+fi; pack
+if has matrix; then
+  # the detection matrix alone, one line per test with its worker, and the slowest tests; pytest-timeout (in the
+  # device image) fails a test that hangs past MATRIX_TEST_TIMEOUT instead of letting it hold the run
+  PLUGIN=""; python3 -c 'import importlib.metadata as m; m.version("kernel-verifier")' 2>/dev/null || PLUGIN="-p verifier.pytest_plugin"
+  export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/kv-triton-cache}
+  s=$(date +%s.%N)
+  timeout ${MATRIX_TIMEOUT:-300} python3 -m pytest -n auto suites/test_detection_matrix.py -v -p no:cacheprovider $PLUGIN \
+    --timeout ${MATRIX_TEST_TIMEOUT:-240} --durations=0 > "$W/matrix.txt" 2>&1; rc=$?
+  echo "matrix exit=$rc wall=$(python3 -c "print(round($(date +%s.%N)-$s,1))") s: $(tail -1 "$W/matrix.txt" | cut -c1-150)" \
+    | tee -a "$W/suites.txt"
+  grep -E "^[0-9.]+s (call|setup)" "$W/matrix.txt" | head -25
 fi; pack
 if has suites; then
   # an uninstalled checkout loads the plugin by name (the installed package registers it as an entry point)

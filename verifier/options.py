@@ -26,8 +26,15 @@ class Options:
     case: Optional[str] = None  # only this catalogue case (repro)
     dtype: Optional[str] = None  # only this dtype tag (repro)
     sanitize: bool = False
+    # compute-sanitizer tools of a sanitized run (None: all four); the detection matrix runs only a defect's declared one
+    sanitize_tools: Optional[tuple] = None
     triton_mode: Optional[str] = None
     timeout: Optional[float] = None  # seconds per kernel in a child process (None: $VERIFIER_KERNEL_TIMEOUT or 600)
+
+
+    def __post_init__(self):
+        if self.sanitize_tools is not None:  # a list after a JSON round trip (the isolate child's request)
+            object.__setattr__(self, "sanitize_tools", tuple(self.sanitize_tools))
 
 
 def resolve_device(device: str) -> str:

@@ -31,6 +31,9 @@ GPU handling (see verifier/gpu_pinning.py): each xdist worker is pinned to one G
 ``-n auto`` starts CPUs/GPUs workers per GPU. A CUDA fault leaves the process's context unusable, so after one the
 remaining kernel tests of that process run each in a child ``pytest NODEID`` (poisoned-context fallback);
 ``--verifier-sanitize`` adds a ``-memcheck`` item per GPU test, run in a child under compute-sanitizer.
+
+Marker ``verifier_spread``: a long test, placed at even intervals through the collection so that xdist's
+consecutive-run scheduling hands such tests to many workers instead of one (verifier/plugin/spread.py).
 """
 from __future__ import annotations
 
@@ -121,11 +124,16 @@ def pytest_collection(session):
 
 def pytest_collection_modifyitems(session, config, items):
     """A collected test that uses the plugin commits the process to compiled or interpreted Triton before any
-    test runs (a suite module already did while it was parametrized); other sessions are left as they are."""
+    test runs (a suite module already did while it was parametrized); other sessions are left as they are.
+    Tests marked ``verifier_spread`` are spread through the collection (verifier.plugin.spread)."""
     if any(item.get_closest_marker("verifier") or _FIXTURES & set(getattr(item, "fixturenames", ())) for item in items):
         from verifier.plugin.session import activate_triton
 
         activate_triton(config._verifier["device"])
+    if any(item.get_closest_marker("verifier_spread") for item in items):
+        from verifier.plugin.spread import spread
+
+        spread(items)
 
 
 def pytest_generate_tests(metafunc):

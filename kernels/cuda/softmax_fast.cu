@@ -138,7 +138,27 @@ __device__ __forceinline__ void store16_div(T* p, const float (&e)[kv::Vec16<T>:
     __stcs(reinterpret_cast<uint4*>(p), u.raw);
 }
 
-template <typename T, int TPR, int VECS, int LOAD = kLoad<T>>
+// S5f (math_mode 'fast'): exp(t) = ex2.approx.ftz(t * log2 e) and y = e * (1/s), 3 + 1 instructions an element
+// instead of 8 + 3 (expf and the correctly rounded division). t = x - m is still formed exactly as in S5, so the
+// argument's rounding is relative to |x - m| (2u|t| with log2 e's rounding), inside the 'fast' bound
+// 2 ulp + 2.35u|t| (errmodel.F32['fast']); ex2.approx is 2 ulp, the product of two correctly rounded
+// factors 2u, subnormal results flush to 0. For 16-bit outputs (u_out = 2^-8 or 2^-11) these fp32 errors are
+// far below one output ulp.
+__device__ __forceinline__ float exp_approx(float t) {
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(t * 1.4426950408889634f));
+    return e;
+}
+
+template <typename T>
+__device__ __forceinline__ void store16_mul(T* p, const float (&e)[kv::Vec16<T>::W], float r) {
+    typename kv::Vec16<T>::U u;
+#pragma unroll
+    for (int k = 0; k < kv::Vec16<T>::W; ++k) u.e[k] = kv::from_float<T>(e[k] * r);
+    __stcs(reinterpret_cast<uint4*>(p), u.raw);
+}
+
+template <typename T, int TPR, int VECS, bool FAST = false, int LOAD = kLoad<T>>
 __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
     constexpr int W = kv::Vec16<T>::W;
     constexpr int ROWS = TPR >= kBlock ? 1 : kBlock / TPR;
@@ -164,7 +184,7 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
 #pragma unroll
-        for (int k = 0; k < W; ++k) v[c][k] = expf(v[c][k] - m);
+        for (int k = 0; k < W; ++k) v[c][k] = FAST ? exp_approx(v[c][k] - m) : expf(v[c][k] - m);
         part[c] = tree_sum(v[c]);
     }
     const float s = row_sum<WARPS>(tree_sum(part), part_s[slot]);
@@ -173,7 +193,13 @@ __device__ void s5(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
-        if (j < nvec) store16_div<T>(yr + (size_t)j * W, v[c], s, r);
+        if (j < nvec) {
+            if constexpr (FAST) {
+                store16_mul<T>(yr + (size_t)j * W, v[c], r);
+            } else {
+                store16_div<T>(yr + (size_t)j * W, v[c], s, r);
+            }
+        }
     }
 }
 
@@ -342,6 +368,17 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
         softmax_s5_t##TPR##_v##VECS##_m##MINB##_##TAG(const T* x, T* y, int M, int N) {                  \
         s5<T, TPR, VECS>(x, y, M, N);                                                                    \
     }
+// softmax_s5f_t<TPR>_v<VECS>[_m<MINB>]_<io>: S5 with the 'fast' math (exp_approx, multiply by 1/s).
+#define KV_S5F(TAG, T, TPR, VECS)                                                                         \
+    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock)                           \
+        softmax_s5f_t##TPR##_v##VECS##_##TAG(const T* x, T* y, int M, int N) {                           \
+        s5<T, TPR, VECS, true>(x, y, M, N);                                                              \
+    }
+#define KV_S5FM(TAG, T, TPR, VECS, MINB)                                                                  \
+    extern "C" __global__ void __launch_bounds__(TPR >= kBlock ? TPR : kBlock, MINB)                     \
+        softmax_s5f_t##TPR##_v##VECS##_m##MINB##_##TAG(const T* x, T* y, int M, int N) {                 \
+        s5<T, TPR, VECS, true>(x, y, M, N);                                                              \
+    }
 #define KV_SPLIT(TAG, T, VECS)                                                                            \
     extern "C" __global__ void __launch_bounds__(kSplitThreads)                                          \
         softmax_split_stats_##TAG(const T* x, float* ws, int M, int N, int chunks) {                     \
@@ -381,6 +418,18 @@ __device__ void cluster_softmax(const T* __restrict__ x, T* __restrict__ y, int 
     KV_S5(TAG, T, 64, 8) KV_S5(TAG, T, 224, 4) KV_S5(TAG, T, 128, 8) KV_S5(TAG, T, 512, 4)                \
     KV_S5(TAG, T, 512, 8) KV_S5(TAG, T, 512, 16)
 
+// S5f: its own 16-bit classes, from benchmarks/softmax_tune.py on the H200 (docs/benchmarks.md): with fewer
+// instructions an element, 2048 columns take a warp at 80 registers (3 blocks an SM) and 2049-4096 columns
+// 128 threads of 32 elements at 51 registers (4 blocks an SM); S5's t64_v8 under the 80-register cap spills here.
+// Keep in sync with S5F_CONFIGS.
+#define KV_S5F_16(TAG, T)                                                                                 \
+    KV_S5F(TAG, T, 32, 1) KV_S5F(TAG, T, 32, 2) KV_S5F(TAG, T, 32, 4) KV_S5FM(TAG, T, 32, 8, 3)           \
+    KV_S5FM(TAG, T, 128, 4, 4) KV_S5F(TAG, T, 256, 4) KV_S5F(TAG, T, 512, 4) KV_S5F(TAG, T, 512, 8)
+#define KV_S5F_32(TAG, T)                                                                                 \
+    KV_S5F(TAG, T, 32, 1) KV_S5F(TAG, T, 32, 2) KV_S5F(TAG, T, 32, 4) KV_S5F(TAG, T, 64, 4)               \
+    KV_S5F(TAG, T, 64, 8) KV_S5F(TAG, T, 224, 4) KV_S5F(TAG, T, 128, 8) KV_S5F(TAG, T, 512, 4)            \
+    KV_S5F(TAG, T, 512, 8) KV_S5F(TAG, T, 512, 16)
+
 // benchmarks/softmax_tune.py builds with -DKV_S5_TUNE: every (TPR, VECS) of a grid instead of the table.
 #ifdef KV_S5_TUNE
 #define KV_S5_ROW(TAG, T, TPR) KV_S5(TAG, T, TPR, 1) KV_S5(TAG, T, TPR, 2) KV_S5(TAG, T, TPR, 4) KV_S5(TAG, T, TPR, 8)
@@ -395,10 +444,20 @@ KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 512, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 8
 KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 1024, 5) KV_CLUSTER_X(bf16, __nv_bfloat16, 4, 512, 10)
 KV_CLUSTER_X(bf16, __nv_bfloat16, 8, 1024, 3)
 KV_CLUSTER_X(f32, float, 8, 512, 10) KV_CLUSTER_X(f32, float, 8, 1024, 5)
+#define KV_S5F_ROW(TAG, T, TPR) KV_S5F(TAG, T, TPR, 1) KV_S5F(TAG, T, TPR, 2) KV_S5F(TAG, T, TPR, 4) KV_S5F(TAG, T, TPR, 8)
+KV_S5F_ROW(bf16, __nv_bfloat16, 32) KV_S5F_ROW(bf16, __nv_bfloat16, 64) KV_S5F_ROW(bf16, __nv_bfloat16, 128)
+KV_S5F_ROW(bf16, __nv_bfloat16, 256) KV_S5F_ROW(bf16, __nv_bfloat16, 512)
+KV_S5F(bf16, __nv_bfloat16, 64, 7) KV_S5F(bf16, __nv_bfloat16, 128, 7) KV_S5F(bf16, __nv_bfloat16, 32, 7)
+// register caps that ptxas meets without spilling (t64_v8_m3, t32_v8_m4, t64_v7_m4 spill 8-120 bytes)
+KV_S5FM(bf16, __nv_bfloat16, 32, 8, 3) KV_S5FM(bf16, __nv_bfloat16, 64, 7, 3) KV_S5FM(bf16, __nv_bfloat16, 128, 4, 4)
+KV_S5F_32(f32, float)
 #else
 KV_S5_32(f32, float)
 KV_S5_16(f16, __half)
 KV_S5_16(bf16, __nv_bfloat16)
+KV_S5F_32(f32, float)
+KV_S5F_16(f16, __half)
+KV_S5F_16(bf16, __nv_bfloat16)
 #endif
 // split: 4 vectors a thread, a chunk of 2048 vectors (8192 f32 / 16384 16-bit elements) a block.
 KV_SPLIT(f32, float, 4)

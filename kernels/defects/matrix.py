@@ -158,7 +158,9 @@ def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, 
         # Judged from the build (ptxas, PTX) alone: on a GPU the battery would also launch the defect, and some
         # of these hang there (a full-mask shuffle over exited lanes) until the kernel timeout.
         device = "cpu"
-    opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer)
+    # Only the declared tool: the question is whether it catches the defect (the twin runs all four).
+    opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer,
+                   sanitize_tools=(entry.caught_by,) if entry.sanitizer else None)
     out = _summary(_check(entry.spec, opts))
     fired = out["classes"] if entry.severity == "error" else out["warnings"]
     out.update(caught=entry.caught_by in fired, case=case or f"whole battery ({opts.budget})")
@@ -170,7 +172,10 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     """The twin on each of ``cases`` (its defects' exposing inputs) and either its whole battery at
     ``budget`` or, with ``whole_battery=False``, every catalogue case of ``budget`` run one by one
     (values, invariants, poison and guards; no refusal, boundary or determinism check: those cost
-    minutes for loop-heavy kernels in the Triton interpreter)."""
+    minutes for loop-heavy kernels in the Triton interpreter). With ``sanitize``, the four sanitizer tools
+    run once per dtype, with the first case (budget 'ci': every dtype; the whole battery when there is no case,
+    budget permitting): their launches are the sanitizer's own tail shapes whatever the case, so sanitizing
+    every case would repeat the same runs."""
     from verifier.options import Options
     from verifier.inputs import catalogue
 
@@ -178,11 +183,12 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     run_cases = set(cases) & known
     reports = []
     if whole_battery:
-        reports.append(_check(spec, Options(budget=budget, seed=seed, device=device, sanitize=sanitize)))
+        reports.append(_check(spec, Options(budget=budget, seed=seed, device=device,
+                                            sanitize=sanitize and not run_cases)))
     else:
         run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, budget=budget)}
-    for c in sorted(run_cases):
-        reports.append(_check(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize)))
+    for i, c in enumerate(sorted(run_cases)):
+        reports.append(_check(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0)))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
     warnings = sorted({c for m in merged for c in m["warnings"]})

@@ -33,6 +33,8 @@ MARKERS = {
     "gpu": "needs a CUDA GPU (skipped with the reason on CPU machines)",
     "sanitizer": "runs under compute-sanitizer",
     "slow": "long-running",
+    "verifier_spread": "a long test: placed at even intervals through the collection so that xdist gives such "
+                       "tests to many workers (verifier.plugin.spread)",
     "interpreter": "runs Triton kernels under TRITON_INTERPRET=1",
     "verifier(op)": "parametrize the test over the registered kernels of op (a suite)",
     "verifier_rerun(tool)": "internal: a compute-sanitizer re-run of the test of the same id without the suffix",

@@ -436,12 +436,17 @@ def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: flo
 
 
 def battery_hook(spec, opts, report, tags) -> None:
-    """Called by verifier.battery when ``opts.sanitize``: the four tools for each dtype (the first only
-    under budget 'quick'). On a machine without a GPU every cell is skipped and nothing is launched."""
+    """Called by verifier.battery when ``opts.sanitize``: ``opts.sanitize_tools`` (default: the four) for each
+    dtype (the first only under budget 'quick'). On a machine without a GPU every cell is skipped and nothing is
+    launched."""
     dts = list(tags)[:1] if opts.budget == "quick" else list(tags)
-    jobs = hook_jobs(len(dts) * len(TOOLS))
+    tools = tuple(opts.sanitize_tools or TOOLS)
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise UsageError(f"unknown sanitizer tool(s) {unknown}", fix=f"use some of {', '.join(TOOLS)}")
+    jobs = hook_jobs(len(dts) * len(tools))
     if jobs <= 1:
-        sanitize_kernel(spec, report, dts, TOOLS, device=opts.device)
+        sanitize_kernel(spec, report, dts, tools, device=opts.device)
         return
     # Each tool run is a child process that spends most of its time starting (torch's import alone is
     # 4-5 s on an H200 machine): running them at once on the one GPU takes the 12 runs of a thorough check
@@ -449,7 +454,7 @@ def battery_hook(spec, opts, report, tags) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        finish_kernel(start_kernel(spec, report, dts, TOOLS, device=opts.device, pool=pool))
+        finish_kernel(start_kernel(spec, report, dts, tools, device=opts.device, pool=pool))
 
 
 def hook_jobs(runs: int) -> int:
