@@ -38,7 +38,7 @@ def s5_config(N, dt, configs=S5_CONFIGS):
     for tpr, vecs, *minb in configs[w]:
         if tpr * vecs * w >= N:
             return tpr, vecs, "".join(f"_m{b}" for b in minb)
-    raise UsageError(f"N={N} exceeds the register-resident limit {s5_limit(dt, configs)} of cuda-softmax-s5",
+    raise UsageError(f"N={N} exceeds the register-resident limit {s5_limit(dt, configs)} of this S5 size-class table",
                      fix="use cuda-softmax-split, which takes any N")
 
 
