@@ -3,9 +3,9 @@
     python benchmarks/isolation_cost.py                      # kernels/torch, budget quick
     python benchmarks/isolation_cost.py kernels/triton --budget quick
 
-Checks the same kernels three ways through verifier.battery.check_all and prints each wall time and the ratios:
+Checks the same kernels three ways through verifier.isolation.check_all and prints each wall time and the ratios:
 in this process (isolate=False: a segfault ends the run), in a fork of this process per kernel (isolate=None,
-the CPU default: verifier.forked), and in a fresh interpreter per kernel (isolate=True, ``--isolate``).
+the CPU default: verifier.isolation.forked), and in a fresh interpreter per kernel (isolate=True, ``--isolate``).
 The order is in-process, fork, spawn, then in-process again (the first run pays for imports and caches).
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", default="quick")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
-    from verifier import registry
-    from verifier.battery import check_all
-    from verifier.options import Options
+    from verifier.declare import registry
+    from verifier.isolation import check_all
+    from verifier.results.options import Options
 
     specs = [s for s in registry.load(args.paths) if s.kind in ("callable", "triton")]
     opts = Options(budget=args.budget, device="cpu")

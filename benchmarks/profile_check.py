@@ -35,9 +35,10 @@ def main(argv=None) -> int:
         import torch  # noqa: F401
 
     t1 = time.perf_counter()
-    from verifier import registry
+    from verifier.declare import registry
     from verifier.battery import check_kernel
-    from verifier.options import Options, resolve_device
+    from verifier.gpu.probe import resolve_device
+    from verifier.results.options import Options
 
     t2 = time.perf_counter()
     import cProfile

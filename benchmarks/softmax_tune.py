@@ -30,8 +30,8 @@ def main(argv=None) -> int:
 
     from verifier.bench.plan import summarize
     from verifier.bench.timing import NO_GPU, Timer, gpu_available
-    from verifier.build import compile_cubin
-    from verifier.runners.cuda import _cupy, device_arch, torch_stream_for_cupy
+    from verifier.toolchain.nvcc import compile_cubin
+    from verifier.launch.cuda import _cupy, device_arch, torch_stream_for_cupy
 
     if not gpu_available():
         print(NO_GPU[0], file=sys.stderr)

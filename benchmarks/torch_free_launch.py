@@ -1,5 +1,5 @@
 """What a fresh process pays before its first CUDA kernel result: through torch (what every `verifier check`
-child does now) vs through verifier.cuda_driver (ctypes over libcuda, numpy arrays). Each case runs in its own
+child does now) vs through verifier.gpu.libcuda (ctypes over libcuda, numpy arrays). Each case runs in its own
 interpreter, after one untimed run that warms the nvcc cache; the ratio is measured side by side in one run.
 
     python benchmarks/torch_free_launch.py [--repeats 3]
@@ -14,16 +14,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_SPEC = "from verifier.registry import load_spec_file; k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
+_SPEC = "from verifier.declare.registry import load_spec_file; k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
 CASES = {
     "python -c pass": "pass",
     "import torch; CUDA context": "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()",
     "torch + CuPy runner: S5 once": (
-        "import torch; from verifier.spec import dtypes; from verifier.runners.cuda import run_cuda; " + _SPEC +
+        "import torch; from verifier.spec import dtypes; from verifier.launch.cuda import run_cuda; " + _SPEC +
         "x = torch.randn(64, 1024, device='cuda'); y = torch.empty_like(x); "
         "run_cuda(k, {'x': x}, {'y': y}, {}, dtypes('f32'), 'cuda'); assert abs(y.sum().item() - 64) < 1e-3"),
     "cuda_driver: S5 once": (
-        "import numpy as np; from verifier.runners.cuda_numpy import run_numpy; from verifier.spec import dtypes; " + _SPEC +
+        "import numpy as np; from verifier.launch.cuda_numpy import run_numpy; from verifier.spec import dtypes; " + _SPEC +
         "x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32); "
         "r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
         "assert abs(r.outputs['y'].sum() - 64) < 1e-3"),
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    from verifier.cuda_probe import driver_device_count
+    from verifier.gpu.probe import driver_device_count
 
     if driver_device_count() == 0:
         print("torch_free_launch: needs an NVIDIA GPU and its driver (libcuda)", file=sys.stderr)

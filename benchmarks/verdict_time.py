@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = {"driver": None, "torch": "torch"}  # value of VERIFIER_CUDA_LAUNCH (None: unset, the default)
 # battery phases: (label, file suffix, function) of cProfile entries whose cumulative time is the phase
-BATTERY = [("build cache (nvcc or cached cubin/PTX)", "verifier/build.py", ("compile_cubin", "compile_ptx")),
-           ("static lint", "verifier/lint/driver.py", ("battery_hook",)),
-           ("launches (harness bodies)", "verifier/harness.py", ("_launch_driver", "_launch_torch")),
+BATTERY = [("build cache (nvcc or cached cubin/PTX)", "verifier/toolchain/nvcc.py", ("compile_cubin", "compile_ptx")),
+           ("static lint", "verifier/lint/step.py", ("battery_hook",)),
+           ("launches (harness bodies)", "verifier/launch/harness.py", ("_launch_driver", "_launch_torch")),
            ("references (float64 + mpmath)", "references/__init__.py", ("reference",)),
            ("imports inside the battery", "_bootstrap>", ("_find_and_load",))]
 
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="folder for the phase marks and profiles (default: a temporary one)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from verifier.cuda_probe import driver_device_count
+    from verifier.gpu.probe import driver_device_count
 
     if driver_device_count() == 0:
         print("verdict_time: needs an NVIDIA GPU and its driver (libcuda)", file=sys.stderr)

@@ -33,7 +33,7 @@ class Reference:
 
     exact:      float64 approximation of the exact result; mpmath-corrected where recomputed.
     rounded:    the exact result correctly rounded (nearest-even) into each output's dtype; e4m3fn saturates
-                as verifier.ulp.round_to. float64 outputs: equal to ``exact`` and NOT certified unless
+                as verifier.numerics.ulp.round_to. float64 outputs: equal to ``exact`` and NOT certified unless
                 reference(..., certify_float64=True); their error is at most ``bound``.
     recomputed: how many elements needed mpmath.
     bound:      absolute bound on |exact - true| per element (0 where exact; u|exact| after mpmath).

@@ -18,7 +18,7 @@ import mpmath
 import numpy as np
 
 from verifier import dtypes as _dt
-from verifier.ulp import round_to
+from verifier.numerics.ulp import round_to
 
 U = 2.0**-53
 TINY = 2.0**-1060  # absolute slack for subnormal intermediates (many times 2**-1074)
@@ -93,7 +93,7 @@ def mpf_rows(x: np.ndarray, rows) -> list[list]:
 def round_mpf(v, name: str) -> float:
     """The float64 holding ``v`` (an mpf, exact as given) rounded to nearest-even into dtype ``name``.
 
-    Integer arithmetic on the mantissa, so there is exactly one rounding. Overflow as verifier.ulp.round_to:
+    Integer arithmetic on the mantissa, so there is exactly one rounding. Overflow as verifier.numerics.ulp.round_to:
     +-inf for IEEE formats, saturation to +-max for float8_e4m3fn.
     """
     if mpmath.isnan(v):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.options import resolve_device
+from verifier.gpu.probe import resolve_device
 
 _PATH = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "matrix.py"
 _spec = importlib.util.spec_from_file_location("kernel_defect_matrix", _PATH)

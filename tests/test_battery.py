@@ -9,15 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifier.battery import check_all, check_kernel
-from verifier.cases import cases_for, hypothesis_case, random_inputs
-from verifier.kernel_report import RUN_CHECKS, KernelReport
-from verifier.options import Options
-from verifier.steps.hypothesis import check_shapes
-from verifier.steps.refusal import check_refusal
-from verifier.steps.values import run_case
+from verifier.battery import check_kernel
+from verifier.isolation import check_all
+from verifier.inputs.cases import cases_for, hypothesis_case, random_inputs
+from verifier.results.kernel import RUN_CHECKS, KernelReport
+from verifier.results.options import Options
+from verifier.battery.hypothesis import check_shapes
+from verifier.battery.refusal import check_refusal
+from verifier.battery.values import run_case
 from verifier.errors import Unsupported, UsageError
-from verifier.registry import load_spec_file
+from verifier.declare.registry import load_spec_file
 
 HEADER = """
 import numpy as np, torch
@@ -68,7 +69,7 @@ def test_order_of_the_battery_and_a_clean_pass(tmp_path):
     for tag in ("f32", "bf16"):
         for check in RUN_CHECKS:
             assert report.cells[(tag, check)] == "pass", (tag, check)
-        assert report.cells[(tag, "build")].startswith("skipped(")
+        assert report.cells[(tag, "build")].skipped
 
 
 def test_value_defect_found_for_every_declared_dtype_with_seed_input_and_repro(tmp_path):
@@ -294,7 +295,7 @@ def test_dtype_selection_skips_kernels_without_it(tmp_path):
                    CallableKernel(name="b", op="softmax", fn=fn, dtypes=[dtypes("bf16")], supports=small)]
         """))
     a, b = check_all(specs, Options(budget="quick", device="cpu", dtype="bf16", case="normal_small"))
-    assert a.verdict == "skipped" and "declares no dtype bf16" in a.cells[("*", "value")]
+    assert a.verdict == "skipped" and "declares no dtype bf16" in a.cells[("*", "value")].reason
     assert b.verdict == "pass"
     with pytest.raises(UsageError, match="no selected kernel has dtype f16"):
         check_all(specs, Options(budget="quick", device="cpu", dtype="f16"))

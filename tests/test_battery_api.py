@@ -6,19 +6,19 @@ import textwrap
 import numpy as np
 from hypothesis import given, settings
 
-from verifier.cases import cases_for, random_inputs
-from verifier.kernel_report import KernelReport, crash_finding
-from verifier.inputs import shapes
-from verifier.options import Options, derived_seed, repro_line
-from verifier.steps.build import check_build
-from verifier.steps.determinism import check_determinism
-from verifier.steps.refusal import check_refusal
-from verifier.steps.values import run_case
+from verifier.inputs.cases import cases_for, random_inputs
+from verifier.results.kernel import KernelReport, crash_finding
+from verifier.inputs.catalogue import shapes
+from verifier.results.options import Options, derived_seed, repro_line
+from verifier.battery.build import check_build
+from verifier.battery.determinism import check_determinism
+from verifier.battery.refusal import check_refusal
+from verifier.battery.values import run_case
 from verifier.battery import check_kernel
 from verifier.errors import Unsupported
-from verifier.findings import Finding
-from verifier.harness import KernelFault
-from verifier.registry import load_spec_file
+from verifier.results.findings import Finding
+from verifier.launch.harness import KernelFault
+from verifier.declare.registry import load_spec_file
 from verifier.report.text import format_finding
 
 SPECS = """

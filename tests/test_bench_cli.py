@@ -34,7 +34,7 @@ def test_no_gpu_exits_2_with_a_clear_message(capsys, no_gpu):
 
 
 def test_run_bench_refuses_without_gpu(no_gpu):
-    from verifier import registry
+    from verifier.declare import registry
     from verifier.bench.timing import run_bench
 
     ks = registry.load([SOFTMAX])
@@ -68,8 +68,8 @@ def test_against_kernels_of_another_op_is_a_usage_error(capsys, no_gpu):
 
 
 def test_against_glob_over_the_paths(no_gpu):
-    from verifier import registry
-    from verifier.bench.command import _against
+    from verifier.declare import registry
+    from verifier.cli.bench import _against
 
     mains = registry.load([SOFTMAX], ["cuda-softmax-s5"])
     got = _against(["cuda-softmax-s*"], [SOFTMAX], mains)
@@ -119,7 +119,7 @@ def test_bandwidth_script_is_a_thin_caller():
 
 
 def test_budget_help_matches_the_battery():
-    from verifier.budgets import BUDGETS
+    from verifier.results.levels import BUDGETS
 
     h = cli.BUDGET_HELP
     assert BUDGETS["quick"]["hypothesis"] == 0 and "quick: a handful of catalogue cases, no Hypothesis" in h
@@ -137,8 +137,8 @@ def test_budget_help_matches_the_battery():
 def test_check_parent_does_not_import_torch():
     """Choosing the device and describing the environment must not import torch (4-5 s on an H200 machine)."""
     code = ("import sys\n"
-            "from verifier.options import resolve_device\n"
-            "from verifier.environment import environment\n"
+            "from verifier.gpu.probe import resolve_device\n"
+            "from verifier.report.environment import environment\n"
             "d = resolve_device('auto'); env = environment()\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n"
             "print(d, env['torch'])\n")
@@ -150,7 +150,7 @@ def test_check_parent_does_not_import_torch():
 def test_cuda_probe(monkeypatch):
     import types
 
-    from verifier import cuda_probe
+    from verifier.gpu import probe as cuda_probe
 
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True))
     monkeypatch.setitem(sys.modules, "torch", fake)
@@ -173,7 +173,7 @@ def test_cuda_probe(monkeypatch):
 
 
 def test_torch_cuda_version_from_its_version_file():
-    from verifier.environment import cuda_from_version_file
+    from verifier.report.environment import cuda_from_version_file
 
     assert cuda_from_version_file("__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n") == "13.0"
     assert cuda_from_version_file("cuda = '12.4'\n") == "12.4"
@@ -182,7 +182,7 @@ def test_torch_cuda_version_from_its_version_file():
 
 @pytest.mark.parametrize("env, runs, want", [("3", 12, 3), ("40", 12, 12), ("0", 12, 1), (None, 1, 1)])
 def test_sanitize_hook_jobs(monkeypatch, env, runs, want):
-    from verifier.sanitizer.driver import hook_jobs
+    from verifier.sanitizer.runs import hook_jobs
 
     if env is None:
         monkeypatch.delenv("VERIFIER_SANITIZE_JOBS", raising=False)
@@ -192,7 +192,7 @@ def test_sanitize_hook_jobs(monkeypatch, env, runs, want):
 
 
 def test_sanitize_hook_jobs_default_and_bad_value(monkeypatch):
-    from verifier.sanitizer.driver import hook_jobs
+    from verifier.sanitizer.runs import hook_jobs
 
     monkeypatch.delenv("VERIFIER_SANITIZE_JOBS", raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 16)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build, ptxas
+from verifier.toolchain import nvcc as build
+from verifier.toolchain import ptxas
 from verifier.errors import BuildError, ToolMissing, UsageError
 from verifier.spec import register_resident
 

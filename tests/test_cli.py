@@ -158,12 +158,12 @@ def test_exit_2_on_a_bad_spec_field_names_field_and_fix(capsys, tmp_path, field,
 
 
 def test_exit_3_on_an_internal_error(capsys, spec, monkeypatch):
-    import verifier.steps.values
+    import verifier.battery.values
 
     def bug(*a, **k):
         raise KeyError("oops")
 
-    monkeypatch.setattr(verifier.steps.values, "evaluate", bug)
+    monkeypatch.setattr(verifier.battery.values, "evaluate", bug)
     code, out, err = run(capsys, spec, *FAST)
     assert code == 3 and "internal error: KeyError" in err and "bug in kernel-verifier" in err
     assert "Traceback" not in err and out == ""
@@ -172,7 +172,7 @@ def test_exit_3_on_an_internal_error(capsys, spec, monkeypatch):
 def test_commit_can_be_given_for_a_copied_tree(monkeypatch):
     """On the rented GPU machine the tree arrived with a stale .git (2026-11-30: HEAD read d99ecad-dirty for a
     tree at 9356516); VERIFIER_COMMIT names the commit the copy was made from."""
-    from verifier import environment as E
+    from verifier.report import environment as E
 
     monkeypatch.setenv(E.COMMIT_ENV, "9356516")
     assert E._git_commit() == "9356516"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import references
-from verifier import tolerance as T
-from verifier.compare import assert_close, check_output, compare
+from verifier.judge import tolerance as T
+from verifier.judge.compare import assert_close, check_output, compare
 from verifier.errors import UsageError
 from verifier.spec import dtypes
 

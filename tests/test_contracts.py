@@ -1,4 +1,4 @@
-"""Declared contracts (verifier.contracts, issue #13): NaN / inf inputs declared unsupported are left out and
+"""Declared contracts (verifier.declare.contracts, issue #13): NaN / inf inputs declared unsupported are left out and
 listed, subnormals='flush' lets a flushing kernel pass without letting a wrong one through, -ftz=true /
 --use_fast_math infer it, and bad Contracts arguments are refused with the allowed values."""
 import json
@@ -7,16 +7,16 @@ import textwrap
 import numpy as np
 import pytest
 
-from verifier import contracts
+from verifier.declare import contracts
 from verifier.battery import check_kernel
-from verifier.options import Options
+from verifier.results.options import Options
 from verifier.errors import SpecError
 from verifier.report import render
-from verifier.report.model import Result
+from verifier.results.run import Result
 from verifier.spec import CallableKernel, Contracts, CudaKernel, Launch, dtypes
 
 from test_battery import write_spec
-from verifier.registry import load_spec_file
+from verifier.declare.registry import load_spec_file
 
 _N = [0]
 
@@ -88,7 +88,7 @@ def test_nan_swallowing_kernel_is_caught_by_default_and_passes_when_declared(tmp
     r = check_kernel(declared, _case("some_nan"))
     assert not r.findings
     assert "[f32] case some_nan not checked: declared nan_inputs=unsupported" in r.notes
-    assert r.cells[("f32", "value")].startswith("skipped(not checked: declared nan_inputs=unsupported")
+    assert r.cells[("f32", "value")].reason.startswith("not checked: declared nan_inputs=unsupported")
     # every other input still runs: the whole quick battery passes
     r = check_kernel(declared, QUICK)
     assert r.verdict == "pass", [f.message for f in r.findings]
@@ -156,12 +156,12 @@ def test_flush_is_inferred_from_cuda_flags_and_said(flag):
 
 
 def test_inferred_flush_is_shown_in_the_text_report(tmp_path):
-    from verifier.kernel_report import KernelReport
+    from verifier.results.kernel import PASS, KernelReport
 
     spec = _cuda(extra_flags=("-ftz=true",))
     r = KernelReport(spec=spec, device="cpu")
     r.notes += contracts.declared_notes(spec)
-    r.cells[("f32", "build")] = "pass"
+    r.mark("f32", "build", PASS)
     text = render(Result(reports=[r], options={"verbose": False}), "text")
     assert "note: c: subnormals=flush inferred from extra_flags -ftz=true" in text
 

@@ -13,13 +13,14 @@ import torch.nn.functional as F
 
 import references
 from references._common import round_mpf
-from verifier import invariants, tolerance
-from verifier.compare import check_output, compare
+from verifier.judge import invariants
+from verifier.judge import tolerance
+from verifier.judge.compare import check_output, compare
 from verifier.errors import UsageError
-from verifier.inputs import catalogue, maker, rand_normal
+from verifier.inputs.catalogue import catalogue, maker, rand_normal
 from verifier.ops import OPS
 from verifier.spec import dtypes
-from verifier.ulp import round_to, ulp
+from verifier.numerics.ulp import round_to, ulp
 
 F32IN = dtypes("f32")
 BF16IN = dtypes("bf16", "f32")
@@ -216,8 +217,8 @@ def test_label_makers_per_policy_and_dtype():
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 @pytest.mark.parametrize("label_dtype", ["int64", "int32"])
 def test_triton_kernel_in_the_interpreter_over_several_tiles(label_dtype):
-    from verifier.registry import load_spec_file
-    from verifier.runners import triton as runner
+    from verifier.declare.registry import load_spec_file
+    from verifier.launch import triton as runner
 
     if runner._active == "compiled":
         pytest.skip("interpreter tests need their own process: run pytest -m interpreter")

@@ -1,4 +1,4 @@
-"""verifier.cuda_driver: CUDA kernels from numpy through the driver API, no torch. CPU: argument packing, a
+"""verifier.gpu.libcuda: CUDA kernels from numpy through the driver API, no torch. CPU: argument packing, a
 missing driver, workspaces; GPU (skips without a driver and nvcc): bundled softmax kernels against float64."""
 import ctypes
 import shutil
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifier import cuda_driver as cd
-from verifier.runners.cuda_numpy import run_numpy
-from verifier.cuda_probe import driver_device_count
+from verifier.gpu import libcuda as cd
+from verifier.launch.cuda_numpy import run_numpy
+from verifier.gpu.probe import driver_device_count
 from verifier.errors import SpecError, ToolMissing, Unsupported
 from verifier.spec import dtypes
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _spec_module(name):
-    from verifier.registry import load_spec_file
+    from verifier.declare.registry import load_spec_file
 
     return {k.name: k for k in load_spec_file(ROOT / "kernels" / "cuda" / f"{name}.py")}
 
@@ -56,7 +56,7 @@ def test_no_driver_is_a_tool_missing_with_the_fix(monkeypatch):
 
 
 def test_workspaces_are_sized_from_m_and_n_and_a_malformed_one_is_a_spec_error():
-    from verifier.runners.cuda import workspace
+    from verifier.launch.cuda import workspace
 
     assert workspace("tmp:ms:2*M*(N//8192+1):float32", 32, 152064) == (2 * 32 * 19, "float32")
     assert workspace("tmp:rstd:M:f32", 7, 1) == (7, "float32")
@@ -105,7 +105,7 @@ def test_bundled_softmax_through_the_driver_matches_float64(kernel, tag, N):
 
 @needs_gpu
 def test_a_missing_entry_names_the_call_and_the_driver_error():
-    from verifier.runners.cuda import build
+    from verifier.launch.cuda import build
 
     spec = _spec_module("softmax_fast_spec")["cuda-softmax-s5"]
     cubin = build(spec, cd.device_arch(), dtypes("f32")).cubin
@@ -122,8 +122,8 @@ def test_a_refused_shape_raises_unsupported_before_any_launch():
 
 @needs_gpu
 def test_the_driver_path_imports_no_torch():
-    code = ("import sys, numpy as np; from verifier.runners.cuda_numpy import run_numpy; from verifier.spec import dtypes; "
-            "from verifier.registry import load_spec_file; "
+    code = ("import sys, numpy as np; from verifier.launch.cuda_numpy import run_numpy; from verifier.spec import dtypes; "
+            "from verifier.declare.registry import load_spec_file; "
             "k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
             "x = np.ones((4, 256), np.float32); r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
             "assert abs(r.outputs['y'].sum() - 4) < 1e-4; print('torch' in sys.modules)")

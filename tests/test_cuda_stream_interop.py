@@ -3,7 +3,7 @@ ExternalStream before. Seen on the H200 (2026-11-30, CuPy 14.2): ExternalStream 
 per launch, 2731 per GPU suite run; from_external wrapped the same cudaStream_t with none."""
 from types import SimpleNamespace
 
-from verifier.runners.cuda import torch_stream_for_cupy
+from verifier.launch.cuda import torch_stream_for_cupy
 
 TORCH_STREAM = SimpleNamespace(cuda_stream=0xD9A9430, device=SimpleNamespace(index=1))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verifier.errors import SpecError
-from verifier.findings import CHECK_CLASSES
+from verifier.results.findings import CHECK_CLASSES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def test_cpu_value_defects_name_a_catalogue_case(entries):
 
 
 def test_defects_are_not_picked_up_by_the_main_job():
-    from verifier.registry import find_spec_files
+    from verifier.declare.registry import find_spec_files
 
     files = find_spec_files([str(ROOT / "kernels")])
     assert not [f for f in files if "defects" in f.parts], "kernels/defects must stay out of `verifier check kernels/`"
@@ -76,9 +76,9 @@ def test_malformed_entries_are_reported_together(tmp_path):
 
 
 def test_cuda_defect_sources_compile_for_sm90(entries):
-    from verifier.build import compile_cubin
+    from verifier.toolchain.nvcc import compile_cubin
     from verifier.errors import ToolMissing
-    from verifier.runners.cuda import launches_for
+    from verifier.launch.cuda import launches_for
 
     by_source: dict = {}
     for e in entries:

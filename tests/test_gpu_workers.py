@@ -1,7 +1,7 @@
-"""Workers per GPU under `pytest -n auto` (verifier.gpu_pinning.workers_per_gpu / auto_workers)."""
+"""Workers per GPU under `pytest -n auto` (verifier.gpu.pinning.workers_per_gpu / auto_workers)."""
 import pytest
 
-from verifier import gpu_pinning as gp
+from verifier.gpu import pinning as gp
 from verifier.errors import UsageError
 
 

@@ -1,11 +1,11 @@
-"""verifier.harness: poisoned outputs inside guard bands, unwritten / out-of-range detection, kernel faults."""
+"""verifier.launch.harness: poisoned outputs inside guard bands, unwritten / out-of-range detection, kernel faults."""
 import numpy as np
 import pytest
 import torch
 
-from verifier import harness
+from verifier.launch import harness
 from verifier.errors import Unsupported
-from verifier.harness import GUARD_BYTES, KernelFault, execute
+from verifier.launch.harness import GUARD_BYTES, KernelFault, execute
 from verifier.spec import CallableKernel, dtypes
 
 F32, BF16 = dtypes("f32"), dtypes("bf16")

@@ -1,4 +1,10 @@
-"""verifier/ imports form a DAG: no module reaches itself through its imports.
+"""verifier/ is a tree of stage packages in a declared order, and its imports form a DAG.
+
+Stages (STAGES, earliest first; docs/design.md shows the same list): a module imports only from its own stage
+and earlier ones, so the flow spec -> inputs -> launch -> judge -> battery -> isolation -> report reads top-down
+from the tree. The few top-level modules belong to a stage too (TOP).
+
+No module reaches itself through its imports either.
 
 The graph is built from the source with ``ast``: an import anywhere in a module (module level or inside a
 function) is an edge, so a function-local import cannot hide a cycle. ``from verifier.x import y`` is an edge
@@ -91,6 +97,64 @@ def describe(cycle: list, graph: dict) -> str:
     mods = module_names()
     return " -> ".join(cycle) + "\n" + "\n".join(
         f"  {a} imports {b} at {mods[a].relative_to(ROOT)}:{graph[a][b]}" for a, b in zip(cycle, cycle[1:]))
+
+
+STAGES = ("base", "numerics", "ops", "results", "declare", "inputs", "toolchain", "gpu", "launch", "judge", "lint",
+          "sanitizer", "battery", "isolation", "report", "bench", "cli", "plugin")
+TOP = {"verifier": "base", "verifier.errors": "base", "verifier.constants": "base", "verifier.dtypes": "base",
+       "verifier.spec": "declare", "verifier.pytest_plugin": "plugin"}
+
+
+def stage_of(module: str) -> str:
+    """The stage a module belongs to: its top-level package under verifier/, or TOP's entry."""
+    if module in TOP:
+        return TOP[module]
+    stage = module.split(".")[1]
+    assert stage in STAGES, f"{module}: verifier/{stage}/ is not a declared stage (add it to STAGES and docs/design.md)"
+    return stage
+
+
+def later_stage_imports(graph: dict) -> list:
+    """'a (stage) imports b (later stage) at line' for every import against the declared order."""
+    bad = []
+    for a, deps in sorted(graph.items()):
+        for b, line in sorted(deps.items()):
+            if STAGES.index(stage_of(b)) > STAGES.index(stage_of(a)):
+                bad.append(f"{a} ({stage_of(a)}) imports {b} ({stage_of(b)}) at line {line}")
+    return bad
+
+
+def test_no_module_imports_from_a_later_stage():
+    bad = later_stage_imports(import_graph())
+    assert not bad, "imports against the stage order (docs/design.md):\n" + "\n".join(bad)
+
+
+def test_the_stage_check_catches_a_later_stage_import(tmp_path):
+    """A launch module reaching into battery/ is named, with its line."""
+    pkg = tmp_path / "verifier"
+    for sub in ("launch", "battery"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launch" / "run.py").write_text("import os\n\ndef f():\n    from verifier.battery import steps\n")
+    (pkg / "battery" / "steps.py").write_text("from verifier.launch import run\n")
+    graph = import_graph(pkg)
+    assert later_stage_imports(graph) == [
+        "verifier.launch.run (launch) imports verifier.battery.steps (battery) at line 4"]
+
+
+def test_top_level_holds_a_handful_of_modules():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 6, f"verifier/ holds {top} at the top: put each module in the stage package it belongs to"
+    assert {f"verifier.{p[:-3]}" for p in top} - {"verifier.__init__"} <= set(TOP)
+
+
+def test_design_doc_lists_the_stages_in_order():
+    text = (ROOT / "docs" / "design.md").read_text()
+    found = [s for s in STAGES if f"`{s}/`" in text or (s == "base" and "`base`" in text)]
+    assert found == list(STAGES), "docs/design.md must show every stage of STAGES"
+    positions = [text.index(f"`{s}/`") if s != "base" else text.index("`base`") for s in STAGES]
+    assert positions == sorted(positions), "docs/design.md lists the stages out of order"
 
 
 def test_verifier_imports_form_a_dag():

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier import inputs as I
+from verifier.inputs import catalogue as I
 from verifier.dtypes import finfo
 from verifier.errors import UsageError
 from verifier.ops import OPS
 from verifier.spec import Dtypes, dtypes
-from verifier.ulp import round_to
+from verifier.numerics.ulp import round_to
 
 FLOATS = ["float32", "bfloat16", "float16"]
 ALL_FLOATS = FLOATS + ["float64", "float8_e4m3fn", "float8_e5m2"]

@@ -11,11 +11,11 @@ import zlib
 import numpy as np
 import pytest
 
-from verifier import invariants
+from verifier.judge import invariants
 from verifier.errors import UsageError
-from verifier.inputs import catalogue, rand_increasing_rows, rand_mean_gg_std
+from verifier.inputs.catalogue import catalogue, rand_increasing_rows, rand_mean_gg_std
 from verifier.spec import Dtypes, dtypes
-from verifier.ulp import round_to
+from verifier.numerics.ulp import round_to
 
 F32 = np.float32
 DTYPES = [dtypes("f32"), dtypes("bf16"), dtypes("f16"), dtypes("bf16", "f32"), dtypes("f32", "bf16")]

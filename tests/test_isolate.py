@@ -1,4 +1,4 @@
-"""verifier.isolate: a kernel checked in a child process; a crash or a hang is a finding and checking goes on.
+"""verifier.isolation.children: a kernel checked in a child process; a crash or a hang is a finding and checking goes on.
 
 The mechanism is the one used on a GPU (where a fault kills the CUDA context); here it is forced on CPU
 CallableKernels with check_all(isolate=True).
@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from verifier import isolate
-from verifier.battery import check_all
-from verifier.options import Options
+from verifier.isolation import children as isolate
+from verifier.isolation import check_all
+from verifier.results.options import Options
 from verifier.errors import UsageError
-from verifier.registry import load_spec_file
+from verifier.declare.registry import load_spec_file
 
 SPEC = """
 import os, sys, time, torch
@@ -67,7 +67,7 @@ def test_crash_timeout_and_the_next_kernel_still_checked(specs):
     (h,) = hung.findings
     assert h.check == "timeout" and "within 6 s" in h.message and h.repro.startswith("verifier check ")
     assert hung.verdict == "fail"
-    assert hung.cells[("f32", "value")].startswith("skipped(no result: the child process timed out")
+    assert hung.cells[("f32", "value")].reason.startswith("no result: the child process timed out")
 
     assert good.findings == [] and good.verdict == "pass" and good.cells[("f32", "value")] == "pass"
 
@@ -80,7 +80,7 @@ def test_usage_error_in_the_child_is_raised_in_the_parent(specs):
 def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monkeypatch, tmp_path):
     # A bug in the verifier inside the child: simulated by a sitecustomize that breaks evaluate().
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
-        import verifier.steps.values as b
+        import verifier.battery.values as b
         def broken(*a, **k):
             raise ZeroDivisionError("verifier bug")
         b.evaluate = broken

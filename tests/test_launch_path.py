@@ -1,4 +1,4 @@
-"""The two launch bodies of verifier.harness on a CPU: CUDA kernels emulated in Python on raw memory, launched
+"""The two launch bodies of verifier.launch.harness on a CPU: CUDA kernels emulated in Python on raw memory, launched
 once through the torch body (torch CPU tensors, a fake CuPy standing in for the GPU) and once through the driver
 body (numpy buffers, a fake libcuda standing in for the driver), must leave the same bits, the same unwritten
 masks and the same guard hits, for guards, both poisons, in-out tensors, tmp workspaces, scalars, several
@@ -18,13 +18,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from verifier import cuda_driver as cd
-from verifier import harness
-from verifier import launch_path
+from verifier.gpu import libcuda as cd
+from verifier.gpu import probe
+from verifier.launch import harness
+from verifier.launch import path as launch_path
 from verifier.errors import SpecError, Unsupported, UsageError
-from verifier.harness import GUARD_BYTES, KernelFault, execute
-from verifier.runners import cuda as rc
-from verifier.runners import cuda_numpy as cn
+from verifier.launch.harness import GUARD_BYTES, KernelFault, execute
+from verifier.launch import cuda as rc
+from verifier.launch import cuda_numpy as cn
 from verifier.spec import CudaKernel, Launch, Scalar, dtypes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +234,7 @@ def fakes(monkeypatch):
     monkeypatch.setattr(cd, "DeviceBuffer", FakeBuffer)
     monkeypatch.setattr(cd, "launch", _fake_launch)
     monkeypatch.setattr(cd, "function", _fake_function)
-    monkeypatch.setattr(cd, "device_arch", lambda: "sm_90")
+    monkeypatch.setattr(probe, "device_arch", lambda: "sm_90")
     monkeypatch.setattr(cn, "build", fake_build)
     monkeypatch.setattr(rc, "build", fake_build)
     monkeypatch.setattr(rc, "_cupy", lambda: FakeCupy)
@@ -291,7 +292,7 @@ SPECS = {
 
 
 def _inputs(spec, dt, M=5, N=24, seed=0):
-    from verifier.cases import random_inputs
+    from verifier.inputs.cases import random_inputs
 
     return random_inputs(spec, dt, M, N, np.random.default_rng(seed))
 
@@ -412,29 +413,34 @@ def test_the_switch(monkeypatch):
     assert "VERIFIER_CUDA_LAUNCH=torch" in e.value.fix
 
 
-def test_device_arch_asks_the_driver_on_the_driver_path(monkeypatch):
-    monkeypatch.setattr(cd, "device_arch", lambda: "sm_42")
-    monkeypatch.setenv(launch_path.ENV, "driver")
-    assert rc.device_arch() == "sm_42"
+def test_device_arch_asks_the_driver(monkeypatch):
+    """The one GPU probe answers the arch from the CUDA driver, on every launch path (no torch import)."""
+    from verifier.gpu import probe
+
+    monkeypatch.setattr(cd, "device_capability", lambda: (4, 2))
+    for mode in ("driver", "torch"):
+        monkeypatch.setenv(launch_path.ENV, mode)
+        assert probe.device_arch() == "sm_42"
 
 
 _DRY = r"""
 import sys
 sys.path.insert(0, "tests")
 import numpy as np
-from verifier import isolate_child  # the check child's imports
-from verifier.launch_path import prefer_driver
+from verifier.isolation import child as isolate_child  # the check child's imports
+from verifier.gpu import probe
+from verifier.launch.path import prefer_driver
 from verifier.battery import check_kernel
-from verifier.options import Options
-from verifier.registry import load_spec_file
+from verifier.results.options import Options
+from verifier.declare.registry import load_spec_file
 prefer_driver()
 specs = load_spec_file("kernels/cuda/softmax_fast_spec.py") + load_spec_file("kernels/cuda/rmsnorm_spec.py")
 for k in specs:  # supports() of every kernel, the cluster kernel's capability probe included
     k.check_supported(64, 4096, k.dtypes[0])
 import test_launch_path as t  # the fake driver: the driver body on numpy, no GPU
 t.install_driver_fakes()
-from verifier.harness import execute
-from verifier.runners.cuda import run_cuda
+from verifier.launch.harness import execute
+from verifier.launch.cuda import run_cuda
 spec = t.SPECS["two_launches_tmp"]
 out = execute(run_cuda, spec, t._inputs(spec, t.BF16), t.BF16, spec.op_params(), "cuda")
 assert not out.unwritten and not out.guard_hits
@@ -446,7 +452,8 @@ print(sorted(m for m in ("torch", "cupy", "hypothesis", "triton") if m in sys.mo
 
 def install_driver_fakes():
     """The fakes of the driver body only (no torch), for a child process."""
-    cd.DeviceBuffer, cd.launch, cd.function, cd.device_arch = FakeBuffer, _fake_launch, _fake_function, lambda: "sm_90"
+    cd.DeviceBuffer, cd.launch, cd.function = FakeBuffer, _fake_launch, _fake_function
+    probe.device_arch = lambda: "sm_90"
     cn.build = lambda spec, arch, dt=None: SimpleNamespace(cubin=Path("/nonexistent/fake.cubin"))
 
 

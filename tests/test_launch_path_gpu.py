@@ -1,4 +1,4 @@
-"""The driver launch path against the torch path on a GPU (verifier.launch_path): bit-identical outputs of bundled
+"""The driver launch path against the torch path on a GPU (verifier.launch.path): bit-identical outputs of bundled
 CUDA kernels (two launches with a workspace, an in-out tensor, int64 labels with an int64 scalar, a split-row
 workspace), identical findings in the check child for output-memory defects (an out-of-range write, an unwritten
 element) and a crash (illegal address), and a quick check child that never imports torch."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifier import launch_path
-from verifier.cuda_probe import driver_device_count
+from verifier.launch import path as launch_path
+from verifier.gpu.probe import driver_device_count
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_SPECS = ROOT / "tests" / "data" / "gpu" / "guard_defects_spec.py"
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_R
 
 
 def _kernel(spec_file, name):
-    from verifier.registry import load_spec_file
+    from verifier.declare.registry import load_spec_file
 
     return next(k for k in load_spec_file(spec_file) if k.name == name)
 
@@ -54,9 +54,9 @@ BUNDLED = [("rmsnorm_spec", "cuda-rmsnorm-n1"),  # two launches sharing a tmp:rs
 
 @pytest.mark.parametrize("spec_file, name", BUNDLED)
 def test_bundled_kernels_leave_bit_identical_outputs_on_both_paths(monkeypatch, spec_file, name):
-    from verifier.cases import random_inputs
-    from verifier.harness import execute
-    from verifier.runners.cuda import run_cuda
+    from verifier.inputs.cases import random_inputs
+    from verifier.launch.harness import execute
+    from verifier.launch.cuda import run_cuda
 
     spec = _kernel(ROOT / "kernels" / "cuda" / f"{spec_file}.py", name)
     compared = 0
@@ -78,8 +78,8 @@ def test_bundled_kernels_leave_bit_identical_outputs_on_both_paths(monkeypatch, 
 
 
 def _reports(mode, monkeypatch, specs, budget="quick"):
-    from verifier.battery import check_all
-    from verifier.options import Options
+    from verifier.isolation import check_all
+    from verifier.results.options import Options
 
     if mode == "auto":
         monkeypatch.delenv(launch_path.ENV, raising=False)  # the child's default: the driver path
@@ -99,7 +99,7 @@ def _findings(r):
 
 
 def test_the_check_child_finds_the_same_on_both_paths_guards_poison_and_crash(monkeypatch):
-    from verifier.registry import load_spec_file
+    from verifier.declare.registry import load_spec_file
 
     specs = load_spec_file(GUARD_SPECS) + [_kernel(ROOT / "kernels" / "cuda" / "rmsnorm_spec.py", "cuda-rmsnorm-n3")]
     torch_side = _reports("torch", monkeypatch, specs)
@@ -123,9 +123,9 @@ def test_the_check_child_finds_the_same_on_both_paths_guards_poison_and_crash(mo
 _NO_TORCH = """
 import json, sys
 from verifier.battery import check_kernel
-from verifier.launch_path import prefer_driver
-from verifier.options import Options
-from verifier.registry import load_spec_file
+from verifier.launch.path import prefer_driver
+from verifier.results.options import Options
+from verifier.declare.registry import load_spec_file
 prefer_driver()
 spec = [k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py") if k.name == "cuda-rmsnorm-n3"][0]
 r = check_kernel(spec, Options(budget="quick", device="cuda"))

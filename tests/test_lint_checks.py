@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from verifier.kernel_report import KernelReport
-from verifier.steps.build import CPU_BUILD_ARCHES
-from verifier.build import nvcc_version
-from verifier.lint.driver import launch_facts, lint_spec
-from verifier.registry import load
+from verifier.results.kernel import KernelReport
+from verifier.gpu.probe import CPU_BUILD_ARCHES
+from verifier.toolchain.nvcc import nvcc_version
+from verifier.lint.step import launch_facts, lint_spec
+from verifier.declare.registry import load
 from verifier.spec import CudaKernel, Launch, dtypes
 
 from test_defects_specs import _matrix  # kernels/defects/matrix.py loaded by path (kernels/ is not a package)
@@ -128,7 +128,7 @@ def test_a_justified_suppression_turns_a_finding_into_info(tmp_path, entries):
     import shutil
 
     from verifier.errors import UsageError
-    from verifier.registry import load_spec_file
+    from verifier.declare.registry import load_spec_file
 
     work = tmp_path / "k"
     shutil.copytree(ROOT / "kernels" / "defects" / "cuda", work / "defects" / "cuda")

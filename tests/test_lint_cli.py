@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.build import nvcc_version
+from verifier.toolchain.nvcc import nvcc_version
 from verifier.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,8 @@ def test_nothing_to_lint_is_said(capsys):
 
 def test_battery_runs_static_without_a_gpu():
     from verifier.battery import check_kernel
-    from verifier.options import Options
-    from verifier.registry import load_spec_file
+    from verifier.results.options import Options
+    from verifier.declare.registry import load_spec_file
 
     specs = {s.name: s for s in load_spec_file(DEFECTS)}
     opts = Options(device="cpu", budget="quick")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.build import nvcc_version
+from verifier.toolchain.nvcc import nvcc_version
 from verifier.sanitizer.xmlparse import parse
 
 DATA = Path(__file__).parent / "data" / "sanitizer" / "lint-defects-h200"
@@ -22,10 +22,10 @@ def test_sanitizers_wrote_no_record(defect, tool):
 @pytest.mark.skipif(nvcc_version() is None, reason="verifier lint compiles to PTX with nvcc, not found")
 @pytest.mark.parametrize("defect, cls", list(zip(MISSED, ("divergent-barrier", "global-race"))))
 def test_lint_catches_what_they_missed(defect, cls):
-    from verifier.kernel_report import KernelReport
-    from verifier.steps.build import CPU_BUILD_ARCHES
-    from verifier.lint.driver import lint_spec
-    from verifier.registry import load_spec_file
+    from verifier.results.kernel import KernelReport
+    from verifier.gpu.probe import CPU_BUILD_ARCHES
+    from verifier.lint.step import lint_spec
+    from verifier.declare.registry import load_spec_file
 
     spec = next(s for s in load_spec_file(str(Path(__file__).resolve().parents[1] / "kernels/defects/cuda/defects.py"))
                 if s.name == defect)

@@ -1,5 +1,5 @@
 """The PTX parser and CFG of verifier.lint on real nvcc output: the catalogue's sync defects and the bundled
-all-reduce (inline-asm scopes) compiled with the local nvcc through verifier.build.compile_ptx."""
+all-reduce (inline-asm scopes) compiled with the local nvcc through verifier.toolchain.nvcc.compile_ptx."""
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ SYNC = ROOT / "kernels/defects/cuda/sync_defects.cu"
 
 
 def _ptx(source, arch="sm_90", defines=None):
-    from verifier.build import compile_ptx
+    from verifier.toolchain.nvcc import compile_ptx
 
     try:
         return compile_ptx(source, arch=arch, defines=defines)

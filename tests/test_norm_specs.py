@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier import build, ptxas
+from verifier.toolchain import nvcc as build
+from verifier.toolchain import ptxas
 from verifier.dtypes import canonical, numpy_dtype
 from verifier.ops import OPS
 from verifier.spec import CudaKernel

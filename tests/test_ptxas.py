@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier import ptxas
+from verifier.toolchain import ptxas
 from verifier.errors import UsageError
 from verifier.spec import Expectations, register_resident
 

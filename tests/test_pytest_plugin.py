@@ -17,9 +17,9 @@ import pytest
 # every run, and torch (which cannot be imported twice in a process) is never dropped and re-imported.
 import torch  # noqa: F401
 import verifier.battery  # noqa: F401
-from verifier.cases import cases_for
-import verifier.registry  # noqa: F401
-from verifier import gpu_pinning as gp
+from verifier.inputs.cases import cases_for
+import verifier.declare.registry  # noqa: F401
+from verifier.gpu import pinning as gp
 
 pytest_plugins = ["pytester"]
 
@@ -70,7 +70,7 @@ def _cases(junit: Path) -> dict:
     (["--verifier-budget", "huge"], "--verifier-budget 'huge': choose one of quick, ci, thorough"),
     (["--verifier-device", "tpu"], "--verifier-device 'tpu': choose one of cpu, cuda, auto"),
     (["--verifier-seed", "x1"], "--verifier-seed 'x1': must be an integer"),
-    (["--verifier-sanitize-tool", "leakcheck"], "choose one of memcheck, racecheck, synccheck, initcheck"),
+    (["--verifier-sanitize-tool", "leakcheck"], "choose one of racecheck, memcheck, synccheck, initcheck"),
     (["--verifier-specs", "no/such/spec.py"], "--verifier-specs no/such/spec.py: no such file or directory"),
 ])
 def test_bad_option_is_a_usage_error_naming_the_choices(args, needle):
@@ -347,8 +347,8 @@ def test_bundled_kernels_skip_the_defects_directory(tmp_path):
 
 def test_sanitizer_rerun_command_wraps_a_one_test_pytest(pytester, tmp_path):
     from verifier.plugin.children import rerun_target, sanitizer_command
-    from verifier.registry import load
-    from verifier.sanitizer.driver import ToolInfo
+    from verifier.declare.registry import load
+    from verifier.sanitizer.runs import ToolInfo
 
     node = "suites/test_ops.py::test_softmax[cuda-softmax-s1-f32-d7_below_warp-memcheck]"
     base = rerun_target(node, "memcheck")

@@ -25,7 +25,7 @@ from references._common import C_EXP, C_LOG, U, round_mpf
 from references.online_softmax import merge
 from verifier.errors import UsageError
 from verifier.ops import OPS
-from verifier.ulp import round_to
+from verifier.numerics.ulp import round_to
 
 INF, NAN = math.inf, math.nan
 NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float64": np.float64}

@@ -1,7 +1,7 @@
-"""verifier.registry: finding spec files, loading them, and the usage errors for bad ones."""
+"""verifier.declare.registry: finding spec files, loading them, and the usage errors for bad ones."""
 import pytest
 
-from verifier import registry
+from verifier.declare import registry
 from verifier.errors import SpecError, UsageError
 
 GOOD = """

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from verifier import cli, registry
+from verifier import cli
+from verifier.declare import registry
 from verifier.battery import check_kernel
-from verifier.kernel_report import FAIL, PASS, KernelReport, skipped
-from verifier.steps.build import triton_resources
-from verifier.steps.values import run_case
-from verifier.options import Options
+from verifier.results.kernel import FAIL, PASS, KernelReport, skipped
+from verifier.battery.build import triton_resources
+from verifier.battery.values import run_case
+from verifier.results.options import Options
 from verifier.errors import SpecError, UsageError, VerifierError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def _truncated(tmp_path, source: str, nbytes: int) -> Path:
 
 @pytest.mark.parametrize("nbytes", [0, 300])
 def test_errors_found_but_xml_unreadable_fails_the_cell(tmp_path, nbytes):
-    from verifier.sanitizer import driver as D
+    from verifier.sanitizer import runs as D
 
     (spec,) = registry.load([_spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", '
                                                           'fn=good, dtypes=[dtypes("f32")])]\n')])
@@ -102,7 +103,7 @@ def test_errors_found_but_xml_unreadable_fails_the_cell(tmp_path, nbytes):
 
 
 def test_recorded_complete_xml_is_not_called_unreadable(tmp_path):
-    from verifier.sanitizer import driver as D
+    from verifier.sanitizer import runs as D
 
     (spec,) = registry.load([_spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", '
                                                           'fn=good, dtypes=[dtypes("f32")])]\n')])
@@ -188,7 +189,7 @@ KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dty
     for check in VALUE_CHECKS + ("determinism",):
         v = r.cells.get(("f32", check))
         assert v != PASS, (check, v)
-        assert v is None or v == "FAIL" or v.startswith("skipped(") and "raised" in v, (check, v)
+        assert v is None or v == "FAIL" or v.skipped and "raised" in v.reason, (check, v)
 
 
 def test_a_kernel_that_ran_on_some_inputs_passes_them(tmp_path):
@@ -295,12 +296,12 @@ def test_flaky_failure_from_hypothesis_becomes_a_finding(tmp_path, monkeypatch):
         report = real(spec, dt, case, xs, opts, report, **kw)
         calls["n"] += case.startswith("hypothesis:")
         if calls["n"] == 1 and case.startswith("hypothesis:"):  # fails once, passes on replay: flaky
-            from verifier.findings import Finding
+            from verifier.results.findings import Finding
 
             report.add(Finding("value", "injected", kernel=spec.name, dtype=dt.tag, input=case))
         return report
 
-    monkeypatch.setattr("verifier.steps.hypothesis.run_case", sometimes_wrong)
+    monkeypatch.setattr("verifier.battery.hypothesis.run_case", sometimes_wrong)
     r = check_kernel(k, Options(budget="ci", device="cpu", case=None))
     assert any(f.check == "determinism" and "flaky" in f.message for f in r.findings), r.findings
     assert hasattr(he, "Flaky")
@@ -332,7 +333,7 @@ def test_repro_lines_replay_shape_values_and_budget(tmp_path, capsys, budget):
 
 # --- 10: a Triton resources cell that was skipped stays skipped -----------------------------------------
 def test_triton_resources_error_is_not_overwritten_by_pass(monkeypatch):
-    from verifier.runners import triton as rt
+    from verifier.launch import triton as rt
 
     (spec,) = registry.load([str(REPO / "kernels/triton/spec.py")], ["triton-softmax"])
     dts = spec.dtypes[:1]
@@ -344,7 +345,7 @@ def test_triton_resources_error_is_not_overwritten_by_pass(monkeypatch):
     report = KernelReport(spec=spec, device="cuda")
     triton_resources(spec, Options(device="cuda"), report, dts)
     v = report.cells[(dts[0].tag, "resources")]
-    assert v.startswith("skipped(") and "metadata" in v
+    assert v.skipped and "metadata" in v.reason
 
     def usage(*a, **kw):
         raise UsageError("bad launcher grid")
@@ -381,7 +382,7 @@ def test_bad_kernel_timeout_variable_is_a_usage_error_naming_it(tmp_path):
 def test_plugin_sanitizer_rerun_applies_suppressions(tmp_path):
     """--verifier-sanitize judges through the same path as `verifier sanitize`: suppressions apply."""
     from verifier.sanitizer.verdict import judge_rerun
-    from verifier.sanitizer import driver as D
+    from verifier.sanitizer import runs as D
 
     (spec,) = registry.load([_spec_file(tmp_path, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", '
                                                           'fn=good, dtypes=[dtypes("f32")])]\n')])
@@ -403,7 +404,7 @@ def test_plugin_sanitizer_rerun_applies_suppressions(tmp_path):
 def test_fp8_poisons_are_nan(fmt):
     import torch
 
-    from verifier import harness
+    from verifier.launch import harness
 
     bits = torch.tensor(list(harness._POISON[fmt]), dtype=torch.uint8)
     values = bits.view(getattr(torch, fmt)).float()
@@ -412,7 +413,7 @@ def test_fp8_poisons_are_nan(fmt):
 
 
 def test_formats_without_nan_document_the_confirmation_rule():
-    from verifier import harness
+    from verifier.launch import harness
 
     for fmt in ("int8", "int32"):
         assert fmt in harness._POISON

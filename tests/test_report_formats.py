@@ -7,14 +7,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from verifier import registry
-from verifier.battery import check_all
-from verifier.kernel_report import KernelReport
-from verifier.options import Options
+from verifier.declare import registry
+from verifier.isolation import check_all
+from verifier.results.kernel import KernelReport
+from verifier.results.options import Options
 from verifier.errors import UsageError
-from verifier.findings import Finding
+from verifier.results.findings import Finding
 from verifier.report import FORMATS, render
-from verifier.report.model import Result, from_dict, merge, sorted_findings
+from verifier.results.run import Result, merge, sorted_findings
+from verifier.results.serialize import from_dict
 from verifier.spec import CallableKernel, dtypes
 
 SPEC = textwrap.dedent('''

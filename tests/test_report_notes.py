@@ -1,19 +1,19 @@
 """Catalogue cases that did not run are never silent: counted in the text report, listed with --verbose and in JSON."""
 import json
 
-from verifier.notes import case_not_run, contract, kind
+from verifier.results.notes import case_not_run, contract, kind
 from verifier.report import render
-from verifier.report.model import from_dict
+from verifier.results.serialize import from_dict
 
 
 def _result(verbose):
-    from verifier.kernel_report import KernelReport
-    from verifier.report.model import Result
+    from verifier.results.kernel import PASS, KernelReport
+    from verifier.results.run import Result
     from verifier.spec import CallableKernel, dtypes
 
     spec = CallableKernel(name="k", op="softmax", fn=lambda *a: None, dtypes=[dtypes("f32")])
     r = KernelReport(spec=spec, device="cpu")
-    r.cells[("f32", "value")] = "pass"
+    r.mark("f32", "value", PASS)
     r.notes += [case_not_run("[f32] case vocab_152064 (2x152064) refused by design: N=152064 > 8192"),
                 "[sm_90] k_f32: 20 registers, 0 spill bytes, 0 stack bytes, 128 smem bytes",
                 contract("contract: nan_inputs=unsupported declared")]

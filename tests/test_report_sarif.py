@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from verifier.kernel_report import KernelReport
-from verifier.findings import CHECK_CLASSES, Finding
+from verifier.results.kernel import KernelReport
+from verifier.results.findings import CHECK_CLASSES, Finding
 from verifier.report import render
-from verifier.report.model import Result, from_dict
+from verifier.results.run import Result
+from verifier.results.serialize import from_dict
 from verifier.spec import CallableKernel, dtypes
 
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "reference-captures" / "h200-2026-11-30"

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from verifier import cli
-from verifier.kernel_report import KernelReport
-from verifier.options import Options
-from verifier.steps.build import check_build, triton_resources
-from verifier.ptxas import KernelResources, entry_line, undeclared_usage
-from verifier.registry import load_spec_file
+from verifier.results.kernel import KernelReport
+from verifier.results.options import Options
+from verifier.battery.build import check_build, triton_resources
+from verifier.toolchain.ptxas import KernelResources, entry_line, undeclared_usage
+from verifier.declare.registry import load_spec_file
 from verifier.report import render
-from verifier.report.model import Result
+from verifier.results.run import Result
 from verifier.spec import Expectations, register_resident
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def spill_reports():
     for name in ("defect-spill-undeclared", "defect-spill-register-resident"):
         spec = specs[name]
         r = check_build(spec, CPU, spec.dtypes)
-        if any(v.startswith("skipped") for (_, c), v in r.cells.items() if c == "build"):
+        if any(v.skipped for (_, c), v in r.cells.items() if c == "build"):
             pytest.skip("nvcc not available: " + next(iter(r.cells.values())))
         out[name] = r
     return out
@@ -106,7 +106,7 @@ def test_cli_exit_code_changes_only_with_strict(spill_reports, capsys):
 
 
 def test_triton_local_memory_without_a_declared_limit_is_a_warning(monkeypatch):
-    from verifier.runners import triton as triton_runner
+    from verifier.launch import triton as triton_runner
     from verifier.spec import TritonKernel, dtypes
 
     def fake(spec, M, N, dt, params, device):

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from verifier import registry
-from verifier.kernel_report import KernelReport
-from verifier.options import Options
+from verifier.declare import registry
+from verifier.results.kernel import KernelReport
+from verifier.results.options import Options
 from verifier.errors import ToolMissing, UsageError
-from verifier.sanitizer import driver as D
+from verifier.sanitizer import runs as D
 from verifier.sanitizer.suppressions import parse_entries
 
 REPO = Path(__file__).resolve().parents[1]
@@ -335,7 +335,7 @@ def test_cells_findings_suppressions_and_unused_notes(monkeypatch, tmp_path):
 
 # --- the command --------------------------------------------------------------------------------------------
 def _cli(argv):
-    from verifier.sanitizer.command import add_subparser, run
+    from verifier.cli.sanitize import add_subparser, run
 
     p = argparse.ArgumentParser()
     add_subparser(p.add_subparsers(dest="command"))
@@ -343,7 +343,7 @@ def _cli(argv):
 
 
 def test_command_on_cpu_reports_skipped_cells_and_exits_4(capsys, monkeypatch):
-    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cpu")
+    monkeypatch.setattr("verifier.gpu.probe.resolve_device", lambda d: "cpu")
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")  # the tool is there: the GPU is what is missing
     code = _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3", "--tool", "racecheck",
                  "--format", "json"])
@@ -365,7 +365,7 @@ def test_command_on_cpu_reports_skipped_cells_and_exits_4(capsys, monkeypatch):
     (["--jobs", "many"], "--jobs 'many' is not a positive whole number"),
 ])
 def test_command_usage_errors(argv, message, monkeypatch):
-    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cpu")
+    monkeypatch.setattr("verifier.gpu.probe.resolve_device", lambda d: "cpu")
     with pytest.raises(UsageError) as e:
         _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s3"] + argv)
     assert message in e.value.message and e.value.fix
@@ -387,10 +387,10 @@ def test_jobs_run_tool_runs_at_once_spread_over_gpus_and_record_in_order(capsys,
             state["now"] -= 1
         return D.SanitizerRun(tool, 0, None, [], 2.0, ["cs"], shapes=[(3, 7)])
 
-    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr("verifier.gpu.probe.resolve_device", lambda d: "cuda")
     monkeypatch.setattr(D, "sanitize", fake_sanitize)
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")
-    monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: ["0", "1"])
+    monkeypatch.setattr("verifier.cli.sanitize._gpus", lambda: ["0", "1"])
     code = _cli([str(REPO / "kernels/cuda/softmax_spec.py"), "--kernel", "cuda-softmax-s[34]", "--jobs", "4",
                  "--format", "json"])
     out, err = capsys.readouterr()
@@ -440,7 +440,7 @@ def test_ctrl_c_kills_every_running_tool_run(monkeypatch):
     import signal
     import threading
 
-    from verifier.proc import run_killable
+    from verifier.toolchain.proc import run_killable
 
     marker = f"{time.time_ns() % 10**9 / 1e8 + 20:.8f}"  # a sleep length (20-30 s) no other process uses
     codes = []
@@ -452,10 +452,10 @@ def test_ctrl_c_kills_every_running_tool_run(monkeypatch):
             codes.append(code if "code" in locals() else "interrupted")
         return D.SanitizerRun(tool, 0, None, [], 1.0, ["cs"], shapes=[(3, 7)])
 
-    monkeypatch.setattr("verifier.options.resolve_device", lambda d: "cuda")
+    monkeypatch.setattr("verifier.gpu.probe.resolve_device", lambda d: "cuda")
     monkeypatch.setattr(D, "sanitize", slow_sanitize)
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")
-    monkeypatch.setattr("verifier.sanitizer.command._gpus", lambda: None)
+    monkeypatch.setattr("verifier.cli.sanitize._gpus", lambda: None)
 
     def interrupt_when_running():
         for _ in range(200):

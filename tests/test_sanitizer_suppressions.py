@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from verifier.errors import UsageError
-from verifier.findings import Finding
+from verifier.results.findings import Finding
 from verifier.sanitizer import suppressions as S
 
 REPO = Path(__file__).resolve().parents[1]

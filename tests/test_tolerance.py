@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import references
-from verifier import tolerance as T
-from verifier.compare import compare
+from verifier.judge import tolerance as T
+from verifier.judge.compare import compare
 from verifier.errors import UsageError
 from verifier.spec import Dtypes, dtypes
 

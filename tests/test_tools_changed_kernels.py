@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier import registry
+from verifier.declare import registry
 from verifier.errors import UsageError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -47,7 +47,7 @@ FILES = {
 
         KERNELS = [CallableKernel(name="py", op="softmax", fn=fn, dtypes=[dtypes("f32")])]
     """,
-    "verifier/compare.py": "# stands in for the checker's own code\n",
+    "verifier/judge/compare.py": "# stands in for the checker's own code\n",
     "README.md": "docs\n",
 }
 
@@ -130,12 +130,12 @@ def test_unrelated_files_select_nothing(repo):
 
 
 def test_a_change_to_the_checker_selects_every_kernel_unless_ignored(repo, capsys):
-    edit(repo, "verifier/compare.py")
+    edit(repo, "verifier/judge/compare.py")
     assert selected(repo) == ["cu-a", "cu-b", "py", "tri"]
     assert selected(repo, ignore_framework=True) == []
     assert ck.main(["--since", "base", "--print", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["kernels"][0] == {"name": "cu-a", "spec": "kernels/cuda/ab_spec.py", "because": ["verifier/compare.py"]}
+    assert out["kernels"][0] == {"name": "cu-a", "spec": "kernels/cuda/ab_spec.py", "because": ["verifier/judge/compare.py"]}
 
 
 def test_a_bad_ref_is_a_usage_error_with_a_fix(repo, capsys):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier.kernel_report import KernelReport
-from verifier.findings import Finding
+from verifier.results.kernel import KernelReport
+from verifier.results.findings import Finding
 from verifier.report import render
-from verifier.report.model import Result
+from verifier.results.run import Result
 from verifier.spec import CallableKernel, dtypes
 
 ROOT = Path(__file__).resolve().parents[1]

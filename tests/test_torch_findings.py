@@ -3,8 +3,8 @@ import dataclasses
 
 
 from verifier.battery import check_kernel
-from verifier.options import Options
-from verifier.registry import load_spec_file
+from verifier.results.options import Options
+from verifier.declare.registry import load_spec_file
 from verifier.spec import dtypes
 
 

@@ -1,4 +1,4 @@
-"""The Triton kernels under kernels/triton, run through verifier.runners.triton in the interpreter
+"""The Triton kernels under kernels/triton, run through verifier.launch.triton in the interpreter
 (CPU), against float64 torch references; and the runner's choice of compiled/interpreter mode.
 
 Tolerances are worst-case bounds for the kernels' fp32 arithmetic (whatever reduction order),
@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from verifier.errors import ToolMissing, Unsupported, UsageError
-from verifier.registry import load_spec_file
-from verifier.runners import triton as runner
+from verifier.declare.registry import load_spec_file
+from verifier.launch import triton as runner
 from verifier.spec import dtypes
 
 if importlib.util.find_spec("triton") is None:
@@ -304,7 +304,7 @@ def test_mode_is_fixed_by_the_first_import_of_triton(tmp_path):
     runner is the first to import triton, interpreter mode works and a later switch is refused."""
     p = _python(f"""
         import triton, torch
-        from verifier.runners import triton as runner
+        from verifier.launch import triton as runner
         from verifier.errors import UsageError
         try:
             runner.activate("interpreter")
@@ -317,8 +317,8 @@ def test_mode_is_fixed_by_the_first_import_of_triton(tmp_path):
 
     p = _python(f"""
         import sys, torch
-        from verifier.registry import load_spec_file
-        from verifier.runners import triton as runner
+        from verifier.declare.registry import load_spec_file
+        from verifier.launch import triton as runner
         from verifier.spec import dtypes
         from verifier.errors import UsageError
         assert "triton" not in sys.modules
@@ -365,7 +365,7 @@ def test_mode_conflicts_are_refused_with_a_fix(tmp_path):
         import triton  # interpreter mode: TRITON_INTERPRET=1 in this child's environment
         triton.knobs.runtime.interpret = False
         import helper  # decorated now, compiled
-        from verifier.runners import triton as runner
+        from verifier.launch import triton as runner
         from verifier.spec import TritonKernel, dtypes
         from verifier.errors import UsageError
         spec = TritonKernel(name="k", op="softmax", module={str(tmp_path / 'kern.py')!r}, launcher="launch",

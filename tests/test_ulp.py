@@ -1,4 +1,4 @@
-"""verifier.ulp against an independent enumeration of every bit pattern of the small formats.
+"""verifier.numerics.ulp against an independent enumeration of every bit pattern of the small formats.
 
 The reference decodes each bit pattern with exact Fraction arithmetic from the format's field
 widths (not from ml_dtypes or the module's bit tricks), sorts the distinct finite values, and
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from verifier.errors import UsageError
-from verifier.ulp import round_to, ulp, ulp_distance
+from verifier.numerics.ulp import round_to, ulp, ulp_distance
 
 # name: (exponent bits, mantissa bits, has_inf). "fn" formats: no inf, only all-ones is NaN.
 FORMATS = {

@@ -1,4 +1,4 @@
-"""Errors blamed on the right code (verifier.usercode, issue #13): a Python exception the kernel raises on some
+"""Errors blamed on the right code (verifier.declare.usercode, issue #13): a Python exception the kernel raises on some
 accepted shapes is a refusal with the fix; on every input, or a TypeError / NameError, it is that kernel's error;
 a CUDA fault stays a crash; an exception in the spec's supports / launches / defines is that kernel's error
 (verdict 'error', spec file, function, the user's frame) and the run goes on with exit 1, not 3."""
@@ -9,11 +9,12 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from verifier import cli
-from verifier.battery import check_all
-from verifier.options import Options
-from verifier.registry import load_spec_file
+from verifier.isolation import check_all
+from verifier.results.options import Options
+from verifier.declare.registry import load_spec_file
 from verifier.report import render
-from verifier.report.model import Result, from_dict
+from verifier.results.run import Result
+from verifier.results.serialize import from_dict
 
 QUICK = Options(budget="quick", device="cpu")
 
@@ -148,7 +149,7 @@ def test_the_run_goes_on_and_exits_1_not_3(reports, spec_file):
 
 
 def test_an_internal_error_still_exits_3(reports):
-    from verifier.kernel_report import KernelReport
+    from verifier.results.kernel import KernelReport
 
     bug = KernelReport(spec=reports["good"].spec, device="cpu")
     bug.error = "KeyError: 'x'"

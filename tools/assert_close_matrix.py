@@ -102,7 +102,7 @@ def measure(device: str = "cpu", names=None) -> dict:
             rows[e.name] = {"skipped": "CUDA kernel: needs --device cuda on a GPU machine"}
             continue
         if e.spec.kind == "triton":
-            from verifier.runners.triton import activate
+            from verifier.launch.triton import activate
 
             activate("interpreter" if device == "cpu" else "compiled")
         cells = _cells(e.spec, e.spec.dtypes, device)
@@ -117,7 +117,7 @@ def measure(device: str = "cpu", names=None) -> dict:
 def _cells(spec, dts, device) -> dict:
     import numpy as np
 
-    from verifier.runners import runner_for as _runner
+    from verifier.launch import runner_for as _runner
 
     run = _runner(spec)
     cells = {}

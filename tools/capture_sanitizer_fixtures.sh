@@ -3,7 +3,7 @@
 #
 # Run on a GPU machine from the repository root, with python3 that has torch and cupy:
 #   PYTHONPATH=$PWD OUT=out tools/capture_sanitizer_fixtures.sh
-# Needs `verifier sanitize` (verifier/cli.py) and the CUDA defect catalogue kernels/defects/cuda/defects.py
+# Needs `verifier sanitize` (verifier/cli/__init__.py) and the CUDA defect catalogue kernels/defects/cuda/defects.py
 # (DEFECTS=... to point elsewhere). About 1-3 minutes.
 #
 # Writes tests/data/sanitizer/{clean_<tool>,race_racecheck,overread_memcheck,divergent_synccheck,
@@ -23,10 +23,10 @@ DEFECTS="${DEFECTS:-kernels/defects/cuda/defects.py}"
 PY="${PYTHON:-python3}"
 rm -rf "$RUNS" && mkdir -p "$RUNS" "$DEST" || exit 1
 
-CS=$("$PY" -c 'from verifier.sanitizer.driver import find_tool; print(find_tool())') || {
+CS=$("$PY" -c 'from verifier.sanitizer.runs import find_tool; print(find_tool())') || {
   echo "capture: compute-sanitizer not found" >&2; exit 1; }
 "$PY" -m verifier.cli sanitize --help >/dev/null 2>&1 || {
-  echo "capture: 'verifier sanitize' is not wired into verifier/cli.py yet" >&2; exit 1; }
+  echo "capture: 'verifier sanitize' is not wired into verifier/cli/__init__.py yet" >&2; exit 1; }
 [ -f "$DEFECTS" ] || { echo "capture: $DEFECTS is missing" >&2; exit 1; }
 
 failed=0
@@ -37,7 +37,7 @@ capture() {
   local dir="$RUNS/$name" t0 t1 rc xml n
   mkdir -p "$dir"
   if [ "$dtype" = first ]; then  # the kernel's first declared dtype variant
-    dtype=$("$PY" -c 'import sys; from verifier.registry import load; print(load([sys.argv[1]], [sys.argv[2]])[0].dtypes[0].tag)' \
+    dtype=$("$PY" -c 'import sys; from verifier.declare.registry import load; print(load([sys.argv[1]], [sys.argv[2]])[0].dtypes[0].tag)' \
       "$spec" "$kernel") || { failed=1; echo "capture: cannot load $kernel from $spec" >&2; return; }
   fi
   t0=$(date +%s.%N)

@@ -149,7 +149,7 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse already printed the usage line
         return 2 if e.code else 0
-    from verifier import registry
+    from verifier.declare import registry
 
     try:
         root = repo_root()

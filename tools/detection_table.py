@@ -38,7 +38,7 @@ GPU_RUN = ("python tools/detection_table.py run --device cuda --sanitize --out k
 
 
 def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
-    from verifier.options import resolve_device
+    from verifier.gpu.probe import resolve_device
 
     device = resolve_device(device)
     matrix = _matrix()
@@ -68,11 +68,11 @@ def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
 def lint(names=None) -> dict:
     """`verifier lint` (the static check class) on every CUDA defect and CUDA twin of the catalogue: per kernel
     its verdict and the lint classes of its findings (errors and warnings apart)."""
-    from verifier.kernel_report import KernelReport
-    from verifier.steps.build import CPU_BUILD_ARCHES
-    from verifier.build import nvcc_version
-    from verifier.environment import environment
-    from verifier.lint.driver import lint_spec
+    from verifier.results.kernel import KernelReport
+    from verifier.gpu.probe import CPU_BUILD_ARCHES
+    from verifier.toolchain.nvcc import nvcc_version
+    from verifier.report.environment import environment
+    from verifier.lint.step import lint_spec
 
     matrix = _matrix()
     entries = [e for e in matrix.load_entries() if not names or e.name in names]

@@ -37,7 +37,7 @@ if has startup; then
     t python3 -c 'import numpy, mpmath, hypothesis'
     t python3 -c 'import verifier.cli'
     t python3 -c 'import verifier.battery'
-    t python3 -c 'import verifier.isolate_child'
+    t python3 -c 'import verifier.isolation.child'
     t python3 -c 'from verifier import cuda_driver as cd; cd.context(); print(cd.device_arch())'
     t python3 -m verifier.cli --help
     t nvidia-smi --query-gpu=driver_version --format=csv,noheader

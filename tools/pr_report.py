@@ -20,7 +20,8 @@ from pathlib import Path
 
 from verifier.errors import UsageError
 from verifier.report import FORMATS, render
-from verifier.report.model import from_dict, merge
+from verifier.results.run import merge
+from verifier.results.serialize import from_dict
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,7 +65,7 @@ def _only_changed(result, since: str, paths, root: Path):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from changed_kernels import changed_files, select
 
-    from verifier import registry
+    from verifier.declare import registry
 
     specs = registry.load([str(root / p) for p in paths])
     names = {s.name for s, _ in select(specs, changed_files(since, root), root)}
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
                 raise UsageError(f"--root {args.root} is not a directory", fix="pass the repository checkout")
             result.source_root = str(Path(args.root).resolve())
         if args.changed_since:
-            from verifier.report.paths import source_root
+            from verifier.results.paths import source_root
 
             result = _only_changed(result, args.changed_since, args.paths, source_root(result))
         text = render(result, args.format)

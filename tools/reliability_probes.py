@@ -72,10 +72,10 @@ def _pick(text: str, *patterns) -> str:
 
 # --- the probes, numbered as issue #16's list -------------------------------------------------------------
 def p1_unreadable_xml(tmp: Path):
-    from verifier import registry
-    from verifier.kernel_report import KernelReport
-    from verifier.report.model import Result
-    from verifier.sanitizer import driver as D
+    from verifier.declare import registry
+    from verifier.results.kernel import KernelReport
+    from verifier.results.run import Result
+    from verifier.sanitizer import runs as D
 
     (spec,) = registry.load([_spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", fn=good, '
                                                'dtypes=[dtypes("f32")])]\n')])
@@ -226,12 +226,12 @@ def p9_repro_budget(tmp: Path):
 
 
 def p10_triton_resources(tmp: Path):
-    from verifier import registry
-    from verifier.kernel_report import KernelReport
-    from verifier.options import Options
-    from verifier.steps.build import triton_resources
+    from verifier.declare import registry
+    from verifier.results.kernel import KernelReport
+    from verifier.results.options import Options
+    from verifier.battery.build import triton_resources
     from verifier.errors import UsageError, VerifierError
-    from verifier.runners import triton as rt
+    from verifier.launch import triton as rt
 
     (spec,) = registry.load([str(REPO / "kernels/triton/spec.py")], ["triton-softmax"])
     dts, real = spec.dtypes[:1], rt.compiled_resources
@@ -266,9 +266,9 @@ def p11_timeout_env(tmp: Path):
 
 
 def p11_suppressions(tmp: Path):
-    from verifier import registry
+    from verifier.declare import registry
     from verifier.sanitizer.verdict import judge_rerun
-    from verifier.sanitizer import driver as D
+    from verifier.sanitizer import runs as D
 
     (spec,) = registry.load([_spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="k", op="softmax", fn=good, '
                                                'dtypes=[dtypes("f32")])]\n')])
@@ -284,7 +284,7 @@ def p11_suppressions(tmp: Path):
 def p12_fp8(tmp: Path):
     import torch
 
-    from verifier import harness
+    from verifier.launch import harness
 
     out = []
     for fmt in ("float8_e4m3fn", "float8_e5m2"):

@@ -1,6 +1,6 @@
 """kernel-verifier: correctness and race checking for GPU reduction kernels.
 
-The public API (everything else is reached through its module, e.g. ``verifier.compare``):
+The public API (everything else is reached through its module, e.g. ``verifier.judge.compare``):
 declaring kernels (``CudaKernel``, ``TritonKernel``, ``CallableKernel``, ``Launch``, ``Scalar``, ``Expectations``,
 ``register_resident``, ``Contracts``; ``verifier.spec.dtypes`` builds a dtype variant: ``verifier.dtypes`` is the
 dtype module; a kernel refuses a shape with ``Unsupported``),
@@ -17,10 +17,10 @@ import importlib
 _WHERE = {
     "CudaKernel": "verifier.spec", "TritonKernel": "verifier.spec", "CallableKernel": "verifier.spec",
     "Launch": "verifier.spec", "Scalar": "verifier.spec",
-    "Expectations": "verifier.spec", "register_resident": "verifier.spec", "Contracts": "verifier.contracts",
-    "Unsupported": "verifier.errors", "load": "verifier.registry", "Options": "verifier.options",
-    "check_kernel": "verifier.battery", "check_all": "verifier.battery", "KernelReport": "verifier.kernel_report",
-    "Finding": "verifier.findings", "assert_close": "verifier.compare",
+    "Expectations": "verifier.spec", "register_resident": "verifier.spec", "Contracts": "verifier.declare.contracts",
+    "Unsupported": "verifier.errors", "load": "verifier.declare.registry", "Options": "verifier.results.options",
+    "check_kernel": "verifier.battery", "check_all": "verifier.isolation", "KernelReport": "verifier.results.kernel",
+    "Finding": "verifier.results.findings", "assert_close": "verifier.judge.compare",
 }
 __all__ = sorted(_WHERE)
 

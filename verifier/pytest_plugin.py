@@ -7,7 +7,7 @@ second load is a no-op.
 Options (group "kernel-verifier"; each also read from VERIFIER_<NAME>):
   --verifier-device cpu|cuda|auto   where kernels run (default auto)
   --verifier-kernels GLOB           only kernels whose name matches (comma-separated globs)
-  --verifier-budget quick|ci|thorough  catalogue cases and Hypothesis examples (verifier.budgets; default ci)
+  --verifier-budget quick|ci|thorough  catalogue cases and Hypothesis examples (verifier.results.levels; default ci)
   --verifier-seed N                 base seed of every random draw
   --verifier-specs PATH             extra spec files/directories whose kernels join the suites (repeatable)
   --verifier-sanitize               re-run the GPU tests of the selected kernels under compute-sanitizer
@@ -18,7 +18,7 @@ Suites: a test module marked ``pytestmark = pytest.mark.verifier(op="softmax")``
 registered kernels of that op (bundled ``kernels/`` minus ``kernels/defects/``, ``--verifier-specs`` paths,
 and spec modules named by the ``kernel_verifier.specs`` entry point group), by the arguments it asks for:
 ``verifier_kernel`` (id ``NAME``), + ``verifier_dtypes`` (``NAME-TAG``), + ``verifier_case``
-(``NAME-TAG-CASE``, the cases of :func:`verifier.cases.cases_for`). Kernel names are kept whole: a name
+(``NAME-TAG-CASE``, the cases of :func:`verifier.inputs.cases.cases_for`). Kernel names are kept whole: a name
 shortened only while unique would change the ids of bundled kernels when a user kernel joins.
 The ``verifier_check`` fixture runs one battery step and fails with the framework's report and repro lines
 (verifier.plugin.checker).
@@ -27,7 +27,7 @@ Inert in a session that selects no verifier test: no Hypothesis profile, no envi
 is committed to compiled or interpreted Triton (TRITON_INTERPRET) only when a suite module is parametrized or
 a collected test uses a verifier fixture.
 
-GPU handling (see verifier/gpu_pinning.py): each xdist worker is pinned to one GPU before CUDA initializes;
+GPU handling (see verifier/gpu/pinning.py): each xdist worker is pinned to one GPU before CUDA initializes;
 ``-n auto`` starts CPUs/GPUs workers per GPU. A CUDA fault leaves the process's context unusable, so after one the
 remaining kernel tests of that process run each in a child ``pytest NODEID`` (poisoned-context fallback);
 ``--verifier-sanitize`` adds a ``-memcheck`` item per GPU test, run in a child under compute-sanitizer.
@@ -41,8 +41,8 @@ import os
 
 import pytest
 
-from verifier import gpu_pinning
-from verifier.budgets import DEFAULT as SUITE_BUDGET
+from verifier.gpu import pinning as gpu_pinning
+from verifier.results.levels import DEFAULT as SUITE_BUDGET
 
 # verifier.plugin.* is imported inside the hooks that need it: this module is imported by every pytest session
 # of the environment (the entry point), and the library pulls numpy and the battery (start-up time only; the
@@ -99,7 +99,7 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_configure(config):
-    from verifier import worker_crash
+    from verifier.plugin import worker_crash
     from verifier.plugin import session
 
     for name, doc in session.MARKERS.items():
@@ -179,7 +179,7 @@ def verifier_inputs(verifier_kernel, verifier_dtypes, verifier_case, verifier_op
     """The case's inputs (numpy, input dtype), drawn exactly as ``verifier check --case`` draws them."""
     import numpy as np
 
-    from verifier.options import derived_seed
+    from verifier.results.options import derived_seed
 
     spec, dt = verifier_kernel, verifier_dtypes
     rng = np.random.default_rng(derived_seed(verifier_options.seed, spec.name, dt.tag, verifier_case.name))
@@ -206,7 +206,7 @@ def pytest_runtest_setup(item):
 def pytest_pyfunc_call(pyfuncitem):
     from verifier.plugin import children
     from verifier.plugin.session import STATE, resolved_device
-    from verifier.runners import runnable_reason
+    from verifier.launch import runnable_reason
 
     if not children.kernel_item(pyfuncitem):
         return None

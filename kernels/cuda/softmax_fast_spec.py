@@ -90,8 +90,8 @@ def _cluster(M, N, dt, params):
 def _gpu_capability():
     # From the CUDA driver, not torch: the check child of a CUDA kernel does not import torch (4-5 s).
     try:
-        from verifier.cuda_driver import device_capability
-        from verifier.cuda_probe import driver_device_count
+        from verifier.gpu.libcuda import device_capability
+        from verifier.gpu.probe import driver_device_count
 
         return device_capability() if driver_device_count() > 0 else None
     except Exception:

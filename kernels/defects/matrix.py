@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.errors import SpecError
-from verifier.findings import CHECK_CLASSES
+from verifier.results.findings import CHECK_CLASSES
 from verifier.spec import KernelSpec
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +48,7 @@ class Entry:
 def _module_defects(path: Path) -> dict:
     import sys
 
-    from verifier.registry import _module_name, load_spec_file
+    from verifier.declare.registry import _module_name, load_spec_file
 
     load_spec_file(path)  # validates KERNELS, caches the module
     defects = getattr(sys.modules[_module_name(path.resolve())], "DEFECTS", None)
@@ -82,7 +82,7 @@ def _validate(path: Path, name: str, d: dict, kernels: dict, twins: dict, all_de
 
 def load_entries(files=DEFECT_FILES) -> list[Entry]:
     """Every defect with its twin resolved; raises SpecError listing every malformed entry."""
-    from verifier.registry import load, load_spec_file
+    from verifier.declare.registry import load, load_spec_file
 
     bundled = {k.name: k for k in load([str(d) for d in BUNDLED_DIRS])}
     per_file = [(Path(f), _module_defects(Path(f)), {k.name: k for k in load_spec_file(f)}) for f in files]
@@ -104,7 +104,7 @@ def load_entries(files=DEFECT_FILES) -> list[Entry]:
 
 
 def case_names(spec: KernelSpec, budget: str = "ci") -> set:
-    from verifier.cases import cases_for
+    from verifier.inputs.cases import cases_for
 
     return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, budget)}
 
@@ -139,9 +139,9 @@ def _summary(report) -> dict:
 
 
 def _check(spec: KernelSpec, opts):
-    """One kernel's battery; on a GPU in a child process (verifier.isolate), so that a fault or a
+    """One kernel's battery; on a GPU in a child process (verifier.isolation.children), so that a fault or a
     hang in a defective kernel is recorded as crash / timeout instead of ending the matrix run."""
-    from verifier.battery import check_all
+    from verifier.isolation import check_all
 
     return check_all([spec], opts)[0]
 
@@ -149,7 +149,7 @@ def _check(spec: KernelSpec, opts):
 def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
     """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
     exposing input is not a catalogue case, the whole battery at ``budget``)."""
-    from verifier.options import Options
+    from verifier.results.options import Options
 
     case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
     if whole_battery:
@@ -176,8 +176,8 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     run once per dtype, with the first case (budget 'ci': every dtype; the whole battery when there is no case,
     budget permitting): their launches are the sanitizer's own tail shapes whatever the case, so sanitizing
     every case would repeat the same runs."""
-    from verifier.options import Options
-    from verifier.inputs import catalogue
+    from verifier.results.options import Options
+    from verifier.inputs.catalogue import catalogue
 
     known = case_names(spec)
     run_cases = set(cases) & known

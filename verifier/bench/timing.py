@@ -83,18 +83,18 @@ def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
     through the checked runner (refusals raise Unsupported, launch errors surface)."""
     params = spec.op_params()
     if spec.kind == "cuda":
-        from verifier.runners import cuda as cu
+        from verifier.launch import cuda as cu
 
         prepared = cu.prepare(spec, inputs, outputs, params, dt)
         cu.launch(prepared, sync=True)
         return lambda: cu.launch(prepared, sync=False)
     if spec.kind == "triton":
-        from verifier.runners import triton as tr
+        from verifier.launch import triton as tr
 
         tr.run_triton(spec, inputs, outputs, params, dt, "cuda", mode="compiled")
         fn = getattr(tr.load_module(spec, "compiled"), spec.launcher)
         return lambda: fn(inputs, outputs, params, dt)
-    from verifier.runners.callable import run_callable
+    from verifier.launch.callable import run_callable
 
     run_callable(spec, inputs, outputs, params, dt, "cuda")  # raises Unsupported for a CPU-only callable
     # Timed as the user calls it: a returned tensor is not copied into the outputs.
@@ -121,8 +121,8 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
         raise ToolMissing(NO_GPU[0], fix=NO_GPU[1])
     import torch
 
-    from verifier.environment import environment
-    from verifier.runners import triton as tr
+    from verifier.report.environment import environment
+    from verifier.launch import triton as tr
 
     if any(k.kind == "triton" for k in list(kernels) + list(against)):
         tr.activate("compiled")

@@ -13,7 +13,7 @@ import numpy as np
 
 from verifier.lint.cfg import CFG, EXIT, is_block_barrier
 from verifier.lint.semantics import Semantics
-from verifier.lint.values import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Values
+from verifier.lint.dataflow import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Values
 
 CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "not-followed")
 _WARP_SYNC_OPS = ("shfl", "vote", "redux", "match")

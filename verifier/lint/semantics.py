@@ -1,13 +1,13 @@
-"""What is known about the value nodes of verifier.lint.values for one block shape: each value in every
+"""What is known about the value nodes of verifier.lint.dataflow for one block shape: each value in every
 thread (``evaluate``), how far it differs between threads (``level``), what it depends on (``deps``) and its
-affine view (``decompose``). See verifier.lint.values for what each means."""
+affine view (``decompose``). See verifier.lint.dataflow for what each means."""
 from __future__ import annotations
 
 from typing import Optional
 
 import numpy as np
 
-from verifier.lint.values import CTAID, DATA, TID, UNIFORM, VARYING, WARP, WARP_OPS, Values, type_bits
+from verifier.lint.dataflow import CTAID, DATA, TID, UNIFORM, VARYING, WARP, WARP_OPS, Values, type_bits
 
 
 class Semantics:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from verifier import suppressions_file as _file
+from verifier.toolchain import suppressions as _file
 from verifier.errors import UsageError
 from verifier.lint.checks import CLASSES
 

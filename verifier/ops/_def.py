@@ -58,7 +58,7 @@ class OpDef:
     row_outputs: outputs of shape (M,) rather than (M, N).
     reference: module name in references/ (float64 + mpmath evaluation, resolved by name there).
     recipe: {output: (base ULPs, formula name)}; kappas: {formula name: E(x, y, params, ctx, xs)},
-    the absolute error bound before output rounding (verifier.tolerance turns it into ULPs).
+    the absolute error bound before output rounding (verifier.judge.tolerance turns it into ULPs).
     out_dtypes: output dtypes of the standard tolerance rows (fp32 accumulation, every math mode);
     float64: also float64 out with float64 accumulation; extra_tolerances: (out, acc, recipe or None
     for ``recipe``) rows with fp32 intrinsics. online_override: the 'online' tolerance override applies.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from verifier import dtypes as _dt
-from verifier.errmodel import gamma, mul
+from verifier.numerics.errmodel import gamma, mul
 from verifier.ops._def import OpDef
 from verifier.ops.rmsnorm import check_rms, rms_units
-from verifier.ulp import ulp
+from verifier.numerics.ulp import ulp
 
 
 def k_add_residual(x, h, p, c, xs):

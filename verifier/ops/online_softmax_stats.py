@@ -5,10 +5,10 @@ import dataclasses
 
 import numpy as np
 
-from verifier.errmodel import gamma, mul
+from verifier.numerics.errmodel import gamma, mul
 from verifier.ops._def import OpDef
 from verifier.ops.softmax import softmax_parts, softmax_units
-from verifier.violations import f64, round_out, ulp_out, violation
+from verifier.numerics.violations import f64, round_out, ulp_out, violation
 
 
 def k_online_l(x, l, p, c, xs):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier.errmodel import gamma, mul
+from verifier.numerics.errmodel import gamma, mul
 from verifier.ops._def import OpDef
-from verifier.violations import U64, finite_violation, inv1m, ulp_out, violation
+from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
 
 
 # --------------------------------------------------------------------------- error budget (tolerance)

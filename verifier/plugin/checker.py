@@ -1,5 +1,5 @@
 """The body of each suite test: one battery step of one kernel through the battery's own step functions
-(verifier.steps), so a suite test and ``verifier check`` judge the same input the same way and the repro line
+(verifier.battery), so a suite test and ``verifier check`` judge the same input the same way and the repro line
 re-runs exactly it. A test fails with the findings (worst first) and the repro lines; junit gets the check
 class as a property; warnings pass unless --verifier-strict, shown as a junit property and a pytest warning.
 """
@@ -11,20 +11,20 @@ from dataclasses import replace
 
 import pytest
 
-from verifier import gpu_pinning
-from verifier.contracts import excluded
-from verifier.harness import KernelFault
-from verifier.kernel_report import KernelReport, crash_finding
-from verifier.lint.driver import battery_hook as static_hook
+from verifier.gpu import pinning as gpu_pinning
+from verifier.declare.contracts import excluded
+from verifier.launch.harness import KernelFault
+from verifier.results.kernel import KernelReport, crash_finding
+from verifier.lint.step import battery_hook as static_hook
 from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
-from verifier.report.model import sorted_findings
-from verifier.runners import runnable_reason
-from verifier.steps.build import check_build
-from verifier.steps.determinism import check_determinism
-from verifier.steps.hypothesis import check_shapes, examples
-from verifier.steps.refusal import check_refusal
-from verifier.steps.values import interpreter_caveat, run_case
-from verifier.usercode import UserCodeError
+from verifier.results.run import sorted_findings
+from verifier.launch import runnable_reason
+from verifier.battery.build import check_build
+from verifier.battery.determinism import check_determinism
+from verifier.battery.hypothesis import check_shapes, examples
+from verifier.battery.refusal import check_refusal
+from verifier.battery.values import interpreter_caveat, run_case
+from verifier.declare.usercode import UserCodeError
 
 
 class Checker:
@@ -58,12 +58,12 @@ class Checker:
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):
-        """Hypothesis-drawn shapes with random values (verifier.steps.hypothesis: the examples of the budget
+        """Hypothesis-drawn shapes with random values (verifier.battery.hypothesis: the examples of the budget
         table, the same step as ``verifier check``); a failure is shrunk to the smallest failing shape and
         reported with its repro case."""
         self._start(spec, dt, "value", "hypothesis")
         if not examples(self.opts.budget):
-            self._skip(f"budget {self.opts.budget} draws no Hypothesis shapes (verifier.budgets); "
+            self._skip(f"budget {self.opts.budget} draws no Hypothesis shapes (verifier.results.levels); "
                        "use --verifier-budget ci or thorough")
         report = self._report(spec)
         self._guarded(report, lambda: check_shapes(spec, dt, self.opts, report))
@@ -149,14 +149,14 @@ class Checker:
                 report.add(crash_finding(report.spec, self.opts, e))
 
     def _spec_error(self, e):
-        """The spec's own code raised (verifier.usercode): this kernel's error, not the plugin's."""
+        """The spec's own code raised (verifier.declare.usercode): this kernel's error, not the plugin's."""
         self.record("check", "spec-error")
         pytest.fail(f"error in the spec's own code: {e}", pytrace=False)
 
     def _skip_if_skipped(self, report, check):
         cells = [v for (tag, c), v in report.cells.items() if c == check]
-        if cells and all(v.startswith("skipped") for v in cells) and not report.findings:
-            self._skip(cells[0][len("skipped("):-1])
+        if cells and all(v.skipped for v in cells) and not report.findings:
+            self._skip(cells[0].reason)
 
     def _skip(self, reason: str):
         self.record("check", self.check)

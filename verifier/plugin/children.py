@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from verifier import worker_crash
-from verifier.cases import PROBE_N
+from verifier.plugin import worker_crash
+from verifier.inputs.cases import PROBE_N
 from verifier.errors import ToolMissing, UsageError
-from verifier.isolate import environment_timeout
-from verifier.options import Options, repro_line
+from verifier.isolation.children import environment_timeout
+from verifier.results.options import Options, repro_line
 from verifier.plugin.session import (CHILD_ENV, STATE, format_findings, repro_command, resolved_device,
                                      worker_property)
-from verifier.proc import run_killable
-from verifier.runners import runnable_reason
-from verifier.sanitizer import driver
+from verifier.toolchain.proc import run_killable
+from verifier.launch import runnable_reason
+from verifier.sanitizer import runs as driver
 from verifier.sanitizer.verdict import judge_rerun
 
 NO_GPU_SANITIZE = "no CUDA GPU: compute-sanitizer re-runs need one"
@@ -41,7 +41,7 @@ def kernel_item(item):
 
 def contain_worker_crash(item) -> bool:
     """Under xdist: a kernel that killed a worker runs its tests in child processes (True: this one ran);
-    any other kernel test is noted first, so the controller can name it if the worker dies (verifier.worker_crash)."""
+    any other kernel test is noted first, so the controller can name it if the worker dies (verifier.plugin.worker_crash)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # not an xdist worker: nothing to contain
         return False
     spec, dt = item.callspec.params["verifier_kernel"], item.callspec.params["verifier_dtypes"]
@@ -156,7 +156,7 @@ def rerun_target(nodeid: str, tool: str) -> str:
 
 
 def sanitizer_command(config, info, tool: str, nodeid: str, spec, dt, case, xml, log, junit) -> list:
-    """compute-sanitizer (options from verifier.sanitizer.driver, filtered to the kernel's entries) around
+    """compute-sanitizer (options from verifier.sanitizer.runs, filtered to the kernel's entries) around
     a child ``python -m pytest NODEID -p no:xdist``."""
     filters = driver.kernel_filters(spec, dt, _sanitizer_shapes(spec, dt, case))
     return driver.build_command(info, tool, str(xml), str(log), filters, child_command(config, nodeid, str(junit)))

@@ -13,33 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from verifier import registry
-from verifier.budgets import BUDGETS
-from verifier.cases import cases_for
+from verifier.declare import registry
+from verifier.results.levels import BUDGETS
+from verifier.inputs.cases import cases_for
+from verifier.constants import DEVICES, MARKERS, SANITIZER_TOOLS
 from verifier.errors import UsageError
-from verifier.isolate import environment_timeout
-from verifier.options import Options, resolve_device
-from verifier.report.model import sorted_findings
+from verifier.isolation.children import environment_timeout
+from verifier.gpu.probe import resolve_device
+from verifier.results.options import Options
+from verifier.results.run import sorted_findings
 from verifier.report.text import format_finding
-from verifier.usercode import UserCodeError
+from verifier.declare.usercode import UserCodeError
 
-DEVICES = ("cpu", "cuda", "auto")
-SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 BUNDLED_KERNELS = Path(__file__).resolve().parent.parent.parent / "kernels"
 SKIPPED_BUNDLED_DIRS = ("defects",)  # catalogued defective kernels: the detection matrix's, not the suites'
 ENTRY_POINT_GROUP = "kernel_verifier.specs"
 CHILD_ENV = "VERIFIER_PYTEST_CHILD"  # set in child pytest runs: no re-isolation, no sanitizer re-runs
-MARKERS = {
-    "gpu": "needs a CUDA GPU (skipped with the reason on CPU machines)",
-    "sanitizer": "runs under compute-sanitizer",
-    "slow": "long-running",
-    "verifier_spread": "a long test: placed at even intervals through the collection so that xdist gives such "
-                       "tests to many workers (verifier.plugin.spread)",
-    "interpreter": "runs Triton kernels under TRITON_INTERPRET=1",
-    "verifier(op)": "parametrize the test over the registered kernels of op (a suite)",
-    "verifier_rerun(tool)": "internal: a compute-sanitizer re-run of the test of the same id without the suffix",
-    "verifier_spec_error(message)": "internal: the kernel's spec code raised while the suite was collected",
-}
 PARAMS = ("verifier_kernel", "verifier_dtypes", "verifier_case")
 
 
@@ -78,13 +67,13 @@ def validated(config) -> dict:
 
 def activate_triton(device: str):
     """Commit the process to compiled or interpreted Triton before any test module imports triton:
-    importing triton fixes the mode of its own tl.sum / tl.max (see verifier/runners/triton.py).
+    importing triton fixes the mode of its own tl.sum / tl.max (see verifier/launch/triton.py).
     Runs after GPU pinning: deciding the mode asks torch whether CUDA is available."""
     import importlib.util
 
     if importlib.util.find_spec("triton") is None:
         return
-    from verifier.runners.triton import activate  # its module is cheap; triton itself is imported on launch
+    from verifier.launch.triton import activate  # its module is cheap; triton itself is imported on launch
 
     try:
         activate(os.environ.get("VERIFIER_TRITON_MODE") or ("interpreter" if device == "cpu" else None))

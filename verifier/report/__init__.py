@@ -1,7 +1,7 @@
 """Report formats, one module each behind one interface: ``render(result, fmt) -> str``.
 
-``result`` is a :class:`verifier.report.model.Result`: kernel reports from a live run, or rebuilt from a
-saved JSON result by :func:`verifier.report.model.from_dict` (``tools/pr_report.py`` does that).
+``result`` is a :class:`verifier.results.run.Result`: kernel reports from a live run, or rebuilt from a
+saved JSON result by :func:`verifier.results.run.from_dict` (``tools/pr_report.py`` does that).
 """
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from verifier.findings import CHECK_CLASSES
-from verifier.report.model import cell, rows, sorted_findings
-from verifier.report.paths import relative, shown_repro, source_root
+from verifier.results.findings import CHECK_CLASSES
+from verifier.results.run import cell, rows, sorted_findings
+from verifier.results.paths import relative, shown_repro, source_root
 
 
 # Characters XML 1.0 cannot hold (compiler output may carry ANSI escapes): written as-is they make the file unparsable.
@@ -29,7 +29,7 @@ def _cells(report) -> list[tuple[str, str, str]]:
     for tag in rows(report):
         for check in CHECK_CLASSES:
             v = cell(report, tag, check)
-            if v != "-":
+            if v is not None:
                 out.append((tag, check, v))
     return out
 
@@ -74,15 +74,15 @@ def to_element(result) -> ET.Element:
                 fail = ET.SubElement(tc, "failure", message=_xml(head), type=check)
                 fail.text = _xml(_findings_text(fs, root))
                 counts["failures"] += 1
-            elif v.startswith("skipped("):
-                ET.SubElement(tc, "skipped", message=_xml(v[len("skipped("):-1]))
+            elif v.skipped:
+                ET.SubElement(tc, "skipped", message=_xml(v.reason))
                 counts["skipped"] += 1
             elif v == "warn":  # passed; the warning is shown, not hidden
                 fs = [f for f in r.findings if f.check == check and f.severity == "warning" and f.dtype in (tag, "")]
                 ET.SubElement(tc, "system-out").text = _xml("warning:\n" + _findings_text(fs, root))
         if r.error:
             tc = _testcase(suite, "battery", r.spec.name, spec_file, "battery")
-            kind = "spec-error" if getattr(r, "error_kind", "internal") == "user" else "internal-error"
+            kind = "spec-error" if not r.internal_error else "internal-error"
             err = ET.SubElement(tc, "error", message=_xml(r.error.splitlines()[0]), type=kind)
             err.text = _xml(r.error)
             counts["tests"] += 1

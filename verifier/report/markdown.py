@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from verifier.report.model import cell, columns, rows, sorted_findings
-from verifier.report.paths import excerpt, language, relative, shown_repro, source_root
+from verifier.results.run import cell, columns, rows, sorted_findings
+from verifier.results.paths import excerpt, language, relative, shown_repro, source_root
 
 # First line of every comment: lets CI find and update its previous comment instead of adding another.
 MARKER = "<!-- kernel-verifier-report -->"
@@ -16,10 +16,12 @@ _FINDING_CAPS = (10, 5, 2, 1, 0)
 _ICON = {"pass": "pass", "FAIL": "**FAIL**", "warn": "⚠️ warn"}
 
 
-def _md_cell(v: str) -> str:
-    if v.startswith("skipped("):
+def _md_cell(v) -> str:
+    if v is None:
+        return "-"
+    if v.skipped:
         return "skipped"
-    return _ICON.get(v, v)
+    return _ICON[v.status]
 
 
 def _fenced(text: str, lang: str = "") -> list[str]:
@@ -74,7 +76,7 @@ def _render(result, cap: int) -> str:
                            + f" | {verdict} |")
     else:
         out.append("No kernels were checked.")
-    skips = sorted({v[len("skipped("):-1] for r in result.reports for v in r.cells.values() if v.startswith("skipped(")})
+    skips = sorted({v.reason for r in result.reports for v in r.cells.values() if v.skipped})
     if skips:
         out += ["", "Skipped because: " + "; ".join(skips)]
     for r in result.reports:

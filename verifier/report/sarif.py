@@ -12,10 +12,10 @@ import json as _json
 from pathlib import Path
 from urllib.parse import quote
 
-from verifier.findings import CHECK_CLASSES
-from verifier.report.model import sorted_findings
-from verifier.report.paths import declaration_line, relative, shown_repro, source_root
-from verifier.usercode import is_internal
+from verifier.results.findings import CHECK_CLASSES
+from verifier.results.run import sorted_findings
+from verifier.results.paths import declaration_line, relative, shown_repro, source_root
+from verifier.constants import SANITIZER_TOOLS
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "kernel-verifier"
@@ -88,7 +88,7 @@ RULES = {
                   "Initialise the buffer, or stop the kernel reading past what was written."),
 }
 assert set(RULES) == set(CHECK_CLASSES), "every check class needs a SARIF rule"
-RULES_SANITIZER = ("racecheck", "memcheck", "synccheck", "initcheck")
+RULES_SANITIZER = SANITIZER_TOOLS
 
 
 def rule_id(check: str) -> str:
@@ -188,9 +188,9 @@ def to_dict(result) -> dict:
                                "input": f.input, "shape": list(f.shape) if f.shape else None, "seed": f.seed},
             })
     errors = [{"level": "error", "message": {"text": f"{r.spec.name}: internal error: {r.error}"}}
-              for r in result.reports if is_internal(r)]
+              for r in result.reports if r.internal_error]
     spec_errors = [{"level": "error", "message": {"text": f"{r.spec.name}: error in the spec's own code: {r.error}"}}
-                   for r in result.reports if r.error and not is_internal(r)]
+                   for r in result.reports if r.error and not r.internal_error]
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",

@@ -1,21 +1,23 @@
 """Text report: a verdict table (one row per kernel and dtype, one column per check class), then findings."""
 from __future__ import annotations
 
-from verifier.contracts import NOTE_PREFIX
-from verifier.notes import kind
-from verifier.report.model import cell, columns, rows, sorted_findings
+from verifier.declare.contracts import NOTE_PREFIX
+from verifier.results.notes import kind
+from verifier.results.run import cell, columns, rows, sorted_findings
 
 _SHORT = {"out-of-range-write": "oob-write", "determinism": "determ", "resources": "resource"}
 MAX_FINDINGS_PER_KERNEL = 8
 
 
-def _fmt_cell(v: str, reasons: list) -> str:
-    if v.startswith("skipped("):
-        reason = v[len("skipped("):-1]
+def _fmt_cell(v, reasons: list) -> str:
+    if v is None:
+        return "-"
+    if v.skipped:
+        reason = v.reason
         if reason not in reasons:
             reasons.append(reason)
         return f"skip[{reasons.index(reason) + 1}]"
-    return v
+    return str(v)
 
 
 def _shown(path: str) -> str:

@@ -6,6 +6,6 @@ the XML records into findings, apply checked-in suppressions.
 - ``verifier sanitize`` — the command (command.py); XML parsing in xmlparse.py, suppressions in
   suppressions.py, the watched process in child.py.
 """
-from verifier.sanitizer.driver import TOOLS, SanitizerRun, battery_hook, sanitize
+from verifier.sanitizer.runs import TOOLS, SanitizerRun, battery_hook, sanitize
 
 __all__ = ["TOOLS", "SanitizerRun", "battery_hook", "sanitize"]

@@ -1,7 +1,7 @@
 """The process compute-sanitizer watches: ``python -m verifier.sanitizer.child REQUEST.json``.
 
 Loads one kernel from its spec file and launches it, for one dtype, once per requested shape, on
-poisoned outputs (verifier.harness.execute), then synchronizes. It judges no values: the sanitizer's
+poisoned outputs (verifier.launch.harness.execute), then synchronizes. It judges no values: the sanitizer's
 records are the result. It writes ``{"status": "ok"|"error", "launched": [[M, N], ...], "error": str}``
 to the request's ``result`` path and exits 0 (1 on error), so the driver can tell a harness failure
 from a sanitizer finding.
@@ -19,12 +19,12 @@ import traceback
 
 import numpy as np
 
-from verifier import registry
-from verifier.cases import random_maker
-from verifier.harness import execute
-from verifier.options import derived_seed
-from verifier.runners import runner_for
-from verifier.runners.triton import activate
+from verifier.declare import registry
+from verifier.inputs.cases import random_maker
+from verifier.launch.harness import execute
+from verifier.results.options import derived_seed
+from verifier.launch import runner_for
+from verifier.launch.triton import activate
 
 
 def _no_cupy_pools():

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from verifier import suppressions_file as _file
+from verifier.toolchain import suppressions as _file
+from verifier.constants import SANITIZER_TOOLS
 from verifier.errors import UsageError
-from verifier.findings import Finding
+from verifier.results.findings import Finding
 from verifier.sanitizer.xmlparse import finding_kind
 
 FILE_NAME = "sanitizer-suppressions.toml"
-TOOLS = ("racecheck", "memcheck", "synccheck", "initcheck")
+TOOLS = SANITIZER_TOOLS
 _KEYS = {"tool", "kernel", "file", "kind", "reason"}
 
 

@@ -1,5 +1,5 @@
 """Judging one compute-sanitizer run's XML: the one path shared by ``verifier sanitize`` / ``check --sanitize``
-(verifier.sanitizer.driver) and the pytest plugin's ``--verifier-sanitize`` re-runs.
+(verifier.sanitizer.runs) and the pytest plugin's ``--verifier-sanitize`` re-runs.
 
 The records become findings (verifier.sanitizer.xmlparse). A run whose exit code says "errors found" but whose
 XML yields no record we can read (empty, cut short before the first record, not XML) is itself an error of
@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from verifier.findings import Finding
+from verifier.results.findings import Finding
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.xmlparse import Parsed, SourceMap, parse, to_findings
 
-ERROR_EXITCODE = 86  # --error-exitcode passed on every run (verifier.sanitizer.driver)
+ERROR_EXITCODE = 86  # --error-exitcode passed on every run (verifier.sanitizer.runs)
 UNREADABLE = "UnreadableXML"  # first word of the finding's message (the suppression 'kind' it would have)
 
 

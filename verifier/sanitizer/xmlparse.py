@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from verifier.findings import Finding
+from verifier.results.findings import Finding
 
 SEVERITY_OF_LEVEL = {"error": "error", "warning": "warning", "warn": "warning", "info": "info", "fatal": "error"}
 _SPACE_RE = re.compile(r"__(global|shared|local)__")

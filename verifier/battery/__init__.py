@@ -1,0 +1,161 @@
+"""The check battery: the one place that decides whether a kernel is right, by running its steps in order.
+
+For each kernel (a kernel's battery stops only where continuing is meaningless: a build failure, or a CUDA
+fault that leaves the context unusable):
+build → resources → static (verifier.lint, CUDA sources) → refusal → value / invariant / nan-inf / unwritten /
+out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+(verifier.sanitizer, when present). The steps live in verifier.battery, the inputs in verifier.inputs.cases, the
+result model in verifier.results.kernel, the options in verifier.results.options.
+
+Every input is a fresh random draw from a seed derived from (base seed, kernel, dtype, case); a finding
+records the base seed and case name, and its repro line re-runs exactly that case: ``--case NAME`` takes a
+catalogue case, ``hypothesis:MxN:rngS`` (a Hypothesis-drawn shape and its value seed), ``refusal`` or
+``determinism``.
+
+A Python exception raised by the kernel (callable, launcher) on a shape supports() accepts is a **refusal**
+finding for that input (with the fix: declare it in supports()) and the battery goes on; raised on every
+input, or a TypeError / NameError, it is the kernel's error; a CUDA fault is a **crash** (verifier.declare.usercode).
+An exception in the spec's own supports / launches / defines is that kernel's error (verdict 'error', exit 1),
+and the run goes on with the other kernels; a UsageError (a malformed spec or option) propagates: exit 2.
+Undeclared resource use (spills, stack) is a **resources** warning; declared contracts
+(verifier.declare.contracts) leave out inputs and let flushed subnormals pass.
+
+``check_all`` runs each kernel in this process, in a fork (verifier.isolation.forked, CPU) or in a child process
+(verifier.isolation.children, GPU).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from verifier.declare import contracts as _contracts
+from verifier.declare import usercode
+from verifier.results.levels import BUDGETS
+from verifier.inputs.cases import cases_for, hypothesis_case, selected_cases
+from verifier.errors import UsageError, VerifierError
+from verifier.launch.harness import KernelFault
+from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, crash_finding, skipped
+from verifier.lint.step import battery_hook as static_hook
+from verifier.results.notes import case_not_run
+from verifier.results.options import PSEUDO_CASES, Options, derived_seed
+from verifier.launch import runnable_reason, runner_for
+from verifier.launch.triton import activate
+from verifier.sanitizer.runs import battery_hook as sanitizer_hook
+from verifier.declare.kernels import KernelSpec
+from verifier.battery.build import build_and_resources, triton_resources
+from verifier.battery.determinism import check_determinism
+from verifier.battery.hypothesis import check_shapes
+from verifier.battery.refusal import check_refusal
+from verifier.battery.values import interpreter_caveat, run_case
+from verifier.declare.usercode import UserCodeError
+
+
+def _wants(opts: Options, step: str) -> bool:
+    """Whether this run includes ``step`` ('refusal', 'values', 'determinism'): all of them, unless
+    ``--case`` narrows the run to one input (values) or one pseudo-case."""
+    if opts.case is None:
+        return True
+    if opts.case in PSEUDO_CASES:
+        return step == opts.case
+    return step == "values"
+
+
+def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[str], None]] = None) -> KernelReport:
+    """The battery for one kernel. Progress messages are ``NAME [TAG]: STEP`` (STEP a check or a case name)."""
+    report = KernelReport(spec=spec, device=opts.device)
+    t0 = time.monotonic()
+    tags = [d for d in spec.dtypes if opts.dtype in (None, d.tag)]
+    if not tags:
+        raise UsageError(
+            f"kernel {spec.name} declares no dtype {opts.dtype!r}",
+            fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
+        )
+    say = progress or (lambda s: None)
+    report.notes += _contracts.declared_notes(spec)
+    try:
+        say(f"{spec.name}: build")
+        if not build_and_resources(spec, opts, report, tags):
+            return report
+        if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
+            say(f"{spec.name}: static")
+            static_hook(spec, opts, report, tags)
+        why = runnable_reason(spec, opts.device)
+        if why:
+            for dt in tags:
+                for check in RUN_CHECKS:
+                    report.mark(dt.tag, check, skipped(why))
+            report.notes.append(f"not run: {why}")
+            if opts.sanitize:  # marks skipped(<reason>) cells; never launches anything on CPU
+                sanitizer_hook(spec, opts, report, tags)
+            return report
+        if spec.kind == "triton" and opts.device == "cuda":
+            say(f"{spec.name}: resources")
+            triton_resources(spec, opts, report, tags)
+        run = runner_for(spec)
+        for dt in tags:
+            if _wants(opts, "refusal"):
+                say(f"{spec.name} [{dt.tag}]: refusal")
+                check_refusal(spec, dt, opts, report, run=run)
+            if _wants(opts, "values"):
+                say(f"{spec.name} [{dt.tag}]: values")
+                _check_values(spec, run, dt, opts, report, say)
+            if _wants(opts, "determinism"):
+                say(f"{spec.name} [{dt.tag}]: determinism")
+                check_determinism(spec, dt, opts, report, run=run)
+        if opts.sanitize:
+            sanitizer_hook(spec, opts, report, tags)
+        everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None
+        if everywhere is not None:
+            usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
+    except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
+        usercode.blame(report, e)
+    except UsageError:
+        raise  # a malformed spec (or option) found while running it: exit 2, fix the spec
+    except KernelFault as e:
+        # Raised outside a per-input check (determinism, Triton resources), or a CUDA fault after which
+        # the context is unusable: record it (once) and stop this kernel's battery.
+        if not getattr(e, "reported", False):
+            report.add(crash_finding(spec, opts, e))
+    except VerifierError as e:
+        report.error = f"{type(e).__name__}: {e}"
+    finally:
+        report.seconds = time.monotonic() - t0
+    return report
+
+
+def _check_values(spec, run, dt, opts, report, say):
+    cases = selected_cases(spec, dt, opts)
+    ran, left_out, judged_before = 0, None, report.judged.get(dt.tag, 0)
+    for case in cases:
+        say(f"{spec.name} [{dt.tag}]: {case.name}")
+        reason = spec.check_supported(case.M, case.N, dt)
+        if reason is not None:
+            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} ({case.M}x{case.N}) refused by design: {reason}"))
+            continue
+        rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, case.name))
+        xs = case.make(rng, dt, spec.op, spec.op_params())
+        caveat = interpreter_caveat(spec, dt, xs, opts.device)
+        if caveat:
+            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} not run: {caveat}"))
+            continue
+        contract = _contracts.excluded(spec, xs)
+        if contract:
+            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} {contract}"))
+            left_out = contract
+            continue
+        run_case(spec, dt, case.name, xs, opts, report, run=run)
+        ran += 1
+    if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
+        ran += check_shapes(spec, dt, opts, report, run=run)
+    checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+    # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
+    judged = report.judged.get(dt.tag, 0) - judged_before
+    why = (left_out or "every case refused by supports") if not ran else \
+        "no input ran through this check: the kernel raised on every input it was given (see its crash findings)"
+    for check in checks:
+        report.mark(dt.tag, check, PASS if judged else skipped(why))
+
+
+__all__ = ["check_kernel"]

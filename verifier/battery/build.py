@@ -1,0 +1,135 @@
+"""The build and resources step: a CUDA source built with nvcc for the device's arch (CPU_BUILD_ARCHES
+without a GPU), every entry the spec's launches use present in the cubin, ptxas resources within the spec's
+Expectations (undeclared spills and stack speak as warnings); a Triton kernel on a GPU has its compiled
+kernels' resources checked."""
+from __future__ import annotations
+
+from typing import Optional
+
+from verifier.declare import usercode
+from verifier.toolchain.nvcc import compile_cubin
+from verifier.inputs.cases import PROBE_N
+from verifier.errors import BuildError, ToolMissing, UsageError, VerifierError
+from verifier.results.findings import Finding
+from verifier.results.kernel import PASS, KernelReport, skipped
+from verifier.results.options import Options, repro_line
+from verifier.toolchain.ptxas import KernelResources, check_expectations, entry_line, undeclared_usage
+from verifier.gpu.probe import build_arches
+from verifier.launch import runnable_reason
+from verifier.launch import cuda as cuda_runner
+from verifier.launch import triton as triton_runner
+from verifier.declare.kernels import CudaKernel, KernelSpec
+
+
+
+def _entries(spec: CudaKernel, dts) -> set:
+    entries = set()
+    for dt in dts:
+        for N in PROBE_N:
+            if spec.check_supported(4, N, dt) is None:
+                entries.update(l.entry for l in cuda_runner.launches_for(spec, 4, N, dt, spec.op_params()))
+    return entries
+
+
+def build_and_resources(spec, opts, report, dts) -> bool:
+    if spec.kind != "cuda":
+        for dt in dts:
+            report.mark(dt.tag, "build", skipped("not a CUDA source"))
+            if not (spec.kind == "triton" and opts.device == "cuda"):
+                report.mark(dt.tag, "resources", skipped("compiled-kernel facts need a GPU" if spec.kind == "triton" else "Python callable"))
+        return True
+    arches = build_arches(opts)
+    # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
+    groups: dict = {}
+    for dt in dts:
+        defines = usercode.call(spec, "defines", spec.defines, dt)
+        groups.setdefault(tuple(sorted(defines.items())), []).append(dt)
+    ok = True
+    for defines, group in groups.items():
+        entries = _entries(spec, group)
+        for arch in arches:
+            try:
+                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+            except ToolMissing as e:
+                why = f"{e.message}; fix: {e.fix}" if e.fix else e.message  # name the tool and the fix
+                for dt in dts:
+                    report.mark(dt.tag, "build", skipped(why))
+                report.notes.append(f"build skipped: {why}")
+                return False
+            except BuildError as e:
+                report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro_line(spec, opts)))
+                return False
+            missing = sorted(e for e in entries if e not in res.resources)
+            for e in missing:
+                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
+                                   kernel=spec.name, repro=repro_line(spec, opts)))
+            ok = ok and not missing
+            _check_resources(spec, opts, report, group, arch,
+                             {e: res.resources[e] for e in entries if e in res.resources})
+    for dt in dts:
+        report.mark(dt.tag, "build", PASS)
+    return ok
+
+
+def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelReport] = None) -> KernelReport:
+    """The build and resources step on its own: a CUDA source is built with nvcc for the device's arch
+    (sm_80 and sm_90 without a GPU), every entry the launches use must be in the cubin and ptxas resources
+    within the spec's expectations; a Triton kernel on a GPU has its compiled kernels' resources checked.
+    Other kernels get skipped cells. Findings and cells go to ``report`` (a new one if None), returned.
+    A KernelFault (Triton compiling on a GPU) propagates."""
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    dts = list(dts)
+    build_and_resources(spec, opts, report, dts)
+    if spec.kind == "triton" and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
+        triton_resources(spec, opts, report, dts)
+    return report
+
+
+def _check_resources(spec, opts, report, dts, arch, resources: dict):
+    for entry, r in sorted(resources.items()):
+        problems = check_expectations(r, spec.expectations)
+        report.notes.append(f"[{arch}] {entry}: {r.registers} registers, {r.spill_bytes} spill bytes, "
+                            f"{r.stack_bytes} stack bytes, {r.smem_bytes} smem bytes")
+        where = dict(zip(("file", "line"), entry_line(spec.source_path(), r.demangled) or (None, None)))
+        for p in problems:
+            report.add(Finding("resources", f"[{arch}] {entry}: {p}", kernel=spec.name, repro=repro_line(spec, opts),
+                               score=1.0, **where))
+        for p in undeclared_usage(r, spec.expectations):  # nothing declared: the fact speaks as a warning
+            report.add(Finding("resources", f"[{arch}] {entry}: {p}", severity="warning", kernel=spec.name,
+                               repro=repro_line(spec, opts), score=0.5, **where))
+    for dt in dts:
+        report.mark(dt.tag, "resources", PASS)
+
+
+def triton_resources(spec, opts, report, dts):
+    """Compiled Triton kernels: registers, local memory and shared memory from the compiled kernel
+    object, for each dtype at a few row lengths. Triton reports local memory as one figure (spills and
+    stack together), so it is checked against both max_spill_bytes and max_stack_bytes."""
+    for dt in dts:
+        sizes = [n for n in (1024, 4096, 8192, 65536, 152064) if spec.check_supported(4, n, dt) is None]
+        for n in sizes[-3:]:
+            try:
+                res = triton_runner.compiled_resources(spec, 4, n, dt, spec.op_params(), device="cuda")
+            except UsageError:
+                raise  # a malformed spec: the user must fix it, not read a skipped cell
+            except VerifierError as e:
+                report.mark(dt.tag, "resources", skipped(e.message))  # mark() keeps it over the PASS below
+                break
+            for k in res["kernels"]:
+                r = KernelResources(name=k["name"], demangled=k["name"], demangled_with="not-mangled", arch=None,
+                                    is_entry=True, registers=k["registers"], smem_bytes=k["shared_bytes"],
+                                    spill_store_bytes=k["local_bytes"], stack_frame_bytes=k["local_bytes"])
+                report.notes.append(f"[{dt.tag} N={n}] {k['name']}: {k['registers']} registers, "
+                                    f"{k['local_bytes']} local bytes, {k['shared_bytes']} smem bytes")
+                for p in check_expectations(r, spec.expectations):
+                    report.add(Finding("resources", f"[N={n}] {k['name']}: {p} (Triton local memory = spills + stack)",
+                                       kernel=spec.name, dtype=dt.tag, repro=repro_line(spec, opts, dt.tag)))
+                if spec.expectations.max_spill_bytes is None and spec.expectations.max_stack_bytes is None \
+                        and k["local_bytes"] > 0:  # undeclared local memory speaks as a warning
+                    report.add(Finding(
+                        "resources", f"[N={n}] {k['name']}: uses {k['local_bytes']} bytes of local memory (Triton: "
+                        "spills + stack) and the spec declares no limit for it; declare Expectations(max_spill_bytes="
+                        "..., max_stack_bytes=...) to accept it, or register_resident() to forbid it",
+                        severity="warning", kernel=spec.name, dtype=dt.tag, repro=repro_line(spec, opts, dt.tag),
+                        score=0.5))
+        report.mark(dt.tag, "resources", PASS)

@@ -1,0 +1,116 @@
+"""The Hypothesis step: shapes drawn from verifier.inputs.catalogue.shapes with random values, each through the values
+step (verifier.battery.values.run_case); a failure is shrunk to the smallest failing shape.
+
+One definition, for ``verifier check`` and the suites' ``test_<op>_shapes`` alike:
+- examples per kernel and dtype: ``BUDGETS[budget]["hypothesis"]`` (verifier.results.levels; 0: the step does not run);
+- an example **fails** when it has a finding of severity ``error``; the shrunk failing example's findings are
+  reported. Warnings do not stop the search: those of the first example that has any are reported with a
+  passing verdict (``--strict`` / ``--verifier-strict`` then fail on them, as on any warning);
+- an example that failed and then passed on replay is a **determinism** finding (verifier.battery.flaky);
+- after a CUDA fault the search stops at once (every later example would run in an unusable context): the
+  crash is recorded and the KernelFault re-raised, marked ``reported``.
+Each example is named ``hypothesis:MxN:rngS``; ``--case`` with that name re-runs it (verifier.inputs.cases).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from verifier.declare import contracts as _contracts
+from verifier.inputs import catalogue as _inputs
+from verifier.results.levels import BUDGETS
+from verifier.inputs.cases import random_inputs
+from verifier.launch.harness import KernelFault
+from verifier.results.kernel import KernelReport
+from verifier.results.notes import case_not_run
+from verifier.results.options import Options, derived_seed
+from verifier.launch import runner_for
+from verifier.declare.kernels import KernelSpec
+from verifier.battery.values import run_case
+
+MAX_ROWS = 16
+
+
+def hypothesis_max_cols(device: str) -> int:
+    """The longest Hypothesis-drawn row: shorter on CPU, where launches are emulated and slow."""
+    return 8192 if device == "cpu" else 16384
+
+
+def examples(budget: str) -> int:
+    return BUDGETS[budget]["hypothesis"]
+
+
+class _CudaFault(BaseException):
+    """Stops Hypothesis at once: it would replay every shrink candidate in an unusable context."""
+
+
+def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,
+                 run: Optional[Callable] = None) -> int:
+    """Run the Hypothesis step of one dtype into ``report`` (findings, inputs judged / raising); returns how
+    many drawn inputs ran. Cells are not marked: the values checks pass over all of their inputs."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
+
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
+    run = run or runner_for(spec)
+    n = examples(opts.budget)
+    if not n:
+        return 0
+    from verifier.battery.flaky import Flaky, flaky_finding  # imports hypothesis (about 1 s): not at the quick budget
+
+    failing: list = []
+    warned: list = []
+    ran, judged = [0], [0]
+
+    @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
+    @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
+              report_multiple_bugs=False)
+    @given(shape=_inputs.shapes(MAX_ROWS, hypothesis_max_cols(opts.device)), data_seed=st.integers(0, 2**31 - 1))
+    def prop(shape, data_seed):
+        M, N = shape
+        if spec.check_supported(M, N, dt) is not None:
+            return
+        rng = np.random.default_rng(data_seed)
+        xs = random_inputs(spec, dt, M, N, rng)
+        contract = _contracts.excluded(spec, xs)
+        if contract:  # random normal values never hold NaN or inf; kept so that the rule has no exception
+            report.notes.append(case_not_run(f"[{dt.tag}] hypothesis:{M}x{N}:rng{data_seed} {contract}"))
+            return
+        ran[0] += 1
+        probe = KernelReport(spec=spec, device=opts.device)
+        case = f"hypothesis:{M}x{N}:rng{data_seed}"  # verifier.inputs.cases.hypothesis_case parses it back
+        try:
+            run_case(spec, dt, case, xs, opts, probe, run=run)
+        except KernelFault as e:  # a CUDA fault: recorded in probe, nothing more can run
+            failing[:] = [probe.findings]
+            raise _CudaFault(e) from e
+        finally:
+            for k, v in probe.inputs.items():  # inputs judged / raising, for the raised-on-every-input rule
+                report.inputs[k] = report.inputs.get(k, 0) + v if k != "first" else report.inputs.get(k, v)
+        judged[0] += probe.judged.get(dt.tag, 0)
+        if any(f.severity == "error" for f in probe.findings):
+            failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
+            raise AssertionError(case)
+        if probe.findings and not warned:
+            warned[:] = probe.findings
+
+    try:
+        prop()
+    except AssertionError:
+        for f in failing[0]:
+            report.add(f)
+    except _CudaFault as e:
+        for f in failing[0] if failing else []:
+            report.add(f)
+        raise e.args[0] from None
+    except Flaky as e:  # an example failed, then passed when replayed: the kernel is flaky, a finding
+        report.add(flaky_finding(spec, dt, opts, failing[0] if failing else [], e))
+    else:
+        for f in warned:
+            report.add(f)
+    finally:
+        report.judged[dt.tag] = report.judged.get(dt.tag, 0) + judged[0]
+    return ran[0]

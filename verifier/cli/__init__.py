@@ -1,0 +1,272 @@
+"""`verifier` command line. The library does the work; this module only wires options to it.
+
+Exit codes: 0 every kernel passed, 1 findings, 2 usage error, 3 internal error, 4 nothing was checked
+(every kernel skipped: a missing nvcc / compute-sanitizer / GPU; the reasons and fixes go to stderr).
+The report goes to stdout (or --output); progress and the one-line summary go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+# Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
+# what they need (start-up time; none of those modules imports this one).
+from verifier.results import levels as budgets
+from verifier.cli.args import add_selection_args
+from verifier.errors import UsageError, VerifierError
+
+from verifier.constants import (DEVICES, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED,  # noqa: F401
+                                EXIT_OK, EXIT_USAGE)
+BUDGET_HELP = budgets.HELP  # what each budget does, from the one table (a leaf: `--help` imports nothing heavy)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default exits 2 with usage; keep 2, add the fix
+        raise UsageError(f"{self.prog}: {message}", fix=f"run `{self.prog} --help`")
+
+
+def _env(name, default=None):
+    return os.environ.get(f"VERIFIER_{name}", default)
+
+
+# check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
+_ENV_OPTIONS = {"budget": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
+                "case": None, "kernel_timeout": None}
+_ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
+
+
+def _option_source(args, name: str) -> str:
+    return args.sources.get(name, "--" + name.replace("_", "-"))
+
+
+def _apply_environment(args) -> None:
+    """Fill options not given on the command line from VERIFIER_<NAME>, remembering where each came from
+    (so an error names the variable the user actually set)."""
+    args.sources = {}
+    for name, default in _ENV_OPTIONS.items():
+        if getattr(args, name) is None:
+            env = _env(name.upper())
+            if env is not None:
+                args.sources[name] = f"VERIFIER_{name.upper()}"
+            setattr(args, name, env if env is not None else default)
+    for name in _ENV_FLAGS:
+        env = _env(name.upper())
+        if not getattr(args, name) and env is not None:
+            if env not in ("0", "1"):
+                raise UsageError(f"VERIFIER_{name.upper()}={env!r} is not 0 or 1", fix=f"set VERIFIER_{name.upper()}=1 or unset it")
+            setattr(args, name, env == "1")
+    if not args.kernel and _env("KERNEL"):
+        args.kernel = [g for g in _env("KERNEL").split(",") if g]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="verifier", description="Correctness and race checking for GPU reduction kernels.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    c = sub.add_parser("check", help="run the check battery on kernels declared in spec files",
+                       description="Run the check battery. Every option can also be set as VERIFIER_<OPTION> "
+                                   "(e.g. VERIFIER_BUDGET=thorough, VERIFIER_KERNEL=softmax*,other*, "
+                                   "VERIFIER_ISOLATE=1); the command line wins.")
+    add_selection_args(c)
+    c.add_argument("--budget", help="quick | ci | thorough (default ci). " + BUDGET_HELP)
+    c.add_argument("--seed", help="base seed of every random draw (default 0)")
+    c.add_argument("--device", help="cpu | cuda | auto (default auto)")
+    from verifier.report import FORMATS
+
+    c.add_argument("--format", help=f"{' | '.join(FORMATS)} (default text)")
+    c.add_argument("--output", metavar="FILE", help="write the report here, not stdout")
+    c.add_argument("--dtype", metavar="TAG", help="only this dtype variant (as in repro lines)")
+    c.add_argument("--case", metavar="NAME", help="only this input: a catalogue case, hypothesis:MxN:rngS, refusal "
+                                                  "or determinism (as in repro lines)")
+    c.add_argument("--sanitize", action="store_true", help="also run compute-sanitizer (GPU only)")
+    c.add_argument("--isolate", action="store_true",
+                   help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
+    c.add_argument("--kernel-timeout", metavar="SECONDS",
+                   help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
+    c.add_argument("--strict", action="store_true",
+                   help="warnings (e.g. spills no Expectations limit covers) count as findings: exit 1")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    c.add_argument("-v", "--verbose", action="store_true",
+                   help="list every note: catalogue cases not run and why, registers/spills/stack/smem per entry")
+
+    ls = sub.add_parser("list", help="list the kernels declared in spec files")
+    add_selection_args(ls)
+
+    cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
+    cs.add_argument("op")
+    cs.add_argument("--budget", default="ci")
+    from verifier.cli import sanitize as sanitize_command
+
+    sanitize_command.add_subparser(sub)
+    from verifier.cli import lint as lint_command
+
+    lint_command.add_subparser(sub)
+    from verifier.cli import bench as bench_command
+
+    bench_command.add_subparser(sub)
+    return p
+
+
+def _default_paths(paths):
+    if paths:
+        return paths
+    if os.path.isdir("kernels"):
+        return ["kernels"]
+    raise UsageError("no PATH given and no kernels/ directory here", fix="pass spec files or directories: verifier check PATH...")
+
+
+def _validate(args):
+    from verifier.report import FORMATS
+
+    if args.budget not in budgets.BUDGETS:
+        raise UsageError(f"{_option_source(args, 'budget')} {args.budget!r} is not a budget",
+                         fix=f"use one of {', '.join(budgets.BUDGETS)}")
+    if args.format not in FORMATS:
+        raise UsageError(f"{_option_source(args, 'format')} {args.format!r} is not a format",
+                         fix=f"use one of {', '.join(FORMATS)}")
+    if args.device not in DEVICES:
+        raise UsageError(f"{_option_source(args, 'device')} {args.device!r} is not a device", fix="use cpu, cuda or auto")
+    try:
+        args.seed = int(args.seed)
+    except ValueError:
+        raise UsageError(f"{_option_source(args, 'seed')} {args.seed!r} is not an integer",
+                         fix="pass a whole number, e.g. --seed 0") from None
+    if args.kernel_timeout is not None:
+        try:
+            args.kernel_timeout = float(args.kernel_timeout)
+            assert args.kernel_timeout > 0
+        except (ValueError, AssertionError):
+            raise UsageError(f"{_option_source(args, 'kernel_timeout')} {args.kernel_timeout!r} is not a positive "
+                             "number of seconds", fix="e.g. --kernel-timeout 600") from None
+    if args.output:
+        parent = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(parent) or os.path.isdir(args.output):
+            raise UsageError(f"{_option_source(args, 'output')} {args.output}: not a file in an existing directory",
+                             fix="choose a file path whose directory exists")
+
+
+class _Progress:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str):
+        if not self.enabled:
+            return
+        if msg.startswith("["):
+            self.done = int(msg[1:msg.index("/")]) - 1
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {time.monotonic() - self.t0:5.0f}s {msg}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line[:160])
+        elif msg.startswith("["):
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled and self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def cmd_check(args) -> int:
+    from verifier.declare import registry
+    from verifier.isolation import check_all
+    from verifier.gpu.probe import resolve_device
+    from verifier.results.options import Options
+    from verifier.report.environment import environment
+    from verifier.report import render
+    from verifier.results.run import Result
+
+    _apply_environment(args)
+    _validate(args)
+    specs = registry.load(_default_paths(args.paths), args.kernel)
+    device = resolve_device(args.device)
+    opts = Options(budget=args.budget, seed=args.seed, device=device, case=args.case, dtype=args.dtype,
+                   sanitize=args.sanitize, timeout=args.kernel_timeout)
+    progress = _Progress(len(specs), enabled=not args.no_progress)
+    if device == "cpu" and args.device == "auto":
+        sys.stderr.write("verifier: no CUDA GPU; running on the CPU: Triton kernels in the interpreter, callables on "
+                         "CPU tensors, CUDA kernels built and resource-checked only (their launches are skipped).\n")
+    try:
+        reports = check_all(specs, opts, progress=progress, isolate=True if args.isolate else None)
+    finally:
+        progress.close()
+    result = Result(reports=reports, environment=environment(),
+                    options={"budget": opts.budget, "seed": opts.seed, "device": opts.device,
+                             "verbose": bool(args.verbose)})
+    text = render(result, args.format)
+    from verifier.report import write
+
+    write(text, args.output)
+    s = result.summary()
+    partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
+    warned = f" ({s['warnings']} warnings{'' if args.strict else '; --strict fails on them'})" if s["warnings"] else ""
+    sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
+                     f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings{warned}\n")
+    if result.exit_code() == EXIT_NOTHING_CHECKED:
+        from verifier.results.run import nothing_checked_message
+
+        sys.stderr.write(nothing_checked_message(result))
+    return result.exit_code(strict=args.strict)
+
+
+def cmd_list(args) -> int:
+    from verifier.declare import registry
+
+    for k in registry.load(_default_paths(args.paths), args.kernel):
+        print(f"{k.name:40s} {k.kind:8s} {k.op:18s} {','.join(d.tag for d in k.dtypes):30s} {k.math_mode}")
+    return 0
+
+
+def cmd_cases(args) -> int:
+    from verifier.inputs import catalogue as inputs
+    from verifier.ops import get_op
+
+    get_op(args.op)
+    for c in inputs.catalogue(args.op, budget=args.budget):
+        print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        from verifier.cli import sanitize as sanitize_command
+
+        from verifier.cli import bench as bench_command
+        from verifier.cli import lint as lint_command
+
+        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run,
+                    "lint": lint_command.run, "bench": bench_command.run}
+        return commands[args.command](args)
+    except UsageError as e:
+        sys.stderr.write(f"verifier: error: {e}\n")
+        return EXIT_USAGE
+    except VerifierError as e:
+        sys.stderr.write(f"verifier: {type(e).__name__}: {e}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("verifier: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug in the verifier, not in the user's input
+        if os.environ.get("VERIFIER_DEBUG"):
+            traceback.print_exc()
+        sys.stderr.write(f"verifier: internal error: {type(e).__name__}: {e}\n"
+                         "  this is a bug in kernel-verifier; rerun with VERIFIER_DEBUG=1 for the traceback\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,6 @@
+"""``python -m verifier.cli``: the `verifier` command."""
+import sys
+
+from verifier.cli import main
+
+sys.exit(main())

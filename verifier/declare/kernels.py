@@ -1,0 +1,265 @@
+"""Kernel specs: a kernel under test declared as data.
+
+A spec file is plain Python that defines ``KERNELS = [...]`` with instances of
+:class:`CudaKernel`, :class:`TritonKernel` or :class:`CallableKernel`. Every field is
+validated at construction; a bad field raises :class:`SpecError` naming the field and the fix.
+
+Shapes are ``(M, N)``: M rows of length N (see :mod:`verifier.ops`).
+``supports(M, N, dtypes)`` returns ``None`` when the kernel handles the shape, else a
+one-line reason; runners call it before every launch and raise :class:`Unsupported`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from verifier import dtypes as _dt
+from verifier.declare.contracts import Contracts
+from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
+from verifier.errors import SpecError
+from verifier.ops import OPS
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class Dtypes:
+    """Input (x, weights, residual), output and accumulation dtypes of one kernel variant."""
+
+    input: str
+    output: str
+    acc: str
+
+    def __post_init__(self):
+        for f in ("input", "output", "acc"):
+            try:
+                object.__setattr__(self, f, _dt.canonical(getattr(self, f)))
+            except Exception as e:  # UsageError -> SpecError naming the field
+                raise SpecError(f"Dtypes.{f}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
+
+    @property
+    def tag(self) -> str:
+        """Short stable tag for ids: 'bf16' when all agree on the io dtype, else 'bf16-f32acc' etc."""
+        s = _dt.SHORT
+        t = s[self.input] if self.input == self.output else f"{s[self.input]}to{s[self.output]}"
+        if self.acc not in (self.input, "float32") or (self.acc == self.input and self.input not in ("float32", "float64")):
+            t += f"-{s[self.acc]}acc"
+        return t
+
+
+def dtypes(input: str, output: Optional[str] = None, acc: str = "float32") -> Dtypes:
+    """Shorthand: ``dtypes("bf16")`` is bf16 in, bf16 out, fp32 accumulation."""
+    return Dtypes(input, output or input, acc)
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What the kernel's author promises; the battery checks each promise.
+
+    deterministic: the same input gives bitwise-identical output run to run.
+    max_spill_bytes: spill stores + loads allowed by ptxas (0 for register-resident kernels).
+    max_stack_bytes: stack frame allowed (None: not checked).
+    max_registers: registers per thread allowed (None: not checked).
+    fast_intrinsics: uses __expf / rsqrtf / fast division (selects the 'fast' tolerance column).
+    """
+
+    deterministic: bool = True
+    max_spill_bytes: Optional[int] = None
+    max_stack_bytes: Optional[int] = None
+    max_registers: Optional[int] = None
+    fast_intrinsics: bool = False
+
+
+def register_resident() -> Expectations:
+    """Expectations for a kernel that keeps its row in registers: no spills, no stack."""
+    return Expectations(max_spill_bytes=0, max_stack_bytes=0)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar kernel argument: ``kind`` is a C type ('int32', 'int64', 'float32')."""
+
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch. ``args`` are tensor names (see verifier.ops) or Scalar values,
+    or the strings 'M', 'N', 'eps' which the runner replaces by int32 / float32 scalars."""
+
+    entry: str
+    grid: tuple
+    block: tuple
+    args: tuple
+    smem: int = 0
+
+
+def _check_callable(obj, field_name, kernel_name, signature_hint):
+    if not callable(obj):
+        raise SpecError(
+            f"kernel {kernel_name!r}: field {field_name!r} must be callable, got {type(obj).__name__}",
+            fix=f"pass a function {signature_hint}",
+        )
+
+
+def _always(M, N, dtypes):
+    return None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    op: str
+    dtypes: Sequence[Dtypes]
+    math_mode: str = "precise"
+    supports: Callable[[int, int, Dtypes], Optional[str]] = _always
+    expectations: Expectations = field(default_factory=Expectations)
+    tolerance: dict = field(default_factory=dict)  # partial overrides, merged by max
+    params: dict = field(default_factory=dict)  # overrides of the op's default params (eps)
+    description: str = ""
+    origin: Optional[str] = None  # spec file it came from, filled by the registry
+    contracts: Contracts = field(default_factory=Contracts)  # NaN / inf / subnormal promises (verifier.declare.contracts)
+    kind: str = field(default="abstract", init=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise SpecError(
+                f"kernel name {self.name!r} is not a valid name",
+                fix="use letters, digits, '_', '-', '.' only (it becomes part of test ids)",
+            )
+        if self.op not in OPS:
+            raise SpecError(f"kernel {self.name!r}: field 'op' is {self.op!r}", fix=f"use one of {', '.join(OPS)}")
+        ds = self.dtypes
+        if isinstance(ds, Dtypes):
+            ds = (ds,)
+        if not ds or not all(isinstance(d, Dtypes) for d in ds):
+            raise SpecError(
+                f"kernel {self.name!r}: field 'dtypes' must be a non-empty list of Dtypes",
+                fix="write dtypes=[dtypes('f32'), dtypes('bf16')] (from verifier.declare.kernels import dtypes)",
+            )
+        object.__setattr__(self, "dtypes", tuple(ds))
+        if self.math_mode not in MATH_MODES:
+            raise SpecError(
+                f"kernel {self.name!r}: field 'math_mode' is {self.math_mode!r}",
+                fix=f"use one of {', '.join(MATH_MODES)}",
+            )
+        _check_callable(self.supports, "supports", self.name, "supports(M, N, dtypes) -> None | reason")
+        if not isinstance(self.expectations, Expectations):
+            raise SpecError(
+                f"kernel {self.name!r}: field 'expectations' must be an Expectations",
+                fix="write expectations=Expectations(...) or register_resident()",
+            )
+        if not isinstance(self.contracts, Contracts):
+            raise SpecError(
+                f"kernel {self.name!r}: field 'contracts' must be a Contracts, got {type(self.contracts).__name__}",
+                fix="write contracts=Contracts(nan_inputs='unsupported') (from verifier.declare.kernels import Contracts)",
+            )
+        unknown = set(self.params) - set(OPS[self.op].params)
+        if unknown:
+            raise SpecError(
+                f"kernel {self.name!r}: field 'params' has {sorted(unknown)} which op {self.op!r} does not take",
+                fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}",
+            )
+
+    def op_params(self) -> dict:
+        return {**OPS[self.op].params, **self.params}
+
+    def check_supported(self, M: int, N: int, dt: Dtypes) -> Optional[str]:
+        """Reason the kernel refuses (M, N, dt), or None. Rows = 0 and unknown dtypes are always refused."""
+        if M <= 0 or N <= 0:
+            return f"empty shape M={M}, N={N}: nothing to launch"
+        if dt not in self.dtypes:
+            return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
+        from verifier.declare.usercode import call
+
+        reason = call(self, "supports", self.supports, M, N, dt)
+        if reason is None or (isinstance(reason, str) and reason):
+            return reason
+        # A bool here would be read as a refusal reason for True and False alike: every shape refused.
+        fn = getattr(self.supports, "__qualname__", None) or repr(self.supports)
+        raise SpecError(
+            f"kernel {self.name!r}: supports function {fn} returned {reason!r} ({type(reason).__name__}) for "
+            f"M={M}, N={N}, {dt.tag}; it must return None (shape supported) or a non-empty str (the reason it is not)",
+            fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
+        )
+
+
+@dataclass(frozen=True)
+class CudaKernel(KernelSpec):
+    """A CUDA C++ source and how to launch it.
+
+    source: path of the .cu file (relative paths are relative to the spec file).
+    launches: function (M, N, dtypes, params) -> list[Launch]; several launches for multi-pass kernels.
+    defines: function (dtypes) -> dict of -D macros selecting the variant (one cubin per dtypes).
+    """
+
+    source: str = ""
+    launches: Optional[Callable] = None
+    defines: Callable[[Dtypes], dict] = lambda dt: {}
+    extra_flags: tuple = ()
+    kind: str = field(default="cuda", init=False)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.source:
+            raise SpecError(f"kernel {self.name!r}: field 'source' is empty", fix="give the path of the .cu file")
+        _check_callable(self.launches, "launches", self.name, "launches(M, N, dtypes, params) -> list[Launch]")
+        _check_callable(self.defines, "defines", self.name, "defines(dtypes) -> dict")
+
+    def source_path(self) -> Path:
+        p = Path(self.source)
+        if not p.is_absolute() and self.origin:
+            p = Path(self.origin).parent / p
+        return p
+
+
+@dataclass(frozen=True)
+class TritonKernel(KernelSpec):
+    """A Triton kernel, named by module path and launcher function so that it is imported only
+    after the runner has chosen compiled or interpreted mode (TRITON_INTERPRET must be set before
+    ``@triton.jit`` runs).
+
+    module: file path (relative to the spec file) of the module holding the kernel.
+    launcher: name of a function ``launcher(inputs, outputs, params, dtypes)`` in it that launches
+    the kernel on torch tensors (outputs preallocated; in-out tensors appear in both dicts).
+    """
+
+    module: str = ""
+    launcher: str = ""
+    kind: str = field(default="triton", init=False)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.module or not self.launcher:
+            raise SpecError(
+                f"kernel {self.name!r}: fields 'module' and 'launcher' are required",
+                fix="module='my_softmax.py', launcher='launch'",
+            )
+
+    def module_path(self) -> Path:
+        p = Path(self.module)
+        if not p.is_absolute() and self.origin:
+            p = Path(self.origin).parent / p
+        return p
+
+
+@dataclass(frozen=True)
+class CallableKernel(KernelSpec):
+    """Any Python callable, e.g. ``torch.softmax``.
+
+    fn(inputs, outputs, params, dtypes) writes into the preallocated ``outputs`` tensors, or returns a
+    dict name -> tensor which the runner copies into them.
+    """
+
+    fn: Optional[Callable] = None
+    device: str = "any"  # 'cpu', 'cuda' or 'any'
+    kind: str = field(default="callable", init=False)
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_callable(self.fn, "fn", self.name, "fn(inputs, outputs, params, dtypes)")
+        if self.device not in ("cpu", "cuda", "any"):
+            raise SpecError(f"kernel {self.name!r}: field 'device' is {self.device!r}", fix="use 'cpu', 'cuda' or 'any'")

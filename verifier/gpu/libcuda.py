@@ -1,0 +1,193 @@
+"""CUDA kernels run from numpy arrays through the CUDA driver API (ctypes over libcuda), without torch or CuPy.
+
+Why: a `verifier check` child spends 4-5 s importing torch on an H200 machine and under 2 s on everything else
+(docs/benchmarks.md, verdict speed); CUDA kernels need none of torch, only device memory, a module and a
+launch. This module is the driver half of the torch-free path: memory, modules, launches. Binding a CudaKernel spec's
+launches to buffers is verifier.launch.cuda_numpy; verifier.launch.harness uses both for guarded, poisoned outputs
+when verifier.launch.path says so.
+
+The primary context of device 0 (as CUDA_VISIBLE_DEVICES leaves them) is used, so work from torch or CuPy
+in the same process shares it. Every driver error is raised with the call, the driver's name for the code
+and its message.
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from verifier.errors import ToolMissing, VerifierError
+
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+class DriverError(VerifierError):
+    """A CUDA driver call failed (a launch error names the launch). ``text``: the driver's name for the
+    error code and its message, e.g. 'CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered'."""
+
+    def __init__(self, message: str, text: str = ""):
+        super().__init__(message)
+        self.text = text or message
+
+
+class LaunchError(DriverError):
+    """A kernel launch, or the synchronize after it, failed: the kernel's fault, not the verifier's."""
+
+
+@lru_cache(maxsize=1)
+def _lib():
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    raise ToolMissing("no CUDA driver (libcuda) on this machine: CUDA kernels need an NVIDIA GPU and its driver",
+                      fix="run on a machine with an NVIDIA driver, or check Python kernels with --device cpu")
+
+
+def _error_text(lib, code: int) -> str:
+    name, text = ctypes.c_char_p(), ctypes.c_char_p()
+    lib.cuGetErrorName(code, ctypes.byref(name))
+    lib.cuGetErrorString(code, ctypes.byref(text))
+    return f"{(name.value or b'CUDA_ERROR_' + str(code).encode()).decode()}: {(text.value or b'').decode()}"
+
+
+def _check(code: int, what: str, error=DriverError) -> None:
+    if code != 0:
+        text = _error_text(_lib(), code)
+        raise error(f"{what} failed: {text}", text)
+
+
+@lru_cache(maxsize=1)
+def _primary() -> int:
+    lib = _lib()
+    _check(lib.cuInit(0), "cuInit")
+    dev = ctypes.c_int()
+    _check(lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet(0)")
+    ctx = ctypes.c_void_p()
+    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    return ctx.value
+
+
+def context() -> int:
+    """The retained primary context of device 0 (retained once a process), made current on the calling thread
+    (a context is current per thread: a call from another thread than the first must set it too)."""
+    ctx = _primary()
+    _check(_lib().cuCtxSetCurrent(ctypes.c_void_p(ctx)), "cuCtxSetCurrent")
+    return ctx
+
+
+@lru_cache(maxsize=1)
+def device_capability() -> tuple:
+    """(major, minor) compute capability of device 0, from the driver (no context is created)."""
+    lib, major, minor = _lib(), ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuInit(0), "cuInit")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
+           "cuDeviceGetAttribute")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(minor), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0),
+           "cuDeviceGetAttribute")
+    return major.value, minor.value
+
+
+def synchronize(what: str = "cuCtxSynchronize", error=DriverError) -> None:
+    _check(_lib().cuCtxSynchronize(), what, error)
+
+
+class DeviceBuffer:
+    """``nbytes`` of device memory; freed on close() or garbage collection."""
+
+    def __init__(self, nbytes: int):
+        context()
+        self.nbytes = max(int(nbytes), 1)
+        ptr = ctypes.c_uint64()
+        _check(_lib().cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(self.nbytes)), f"cuMemAlloc({self.nbytes})")
+        self.ptr = ptr.value
+
+    @classmethod
+    def from_array(cls, arr: np.ndarray) -> "DeviceBuffer":
+        buf = cls(arr.nbytes)
+        buf.upload(arr)
+        return buf
+
+    def upload(self, arr: np.ndarray) -> None:
+        a = np.ascontiguousarray(arr)
+        if a.nbytes > self.nbytes:
+            raise ValueError(f"{a.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
+        _check(_lib().cuMemcpyHtoD_v2(ctypes.c_uint64(self.ptr), a.ctypes.data_as(ctypes.c_void_p),
+                                      ctypes.c_size_t(a.nbytes)), "cuMemcpyHtoD")
+
+    def download(self, dtype, shape) -> np.ndarray:
+        out = np.empty(shape, dtype=dtype)
+        if out.nbytes > self.nbytes:
+            raise ValueError(f"{out.nbytes} bytes asked of a {self.nbytes}-byte buffer")
+        _check(_lib().cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(self.ptr),
+                                      ctypes.c_size_t(out.nbytes)), "cuMemcpyDtoH")
+        return out
+
+    def close(self) -> None:
+        if self.ptr:
+            _lib().cuMemFree_v2(ctypes.c_uint64(self.ptr))
+            self.ptr = 0
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the driver may be gone already
+            pass
+
+
+_MODULES: dict = {}
+
+
+def function(cubin: Path, entry: str) -> int:
+    """The CUfunction ``entry`` of a cubin file (modules loaded once per process)."""
+    context()
+    lib = _lib()
+    mod = _MODULES.get(str(cubin))
+    if mod is None:
+        handle = ctypes.c_void_p()
+        _check(lib.cuModuleLoad(ctypes.byref(handle), str(cubin).encode()), f"cuModuleLoad({cubin})")
+        mod = _MODULES[str(cubin)] = handle.value
+    fn = ctypes.c_void_p()
+    _check(lib.cuModuleGetFunction(ctypes.byref(fn), ctypes.c_void_p(mod), entry.encode()),
+           f"cuModuleGetFunction({entry!r})")
+    return fn.value
+
+
+_CTYPE = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+          np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
+          np.dtype(np.float32): ctypes.c_float}
+
+
+def kernel_params(args) -> tuple:
+    """(void** array, the ctypes values it points to) for cuLaunchKernel: numpy scalars by value (their
+    width and type kept), DeviceBuffers as 64-bit device pointers. The values must outlive the launch call."""
+    values = []
+    for a in args:
+        if isinstance(a, DeviceBuffer):
+            values.append(ctypes.c_uint64(a.ptr))
+        elif isinstance(a, np.generic) and a.dtype in _CTYPE:
+            values.append(_CTYPE[a.dtype](a.item()))
+        else:
+            raise TypeError(f"kernel argument {a!r}: pass a DeviceBuffer or a numpy scalar of "
+                            f"{', '.join(sorted(str(d) for d in _CTYPE))}")
+    ptrs = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
+    return ptrs, values
+
+
+def launch(fn: int, grid, block, args, smem: int = 0, name: str = "kernel") -> None:
+    """Launch on the default stream and wait for it; a fault is raised naming the launch."""
+    g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    lib = _lib()
+    if smem > 48 * 1024:
+        _check(lib.cuFuncSetAttribute(ctypes.c_void_p(fn), _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+               f"cuFuncSetAttribute({name}, max dynamic shared memory {smem})")
+    params, _keep = kernel_params(args)
+    where = f"launch {name} grid={g} block={b}"
+    _check(lib.cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
+                              ctypes.c_uint(smem), None, params, None), where, LaunchError)
+    synchronize(f"{where} (synchronize)", LaunchError)

@@ -1,0 +1,85 @@
+"""Which inputs a kernel is checked on: the catalogue cases of its op and budget, the boundary case (its
+longest supported probe row), Hypothesis-drawn shapes named ``hypothesis:MxN:rngS``, and the random inputs of
+any shape (refusal probes, determinism, Hypothesis examples, sanitizer launches).
+
+Every input is a fresh draw from a seed derived from (base seed, kernel, dtype, case)
+(verifier.results.options.derived_seed), so a case name and a seed re-create it exactly.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import numpy as np
+
+from verifier.inputs import catalogue as _inputs
+from verifier.results.levels import BUDGETS
+from verifier.errors import UsageError
+from verifier.results.options import PSEUDO_CASES, Options
+from verifier.declare.kernels import KernelSpec
+
+# Row lengths probed by the refusal check: edges of warps, vectors, register classes and vocab rows.
+PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 4097, 8192, 8193,
+           16384, 16385, 65536, 65537, 152064, 262144)
+
+
+_HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
+
+
+def random_inputs(spec: KernelSpec, dt, M: int, N: int, rng: np.random.Generator) -> dict:
+    """Random inputs of an M x N row problem of the spec's op (see random_maker), drawn from ``rng``."""
+    return random_maker(M, N)(rng, dt, spec.op, spec.op_params())
+
+
+def random_maker(M, N):
+    """Inputs of any op: normal values (full range for ints), weights around 1."""
+    return _inputs.maker(M, N, _inputs.rand_normal)
+
+
+def _boundary_case(spec, dt):
+    """The longest supported probe row: where 'silently not processed' defects live."""
+    supported = [n for n in PROBE_N if spec.check_supported(2, n, dt) is None]
+    if not supported:
+        return None
+    n = max(supported)
+    return _inputs.Case(name=f"boundary_n{n}", exposes="longest supported row: silently skipped tails",
+                        M=2, N=n, make=random_maker(2, n))
+
+
+def cases_for(spec, dt, budget) -> list:
+    cases = list(_inputs.catalogue(spec.op, dtypes=dt, budget=budget))
+    b = _boundary_case(spec, dt)
+    if b is not None and all(c.name != b.name for c in cases):
+        cases.append(b)
+    return cases
+
+
+def hypothesis_case(name: str) -> Optional[_inputs.Case]:
+    """The input a Hypothesis example named ``hypothesis:MxN:rngS`` ran on (its repro), or None."""
+    m = _HYPOTHESIS_CASE.match(name)
+    if not m:
+        return None
+    M, N, data_seed = map(int, m.groups())
+    make = random_maker(M, N)
+    return _inputs.Case(name=name, exposes="a Hypothesis-drawn shape", M=M, N=N,
+                        make=lambda rng, dt, op, params: make(np.random.default_rng(data_seed), dt, op, params))
+
+
+def selected_cases(spec, dt, opts: Options) -> list:
+    """The cases ``opts.case`` selects (all of the budget when None); an unknown name is a UsageError."""
+    if opts.case is None:
+        return cases_for(spec, dt, opts.budget)
+    drawn = hypothesis_case(opts.case)
+    if drawn is not None:
+        return [drawn]
+    # The run's budget first (a case's shape depends on the budget: repro lines carry --budget), then any
+    # other budget, so a repro line written without --budget still finds its case.
+    order = [opts.budget] + [b for b in BUDGETS if b != opts.budget]
+    cases = [c for b in order for c in cases_for(spec, dt, b) if c.name == opts.case][:1]
+    if not cases:
+        raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op} (kernel {spec.name})",
+                         fix=f"take the case name from the finding's repro line or `verifier cases {spec.op}`; "
+                             f"or use {', '.join(PSEUDO_CASES)} or hypothesis:MxN:rngS")
+    return cases
+
+

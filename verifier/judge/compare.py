@@ -1,0 +1,250 @@
+"""Compare kernel outputs with a reference against per-element ULP budgets.
+
+In the style of ``torch.testing``: :func:`compare` returns plain frozen data
+(:class:`Comparison`), :func:`assert_close` raises one AssertionError with a readable message.
+Outputs are compared in their own dtype (never converted); distances are ``verifier.numerics.ulp``
+ULP distances to the correctly rounded reference. Non-finite mismatches (NaN where the
+reference is a number or vice versa, inf of the wrong sign or where the reference is finite)
+are reported apart from value mismatches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from verifier import dtypes as _dt
+from verifier.errors import UsageError
+from verifier.results.findings import Finding
+from verifier.numerics.ulp import round_to, ulp_distance
+
+__all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "assert_close", "check_output"]
+
+WORST = 5  # elements listed per tensor
+NONFINITE_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Element:
+    index: tuple
+    actual: float
+    expected: float  # reference rounded to the output dtype
+    exact: float  # float64 reference
+    ulps: float
+    allowed: float
+
+    @property
+    def excess(self) -> float:
+        return float(_excess(self.ulps, self.allowed))
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    index: tuple
+    actual: float
+    expected: float
+    why: str
+
+
+@dataclass(frozen=True)
+class TensorComparison:
+    name: str
+    dtype: str
+    shape: tuple
+    numel: int
+    mismatched: int  # finite elements over budget
+    nonfinite_mismatched: int
+    max_ulps: float  # over finite elements
+    worst: tuple  # of Element: the largest ULP excess (distance / allowed), mismatched or not
+    nonfinite: tuple  # of NonFinite: the first few
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatched == 0 and self.nonfinite_mismatched == 0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * (self.mismatched + self.nonfinite_mismatched) / max(self.numel, 1)
+
+    def message(self) -> str:
+        shape = "x".join(map(str, self.shape)) or "scalar"
+        head = "within budget" if self.ok else "NOT within its error budget"
+        lines = [f"Output {self.name!r} ({self.dtype}, {shape}) is {head}:"]
+        lines.append(f"  Mismatched elements: {self.mismatched + self.nonfinite_mismatched} / {self.numel} "
+                     f"({self.percent:.1f}%)")
+        if self.mismatched or self.ok:
+            lines.append(f"  Over budget (finite): {self.mismatched}; worst elements (ULP distance vs allowed):")
+            for e in self.worst:
+                verdict = ">" if e.ulps > e.allowed else "<="
+                lines.append(f"    at {list(e.index)}: actual {e.actual!r}, expected {e.expected!r} "
+                             f"(exact {e.exact!r}): {e.ulps:g} ULP {verdict} allowed {e.allowed:.4g} ULP")
+        if self.nonfinite_mismatched:
+            lines.append(f"  NaN/inf mismatches: {self.nonfinite_mismatched}")
+            for n in self.nonfinite:
+                lines.append(f"    at {list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    tensors: tuple  # of TensorComparison
+    context: tuple = ()  # sorted (key, value) pairs of the context dict
+
+    @property
+    def ok(self) -> bool:
+        return all(t.ok for t in self.tensors)
+
+    def __getitem__(self, name: str) -> TensorComparison:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def message(self) -> str:
+        ctx = dict(self.context)
+        parts = [t.message() for t in self.tensors if not t.ok] or [t.message() for t in self.tensors]
+        if ctx.get("repro"):
+            parts.append(f"Reproduce: {ctx['repro']}")
+        return "\n".join(parts)
+
+    def findings(self, **fields) -> list[Finding]:
+        """One 'value' finding per tensor with values over budget, one 'nan-inf' finding per tensor
+        with non-finite mismatches. ``fields`` (kernel, dtype, input, shape, seed, repro) override
+        those taken from the comparison's context."""
+        ctx = dict(self.context)
+        base = {k: ctx[k] for k in ("kernel", "dtype", "input", "shape", "seed", "repro") if k in ctx}
+        base.update(fields)
+        if base.get("shape") is not None:
+            base["shape"] = tuple(base["shape"])
+        out = []
+        for t in self.tensors:
+            if t.mismatched:
+                w = t.worst[0]
+                out.append(Finding(
+                    check="value", score=w.excess, **base,
+                    message=(f"{t.name}: {t.mismatched}/{t.numel} elements ({100.0 * t.mismatched / t.numel:.1f}%) "
+                             f"over their ULP budget; worst at {list(w.index)}: {w.ulps:g} ULP vs allowed "
+                             f"{w.allowed:.4g} (actual {w.actual!r}, expected {w.expected!r})")))
+            if t.nonfinite_mismatched:
+                n = t.nonfinite[0]
+                out.append(Finding(
+                    check="nan-inf", score=float(t.nonfinite_mismatched), **base,
+                    message=(f"{t.name}: {t.nonfinite_mismatched}/{t.numel} NaN/inf mismatches; first at "
+                             f"{list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")))
+        return out
+
+
+def _excess(d, allowed):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d == 0, 0.0, np.where(allowed > 0, d / np.where(allowed > 0, allowed, 1), np.inf))[()]
+
+
+def _why(a: float, r: float) -> str:
+    if np.isnan(a):
+        return "NaN where the reference is a number"
+    if np.isnan(r):
+        return "a number where the reference is NaN"
+    if np.isinf(a) and np.isinf(r):
+        return "inf of the wrong sign"
+    if np.isinf(a):
+        return "inf where the reference is finite"
+    return "finite where the reference is inf"
+
+
+def _compare_tensor(name, actual, rounded, exact, budget, dtype) -> TensorComparison:
+    a = _dt.to_numpy(actual)
+    got = _dt.canonical(a.dtype)
+    if got != dtype:
+        raise UsageError(f"output {name!r} is {got} but the kernel's output dtype is {dtype}",
+                         fix=f"pass the kernel's output as written, in {dtype} (do not convert it)")
+    exact = np.asarray(exact, dtype=np.float64)
+    if a.shape != exact.shape:
+        raise UsageError(f"output {name!r} has shape {a.shape}, the reference {exact.shape}",
+                         fix="pass the output tensor with the op's shape")
+    allowed = np.broadcast_to(np.asarray(budget, dtype=np.float64), a.shape)
+    allowed = np.where(np.isnan(allowed), 0.0, allowed)
+    if rounded is None:  # the reference's certified rounding when it has one
+        rounded = round_to(exact, dtype) if _dt.is_float(dtype) else exact
+    dist = ulp_distance(a, rounded, dtype)
+    with np.errstate(invalid="ignore"):
+        r = np.asarray(_dt.to_numpy(rounded)).astype(np.float64)
+        a64 = a.astype(np.float64)
+    over = dist > allowed
+    nonfin_involved = ~np.isfinite(a64) | ~np.isfinite(r)
+    nonfin_bad = (np.isnan(a64) != np.isnan(r)) | (nonfin_involved & over)
+    value_bad = over & ~nonfin_involved
+
+    fin = ~nonfin_involved
+    exc = np.where(fin, _excess(dist, allowed), -1.0)
+    flat = exc.ravel()
+    k = min(WORST, int(fin.sum()))
+    order = np.argsort(-flat, kind="stable")[:k] if k else []
+    worst = []
+    for f in order:
+        idx = tuple(int(i) for i in np.unravel_index(int(f), a.shape))
+        worst.append(Element(idx, float(a64[idx]), float(r[idx]), float(exact[idx]), float(dist[idx]),
+                             float(allowed[idx])))
+    nonfinite = []
+    for idx in np.argwhere(nonfin_bad)[:NONFINITE_LISTED]:
+        idx = tuple(int(i) for i in idx)
+        nonfinite.append(NonFinite(idx, float(a64[idx]), float(r[idx]), _why(a64[idx], r[idx])))
+    return TensorComparison(
+        name=name, dtype=dtype, shape=tuple(a.shape), numel=int(a.size), mismatched=int(value_bad.sum()),
+        nonfinite_mismatched=int(nonfin_bad.sum()), max_ulps=float(dist[fin].max()) if fin.any() else 0.0,
+        worst=tuple(worst), nonfinite=tuple(nonfinite))
+
+
+def compare(actual, ref, budget, dtype, *, context: Optional[dict] = None) -> Comparison:
+    """Compare ``actual`` (dict name -> array/tensor, or one array for a one-output op) with ``ref``
+    (a references.Reference; its float64 ``exact`` outputs are rounded to ``dtype`` here) under
+    ``budget`` (dict name -> allowed ULPs per element, see verifier.judge.tolerance.budget).
+    ``dtype``: the output dtype (a name, or a verifier.spec.Dtypes whose ``output`` is used)."""
+    dtype = _dt.canonical(getattr(dtype, "output", dtype))
+    exact = dict(ref.exact)
+    if not isinstance(actual, dict):
+        if len(exact) != 1:
+            raise UsageError(f"one array given but the reference has outputs {sorted(exact)}",
+                             fix="pass a dict name -> array")
+        (only,) = exact
+        actual = {only: actual}
+        if not isinstance(budget, dict):
+            budget = {only: budget}
+    missing = [t for t in exact if t not in actual]
+    extra = [t for t in actual if t not in exact]
+    if missing or extra:
+        raise UsageError(f"outputs given {sorted(actual)} but the reference has {sorted(exact)}",
+                         fix="pass exactly the op's outputs")
+    nobudget = [t for t in exact if t not in budget]
+    if nobudget:
+        raise UsageError(f"no budget for outputs {nobudget}", fix="compute it with verifier.judge.tolerance.budget")
+    rounded = dict(getattr(ref, "rounded", None) or {})
+    # per-output dtypes from the reference (fused_add_rmsnorm stores 'residual' in the input dtype)
+    dts = {t: _dt.canonical(d) for t, d in (getattr(ref, "dtypes", None) or {}).items()}
+    tensors = tuple(_compare_tensor(t, actual[t], rounded.get(t), exact[t], budget[t], dts.get(t, dtype))
+                    for t in exact)
+    ctx = tuple(sorted((context or {}).items(), key=lambda kv: kv[0]))
+    return Comparison(tensors, ctx)
+
+
+def assert_close(actual, ref, budget, dtype, *, context: Optional[dict] = None) -> None:
+    """Raise one AssertionError (counts, worst elements, NaN/inf mismatches, repro line) unless
+    every output is within its budget."""
+    c = compare(actual, ref, budget, dtype, context=context)
+    if not c.ok:
+        raise AssertionError(c.message())
+
+
+def check_output(op: str, inputs: dict, actual, dtypes, math_mode: str = "precise", params: Optional[dict] = None,
+                 overrides: Optional[dict] = None, *, context: Optional[dict] = None) -> Comparison:
+    """Reference + budget + comparison in one call (``inputs`` as numpy arrays in the input dtype)."""
+    import references
+
+    from verifier.judge import tolerance
+    from verifier.ops import get_op
+
+    params = {**get_op(op).params, **(params or {})}
+    np_inputs = {k: _dt.to_numpy(v) for k, v in inputs.items()}
+    ref = references.reference(op, np_inputs, params, dtypes.output)
+    b = tolerance.budget(op, dtypes, math_mode, np_inputs, ref, params, overrides)
+    return compare(actual, ref, b, dtypes.output, context=context)

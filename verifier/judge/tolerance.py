@@ -1,0 +1,186 @@
+"""Per-element error budgets, in ULPs of the output dtype, derived from rounding-error analysis.
+
+One typed table, ``TABLE[(op, output dtype, accumulation dtype, math mode)] -> {tensor: Tol}``, built
+from each op's declaration (``OpDef.recipe``: base ULPs and formula per output; ``OpDef.kappas``:
+the formulas, in the op's module under verifier/ops/).
+A ``Tol`` names the output rounding allowance (``base_ulps``), the error formula (``kappa``) and
+the intrinsic-function bounds of the math mode (``Intrinsics``). ``budget`` evaluates the formula
+per element on the actual input, so ill-conditioned elements get a larger allowance and
+well-conditioned ones stay tight:
+
+    budget_i = base_ulps + E_i / ulp_out(max(|y_i| - E_i, 0))
+
+``E_i`` is an absolute bound on the kernel's error *before* it rounds to the output dtype (sums in
+any order, intrinsic errors, condition of the input); dividing by the smallest output spacing
+in [|y_i| - E_i, |y_i| + E_i] turns it into a bound on ``ulp_distance`` (which counts representable
+values). ``base_ulps`` = 1: the kernel's own final rounding plus the reference's rounding cost at
+most one representable step. The derivations are in docs/tolerances.md (``table_markdown`` writes
+its table); error counts are in units of u = unit roundoff of the accumulation dtype, combined as
+gamma(k) = k*u / (1 - k*u) (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 3.1).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from verifier import dtypes as _dt
+from verifier.errors import UsageError
+from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
+from verifier.ops import OPS, get_op
+from verifier.declare.kernels import Dtypes
+from verifier.numerics.ulp import ulp
+
+__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "table_markdown"]
+
+
+@dataclass(frozen=True)
+class Tol:
+    """Budget recipe for one output tensor: ``base_ulps`` (output rounding, in output ULPs), the
+    error formula ``kappa`` (a key of its OpDef.kappas) and the math mode's intrinsic bounds."""
+
+    base_ulps: float
+    kappa: str
+    math: Intrinsics
+
+
+def _build_table() -> dict[tuple[str, str, str, str], dict[str, Tol]]:
+    """Each op's recipe for its output dtypes with fp32 accumulation (every math mode) and float64
+    with float64 accumulation; then its extra rows (16-bit or integer accumulation) with the fp32
+    intrinsic constants (in units of a larger u they only over-count)."""
+    table = {}
+    for op in OPS.values():
+        combos = [(out, "float32", mode) for out in op.out_dtypes for mode in MATH_MODES]
+        if op.float64:
+            combos.append(("float64", "float64", "precise"))
+        for out, acc, mode in combos:
+            intr = INTRINSICS[(acc, mode)]
+            table[(op.name, out, acc, mode)] = {t: Tol(b, k, intr) for t, (b, k) in op.recipe.items()}
+    for op in OPS.values():
+        for out, acc, recipe in op.extra_tolerances:
+            for mode in MATH_MODES:
+                table[(op.name, out, acc, mode)] = {t: Tol(b, k, F32[mode])
+                                                    for t, (b, k) in (recipe or op.recipe).items()}
+    return table
+
+
+TABLE: dict[tuple[str, str, str, str], dict[str, Tol]] = _build_table()
+
+
+def lookup(op: str, out: str, acc: str, math_mode: str) -> dict[str, Tol]:
+    """The table entry, or a UsageError naming the entries that exist."""
+    get_op(op)
+    out, acc = _dt.canonical(out), _dt.canonical(acc)
+    if math_mode not in MATH_MODES:
+        raise UsageError(f"unknown math mode {math_mode!r}", fix=f"use one of {', '.join(MATH_MODES)}")
+    key = (op, out, acc, math_mode)
+    if key not in TABLE:
+        have = sorted({(o, a) for (p, o, a, m) in TABLE if p == op and m == math_mode})
+        listing = ", ".join(f"output {o} with {a} accumulation" for o, a in have)
+        raise UsageError(
+            f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}",
+            fix=f"declare a supported combination: {listing}",
+        )
+    return TABLE[key]
+
+
+def _merge_overrides(op, entry: dict[str, Tol], overrides) -> tuple[dict[str, float], bool]:
+    """Per-output base_ulps after merging overrides by max, and the 'online' flag.
+
+    Accepted: {"base_ulps": 4} (every output), {"y": {"base_ulps": 4}} (one output),
+    {"online": True} (softmax / log_softmax kernels that rescale a running sum).
+    """
+    def number(where, val) -> float:
+        try:
+            v = float(val)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"tolerance override {where} is {val!r}", fix="give a finite number of ULPs >= 0")
+        return v
+
+    base = {t: tol.base_ulps for t, tol in entry.items()}
+    online = False
+    for key, val in (overrides or {}).items():
+        if key == "base_ulps":
+            v = number("base_ulps", val)
+            base = {t: max(b, v) for t, b in base.items()}
+        elif key == "online":
+            if not op.online_override:
+                with_online = ", ".join(o.name for o in OPS.values() if o.online_override)
+                raise UsageError(f"tolerance override 'online' does not apply to op {op.name!r}",
+                                 fix=f"use it only for kernels with an online normalizer ({with_online})")
+            online = bool(val)
+        elif key in entry:
+            if not isinstance(val, dict) or set(val) - {"base_ulps"}:
+                raise UsageError(f"tolerance override for output {key!r} must be {{'base_ulps': number}}, got {val!r}",
+                                 fix=f"write tolerance={{'{key}': {{'base_ulps': 2}}}}")
+            if "base_ulps" in val:
+                base[key] = max(base[key], number(f"{key}.base_ulps", val["base_ulps"]))
+        else:
+            raise UsageError(f"unknown tolerance override {key!r} for op {op.name!r}",
+                             fix=f"allowed keys: 'base_ulps', 'online', or an output name ({', '.join(entry)})")
+    return base, online
+
+
+def _exact_outputs(ref) -> dict:
+    return {k: np.asarray(v, dtype=np.float64) for k, v in ref.exact.items()}
+
+
+def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: dict | None = None,
+           overrides: dict | None = None) -> dict[str, np.ndarray]:
+    """Allowed ULP distance (output dtype) per element of every output of ``op``.
+
+    ``inputs``: numpy arrays in the input dtype; ``ref``: a references.Reference; ``params``: the
+    op's params (defaults filled in); ``overrides``: the kernel spec's ``tolerance`` dict (merged by
+    max: an override can raise the allowance, never lower it). Non-finite reference values get 0
+    (they must be matched exactly).
+    """
+    opdef = get_op(op)
+    entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
+    base, online = _merge_overrides(opdef, entry, overrides)
+    params = {**opdef.params, **(params or {})}
+    missing = [t for t in opdef.inputs if t not in inputs]
+    if missing:
+        raise UsageError(f"budget for {op!r}: inputs {missing} are missing", fix=f"pass {list(opdef.inputs)}")
+    xs = {k: np.asarray(_dt.to_numpy(v), dtype=np.float64) for k, v in inputs.items()}
+    exact = _exact_outputs(ref)
+    acc = dtypes.acc
+    fin_acc = _dt.finfo(acc) if _dt.is_float(acc) else None
+    any_tol = next(iter(entry.values()))
+    if fin_acc is not None:
+        u = _dt.unit_roundoff(acc)
+        eta = float(fin_acc.smallest_normal) if any_tol.math.flush else float(fin_acc.smallest_subnormal)
+        c_in = 1.0 if (_dt.is_float(dtypes.input) and _dt.finfo(dtypes.input).nmant > fin_acc.nmant) else 0.0
+    else:
+        u, eta, c_in = 0.0, 0.0, 0.0
+    out_dt = {t: _dt.canonical(getattr(ref, "dtypes", {}).get(t, dtypes.output)) for t in entry}
+    res_dt = out_dt.get("residual", dtypes.output)
+    u_res = _dt.unit_roundoff(res_dt) if _dt.is_float(res_dt) else 0.0
+    x = xs["x"]
+    ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]))
+
+    out: dict[str, np.ndarray] = {}
+    for t, tol in entry.items():
+        if t not in exact:
+            raise UsageError(f"reference for {op!r} has no output {t!r}", fix="pass the Reference computed for this op")
+        y = exact[t]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            E = opdef.kappas[tol.kappa](x, y, params, ctx, xs)
+            E = np.broadcast_to(E, y.shape)
+            spacing = ulp(np.maximum(np.abs(y) - E, 0.0), out_dt[t])
+            b = base[t] + np.where(E > 0, E / spacing, 0.0)
+        # Non-finite references must be matched exactly; a NaN bound (inf·0 in a formula) is not a
+        # promise either way, so it is treated strictly too.
+        out[t] = np.where(np.isfinite(y) & ~np.isnan(b), b, 0.0)
+    return out
+
+
+def table_markdown() -> str:
+    """The table of docs/tolerances.md, one row per key (a test checks the doc contains it)."""
+    rows = ["| op | output | accumulation | math mode | tensor: base ULPs + formula |", "|---|---|---|---|---|"]
+    for (op, out, acc, mode), entry in TABLE.items():
+        cell = "; ".join(f"{t}: {tol.base_ulps:g} + {tol.kappa}" for t, tol in entry.items())
+        rows.append(f"| {op} | {out} | {acc} | {mode} | {cell} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,39 @@
+"""Runners: the one place that knows how a kernel is launched (cuda, triton, callable).
+
+``runner_for(spec)`` picks the launcher of a spec's kind; ``runnable_reason(spec, device)`` says why its
+launches cannot run on a device. The runner modules are imported on first use: importing torch, cupy or
+triton costs seconds, and importing triton fixes its compiled/interpreted mode (verifier.launch.triton).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+
+def runner_for(spec) -> Callable:
+    """The launcher ``run(spec, inputs, outputs, params, dtypes, device)`` of the spec's kind."""
+    if spec.kind == "cuda":
+        from verifier.launch.cuda import run_cuda
+
+        return run_cuda
+    if spec.kind == "triton":
+        from verifier.launch.triton import run_triton
+
+        return run_triton
+    from verifier.launch.callable import run_callable
+
+    return run_callable
+
+
+def runnable_reason(spec, device: str) -> Optional[str]:
+    """Why this kernel's launches cannot run on ``device`` (None if they can)."""
+    if spec.kind == "cuda" and device != "cuda":
+        return "no CUDA GPU: CUDA kernels are built and resource-checked only"
+    if spec.kind == "callable" and spec.device not in ("any", device):
+        return f"callable declared for {spec.device}, device is {device}"
+    if spec.kind == "triton":
+        import importlib.util
+
+        # find_spec, not import: importing triton fixes compiled vs interpreted mode for the process.
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed (pip install 'kernel-verifier[triton]')"
+    return None

@@ -1,0 +1,297 @@
+"""Lint CUDA kernel specs: compile each source to PTX (verifier.toolchain.nvcc, cached), analyse the entries the spec
+launches (verifier.lint.checks) and turn what it finds into ``static`` findings of the spec's report.
+
+One PTX per (source, defines of a dtype group, arch): the arch list is the build check's. Each entry is
+analysed for every block shape and the largest grid its launches use at probe shapes (PROBE_M x the
+battery's PROBE_N), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
+The same issue found at one pair of source lines (several unrolled copies, both arches, several entries)
+is one finding that says how many copies there were.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from pathlib import Path
+from typing import Optional
+
+from verifier.errors import BuildError, ToolMissing
+from verifier.results.cells import PASS, skipped
+from verifier.results.findings import Finding
+from verifier.lint import ptx, suppressions
+from verifier.lint.checks import EntryAnalysis, EntryFacts
+
+CHECK = "static"
+PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
+
+
+def launch_facts(spec, dts) -> dict:
+    """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts."""
+    from verifier.inputs.cases import PROBE_N
+    from verifier.launch.cuda import launches_for
+
+    blocks: dict = {}
+    grids: dict = {}
+    for dt in dts:
+        for N in PROBE_N:
+            for M in PROBE_M:
+                if spec.check_supported(M, N, dt) is not None:
+                    continue
+                for launch in launches_for(spec, M, N, dt, spec.op_params()):
+                    b = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
+                    g = 1
+                    for x in launch.grid:
+                        g *= int(x)
+                    blocks.setdefault(launch.entry, set()).add(b)
+                    grids[launch.entry] = max(grids.get(launch.entry, 0), g)
+    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e]) for e, bs in blocks.items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _text(path: str) -> str:
+    return Path(path).read_text()
+
+
+@functools.lru_cache(maxsize=256)
+def _module(path: str, wanted: frozenset) -> ptx.Module:
+    return ptx.parse(_text(path), wanted=wanted)
+
+
+_BY_DIGEST: dict = {}  # (entry text digest, facts) -> issues: an entry identical in two PTX files is analysed once
+_RESULTS: dict = {}  # (ptx path, entry, facts) -> resolved issues, or None when the entry is not in the PTX
+
+
+def _entry_issues(mod: ptx.Module, fn: ptx.Function, facts: EntryFacts) -> list:
+    h = fn.digest.copy()
+    h.update(repr(sorted(mod.files.items())).encode())
+    key = (h.hexdigest(), facts)
+    if key not in _BY_DIGEST:
+        _BY_DIGEST[key] = EntryAnalysis(mod, fn).run(facts)
+    return _BY_DIGEST[key]
+
+
+def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Optional[list]:
+    """The issues of one entry of one PTX file, each with its program points placed in the user's sources:
+    [(Issue, (path, line), 'at' text, (path, line) of the other point, its text)]; None if the PTX has no such
+    entry. Raises ptx.PtxSyntaxError."""
+    key = (path, entry, facts)
+    if key in _RESULTS:
+        return _RESULTS[key]
+    mod = _module(path, wanted)
+    fn = mod.functions.get(entry)
+    out = None
+    if fn is not None and fn.is_entry:
+        prefer = _user_file(_toolkit_root())
+        out = []
+        for iss in _entry_issues(mod, fn, facts):
+            pos, at_text = _where(mod, fn.instrs[iss.at], prefer)
+            other_pos, other_text = (None, None), ""
+            if iss.other is not None:
+                other_pos, other_text = _where(mod, fn.instrs[iss.other], prefer)
+            out.append((iss, pos, at_text, other_pos, other_text))
+    _RESULTS[key] = out
+    return out
+
+
+def _job(job):
+    try:
+        return entry_result(*job)
+    except ptx.PtxSyntaxError:
+        return _PARSE_FAILED  # lint_spec parses it again in the parent and reports the error there
+
+
+_PARSE_FAILED = "parse-failed"
+
+
+def plan(spec, dts, arches) -> list:
+    """The analyses ``lint_spec`` will need: [(ptx path, wanted entries, entry, facts)] (compiling the PTX)."""
+    from verifier.toolchain.nvcc import compile_ptx
+
+    jobs = []
+    if spec.kind != "cuda":
+        return jobs
+    groups: dict = {}
+    for dt in dts:
+        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+    for defines, group in groups.items():
+        facts = launch_facts(spec, group)
+        for arch in arches:
+            try:
+                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+            except (ToolMissing, BuildError):
+                return jobs  # lint_spec reports it
+            jobs += [(str(path), frozenset(facts), e, f) for e, f in sorted(facts.items())]
+    return jobs
+
+
+def prefetch(jobs: list, workers: int) -> None:
+    """Run the analyses of ``jobs`` in ``workers`` processes, so that the lint_spec calls that follow find them
+    done. Entries are independent; the parent keeps only the results."""
+    todo = [j for j in dict.fromkeys(jobs) if (j[0], j[2], j[3]) not in _RESULTS]
+    if workers <= 1 or len(todo) < 2:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for job, res in zip(todo, pool.map(_job, todo, chunksize=2)):
+            if res is not _PARSE_FAILED and res != _PARSE_FAILED:
+                _RESULTS[(job[0], job[2], job[3])] = res
+
+
+@functools.lru_cache(maxsize=1)
+def _toolkit_root() -> Optional[str]:
+    from verifier.toolchain.nvcc import nvcc_path
+
+    try:
+        return str(Path(os.path.realpath(nvcc_path())).parents[1])
+    except (ToolMissing, IndexError):
+        return None
+
+
+def _user_file(toolkit: Optional[str]):
+    def prefer(path: str) -> bool:
+        return not (toolkit and os.path.realpath(path).startswith(toolkit + os.sep))
+    return prefer
+
+
+def _where(mod, ins, prefer) -> tuple:
+    """((path, line), 'path:line (inlined at path:line)') of an instruction, in the user's sources."""
+    path, line = ptx.position(mod, ins, prefer)
+    if path is None:
+        return (None, None), "(no line information)"
+    chain = [(mod.files.get(f, ""), ln) for f, ln in ins.loc if ln > 0]
+    calls = []
+    seen = False
+    for p, ln in chain:
+        if (p, ln) == (path, line):
+            seen = True
+            continue
+        if seen and prefer(p) and len(calls) < 2:
+            calls.append(f"{_rel(p)}:{ln}")
+    text = f"{_rel(path)}:{line}" + (f" (inlined at {', '.join(calls)})" if calls else "")
+    return (path, line), text
+
+
+def _repo_relative(path: Optional[str], spec) -> Optional[str]:
+    """A finding's file relative to the checkout holding the spec (as sanitizer findings are)."""
+    from verifier.results.paths import git_toplevel, relative
+
+    if path is None:
+        return None
+    where = str(Path(spec.origin).parent) if spec.origin else os.getcwd()
+    return relative(path, Path(git_toplevel(where) or os.getcwd()).resolve())
+
+
+def _rel(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path
+
+
+def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
+    """Lint one CUDA spec for dtypes ``dts``: findings and ``static`` cells go to ``report``."""
+    from verifier.toolchain.nvcc import compile_ptx
+
+    if spec.kind != "cuda":
+        for dt in dts:
+            report.mark(dt.tag, CHECK, skipped("not a CUDA source: nothing to compile to PTX"))
+        return
+    groups: dict = {}
+    for dt in dts:
+        groups.setdefault(tuple(sorted(spec.defines(dt).items())), []).append(dt)
+    analysed = 0
+    supp = suppressions.for_spec(spec)
+    found: list = []  # findings, before suppressions
+    for defines, group in groups.items():
+        facts = launch_facts(spec, group)
+        if not facts:
+            for dt in group:
+                report.mark(dt.tag, CHECK, skipped("supports() accepts no probe shape: no launch to analyse"))
+            continue
+        merged: dict = {}
+        for arch in arches:
+            try:
+                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+            except ToolMissing as e:
+                for dt in group:
+                    report.mark(dt.tag, CHECK, skipped(e.message))
+                report.notes.append(f"static analysis skipped: {e.message}")
+                return
+            except BuildError as e:
+                report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
+                return
+            for entry, f in sorted(facts.items()):
+                try:
+                    resolved = entry_result(str(path), frozenset(facts), entry, f)
+                except ptx.PtxSyntaxError as e:  # nvcc wrote it, so the parser is at fault: 'error' (exit 3)
+                    report.error = (f"verifier.lint cannot parse the PTX nvcc wrote for {spec.source} ({arch}): {e}; "
+                                    f"this is a bug in kernel-verifier: please report it with {path}")
+                    return
+                if resolved is None:
+                    report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
+                                       "of its source; nothing of it could be analysed", kernel=spec.name,
+                                       repro=repro))
+                    continue
+                analysed += 1
+                for iss, pos, at_text, other_pos, other_text in resolved:
+                    key = (iss.cls, iss.severity, pos, other_pos)
+                    m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),
+                                                "arches": set(), "count": 0, "pos": pos, "blocks": set()})
+                    m["entries"].add(entry)
+                    m["arches"].add(arch)
+                    m["blocks"].update(f.blocks)
+                    m["count"] += 1
+        tag = group[0].tag if len(group) == 1 else ""
+        for m in merged.values():
+            iss = m["issue"]
+            lines = [f"{iss.cls}: {iss.message}", f"  at {m['at']}"]
+            if m["other"]:
+                lines.append(f"  {iss.other_role} at {m['other']}")
+            entries = sorted(m["entries"])
+            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+            blocks = ", ".join("x".join(map(str, b)) for b in sorted(m["blocks"]))
+            lines.append(f"  in {shown} ({', '.join(sorted(m['arches']))}; block {blocks}; "
+                         f"{m['count']} instance(s) in the PTX)")
+            path, line = m["pos"]
+            found.append(Finding(CHECK, "\n".join(lines), severity=iss.severity, kernel=spec.name, dtype=tag,
+                                 file=_repo_relative(path, spec), line=line, repro=repro,
+                                 score=2.0 if iss.severity == "error" else 1.0))
+        for dt in group:
+            report.mark(dt.tag, CHECK, PASS)
+    found, unused = suppressions.apply(supp, found)
+    for f in found:  # warnings and suppressed findings are shown but do not fail the cell
+        report.add(f) if f.severity == "error" else report.findings.append(f)
+    for s in unused:
+        report.notes.append(f"unused lint suppression {s.origin}: {s.kind} ({s.reason})")
+    if analysed:
+        report.notes.append(f"static: {analysed} entry PTX(s) analysed ({', '.join(arches)})")
+
+
+def lint_repro(spec) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(p) for p in ("verifier", "lint", spec.origin or "<spec.py>", "--kernel", spec.name))
+
+
+def battery_hook(spec, opts, report, tags) -> None:
+    """Called by verifier.battery after a CUDA kernel's build passed: the static checks, for the build's arches."""
+    from verifier.gpu.probe import build_arches
+
+    lint_spec(spec, report, tags, build_arches(opts), repro=lint_repro(spec))
+
+
+def lint_specs(specs, arches, progress=None) -> list:
+    """One KernelReport per spec, with only ``static`` (and, on a failed compile, ``build``) cells."""
+    from verifier.results.kernel import KernelReport
+
+    reports = []
+    for i, spec in enumerate(specs):
+        if progress:
+            progress(f"[{i + 1}/{len(specs)}] {spec.name}")
+        report = KernelReport(spec=spec, device="cpu")
+        lint_spec(spec, report, list(spec.dtypes), arches, repro=lint_repro(spec))
+        reports.append(report)
+    return reports
