@@ -56,13 +56,21 @@ def test_no_driver_is_a_tool_missing_with_the_fix(monkeypatch):
 
 
 def test_workspaces_are_sized_from_m_and_n_and_a_malformed_one_is_a_spec_error():
-    from verifier.launch.cuda import workspace
+    from verifier.declare.kernels import workspace_of
+    from verifier.spec import Workspace
 
-    assert workspace("tmp:ms:2*M*(N//8192+1):float32", 32, 152064) == (2 * 32 * 19, "float32")
-    assert workspace("tmp:rstd:M:f32", 7, 1) == (7, "float32")
+    ws = Workspace("ms", lambda M, N: 2 * M * (N // 8192 + 1))
+    assert workspace_of(ws) is ws and (ws.size(32, 152064), ws.dtype) == (2 * 32 * 19, "float32")
+    old = workspace_of("tmp:ms:2*M*(N//8192+1):float32")  # the older string form is still read
+    assert (old.name, old.size(32, 152064), old.dtype) == ("ms", 2 * 32 * 19, "float32")
+    assert workspace_of("tmp:rstd:M:f32").size(7, 1) == 7 and workspace_of("x") is None
     for bad in ("tmp:ms:import os:float32", "tmp:ms:M:float13", "tmp:ms:M-9:float32", "tmp:ms:M"):
         with pytest.raises(SpecError, match="malformed"):
-            workspace(bad, 1, 1)
+            workspace_of(bad).size(1, 1)
+    with pytest.raises(SpecError, match="gave -3 elements"):
+        Workspace("neg", lambda M, N: M - 4).size(1, 1)
+    with pytest.raises(SpecError, match="neither an int nor a function"):
+        Workspace("bad", "M")
 
 
 needs_gpu = pytest.mark.skipif(driver_device_count() == 0 or shutil.which("nvcc") is None,

@@ -242,12 +242,11 @@ def fakes(monkeypatch):
     monkeypatch.setattr(rc, "torch_stream_for_cupy", lambda cp, s: _Stream())
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
 
-    def cpu_tmp(cache, spec_str, M, N):
-        if spec_str not in cache:
-            n, dtype = rc.workspace(spec_str, M, N)
-            cache[spec_str] = torch.empty(n, dtype=getattr(torch, dtype))
-            MEM.add(cache[spec_str].data_ptr(), max(cache[spec_str].nbytes, 1))
-        return cache[spec_str]
+    def cpu_tmp(cache, ws, M, N):
+        if ws.name not in cache:
+            cache[ws.name] = torch.empty(ws.size(M, N), dtype=getattr(torch, ws.dtype))
+            MEM.add(cache[ws.name].data_ptr(), max(cache[ws.name].nbytes, 1))
+        return cache[ws.name]
 
     monkeypatch.setattr(rc, "_tmp", cpu_tmp)
     monkeypatch.setenv(launch_path.ENV, "driver")

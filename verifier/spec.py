@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from verifier.declare.contracts import Contracts
 from verifier.declare.kernels import (CallableKernel, CudaKernel, Dtypes, Expectations, KernelSpec, Launch,
-                                      MATH_MODES, Scalar, TritonKernel, dtypes, register_resident)
+                                      MATH_MODES, Scalar, TritonKernel, Workspace, dtypes,
+                                      register_resident)
 from verifier.errors import SpecError, Unsupported, UsageError
 
 __all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "KernelSpec", "Launch",
-           "MATH_MODES", "Scalar", "SpecError", "TritonKernel", "Unsupported", "UsageError", "dtypes",
+           "MATH_MODES", "Scalar", "SpecError", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes",
            "register_resident"]

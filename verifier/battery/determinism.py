@@ -67,7 +67,7 @@ def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[Kern
             from references import reference  # mpmath: imported when a nondeterministic kernel needs it
 
             ref = reference(spec.op, xs, params, dt.output)
-            budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance)
+            budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance, online=spec.online)
             cmp = compare({name: other}, ref, {name: budget[name]}, dt.output)
             for f in cmp.findings(**ctx):
                 report.add(Finding("determinism", f"run {i} (declared nondeterministic) out of tolerance: {f.message}", **ctx))

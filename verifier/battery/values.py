@@ -48,10 +48,10 @@ def evaluate(spec, run, dt, opts, xs) -> tuple:
     params = spec.op_params()
     outcome = execute(run, spec, xs, dt, params, opts.device)
     ref = reference(spec.op, xs, params, dt.output)
-    budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance)
+    budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance, online=spec.online)
     comparison = compare(outcome.outputs, ref, budget, dt.output)
     violations = _inv.check(spec.op, xs, outcome.outputs, dt, params, math_mode=spec.math_mode,
-                            online=bool(spec.tolerance.get("online", False)))
+                            online=spec.online)
     if (not comparison.ok or violations) and _contracts.flushes(spec):
         # Declared (or inferred) subnormals='flush': the output may be that of flushed inputs and outputs.
         flushed = judge_flushed(spec, dt, xs, outcome.outputs, params)

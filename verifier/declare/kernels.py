@@ -86,8 +86,66 @@ class Scalar:
 
 
 @dataclass(frozen=True)
+class Workspace:
+    """A device buffer the kernel gets as scratch (a launch argument): ``count`` elements of ``dtype``, left
+    uninitialized (as ``torch.empty`` leaves it). ``count`` is an int or a function ``count(M, N) -> int``.
+    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it)."""
+
+    name: str
+    count: Any
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise SpecError(f"Workspace name {self.name!r} is not a valid name", fix="use letters, digits, '_', '-'")
+        if not (callable(self.count) or (isinstance(self.count, int) and not isinstance(self.count, bool))):
+            raise SpecError(f"Workspace {self.name!r}: count {self.count!r} is neither an int nor a function of (M, N)",
+                            fix="e.g. Workspace('rstd', lambda M, N: M, 'float32')")
+        try:
+            object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
+        except Exception as e:
+            raise SpecError(f"Workspace {self.name!r}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
+
+    def size(self, M: int, N: int) -> int:
+        """Elements for an M x N call; a negative or non-integer count is a SpecError naming the workspace."""
+        n = self.count(M, N) if callable(self.count) else self.count
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise SpecError(f"Workspace {self.name!r}: count({M}, {N}) gave {n!r}, not a whole number",
+                            fix="return an int from the count function")
+        n = int(n)
+        if n < 0:
+            raise SpecError(f"Workspace {self.name!r}: count({M}, {N}) gave {n} elements", fix="return a count >= 0")
+        return n
+
+
+def workspace_of(arg) -> Optional[Workspace]:
+    """The Workspace a launch argument asks for: a Workspace, or the older string form
+    'tmp:<name>:<count expression in M, N>:<dtype>' (still accepted); None for any other argument."""
+    if isinstance(arg, Workspace):
+        return arg
+    if not (isinstance(arg, str) and arg.startswith("tmp:")):
+        return None
+    parts = arg.split(":")
+    bad = SpecError(f"temporary buffer argument {arg!r} is malformed",
+                    fix="write Workspace(name, count, dtype), e.g. Workspace('rstd', lambda M, N: M, 'float32')")
+    if len(parts) != 4:
+        raise bad
+
+    def count(M, N, expr=parts[2]):
+        try:
+            return int(eval(expr, {"__builtins__": {}}, {"M": M, "N": N}))  # e.g. 'M', '2*M*(N//8192+1)'
+        except Exception:
+            raise bad from None
+
+    try:
+        return Workspace(parts[1], count, parts[3])
+    except SpecError:
+        raise bad from None
+
+
+@dataclass(frozen=True)
 class Launch:
-    """One kernel launch. ``args`` are tensor names (see verifier.ops) or Scalar values,
+    """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Workspace buffers,
     or the strings 'M', 'N', 'eps' which the runner replaces by int32 / float32 scalars."""
 
     entry: str
@@ -122,6 +180,7 @@ class KernelSpec:
     description: str = ""
     origin: Optional[str] = None  # spec file it came from, filled by the registry
     contracts: Contracts = field(default_factory=Contracts)  # NaN / inf / subnormal promises (verifier.declare.contracts)
+    online: bool = False  # keeps a running max / sum and rescales it (online softmax): the budget adds those roundings
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -157,6 +216,14 @@ class KernelSpec:
                 f"kernel {self.name!r}: field 'contracts' must be a Contracts, got {type(self.contracts).__name__}",
                 fix="write contracts=Contracts(nan_inputs='unsupported') (from verifier.declare.kernels import Contracts)",
             )
+        if "online" in self.tolerance:  # the older spelling, tolerance={"online": True}: a property of the kernel
+            tol = dict(self.tolerance)
+            object.__setattr__(self, "online", bool(tol.pop("online")) or self.online)
+            object.__setattr__(self, "tolerance", tol)
+        if self.online and not OPS[self.op].online_override:
+            with_online = ", ".join(o.name for o in OPS.values() if o.online_override)
+            raise SpecError(f"kernel {self.name!r}: online=True does not apply to op {self.op!r}",
+                            fix=f"declare it only for kernels with an online normalizer ({with_online})")
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             raise SpecError(

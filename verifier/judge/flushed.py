@@ -30,8 +30,8 @@ def judge_flushed(spec, dt, xs: dict, outputs: dict, params: dict):
     fx = {k: flush(v) for k, v in xs.items()}
     fout = {k: flush(v) for k, v in outputs.items()}
     ref = flushed_reference(reference(spec.op, fx, params, dt.output))
-    budget = _tol.budget(spec.op, dt, spec.math_mode, fx, ref, params, overrides=spec.tolerance)
+    budget = _tol.budget(spec.op, dt, spec.math_mode, fx, ref, params, overrides=spec.tolerance, online=spec.online)
     comparison = compare(fout, ref, budget, dt.output)
     violations = _inv.check(spec.op, fx, fout, dt, params, math_mode=spec.math_mode,
-                            online=bool(spec.tolerance.get("online", False)))
+                            online=spec.online)
     return comparison, violations

@@ -129,17 +129,19 @@ def _exact_outputs(ref) -> dict:
 
 
 def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: dict | None = None,
-           overrides: dict | None = None) -> dict[str, np.ndarray]:
+           overrides: dict | None = None, online: bool = False) -> dict[str, np.ndarray]:
     """Allowed ULP distance (output dtype) per element of every output of ``op``.
 
     ``inputs``: numpy arrays in the input dtype; ``ref``: a references.Reference; ``params``: the
     op's params (defaults filled in); ``overrides``: the kernel spec's ``tolerance`` dict (merged by
-    max: an override can raise the allowance, never lower it). Non-finite reference values get 0
+    max: an override can raise the allowance, never lower it); ``online``: the kernel rescales a running sum
+    (KernelSpec.online; the older override {"online": True} still says so). Non-finite reference values get 0
     (they must be matched exactly).
     """
     opdef = get_op(op)
     entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
-    base, online = _merge_overrides(opdef, entry, overrides)
+    base, online_override = _merge_overrides(opdef, entry, overrides)
+    online = bool(online or online_override)
     params = {**opdef.params, **(params or {})}
     missing = [t for t in opdef.inputs if t not in inputs]
     if missing:

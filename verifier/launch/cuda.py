@@ -12,7 +12,7 @@ import numpy as np
 
 from verifier.gpu import probe
 from verifier.errors import SpecError, ToolMissing, Unsupported
-from verifier.declare.kernels import Launch, Scalar
+from verifier.declare.kernels import Launch, Scalar, workspace_of
 
 _MODULES: dict[str, object] = {}
 
@@ -68,7 +68,7 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
 
 def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer) -> list:
     """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32,
-    'tmp:...' as ``workspace_pointer(arg)``, a tensor name as ``pointers[name]`` (a 64-bit device address).
+    a Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace, M, N)``, a tensor name as ``pointers[name]`` (a 64-bit device address).
     Shared by the torch path (prepare) and the driver path (verifier.launch.cuda_numpy)."""
     args = []
     for a in launch.args:
@@ -80,14 +80,14 @@ def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, work
             args.append(np.int32(N))
         elif a == "eps":
             args.append(np.float32(params["eps"]))
-        elif isinstance(a, str) and a.startswith("tmp:"):
-            args.append(workspace_pointer(a))
+        elif workspace_of(a) is not None:
+            args.append(workspace_pointer(workspace_of(a)))
         elif isinstance(a, str) and a in pointers:
             args.append(pointers[a])
         else:
             raise SpecError(
                 f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
-                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', 'tmp:<name>:<count>:<dtype>' or Scalar",
+                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', Workspace(...) or Scalar",
             )
     return args
 
@@ -173,30 +173,12 @@ def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None)
     launch(prepare(spec, inputs, outputs, params, dt, arch), sync=True)
 
 
-def workspace(spec_str: str, M: int, N: int) -> tuple:
-    """(element count, canonical dtype) of a 'tmp:<name>:<count expression in M, N>:<dtype>' argument."""
-    from verifier.dtypes import canonical
-
-    try:
-        _, _name, count, dtype = spec_str.split(":")
-        n = int(eval(count, {"__builtins__": {}}, {"M": M, "N": N}))  # e.g. 'M', 'M*4', '2*M*(N//8192+1)'
-        if n < 0:
-            raise ValueError(n)
-        return n, canonical(dtype)
-    except Exception:
-        raise SpecError(
-            f"temporary buffer argument {spec_str!r} is malformed",
-            fix="write 'tmp:<name>:<count expression in M, N>:<dtype>', e.g. 'tmp:rstd:M:float32'",
-        ) from None
-
-
-def _tmp(cache, spec_str: str, M: int, N: int):
-    """A workspace as torch.empty leaves it (uninitialized), one per distinct argument string."""
+def _tmp(cache, ws, M: int, N: int):
+    """A workspace as torch.empty leaves it (uninitialized), one per workspace name."""
     import torch
 
     from verifier.dtypes import torch_dtype
 
-    if spec_str not in cache:
-        n, dtype = workspace(spec_str, M, N)
-        cache[spec_str] = torch.empty(n, dtype=torch_dtype(dtype), device="cuda")
-    return cache[spec_str]
+    if ws.name not in cache:
+        cache[ws.name] = torch.empty(ws.size(M, N), dtype=torch_dtype(ws.dtype), device="cuda")
+    return cache[ws.name]

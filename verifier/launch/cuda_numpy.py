@@ -18,7 +18,7 @@ from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
 from verifier.dtypes import numpy_dtype
 from verifier.errors import SpecError, Unsupported
-from verifier.launch.cuda import bind_args, build, launches_for, workspace
+from verifier.launch.cuda import bind_args, build, launches_for
 
 
 @dataclass
@@ -54,11 +54,10 @@ def launch_spec(spec, tensors: dict, M: int, N: int, dt, params: dict, arch: str
         bound = []
         pointers = {n: p.arg() for n, p in tensors.items()}
 
-        def workspace_pointer(a):
-            if a not in tmp:
-                n, dtype = workspace(a, M, N)
-                tmp[a] = cd.DeviceBuffer(n * numpy_dtype(dtype).itemsize)  # uninitialized, as torch.empty
-            return np.uint64(tmp[a].ptr)
+        def workspace_pointer(ws):
+            if ws.name not in tmp:  # uninitialized, as torch.empty leaves it
+                tmp[ws.name] = cd.DeviceBuffer(ws.size(M, N) * numpy_dtype(ws.dtype).itemsize)
+            return np.uint64(tmp[ws.name].ptr)
 
         for launch in launches_for(spec, M, N, dt, params):
             args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer)
