@@ -84,7 +84,7 @@ def test_value_defect_found_for_every_declared_dtype_with_seed_input_and_repro(t
     assert "invariant" in checks(report)
     for f in values:
         assert f.seed == 7 and f.input == "normal_small" and f.shape == (4, 128)
-        assert f"--kernel big5 --dtype {f.dtype} --case normal_small --budget quick --seed 7 --device cpu" in f.repro
+        assert f"--kernel big5 --dtype {f.dtype} --case normal_small --level quick --seed 7 --device cpu" in f.repro
 
 
 def test_unwritten_and_out_of_range_writes_are_findings(tmp_path):

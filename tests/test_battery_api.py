@@ -113,7 +113,7 @@ def test_repro_line_and_crash_finding(tmp_path):
     opts = Options(seed=7, device="cpu")
     line = repro_line(spec, opts, "f32", "hypothesis:1x3:rng5")
     assert shlex.split(line) == ["verifier", "check", spec.origin, "--kernel", "good", "--dtype", "f32",
-                                 "--case", "hypothesis:1x3:rng5", "--budget", "ci", "--seed", "7", "--device", "cpu"]
+                                 "--case", "hypothesis:1x3:rng5", "--level", "ci", "--seed", "7", "--device", "cpu"]
     assert "--dtype" not in repro_line(spec, opts)
     f = crash_finding(spec, opts, KernelFault(IndexError("boom")), dtype="f32", input="normal_small")
     assert f.check == "crash" and "raised an exception" in f.message and "boom" in f.message

@@ -118,20 +118,21 @@ def test_bandwidth_script_is_a_thin_caller():
     assert any(a.endswith("liger_spec.py") for a in argv) and any(a.endswith("kernels/torch") for a in argv)
 
 
-def test_budget_help_matches_the_battery():
-    from verifier.results.levels import BUDGETS
+def test_level_help_matches_the_battery():
+    from verifier.results.levels import TABLE
 
-    h = cli.BUDGET_HELP
-    assert BUDGETS["quick"]["hypothesis"] == 0 and "quick: a handful of catalogue cases, no Hypothesis" in h
+    h = cli.LEVEL_HELP
+    assert TABLE["quick"].hypothesis == 0 and "quick: a handful of catalogue cases, no Hypothesis" in h
     for name in ("quick", "ci", "thorough"):
         part = h.split(f"{name}:")[1]
-        assert f"{BUDGETS[name]['repeats']} determinism repeats" in part.split(";")[0] or \
-            f"{BUDGETS[name]['repeats']} repeats" in part.split(";")[0]
-        if BUDGETS[name]["hypothesis"]:
-            assert f"{BUDGETS[name]['hypothesis']} Hypothesis examples" in part.split(";")[0]
-    # thorough does measurably more than ci
-    assert BUDGETS["thorough"]["hypothesis"] > BUDGETS["ci"]["hypothesis"]
-    assert BUDGETS["thorough"]["repeats"] > BUDGETS["ci"]["repeats"]
+        assert f"{TABLE[name].repeats} determinism repeats" in part.split(";")[0] or \
+            f"{TABLE[name].repeats} repeats" in part.split(";")[0]
+        if TABLE[name].hypothesis:
+            assert f"{TABLE[name].hypothesis} Hypothesis examples" in part.split(";")[0]
+    # thorough does measurably more than ci in every row
+    assert TABLE["thorough"].hypothesis > TABLE["ci"].hypothesis
+    assert TABLE["thorough"].repeats > TABLE["ci"].repeats
+    assert TABLE["thorough"].rows and not TABLE["ci"].rows
 
 
 def test_check_parent_does_not_import_torch():

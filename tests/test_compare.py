@@ -7,7 +7,8 @@ import pytest
 
 import references
 from verifier.judge import tolerance as T
-from verifier.judge.compare import assert_close, check_output, compare
+from verifier.judge import check_output
+from verifier.judge.compare import assert_close, compare
 from verifier.errors import UsageError
 from verifier.spec import dtypes
 

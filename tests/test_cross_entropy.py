@@ -15,7 +15,8 @@ import references
 from references._common import round_mpf
 from verifier.judge import invariants
 from verifier.judge import tolerance
-from verifier.judge.compare import check_output, compare
+from verifier.judge import check_output
+from verifier.judge.compare import compare
 from verifier.errors import UsageError
 from verifier.inputs.catalogue import catalogue, maker, rand_normal
 from verifier.ops import OPS
@@ -208,7 +209,7 @@ def test_label_makers_per_policy_and_dtype():
     bad_rows = ~np.isfinite(xn).all(axis=1)
     assert bad_rows.any() and (nf["labels"][bad_rows] == IGN).all() and (nf["labels"][~bad_rows] >= 0).all()
     assert {"past_exp_overflow", "partial_neg_inf_mask", "vocab_152064", "ce_vocab_32000"} <= set(by)
-    quick = {c.name for c in catalogue("cross_entropy", dt, budget="quick")}
+    quick = {c.name for c in catalogue("cross_entropy", dt, level="quick")}
     assert {"ce_label_at_max", "ce_ignored_nonfinite"} <= quick and "ce_vocab_32000" not in quick
     assert OPS["cross_entropy"].input_dtype("labels", dt, {"label_dtype": "int32"}) == "int32"
 

@@ -199,16 +199,16 @@ def test_masks_only_for_softmax_family_and_dtype_filtering():
     assert not {"subnormals", "some_nan", "signed_zeros", "mean_gg_std_1000"} & i8
 
 
-def test_budgets():
-    quick, ci, thorough = (I.catalogue("softmax", budget=b) for b in I.BUDGETS)
+def test_levels():
+    quick, ci, thorough = (I.catalogue("softmax", level=b) for b in I.LEVELS)
     assert 3 <= len(quick) <= 8 and {c.name for c in quick} < {c.name for c in ci}
     assert [c.name for c in ci] == [c.name for c in thorough]
     by = {c.name: c for c in thorough}
     assert all(c.M < by[c.name].M for c in ci if c.name not in ("m1", "m7_rows_not_mult_block",
                                                                "m13_rows_not_mult_block", "vocab_152064"))
     assert by["m1"].M == 1 and by["m13_rows_not_mult_block"].M == 13
-    with pytest.raises(UsageError, match="budget"):
-        I.catalogue("softmax", budget="huge")
+    with pytest.raises(UsageError, match="run level"):
+        I.catalogue("softmax", level="huge")
     with pytest.raises(UsageError, match="unknown op"):
         I.catalogue("matmul")
 

@@ -1,4 +1,4 @@
-"""Facts about the Triton interpreter that the battery works around (verifier.battery.values.interpreter_caveat).
+"""Facts about the Triton interpreter that the battery works around (verifier.battery.gate.interpreter_caveat).
 
 If a Triton release fixes one, its test here fails: then drop the caveat so the case runs again.
 """
@@ -41,7 +41,7 @@ def test_caveat_applies_only_to_bf16_subnormals_in_interpreter():
     import numpy as np
     import ml_dtypes
 
-    from verifier.battery.values import interpreter_caveat
+    from verifier.battery.gate import interpreter_caveat
     from verifier.spec import TritonKernel, dtypes
 
     spec = TritonKernel(name="t", op="softmax", module="m.py", launcher="launch", dtypes=[dtypes("bf16")])

@@ -9,6 +9,7 @@ import pytest
 
 from verifier.isolation import children as isolate
 from verifier.isolation import check_all
+from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.results.options import Options
 from verifier.errors import UsageError
 from verifier.declare.registry import load_spec_file
@@ -91,14 +92,17 @@ def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monk
 
 
 def test_timeout_is_injectable_and_validated(monkeypatch):
-    monkeypatch.delenv(isolate.TIMEOUT_ENV, raising=False)
-    assert isolate.kernel_timeout(Options()) == 600
-    monkeypatch.setenv(isolate.TIMEOUT_ENV, "2.5")
-    assert isolate.kernel_timeout(Options()) == 2.5
-    assert isolate.kernel_timeout(Options(timeout=9)) == 9  # the option wins over the environment
-    monkeypatch.setenv(isolate.TIMEOUT_ENV, "soon")
+    monkeypatch.delenv(KERNEL_TIMEOUT_ENV, raising=False)
+    assert Options().kernel_timeout == 600
+    monkeypatch.setenv(KERNEL_TIMEOUT_ENV, "2.5")
+    assert Options().kernel_timeout == 2.5
+    assert Options(timeout=9).kernel_timeout == 9  # the option wins over the environment
+    assert Options(timeout=9, sanitize=True, sanitize_tools=("memcheck",)).kernel_timeout == 9 + 300
+    monkeypatch.setenv(KERNEL_TIMEOUT_ENV, "soon")
     with pytest.raises(UsageError, match="VERIFIER_KERNEL_TIMEOUT"):
-        isolate.kernel_timeout(Options())
+        Options().kernel_timeout
+    with pytest.raises(UsageError, match="Options.timeout -1 is not a positive number"):
+        Options(timeout=-1)
 
 
 def test_last_step_names_dtype_and_input():

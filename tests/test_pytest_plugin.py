@@ -67,9 +67,10 @@ def _cases(junit: Path) -> dict:
 
 # --- option validation -------------------------------------------------------------------------
 @pytest.mark.parametrize("args, needle", [
-    (["--verifier-budget", "huge"], "--verifier-budget 'huge': choose one of quick, ci, thorough"),
+    (["--verifier-budget", "huge"], "--verifier-budget 'huge' is not a run level\n  fix: use one of quick, ci, thorough"),
+    (["--verifier-level", "huge"], "--verifier-level 'huge' is not a run level"),
     (["--verifier-device", "tpu"], "--verifier-device 'tpu': choose one of cpu, cuda, auto"),
-    (["--verifier-seed", "x1"], "--verifier-seed 'x1': must be an integer"),
+    (["--verifier-seed", "x1"], "--verifier-seed 'x1' is not an integer"),
     (["--verifier-sanitize-tool", "leakcheck"], "choose one of racecheck, memcheck, synccheck, initcheck"),
     (["--verifier-specs", "no/such/spec.py"], "--verifier-specs no/such/spec.py: no such file or directory"),
 ])
@@ -153,8 +154,8 @@ def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
     assert "- [value] user-big5, bf16, normal_small, shape" in text
     assert "elements" in text and "over their ULP budget; worst at" in text and "ULP vs allowed" in text
     assert (f"repro: verifier check {d / 'user_spec.py'} --kernel user-big5 --dtype bf16 --case normal_small "
-            "--budget ci --seed 0 --device cpu") in text
-    assert ("pytest repro: pytest 'suites/test_ops.py::test_softmax[user-big5-bf16-normal_small]' --verifier-budget "
+            "--level ci --seed 0 --device cpu") in text
+    assert ("pytest repro: pytest 'suites/test_ops.py::test_softmax[user-big5-bf16-normal_small]' --verifier-level "
             f"ci --verifier-seed 0 --verifier-device cpu --verifier-specs {d / 'user_spec.py'}") in text
     # junit: the failing check classes, worst first, are the 'check' property; the repro is recorded
     assert props["check"] == ["value,invariant"]
@@ -371,7 +372,7 @@ def test_sanitizer_rerun_command_wraps_a_one_test_pytest(pytester, tmp_path):
         assert part in text
     child = cmd[cmd.index(sys.executable):]
     assert child[:4] == [sys.executable, "-m", "pytest", base] and "no:xdist" in child
-    assert "--verifier-seed 3" in " ".join(child) and "--verifier-budget quick" in " ".join(child)
+    assert "--verifier-seed 3" in " ".join(child) and "--verifier-level quick" in " ".join(child)
 
 
 def test_junit_worker_summary_counts_outcomes_and_isolation(tmp_path):

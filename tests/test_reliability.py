@@ -323,7 +323,7 @@ def test_repro_lines_replay_shape_values_and_budget(tmp_path, capsys, budget):
     assert picked
     for f in picked.values():
         argv = shlex.split(f["repro"])
-        assert argv[:2] == ["verifier", "check"] and argv[argv.index("--budget") + 1] == budget
+        assert argv[:2] == ["verifier", "check"] and argv[argv.index("--level") + 1] == budget
         code, out, _ = _cli(capsys, *argv[1:], "--format", "json", "--no-progress")
         assert code == 1
         (again,) = json.loads(out)["kernels"]

@@ -54,7 +54,7 @@ def run(device: str, budget: str, sanitize: bool, names=None) -> dict:
             defects[e.name] = {**base, "skipped": why}
             continue
         print(f"defect {e.name} ...", file=sys.stderr)
-        defects[e.name] = {**base, **matrix.run_defect(e, device, budget=budget, whole_battery=True)}
+        defects[e.name] = {**base, **matrix.run_defect(e, device, level=budget, whole_battery=True)}
     for twin in sorted({e.twin for e in entries}):
         mine = [e for e in entries if e.twin == twin]
         spec = mine[0].twin_spec

@@ -7,7 +7,8 @@ second load is a no-op.
 Options (group "kernel-verifier"; each also read from VERIFIER_<NAME>):
   --verifier-device cpu|cuda|auto   where kernels run (default auto)
   --verifier-kernels GLOB           only kernels whose name matches (comma-separated globs)
-  --verifier-budget quick|ci|thorough  catalogue cases and Hypothesis examples (verifier.results.levels; default ci)
+  --verifier-level quick|ci|thorough  the run level: catalogue cases, Hypothesis examples (verifier.results.levels;
+                                    default ci); --verifier-budget and VERIFIER_BUDGET are its older spellings
   --verifier-seed N                 base seed of every random draw
   --verifier-specs PATH             extra spec files/directories whose kernels join the suites (repeatable)
   --verifier-sanitize               re-run the GPU tests of the selected kernels under compute-sanitizer
@@ -42,7 +43,7 @@ import os
 import pytest
 
 from verifier.gpu import pinning as gpu_pinning
-from verifier.results.levels import DEFAULT as SUITE_BUDGET
+from verifier.constants import DEFAULT_LEVEL as SUITE_LEVEL
 
 # verifier.plugin.* is imported inside the hooks that need it: this module is imported by every pytest session
 # of the environment (the entry point), and the library pulls numpy and the battery (start-up time only; the
@@ -59,8 +60,9 @@ def pytest_addoption(parser):
     g.addoption("--verifier-device", default=env("VERIFIER_DEVICE", "auto"), help="cpu | cuda | auto")
     g.addoption("--verifier-kernels", default=env("VERIFIER_KERNEL"), metavar="GLOB",
                 help="only kernels whose name matches (comma-separated globs)")
-    g.addoption("--verifier-budget", default=env("VERIFIER_BUDGET", SUITE_BUDGET),
-                help=f"quick | ci | thorough (default {SUITE_BUDGET})")
+    g.addoption("--verifier-level", "--verifier-budget", dest="verifier_level",
+                default=env("VERIFIER_LEVEL", env("VERIFIER_BUDGET", SUITE_LEVEL)),
+                help=f"run level: quick | ci | thorough (default {SUITE_LEVEL}; --verifier-budget is its older name)")
     g.addoption("--verifier-seed", default=env("VERIFIER_SEED", "0"), help="base seed")
     g.addoption("--verifier-specs", action="append", default=[], metavar="PATH",
                 help="spec files or directories whose kernels join the suites")
@@ -177,13 +179,9 @@ def verifier_options(pytestconfig):
 @pytest.fixture
 def verifier_inputs(verifier_kernel, verifier_dtypes, verifier_case, verifier_options):
     """The case's inputs (numpy, input dtype), drawn exactly as ``verifier check --case`` draws them."""
-    import numpy as np
+    from verifier.inputs.cases import draw
 
-    from verifier.results.options import derived_seed
-
-    spec, dt = verifier_kernel, verifier_dtypes
-    rng = np.random.default_rng(derived_seed(verifier_options.seed, spec.name, dt.tag, verifier_case.name))
-    return verifier_case.make(rng, dt, spec.op, spec.op_params())
+    return draw(verifier_kernel, verifier_dtypes, verifier_case, verifier_options.seed)
 
 
 @pytest.fixture

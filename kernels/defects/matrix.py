@@ -103,10 +103,10 @@ def load_entries(files=DEFECT_FILES) -> list[Entry]:
     return entries
 
 
-def case_names(spec: KernelSpec, budget: str = "ci") -> set:
+def case_names(spec: KernelSpec, level: str = "ci") -> set:
     from verifier.inputs.cases import cases_for
 
-    return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, budget)}
+    return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, level)}
 
 
 BUILD_TIME_CLASSES = ("resources", "static")  # decided without launching the kernel
@@ -146,9 +146,9 @@ def _check(spec: KernelSpec, opts):
     return check_all([spec], opts)[0]
 
 
-def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
+def run_defect(entry: Entry, device: str, level: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
     """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
-    exposing input is not a catalogue case, the whole battery at ``budget``)."""
+    exposing input is not a catalogue case, the whole battery at ``level``)."""
     from verifier.results.options import Options
 
     case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
@@ -159,22 +159,22 @@ def run_defect(entry: Entry, device: str, budget: str = "quick", seed: int = 0, 
         # of these hang there (a full-mask shuffle over exited lanes) until the kernel timeout.
         device = "cpu"
     # Only the declared tool: the question is whether it catches the defect (the twin runs all four).
-    opts = Options(budget="ci" if case else budget, seed=seed, device=device, case=case, sanitize=entry.sanitizer,
+    opts = Options(level="ci" if case else level, seed=seed, device=device, case=case, sanitize=entry.sanitizer,
                    sanitize_tools=(entry.caught_by,) if entry.sanitizer else None)
     out = _summary(_check(entry.spec, opts))
     fired = out["classes"] if entry.severity == "error" else out["warnings"]
-    out.update(caught=entry.caught_by in fired, case=case or f"whole battery ({opts.budget})")
+    out.update(caught=entry.caught_by in fired, case=case or f"whole battery ({opts.level})")
     return out
 
 
-def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: int = 0, sanitize: bool = False,
+def run_twin(spec: KernelSpec, cases, device: str, level: str = "quick", seed: int = 0, sanitize: bool = False,
              whole_battery: bool = True) -> dict:
     """The twin on each of ``cases`` (its defects' exposing inputs) and either its whole battery at
-    ``budget`` or, with ``whole_battery=False``, every catalogue case of ``budget`` run one by one
+    ``level`` or, with ``whole_battery=False``, every catalogue case of ``level`` run one by one
     (values, invariants, poison and guards; no refusal, boundary or determinism check: those cost
     minutes for loop-heavy kernels in the Triton interpreter). With ``sanitize``, the four sanitizer tools
-    run once per dtype, with the first case (budget 'ci': every dtype; the whole battery when there is no case,
-    budget permitting): their launches are the sanitizer's own tail shapes whatever the case, so sanitizing
+    run once per dtype, with the first case (level 'ci': every dtype; the whole battery when there is no case,
+    level permitting): their launches are the sanitizer's own tail shapes whatever the case, so sanitizing
     every case would repeat the same runs."""
     from verifier.results.options import Options
     from verifier.inputs.catalogue import catalogue
@@ -183,12 +183,12 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     run_cases = set(cases) & known
     reports = []
     if whole_battery:
-        reports.append(_check(spec, Options(budget=budget, seed=seed, device=device,
+        reports.append(_check(spec, Options(level=level, seed=seed, device=device,
                                             sanitize=sanitize and not run_cases)))
     else:
-        run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, budget=budget)}
+        run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, level=level)}
     for i, c in enumerate(sorted(run_cases)):
-        reports.append(_check(spec, Options(budget="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0)))
+        reports.append(_check(spec, Options(level="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0)))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
     warnings = sorted({c for m in merged for c in m["warnings"]})
@@ -197,5 +197,5 @@ def run_twin(spec: KernelSpec, cases, device: str, budget: str = "quick", seed: 
     verdict = "error" if errors else "fail" if classes else "skipped" if all(v == "skipped" for v in verdicts) else "pass"
     return {"verdict": verdict, "classes": classes, "warnings": warnings, "error": "; ".join(errors) or None,
             "first": {k: v for m in merged for k, v in m["first"].items()},
-            "scope": (f"whole {budget} battery + " if whole_battery else f"{budget} cases one by one + ")
+            "scope": (f"whole {level} battery + " if whole_battery else f"{level} cases one by one + ")
             + "exposing inputs " + ", ".join(sorted(set(cases) & known))}

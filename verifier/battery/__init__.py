@@ -28,27 +28,24 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-import numpy as np
-
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
-from verifier.results.levels import BUDGETS
-from verifier.inputs.cases import cases_for, hypothesis_case, selected_cases
+from verifier.inputs.cases import draw, selected_cases
 from verifier.errors import UsageError, VerifierError
 from verifier.launch.harness import KernelFault
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, crash_finding, skipped
 from verifier.lint.step import battery_hook as static_hook
 from verifier.results.notes import case_not_run
-from verifier.results.options import PSEUDO_CASES, Options, derived_seed
+from verifier.results.options import PSEUDO_CASES, Options
 from verifier.launch import runnable_reason, runner_for
-from verifier.launch.triton import activate
 from verifier.sanitizer.runs import battery_hook as sanitizer_hook
 from verifier.declare.kernels import KernelSpec
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import interpreter_caveat, run_case
+from verifier.battery import gate
+from verifier.battery.values import run_case
 from verifier.declare.usercode import UserCodeError
 
 
@@ -130,24 +127,16 @@ def _check_values(spec, run, dt, opts, report, say):
     ran, left_out, judged_before = 0, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
-        reason = spec.check_supported(case.M, case.N, dt)
-        if reason is not None:
-            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} ({case.M}x{case.N}) refused by design: {reason}"))
-            continue
-        rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, case.name))
-        xs = case.make(rng, dt, spec.op, spec.op_params())
-        caveat = interpreter_caveat(spec, dt, xs, opts.device)
-        if caveat:
-            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} not run: {caveat}"))
-            continue
-        contract = _contracts.excluded(spec, xs)
-        if contract:
-            report.notes.append(case_not_run(f"[{dt.tag}] case {case.name} {contract}"))
-            left_out = contract
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N)
+        xs = draw(spec, dt, case, opts.seed) if closed is None else None
+        closed = closed or gate.after_inputs(spec, dt, case.name, xs, opts.device)
+        if closed is not None:
+            report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
+            left_out = closed.reason if closed.kind == gate.CONTRACT else left_out
             continue
         run_case(spec, dt, case.name, xs, opts, report, run=run)
         ran += 1
-    if opts.case is None and BUDGETS[opts.budget]["hypothesis"]:
+    if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)
     checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.

@@ -2,7 +2,7 @@
 step (verifier.battery.values.run_case); a failure is shrunk to the smallest failing shape.
 
 One definition, for ``verifier check`` and the suites' ``test_<op>_shapes`` alike:
-- examples per kernel and dtype: ``BUDGETS[budget]["hypothesis"]`` (verifier.results.levels; 0: the step does not run);
+- examples per kernel and dtype: the run level's ``hypothesis`` column (verifier.results.levels; 0: the step does not run);
 - an example **fails** when it has a finding of severity ``error``; the shrunk failing example's findings are
   reported. Warnings do not stop the search: those of the first example that has any are reported with a
   passing verdict (``--strict`` / ``--verifier-strict`` then fail on them, as on any warning);
@@ -17,9 +17,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from verifier.declare import contracts as _contracts
+from verifier.battery import gate
 from verifier.inputs import catalogue as _inputs
-from verifier.results.levels import BUDGETS
+from verifier.results.levels import TABLE as LEVELS
 from verifier.inputs.cases import random_inputs
 from verifier.launch.harness import KernelFault
 from verifier.results.kernel import KernelReport
@@ -37,8 +37,8 @@ def hypothesis_max_cols(device: str) -> int:
     return 8192 if device == "cpu" else 16384
 
 
-def examples(budget: str) -> int:
-    return BUDGETS[budget]["hypothesis"]
+def examples(level: str) -> int:
+    return LEVELS[level].hypothesis
 
 
 class _CudaFault(BaseException):
@@ -55,10 +55,10 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
 
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     run = run or runner_for(spec)
-    n = examples(opts.budget)
+    n = opts.run_level.hypothesis
     if not n:
         return 0
-    from verifier.battery.flaky import Flaky, flaky_finding  # imports hypothesis (about 1 s): not at the quick budget
+    from verifier.battery.flaky import Flaky, flaky_finding  # imports hypothesis (about 1 s): not at the quick level
 
     failing: list = []
     warned: list = []
@@ -71,17 +71,16 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
     @given(shape=_inputs.shapes(MAX_ROWS, hypothesis_max_cols(opts.device)), data_seed=st.integers(0, 2**31 - 1))
     def prop(shape, data_seed):
         M, N = shape
-        if spec.check_supported(M, N, dt) is not None:
-            return
-        rng = np.random.default_rng(data_seed)
-        xs = random_inputs(spec, dt, M, N, rng)
-        contract = _contracts.excluded(spec, xs)
-        if contract:  # random normal values never hold NaN or inf; kept so that the rule has no exception
-            report.notes.append(case_not_run(f"[{dt.tag}] hypothesis:{M}x{N}:rng{data_seed} {contract}"))
+        case = f"hypothesis:{M}x{N}:rng{data_seed}"  # verifier.inputs.cases.hypothesis_case parses it back
+        if gate.before_inputs(spec, dt, case, M, N) is not None:
+            return  # drawn shapes outside supports() are not the kernel's to run
+        xs = random_inputs(spec, dt, M, N, np.random.default_rng(data_seed))
+        closed = gate.after_inputs(spec, dt, case, xs, opts.device)
+        if closed is not None:  # the same gate as catalogue cases: never a silent drop
+            report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
             return
         ran[0] += 1
         probe = KernelReport(spec=spec, device=opts.device)
-        case = f"hypothesis:{M}x{N}:rng{data_seed}"  # verifier.inputs.cases.hypothesis_case parses it back
         try:
             run_case(spec, dt, case, xs, opts, probe, run=run)
         except KernelFault as e:  # a CUDA fault: recorded in probe, nothing more can run

@@ -8,15 +8,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from verifier.declare import contracts as _contracts
-from verifier.judge import invariants as _inv
-from verifier.judge import tolerance as _tol
 from verifier.declare import usercode
-from verifier.judge.compare import compare
 from verifier.errors import Unsupported
 from verifier.results.findings import Finding
-from verifier.judge.flushed import judge_flushed
 from verifier.launch.harness import KernelFault, execute
+from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
@@ -24,40 +20,10 @@ from verifier.launch import runner_for
 from verifier.declare.kernels import KernelSpec
 
 
-def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
-    """Inputs the Triton interpreter cannot represent faithfully (so a mismatch would be the
-    interpreter's, not the kernel's). tests/test_interpreter_caveats.py pins each fact, so a Triton
-    release that fixes it fails that test and the caveat can go."""
-    if spec.kind != "triton" or device != "cpu" or dt.input != "bfloat16":
-        return None
-    import ml_dtypes
-
-    tiny = float(ml_dtypes.finfo(ml_dtypes.bfloat16).smallest_normal)
-    for name, v in xs.items():
-        a = np.abs(v.astype(np.float64))
-        if np.any((a > 0) & (a < tiny)):
-            return (f"input {name!r} holds bf16 subnormals, which the Triton interpreter decodes wrongly "
-                    "(6.5e-39 loads as 1.3e-39); run compiled on a GPU to check them")
-    return None
-
-
 def evaluate(spec, run, dt, opts, xs) -> tuple:
-    """Run once and judge: returns (outcome, comparison, violations)."""
-    from references import reference  # mpmath: imported on the first judged input, not with the module
-
-    params = spec.op_params()
-    outcome = execute(run, spec, xs, dt, params, opts.device)
-    ref = reference(spec.op, xs, params, dt.output)
-    budget = _tol.budget(spec.op, dt, spec.math_mode, xs, ref, params, overrides=spec.tolerance, online=spec.online)
-    comparison = compare(outcome.outputs, ref, budget, dt.output)
-    violations = _inv.check(spec.op, xs, outcome.outputs, dt, params, math_mode=spec.math_mode,
-                            online=spec.online)
-    if (not comparison.ok or violations) and _contracts.flushes(spec):
-        # Declared (or inferred) subnormals='flush': the output may be that of flushed inputs and outputs.
-        flushed = judge_flushed(spec, dt, xs, outcome.outputs, params)
-        if flushed is not None and flushed[0].ok and not flushed[1]:
-            comparison, violations = flushed
-    return outcome, comparison, violations
+    """Run once and judge (verifier.judge): returns (outcome, judgement)."""
+    outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device)
+    return outcome, judge(Criteria.of(spec, dt), xs, outcome.outputs)
 
 
 def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
@@ -88,7 +54,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     shape = tuple(xs["x"].shape)
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
     try:
-        outcome, comparison, violations = evaluate(spec, run, dt, opts, xs)
+        outcome, verdict = evaluate(spec, run, dt, opts, xs)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
@@ -108,9 +74,9 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])
         report.add(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
-    for f in comparison.findings(**ctx):
+    for f in verdict.comparison.findings(**ctx):
         report.add(f)
-    for f in violations_to_findings(violations, **ctx):
+    for f in violations_to_findings(verdict.violations, **ctx):
         report.add(f)
     return report
 

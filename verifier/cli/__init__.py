@@ -14,13 +14,21 @@ import traceback
 
 # Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
 # what they need (start-up time; none of those modules imports this one).
-from verifier.results import levels as budgets
+from verifier.results import levels
 from verifier.cli.args import add_selection_args
 from verifier.errors import UsageError, VerifierError
 
 from verifier.constants import (DEVICES, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED,  # noqa: F401
                                 EXIT_OK, EXIT_USAGE)
-BUDGET_HELP = budgets.HELP  # what each budget does, from the one table (a leaf: `--help` imports nothing heavy)
+LEVEL_HELP = levels.HELP  # what each level does, from the one table (a leaf: `--help` imports nothing heavy)
+
+
+class _Spelled(argparse.Action):
+    """Stores the value and the spelling used (``--level`` or its older name ``--budget``), so an error names it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest + "_flag", option_string)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,9 +41,10 @@ def _env(name, default=None):
 
 
 # check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
-_ENV_OPTIONS = {"budget": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
+_ENV_OPTIONS = {"level": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
                 "case": None, "kernel_timeout": None}
 _ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
+_ENV_ALIASES = {"level": ("LEVEL", "BUDGET")}  # VERIFIER_BUDGET: the older name of VERIFIER_LEVEL
 
 
 def _option_source(args, name: str) -> str:
@@ -48,10 +57,13 @@ def _apply_environment(args) -> None:
     args.sources = {}
     for name, default in _ENV_OPTIONS.items():
         if getattr(args, name) is None:
-            env = _env(name.upper())
+            var = next((v for v in _ENV_ALIASES.get(name, (name.upper(),)) if _env(v) is not None), None)
+            env = _env(var) if var else None
             if env is not None:
-                args.sources[name] = f"VERIFIER_{name.upper()}"
+                args.sources[name] = f"VERIFIER_{var}"
             setattr(args, name, env if env is not None else default)
+        elif name == "level":
+            args.sources[name] = args.level_flag
     for name in _ENV_FLAGS:
         env = _env(name.upper())
         if not getattr(args, name) and env is not None:
@@ -71,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(e.g. VERIFIER_BUDGET=thorough, VERIFIER_KERNEL=softmax*,other*, "
                                    "VERIFIER_ISOLATE=1); the command line wins.")
     add_selection_args(c)
-    c.add_argument("--budget", help="quick | ci | thorough (default ci). " + BUDGET_HELP)
+    c.add_argument("--level", "--budget", dest="level", action=_Spelled,
+                   help="run level: quick | ci | thorough (default ci; --budget is its older name). " + LEVEL_HELP)
     c.add_argument("--seed", help="base seed of every random draw (default 0)")
     c.add_argument("--device", help="cpu | cuda | auto (default auto)")
     from verifier.report import FORMATS
@@ -97,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
     cs.add_argument("op")
-    cs.add_argument("--budget", default="ci")
+    cs.add_argument("--level", "--budget", dest="level", default="ci", action=_Spelled,
+                    help="run level whose cases to list (default ci)")
     from verifier.cli import sanitize as sanitize_command
 
     sanitize_command.add_subparser(sub)
@@ -121,26 +135,15 @@ def _default_paths(paths):
 def _validate(args):
     from verifier.report import FORMATS
 
-    if args.budget not in budgets.BUDGETS:
-        raise UsageError(f"{_option_source(args, 'budget')} {args.budget!r} is not a budget",
-                         fix=f"use one of {', '.join(budgets.BUDGETS)}")
     if args.format not in FORMATS:
         raise UsageError(f"{_option_source(args, 'format')} {args.format!r} is not a format",
                          fix=f"use one of {', '.join(FORMATS)}")
     if args.device not in DEVICES:
         raise UsageError(f"{_option_source(args, 'device')} {args.device!r} is not a device", fix="use cpu, cuda or auto")
-    try:
-        args.seed = int(args.seed)
-    except ValueError:
-        raise UsageError(f"{_option_source(args, 'seed')} {args.seed!r} is not an integer",
-                         fix="pass a whole number, e.g. --seed 0") from None
-    if args.kernel_timeout is not None:
-        try:
-            args.kernel_timeout = float(args.kernel_timeout)
-            assert args.kernel_timeout > 0
-        except (ValueError, AssertionError):
-            raise UsageError(f"{_option_source(args, 'kernel_timeout')} {args.kernel_timeout!r} is not a positive "
-                             "number of seconds", fix="e.g. --kernel-timeout 600") from None
+    from verifier.results.options import check_setting
+
+    for name, attr in (("level", "level"), ("seed", "seed"), ("timeout", "kernel_timeout")):  # before any loading
+        check_setting(name, getattr(args, attr), _option_source(args, attr))
     if args.output:
         parent = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(parent) or os.path.isdir(args.output):
@@ -189,8 +192,11 @@ def cmd_check(args) -> int:
     _validate(args)
     specs = registry.load(_default_paths(args.paths), args.kernel)
     device = resolve_device(args.device)
-    opts = Options(budget=args.budget, seed=args.seed, device=device, case=args.case, dtype=args.dtype,
-                   sanitize=args.sanitize, timeout=args.kernel_timeout)
+    opts = Options.from_settings(
+        {"level": args.level, "seed": args.seed, "device": device, "case": args.case, "dtype": args.dtype,
+         "sanitize": args.sanitize, "timeout": args.kernel_timeout},
+        {name: _option_source(args, name) for name in ("level", "seed", "case", "dtype")}
+        | {"timeout": _option_source(args, "kernel_timeout")})
     progress = _Progress(len(specs), enabled=not args.no_progress)
     if device == "cpu" and args.device == "auto":
         sys.stderr.write("verifier: no CUDA GPU; running on the CPU: Triton kernels in the interpreter, callables on "
@@ -200,7 +206,7 @@ def cmd_check(args) -> int:
     finally:
         progress.close()
     result = Result(reports=reports, environment=environment(),
-                    options={"budget": opts.budget, "seed": opts.seed, "device": opts.device,
+                    options={"level": opts.level, "budget": opts.level, "seed": opts.seed, "device": opts.device,
                              "verbose": bool(args.verbose)})
     text = render(result, args.format)
     from verifier.report import write
@@ -211,6 +217,11 @@ def cmd_check(args) -> int:
     warned = f" ({s['warnings']} warnings{'' if args.strict else '; --strict fails on them'})" if s["warnings"] else ""
     sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
                      f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings{warned}\n")
+    for r in result.reports:
+        if r.internal_error:
+            sys.stderr.write(f"verifier: internal error while checking {r.name}: {r.error.splitlines()[0]}\n"
+                             "  this is a bug in kernel-verifier (the message names where it was raised); the other "
+                             "kernels were checked\n")
     if result.exit_code() == EXIT_NOTHING_CHECKED:
         from verifier.results.run import nothing_checked_message
 
@@ -231,7 +242,8 @@ def cmd_cases(args) -> int:
     from verifier.ops import get_op
 
     get_op(args.op)
-    for c in inputs.catalogue(args.op, budget=args.budget):
+    levels.level(args.level)
+    for c in inputs.catalogue(args.op, level=args.level):
         print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
     return 0
 

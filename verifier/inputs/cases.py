@@ -1,4 +1,4 @@
-"""Which inputs a kernel is checked on: the catalogue cases of its op and budget, the boundary case (its
+"""Which inputs a kernel is checked on: the catalogue cases of its op and run level, the boundary case (its
 longest supported probe row), Hypothesis-drawn shapes named ``hypothesis:MxN:rngS``, and the random inputs of
 any shape (refusal probes, determinism, Hypothesis examples, sanitizer launches).
 
@@ -13,9 +13,9 @@ from typing import Optional
 import numpy as np
 
 from verifier.inputs import catalogue as _inputs
-from verifier.results.levels import BUDGETS
+from verifier.results.levels import TABLE as LEVELS
 from verifier.errors import UsageError
-from verifier.results.options import PSEUDO_CASES, Options
+from verifier.results.options import PSEUDO_CASES, Options, derived_seed
 from verifier.declare.kernels import KernelSpec
 
 # Row lengths probed by the refusal check: edges of warps, vectors, register classes and vocab rows.
@@ -24,6 +24,13 @@ PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 
 
 
 _HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
+
+
+def draw(spec, dt, case, seed: int) -> dict:
+    """The inputs of ``case`` for this kernel and dtype: a fresh draw from the seed derived from (seed, kernel,
+    dtype, case), so a case name and a seed re-create them exactly (``verifier check --case``, the suites)."""
+    rng = np.random.default_rng(derived_seed(seed, spec.name, dt.tag, case.name))
+    return case.make(rng, dt, spec.op, spec.op_params())
 
 
 def random_inputs(spec: KernelSpec, dt, M: int, N: int, rng: np.random.Generator) -> dict:
@@ -46,8 +53,8 @@ def _boundary_case(spec, dt):
                         M=2, N=n, make=random_maker(2, n))
 
 
-def cases_for(spec, dt, budget) -> list:
-    cases = list(_inputs.catalogue(spec.op, dtypes=dt, budget=budget))
+def cases_for(spec, dt, level) -> list:
+    cases = list(_inputs.catalogue(spec.op, dtypes=dt, level=level))
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):
         cases.append(b)
@@ -65,21 +72,27 @@ def hypothesis_case(name: str) -> Optional[_inputs.Case]:
                         make=lambda rng, dt, op, params: make(np.random.default_rng(data_seed), dt, op, params))
 
 
-def selected_cases(spec, dt, opts: Options) -> list:
-    """The cases ``opts.case`` selects (all of the budget when None); an unknown name is a UsageError."""
-    if opts.case is None:
-        return cases_for(spec, dt, opts.budget)
-    drawn = hypothesis_case(opts.case)
+def find_case(spec, dt, name: str, level: str) -> Optional[_inputs.Case]:
+    """The input named ``name`` for this kernel and dtype: a Hypothesis example (``hypothesis:MxN:rngS``), else a
+    catalogue case of ``level`` first (a case's shape depends on the level: repro lines carry --level), then of
+    any other level, so a repro line written without --level still finds its case. None: no such input."""
+    drawn = hypothesis_case(name)
     if drawn is not None:
-        return [drawn]
-    # The run's budget first (a case's shape depends on the budget: repro lines carry --budget), then any
-    # other budget, so a repro line written without --budget still finds its case.
-    order = [opts.budget] + [b for b in BUDGETS if b != opts.budget]
-    cases = [c for b in order for c in cases_for(spec, dt, b) if c.name == opts.case][:1]
-    if not cases:
+        return drawn
+    for lv in [level] + [other for other in LEVELS if other != level]:
+        for c in cases_for(spec, dt, lv):
+            if c.name == name:
+                return c
+    return None
+
+
+def selected_cases(spec, dt, opts: Options) -> list:
+    """The cases ``opts.case`` selects (all of the level's when None); an unknown name is a UsageError."""
+    if opts.case is None:
+        return cases_for(spec, dt, opts.level)
+    case = find_case(spec, dt, opts.case, opts.level)
+    if case is None:
         raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op} (kernel {spec.name})",
                          fix=f"take the case name from the finding's repro line or `verifier cases {spec.op}`; "
                              f"or use {', '.join(PSEUDO_CASES)} or hypothesis:MxN:rngS")
-    return cases
-
-
+    return [case]

@@ -24,10 +24,10 @@ from verifier.errors import UsageError
 from verifier.ops import OPS, get_op
 from verifier.declare.kernels import Dtypes
 from verifier.numerics.ulp import round_to, ulp
-from verifier.results.levels import BUDGETS  # the one budget table; here: which cases, at which M
+from verifier.results.levels import TABLE as LEVELS  # the one run-level table; here: which cases, at which M
 
 __all__ = [
-    "Case", "catalogue", "maker", "BUDGETS", "exp_overflow_threshold",
+    "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
     "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan",
@@ -375,18 +375,18 @@ _TABLE = [
 ]
 
 _QUICK = ("normal_small", "d7_below_warp", "mean_gg_std_1000", "fully_masked_rows", "zero_rows", "increasing_rows")
-_THOROUGH_M = 16  # rows per case at 'thorough' (cases whose M is the point keep theirs)
 
 
-def catalogue(op: str, dtypes=None, budget: str = "ci") -> list[Case]:
+def catalogue(op: str, dtypes=None, level: str = "ci") -> list[Case]:
     """The adversarial cases for ``op`` (and, when given, the input dtype of ``dtypes``: cases
     whose values the dtype cannot hold, e.g. -inf in float8_e4m3fn or 1000 in int8, are left out).
 
-    budget: 'quick' a handful of cases; 'ci' every case at small M; 'thorough' every case with
+    level: 'quick' a handful of cases; 'ci' every case at small M; 'thorough' every case with
     M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M)."""
     opdef = get_op(op)
-    if budget not in BUDGETS:
-        raise UsageError(f"unknown catalogue budget {budget!r}", fix=f"use one of {', '.join(BUDGETS)}")
+    if level not in LEVELS:
+        raise UsageError(f"unknown run level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
+    lv = LEVELS[level]
     exp_ops = tuple(o.name for o in OPS.values() if o.exp_family)
     rows = [(name, exposes, M, N, factory, exp_ops if ops == _EXP else ops, ok, fixed_m, None, name in _QUICK)
             for name, exposes, M, N, factory, ops, ok, fixed_m in _TABLE]
@@ -394,10 +394,10 @@ def catalogue(op: str, dtypes=None, budget: str = "ci") -> list[Case]:
              for c in opdef.cases]
     cases = []
     for name, exposes, M, N, factory, ops, ok, fixed_m, policy, quick in rows:
-        if budget == "quick" and not quick:
+        if lv.quick_cases_only and not quick:
             continue
-        if budget == "thorough" and not fixed_m:
-            M = _THOROUGH_M
+        if lv.rows is not None and not fixed_m:
+            M = lv.rows
         case = Case(name, exposes, M, N, maker(M, N, factory, policy), ops, ok)
         if case.applies_to(op, dtypes):
             cases.append(case)

@@ -11,13 +11,12 @@ from typing import Optional
 
 from verifier.battery import check_kernel
 from verifier.errors import UsageError
-from verifier.inputs.cases import cases_for, hypothesis_case
+from verifier.inputs.cases import find_case
 from verifier.isolation import forked as _forked
 from verifier.isolation.children import check_in_child
 from verifier.launch import runnable_reason
 from verifier.launch.triton import activate
 from verifier.results.kernel import RUN_CHECKS, KernelReport, skipped
-from verifier.results.levels import BUDGETS
 from verifier.results.options import PSEUDO_CASES, Options
 from verifier.declare.usercode import UserCodeError
 
@@ -26,9 +25,9 @@ def _not_selected(spec, opts) -> Optional[str]:
     """Why --dtype / --case leave nothing of this kernel to check (None: something is left)."""
     if opts.dtype is not None and all(d.tag != opts.dtype for d in spec.dtypes):
         return f"declares no dtype {opts.dtype}"
-    if opts.case is None or opts.case in PSEUDO_CASES or hypothesis_case(opts.case) is not None:
+    if opts.case is None or opts.case in PSEUDO_CASES:
         return None
-    if not any(c.name == opts.case for dt in spec.dtypes for b in BUDGETS for c in cases_for(spec, dt, b)):
+    if all(find_case(spec, dt, opts.case, opts.level) is None for dt in spec.dtypes):
         return f"op {spec.op} has no case {opts.case}"
     return None
 
@@ -81,7 +80,7 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
             reports.append(check_in_child(spec, opts, progress))
         elif isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
             # A kernel that kills its process (segfault, os._exit) costs only its own report.
-            reports.append(_forked.check_forked(spec, opts, check_kernel, progress))
+            reports.append(_forked.check_forked(spec, opts, progress))
         else:
             reports.append(check_kernel(spec, opts, progress))
     return reports

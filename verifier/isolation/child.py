@@ -1,9 +1,9 @@
 """The child of verifier.isolation.children: ``python -m verifier.isolation.child REQUEST.json``.
 
 Loads the kernel from its spec file, runs its battery with the request's options, writing progress lines
-(``verifier-step: ...``) to stderr, and writes the report (verifier.report.json.kernel_entry) to the request's
-``out`` path. A UsageError is sent back as ``{"usage_error", "fix"}`` (exit 2 in the parent too), a bug in the
-verifier as ``{"internal_error"}``; a CUDA fault kills the child, and the parent reports a crash.
+(``verifier-step: ...``) to stderr, and answers once (verifier.toolchain.proc.write_answer) at the request's
+``out`` path: its report, a UsageError (exit 2 in the parent too) or a bug in the verifier (an internal error). A
+CUDA fault kills the child, and the parent reports a crash.
 """
 from __future__ import annotations
 
@@ -14,20 +14,21 @@ from verifier.isolation import phases
 
 phases.mark("child-start")  # before the imports below (the battery's): benchmarks/verdict_time.py
 
-from verifier.battery import check_kernel
-from verifier.errors import UsageError
-from verifier.launch.harness import is_cuda_fault
-from verifier.isolation.children import STEP_PREFIX, write_json
-from verifier.launch.path import prefer_driver
-from verifier.results.options import Options
-from verifier.declare.registry import load_spec_file
-from verifier.results.serialize import kernel_entry
+from verifier.battery import check_kernel  # noqa: E402
+from verifier.declare.registry import load_spec_file  # noqa: E402
+from verifier.errors import UsageError  # noqa: E402
+from verifier.isolation.children import STEP_PREFIX  # noqa: E402
+from verifier.launch.harness import is_cuda_fault  # noqa: E402
+from verifier.launch.path import prefer_driver  # noqa: E402
+from verifier.results.options import Options  # noqa: E402
+from verifier.results.serialize import kernel_entry  # noqa: E402
+from verifier.toolchain.proc import write_answer  # noqa: E402
 
 
 def main(argv) -> int:
     with open(argv[0]) as fh:
         req = json.load(fh)
-    # CUDA specs through the CUDA driver API on numpy buffers at every budget: no torch import (4-5 s on an
+    # CUDA specs through the CUDA driver API on numpy buffers at every level: no torch import (4-5 s on an
     # H200 machine) and outputs bit-identical to torch's (tests/test_launch_path_gpu.py); $VERIFIER_CUDA_LAUNCH=torch
     # forces torch + CuPy.
     prefer_driver()
@@ -43,7 +44,7 @@ def main(argv) -> int:
         report = phases.profiled(check_kernel, spec, Options(**req["options"]), progress)
         phases.mark("battery-done")
     except UsageError as e:
-        write_json(req["out"], {"usage_error": e.message, "fix": e.fix})
+        write_answer(req["out"], "usage_error", message=e.message, fix=e.fix)
         return 2
     except Exception as e:
         if is_cuda_fault(e):
@@ -52,9 +53,9 @@ def main(argv) -> int:
 
         # A bug in the verifier, not the kernel: an internal error in the parent (exit 3), not a crash.
         last = traceback.extract_tb(e.__traceback__)[-1]
-        write_json(req["out"], {"internal_error": f"{type(e).__name__}: {e} (at {last.filename}:{last.lineno})"})
+        write_answer(req["out"], "internal_error", message=f"{type(e).__name__}: {e} (at {last.filename}:{last.lineno})")
         return 3
-    write_json(req["out"], kernel_entry(report))
+    write_answer(req["out"], "report", report=kernel_entry(report))
     return 0
 
 

@@ -1,25 +1,27 @@
 """Check one kernel in a forked copy of this process, so a kernel that kills its process (a segfault in a
 callable's C extension, ``os._exit``, an abort) costs only its own report.
 
-On the CPU the battery runs callables and Triton kernels (interpreted) in this process by default; forking
-costs milliseconds (nothing is imported or loaded again), where ``--isolate`` (verifier.isolation.children) starts a
-fresh interpreter per kernel, seconds each. So every such kernel is checked in a fork: the child runs the
-battery and hands its report back as JSON; if it dies instead, the parent reports a **crash** naming the
-step the child was in (dtype and input, from its progress lines) and goes on with the next kernel.
+On the CPU the battery runs callables and Triton kernels (interpreted) in a fork by default: forking costs
+milliseconds (nothing is imported or loaded again), where ``--isolate`` (verifier.isolation.children) starts a
+fresh interpreter per kernel, seconds each. The child runs the battery and answers as a spawned child does
+(verifier.toolchain.proc.write_answer, read back by verifier.isolation.children.report_from_answer); if it dies
+instead, the parent reports a **crash** naming the step the child was in (dtype and input, from its progress
+lines) and goes on with the next kernel.
 
-Never used with a GPU (a CUDA context does not survive fork; there verifier.isolation.children is the default) nor
-where ``os.fork`` does not exist.
+Never used with a GPU (a CUDA context does not survive fork; there verifier.isolation.children is the default)
+nor where ``os.fork`` does not exist.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 
+from verifier.battery import check_kernel
 from verifier.errors import UsageError
-from verifier.isolation.children import STEP_PREFIX, dead_child_report, exit_status, read_report, write_json
+from verifier.isolation.children import STEP_PREFIX, dead_child_report, report_from_answer
 from verifier.results.serialize import kernel_entry
+from verifier.toolchain.proc import exit_status, read_answer, write_answer
 
 ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isolate` checks each kernel in a "
                 "fresh process with a timeout (--kernel-timeout), for hangs too")
@@ -29,34 +31,27 @@ def available(device: str) -> bool:
     return device == "cpu" and hasattr(os, "fork")
 
 
-def check_forked(spec, opts, check, progress=None):
-    """``check(spec, opts, progress)`` (the battery's check_kernel, passed in: the battery calls this module) in a
-    fork; a child that dies gives a crash report."""
-
+def check_forked(spec, opts, progress=None):
+    """The battery of ``spec`` in a fork; a child that dies gives a crash report."""
     with tempfile.TemporaryDirectory(prefix="verifier-fork-") as tmp:
-        out, steps = os.path.join(tmp, "report.json"), os.path.join(tmp, "steps")
+        out, steps = os.path.join(tmp, "answer.json"), os.path.join(tmp, "steps")
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # the child must not write the parent's buffered text a second time
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _child(check, spec, opts, progress, out, steps)
+            _child(spec, opts, progress, out, steps)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
-        if os.path.exists(out):
-            with open(out) as fh:
-                data = json.load(fh)
-            if "usage_error" in data:
-                raise UsageError(data["usage_error"], fix=data.get("fix"))
-            if "exception" in data:  # a bug in the verifier: raised here as it was there, as in-process
-                raise _unpickled(data)
-            return read_report(spec, opts.device, data)
+        answer = read_answer(out)
+        if answer is not None:
+            return report_from_answer(spec, opts, answer)
         lines = open(steps).read() if os.path.exists(steps) else ""
         return dead_child_report("crash", f"the process checking this kernel died ({exit_status(code)})",
-                                  f"; {ISOLATE_HINT}", spec, opts,
-                                  "".join(STEP_PREFIX + ln + "\n" for ln in lines.splitlines()))
+                                 f"; {ISOLATE_HINT}", spec, opts,
+                                 "".join(STEP_PREFIX + ln + "\n" for ln in lines.splitlines()))
 
 
-def _child(check, spec, opts, progress, out, steps):
+def _child(spec, opts, progress, out, steps):
     code = 0
     try:
         if "torch" in sys.modules:
@@ -71,17 +66,17 @@ def _child(check, spec, opts, progress, out, steps):
             if progress:
                 progress(msg)
 
-        report = check(spec, opts, say)
-        write_json(out, kernel_entry(report))
+        report = check_kernel(spec, opts, say)
+        write_answer(out, "report", report=kernel_entry(report))
     except UsageError as e:
-        write_json(out, {"usage_error": e.message, "fix": e.fix})
-    except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+        write_answer(out, "usage_error", message=e.message, fix=e.fix)
+    except BaseException as e:  # noqa: BLE001 - a bug in the verifier: the parent reports an internal error
         import traceback
 
         last = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         where = f" (at {last.filename}:{last.lineno})" if last else ""
         try:
-            write_json(out, {"exception": f"{type(e).__name__}: {e}{where}", "pickled": _pickled(e)})
+            write_answer(out, "internal_error", message=f"{type(e).__name__}: {e}{where}")
         except BaseException:
             code = 3
     finally:
@@ -91,25 +86,3 @@ def _child(check, spec, opts, progress, out, steps):
             except BaseException:
                 pass
         os._exit(code)  # no atexit handlers, no pytest teardown: they belong to the parent
-
-
-def _pickled(e: BaseException):
-    import base64
-    import pickle
-
-    try:
-        return base64.b64encode(pickle.dumps(e)).decode()
-    except Exception:  # an exception that does not pickle: its text is sent instead
-        return None
-
-
-def _unpickled(data: dict) -> BaseException:
-    import base64
-    import pickle
-
-    if data.get("pickled"):
-        try:
-            return pickle.loads(base64.b64decode(data["pickled"]))
-        except Exception:
-            pass
-    return RuntimeError(data["exception"])

@@ -1,1 +1,96 @@
-"""judge"""
+"""The one judge: outputs of one input against the certified reference, within the per-element budget, and the
+op's invariants (reference -> budget -> compare -> invariants). Every step that judges values calls it (the values
+step, the Hypothesis step through it, determinism for kernels declared nondeterministic, ``check_output``).
+
+It knows nothing of how a kernel is launched: :class:`Criteria` carries what judging needs of a kernel (op,
+dtypes, math mode, tolerance overrides, online rescale, whether it may flush subnormals), and
+:meth:`Criteria.of` reads it off a spec. A kernel that may flush subnormals (declared or inferred
+``subnormals="flush"``, verifier.declare.contracts) whose output fails is judged again against the reference of
+the flushed inputs, flushed: a flushing kernel passes, one that keeps subnormals passes against the plain one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from verifier import dtypes as _dt
+from verifier.declare.contracts import flush, flushes, has_subnormals
+from verifier.declare.kernels import Dtypes
+from verifier.judge import invariants as _inv
+from verifier.judge import tolerance as _tol
+from verifier.judge.compare import Comparison, compare
+from verifier.ops import get_op
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What the judge needs to know of a kernel variant."""
+
+    op: str
+    dtypes: Dtypes
+    math_mode: str = "precise"
+    overrides: dict = field(default_factory=dict)  # the spec's tolerance overrides, merged by max
+    online: bool = False  # rescales a running max / sum (online softmax)
+    flushes: bool = False  # may flush float32 subnormals (contracts)
+    params: dict = field(default_factory=dict)  # the op's params (defaults filled in)
+
+    @classmethod
+    def of(cls, spec, dt: Dtypes) -> "Criteria":
+        return cls(op=spec.op, dtypes=dt, math_mode=spec.math_mode, overrides=dict(spec.tolerance),
+                   online=spec.online, flushes=flushes(spec), params=spec.op_params())
+
+
+@dataclass
+class Judgement:
+    comparison: Comparison
+    violations: list  # verifier.numerics.violations.Violation, one per broken invariant
+    reference: object  # the references.Reference the outputs were compared with
+
+    @property
+    def ok(self) -> bool:
+        return self.comparison.ok and not self.violations
+
+
+def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
+    budget = _tol.budget(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
+    comparison = compare(outputs, ref, budget, c.dtypes.output, context=context)
+    violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online) \
+        if invariants else []
+    return Judgement(comparison, violations, ref)
+
+
+def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, ref=None,
+          context: Optional[dict] = None) -> Judgement:
+    """``outputs`` (numpy, the output dtype; every output of the op) of ``inputs`` (numpy, the input dtype)
+    judged under ``c``. ``invariants=False`` compares only; ``ref``: a reference already computed for these
+    inputs (repeated runs of one input); ``context``: the comparison message's context (its repro line)."""
+    from references import reference  # mpmath: imported on the first judged input, not with the module
+
+    xs = {k: _dt.to_numpy(v) for k, v in inputs.items()}
+    if ref is None:
+        ref = reference(c.op, xs, c.params, c.dtypes.output)
+    verdict = _judge_once(c, xs, outputs, ref, invariants, context)
+    if verdict.ok or not c.flushes or not has_subnormals(list(xs.values()) + list(outputs.values())):
+        return verdict
+    fx = {k: flush(v) for k, v in xs.items()}
+    flushed_ref = reference(c.op, fx, c.params, c.dtypes.output)
+    flushed_ref = replace(flushed_ref, rounded={k: flush(v) for k, v in flushed_ref.rounded.items()},
+                          exact={k: flush(v) for k, v in flushed_ref.exact.items()})
+    again = _judge_once(c, fx, {k: flush(v) for k, v in outputs.items()}, flushed_ref, invariants, context)
+    return again if again.ok else verdict
+
+
+def check_output(op: str, inputs: dict, actual, dtypes, math_mode: str = "precise", params: Optional[dict] = None,
+                 overrides: Optional[dict] = None, *, context: Optional[dict] = None) -> Comparison:
+    """Reference + budget + comparison in one call (``inputs`` as numpy arrays in the input dtype, or tensors;
+    ``actual`` a dict name -> output, or the one output of a one-output op)."""
+    c = Criteria(op=op, dtypes=dtypes, math_mode=math_mode, overrides=dict(overrides or {}),
+                 params={**get_op(op).params, **(params or {})})
+    if not isinstance(actual, dict):
+        (only,) = get_op(op).outputs
+        actual = {only: actual}
+    actual = {k: _dt.to_numpy(v) for k, v in actual.items()}
+    return judge(c, inputs, actual, invariants=False, context=context).comparison
+
+
+__all__ = ["Criteria", "Judgement", "judge", "check_output"]

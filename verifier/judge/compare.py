@@ -19,7 +19,7 @@ from verifier.errors import UsageError
 from verifier.results.findings import Finding
 from verifier.numerics.ulp import round_to, ulp_distance
 
-__all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "assert_close", "check_output"]
+__all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "assert_close"]
 
 WORST = 5  # elements listed per tensor
 NONFINITE_LISTED = 5
@@ -233,18 +233,3 @@ def assert_close(actual, ref, budget, dtype, *, context: Optional[dict] = None) 
     c = compare(actual, ref, budget, dtype, context=context)
     if not c.ok:
         raise AssertionError(c.message())
-
-
-def check_output(op: str, inputs: dict, actual, dtypes, math_mode: str = "precise", params: Optional[dict] = None,
-                 overrides: Optional[dict] = None, *, context: Optional[dict] = None) -> Comparison:
-    """Reference + budget + comparison in one call (``inputs`` as numpy arrays in the input dtype)."""
-    import references
-
-    from verifier.judge import tolerance
-    from verifier.ops import get_op
-
-    params = {**get_op(op).params, **(params or {})}
-    np_inputs = {k: _dt.to_numpy(v) for k, v in inputs.items()}
-    ref = references.reference(op, np_inputs, params, dtypes.output)
-    b = tolerance.budget(op, dtypes, math_mode, np_inputs, ref, params, overrides)
-    return compare(actual, ref, b, dtypes.output, context=context)

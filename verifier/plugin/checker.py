@@ -12,7 +12,6 @@ from dataclasses import replace
 import pytest
 
 from verifier.gpu import pinning as gpu_pinning
-from verifier.declare.contracts import excluded
 from verifier.launch.harness import KernelFault
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.lint.step import battery_hook as static_hook
@@ -21,9 +20,10 @@ from verifier.results.run import sorted_findings
 from verifier.launch import runnable_reason
 from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
-from verifier.battery.hypothesis import check_shapes, examples
+from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import interpreter_caveat, run_case
+from verifier.battery import gate
+from verifier.battery.values import run_case
 from verifier.declare.usercode import UserCodeError
 
 
@@ -42,29 +42,24 @@ class Checker:
         """One catalogue case: value (ULP budget), invariants, NaN/inf, unwritten outputs, guard bands."""
         self._start(spec, dt, "value", case.name)
         try:
-            reason = spec.check_supported(case.M, case.N, dt)
+            closed = gate.before_inputs(spec, dt, case.name, case.M, case.N)
         except UserCodeError as e:
             self._spec_error(e)
-        if reason is not None:
-            self._skip(f"case {case.name} ({case.M}x{case.N}) refused by design: {reason}")
-        caveat = interpreter_caveat(spec, dt, inputs, self.opts.device)
-        if caveat:
-            self._skip(caveat)
-        contract = excluded(spec, inputs)
-        if contract:
-            self._skip(f"case {case.name} {contract}")
+        closed = closed or gate.after_inputs(spec, dt, case.name, inputs, self.opts.device)
+        if closed is not None:  # the battery's gate, the battery's words
+            self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
         report = self._report(spec)
         self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report))
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):
-        """Hypothesis-drawn shapes with random values (verifier.battery.hypothesis: the examples of the budget
+        """Hypothesis-drawn shapes with random values (verifier.battery.hypothesis: the examples of the level
         table, the same step as ``verifier check``); a failure is shrunk to the smallest failing shape and
         reported with its repro case."""
         self._start(spec, dt, "value", "hypothesis")
-        if not examples(self.opts.budget):
-            self._skip(f"budget {self.opts.budget} draws no Hypothesis shapes (verifier.results.levels); "
-                       "use --verifier-budget ci or thorough")
+        if not self.opts.run_level.hypothesis:
+            self._skip(f"level {self.opts.level} draws no Hypothesis shapes (verifier.results.levels); "
+                       "use --verifier-level ci or thorough")
         report = self._report(spec)
         self._guarded(report, lambda: check_shapes(spec, dt, self.opts, report))
         self._conclude(report, "value")

@@ -18,8 +18,7 @@ import pytest
 from verifier.plugin import worker_crash
 from verifier.inputs.cases import PROBE_N
 from verifier.errors import ToolMissing, UsageError
-from verifier.isolation.children import environment_timeout
-from verifier.results.options import Options, repro_line
+from verifier.results.options import Options, environment_timeout, repro_line
 from verifier.plugin.session import (CHILD_ENV, STATE, format_findings, repro_command, resolved_device,
                                      worker_property)
 from verifier.toolchain.proc import run_killable
@@ -56,7 +55,7 @@ def contain_worker_crash(item) -> bool:
     opts = item.funcargs.get("verifier_options") if hasattr(item, "funcargs") else None
     if opts is None:
         v = item.config._verifier
-        opts = Options(budget=v["budget"], seed=v["seed"], device=resolved_device(item.config))
+        opts = Options(level=v["level"], seed=v["seed"], device=resolved_device(item.config))
     worker_crash.note_running(item.nodeid, spec.name, repro_line(spec, opts, dt.tag, name),
                               repro_command(item.config, item.nodeid))
     return False
@@ -67,7 +66,7 @@ def child_command(config, nodeid: str, junit: str) -> list:
     v = config._verifier
     cmd = [sys.executable, "-m", "pytest", nodeid, "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-rs",
            f"--rootdir={config.rootpath}", f"--junitxml={junit}", "--verifier-device", v["device"],
-           "--verifier-budget", v["budget"], "--verifier-seed", str(v["seed"])]
+           "--verifier-level", v["level"], "--verifier-seed", str(v["seed"])]
     if config.inipath:
         cmd += ["-c", str(config.inipath)]
     # However the parent loaded the plugin (entry point, conftest.py, -p), the child names it: under one name

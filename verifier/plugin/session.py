@@ -14,13 +14,11 @@ from pathlib import Path
 import pytest
 
 from verifier.declare import registry
-from verifier.results.levels import BUDGETS
 from verifier.inputs.cases import cases_for
 from verifier.constants import DEVICES, MARKERS, SANITIZER_TOOLS
 from verifier.errors import UsageError
-from verifier.isolation.children import environment_timeout
 from verifier.gpu.probe import resolve_device
-from verifier.results.options import Options
+from verifier.results.options import Options, check_setting, environment_timeout
 from verifier.results.run import sorted_findings
 from verifier.report.text import format_finding
 from verifier.declare.usercode import UserCodeError
@@ -32,18 +30,29 @@ CHILD_ENV = "VERIFIER_PYTEST_CHILD"  # set in child pytest runs: no re-isolation
 PARAMS = ("verifier_kernel", "verifier_dtypes", "verifier_case")
 
 
+def _source(config, flags: tuple, envs: tuple) -> str:
+    """The spelling the user wrote a setting with: the first of ``flags`` on the command line, else the first of
+    ``envs`` set, else the first flag."""
+    args = [str(a) for a in config.invocation_params.args]
+    for flag in flags:
+        if any(a == flag or a.startswith(flag + "=") for a in args):
+            return flag
+    return next((e for e in envs if os.environ.get(e) is not None), flags[0])
+
+
 def validated(config) -> dict:
-    """The --verifier-* options, checked: a bad one is a pytest usage error naming it."""
+    """The --verifier-* options, checked by the Options rules (verifier.results.options): a bad one is a pytest
+    usage error naming the option or variable the user set."""
     opt = config.getoption
-    dev, budget, seed = opt("--verifier-device"), opt("--verifier-budget"), opt("--verifier-seed")
+    dev, level, seed = opt("--verifier-device"), opt("verifier_level"), opt("--verifier-seed")
     if dev not in DEVICES:
         raise pytest.UsageError(f"--verifier-device {dev!r}: choose one of {', '.join(DEVICES)}")
-    if budget not in BUDGETS:
-        raise pytest.UsageError(f"--verifier-budget {budget!r}: choose one of {', '.join(BUDGETS)}")
     try:
-        seed = int(seed)
-    except ValueError:
-        raise pytest.UsageError(f"--verifier-seed {seed!r}: must be an integer") from None
+        level = check_setting("level", level, _source(config, ("--verifier-level", "--verifier-budget"),
+                                                      ("VERIFIER_LEVEL", "VERIFIER_BUDGET")))
+        seed = check_setting("seed", seed, _source(config, ("--verifier-seed",), ("VERIFIER_SEED",)))
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
     specs = []
     for p in opt("--verifier-specs"):
         if not Path(p).exists():
@@ -60,7 +69,7 @@ def validated(config) -> dict:
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
     child = os.environ.get(CHILD_ENV) == "1"
-    return {"device": dev, "budget": budget, "seed": seed, "specs": specs, "globs": globs,
+    return {"device": dev, "level": level, "seed": seed, "specs": specs, "globs": globs,
             "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
             "child": child, "strict": bool(opt("--verifier-strict"))}
 
@@ -139,7 +148,7 @@ def resolved_device(config) -> str:
 def options(config) -> Options:
     """The battery Options of this session (device resolved)."""
     v = config._verifier
-    return Options(budget=v["budget"], seed=v["seed"], device=resolved_device(config), sanitize=v["sanitize"])
+    return Options(level=v["level"], seed=v["seed"], device=resolved_device(config), sanitize=v["sanitize"])
 
 
 def _runs_on_gpu(spec, device: str) -> bool:
@@ -165,7 +174,7 @@ def suite_params(config, op: str, names: tuple) -> list:
             cased = []
             for vals, ident in variants:
                 try:
-                    cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["budget"])]
+                    cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["level"])]
                 except UserCodeError as e:  # this kernel's error, one failing test; the others are collected
                     params.append(pytest.param(*vals, None, id=f"{ident}-spec-error",
                                                marks=[pytest.mark.verifier_spec_error(str(e))]))
@@ -194,7 +203,7 @@ def worker_property() -> list:
 def repro_command(config, nodeid: str) -> str:
     """The pytest command line that re-runs one test with this session's options."""
     v = config._verifier
-    parts = ["pytest", nodeid, "--verifier-budget", v["budget"], "--verifier-seed", str(v["seed"])]
+    parts = ["pytest", nodeid, "--verifier-level", v["level"], "--verifier-seed", str(v["seed"])]
     if v["device"] != "auto":
         parts += ["--verifier-device", v["device"]]
     for p in v["specs"]:

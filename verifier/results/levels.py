@@ -1,34 +1,62 @@
-"""The one budget table: how much each of ``quick``, ``ci`` and ``thorough`` runs.
+"""The one run-level table: what each of ``quick``, ``ci`` and ``thorough`` runs.
 
-Read by ``verifier check`` (the battery), the pytest suites (``--verifier-budget``), the input catalogue
-(verifier.inputs.catalogue: which cases, at which M) and ``--help``. A leaf: importing it costs nothing.
-
-- ``hypothesis``: examples of the Hypothesis step per kernel and dtype (verifier.battery.hypothesis), the
-  same in ``verifier check`` and in a suite's ``test_<op>_shapes``; 0 means the step does not run (the suite
-  test skips, saying so).
-- ``repeats``: runs of the determinism check on one input.
-- ``catalogue``: which catalogue cases, at which M (verifier.inputs.catalogue.catalogue).
-
-``thorough`` does more than ``ci`` in every row: 60 Hypothesis examples per dtype instead of 12, 5 determinism
-repeats instead of 3, and every catalogue case at M = 16 rows.
+A run's level is its effort (``--level``; ``--budget`` is the older spelling, still accepted). Every rule that
+depends on it is a column here, read where it applies: the catalogue (verifier.inputs.catalogue: which cases,
+at which M), the Hypothesis step (examples per kernel and dtype, the same in ``verifier check`` and a suite's
+``test_<op>_shapes``; 0: the step does not run), the determinism step (runs on one input), the sanitizer
+hook (which dtypes a ``--sanitize`` run instruments) and ``--help``. ``thorough`` does more than ``ci`` in every
+row. Not to be confused with a per-element ULP *budget* (verifier.judge.tolerance).
 """
 from __future__ import annotations
 
-BUDGETS = {
-    "quick": {"hypothesis": 0, "repeats": 2, "catalogue": "a handful of catalogue cases"},
-    "ci": {"hypothesis": 12, "repeats": 3, "catalogue": "every catalogue case at small M"},
-    "thorough": {"hypothesis": 60, "repeats": 5, "catalogue": "every case at M = 16 rows"},
+from dataclasses import dataclass
+from typing import Optional
+
+from verifier.constants import DEFAULT_LEVEL, LEVELS as NAMES
+from verifier.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    hypothesis: int  # Hypothesis examples per kernel and dtype (0: the step does not run)
+    repeats: int  # runs of the determinism check on one input (at least 2: one comparison)
+    quick_cases_only: bool  # the catalogue's handful of quick cases, else every case
+    rows: Optional[int]  # M of every catalogue case whose M is not the point (None: each case's own M)
+    sanitize_first_dtype_only: bool  # --sanitize instruments the first declared dtype only
+    catalogue: str  # what the catalogue column means, for --help
+
+    def __post_init__(self):
+        if self.repeats < 2:
+            raise ValueError(f"level {self.name}: a determinism check needs 2 runs or more")
+
+
+TABLE = {
+    "quick": Level("quick", hypothesis=0, repeats=2, quick_cases_only=True, rows=None,
+                   sanitize_first_dtype_only=True, catalogue="a handful of catalogue cases"),
+    "ci": Level("ci", hypothesis=12, repeats=3, quick_cases_only=False, rows=None,
+                sanitize_first_dtype_only=False, catalogue="every catalogue case at small M"),
+    "thorough": Level("thorough", hypothesis=60, repeats=5, quick_cases_only=False, rows=16,
+                      sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows"),
 }
-DEFAULT = "ci"  # of `verifier check` and of the suites (measured on a 2-core CPU: benchmarks/ci_suite_time.py)
+assert tuple(TABLE) == NAMES
+DEFAULT = DEFAULT_LEVEL  # of `verifier check` and of the suites (measured on a 2-core CPU: benchmarks/ci_suite_time.py)
 
 
-def _help(name: str) -> str:
-    b = BUDGETS[name]
-    drawn = f"{b['hypothesis']} Hypothesis examples per dtype" if b["hypothesis"] else "no Hypothesis"
-    repeats = f"{b['repeats']} determinism repeats" if name == "quick" else f"{b['repeats']} repeats"
-    extra = ", --sanitize on the first dtype only" if name == "quick" else ""
-    return f"{name}: {b['catalogue']}, {drawn}, {repeats}{extra}"
+def level(name: str) -> Level:
+    """The row of ``name``; an unknown name is a UsageError listing the levels."""
+    try:
+        return TABLE[name]
+    except (KeyError, TypeError):
+        raise UsageError(f"{name!r} is not a run level", fix=f"use one of {', '.join(TABLE)}") from None
 
 
-# What each budget does, for --help (tests/test_bench_cli.py reads it against the table).
-HELP = "; ".join(_help(name) for name in BUDGETS)
+def _help(lv: Level) -> str:
+    drawn = f"{lv.hypothesis} Hypothesis examples per dtype" if lv.hypothesis else "no Hypothesis"
+    repeats = f"{lv.repeats} determinism repeats" if lv.name == "quick" else f"{lv.repeats} repeats"
+    extra = ", --sanitize on the first dtype only" if lv.sanitize_first_dtype_only else ""
+    return f"{lv.name}: {lv.catalogue}, {drawn}, {repeats}{extra}"
+
+
+# What each level does, for --help (tests/test_bench_cli.py reads it against the table).
+HELP = "; ".join(_help(lv) for lv in TABLE.values())

@@ -2,9 +2,9 @@
 
 Loads one kernel from its spec file and launches it, for one dtype, once per requested shape, on
 poisoned outputs (verifier.launch.harness.execute), then synchronizes. It judges no values: the sanitizer's
-records are the result. It writes ``{"status": "ok"|"error", "launched": [[M, N], ...], "error": str}``
-to the request's ``result`` path and exits 0 (1 on error), so the driver can tell a harness failure
-from a sanitizer finding.
+records are the result. It answers once (verifier.toolchain.proc.write_answer, kind ``launched``:
+``status`` "ok" | "error", ``launched`` [[M, N], ...], ``error``) at the request's ``result`` path and exits 0
+(1 on error), so verifier.sanitizer.runs can tell a harness failure from a sanitizer finding.
 
 Allocator pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1 from the driver; CuPy's pools here): a
 pooled allocation hides out-of-bounds accesses into its neighbours from memcheck and stale data from
@@ -25,6 +25,7 @@ from verifier.launch.harness import execute
 from verifier.results.options import derived_seed
 from verifier.launch import runner_for
 from verifier.launch.triton import activate
+from verifier.toolchain.proc import write_answer
 
 
 def _no_cupy_pools():
@@ -77,8 +78,7 @@ def main(argv) -> int:
                   "traceback": traceback.format_exc(limit=8)}
         code = 1
     gc.collect()  # release the launches' buffers before exit, so leak records mean something
-    with open(req["result"], "w") as fh:
-        json.dump(result, fh)
+    write_answer(req["result"], "launched", **result)
     return code
 
 

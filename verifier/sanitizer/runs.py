@@ -35,7 +35,7 @@ from verifier.constants import SANITIZER_TOOLS
 from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.results.findings import Finding
 from verifier.results.kernel import FAIL, PASS, skipped
-from verifier.toolchain.proc import run_killable
+from verifier.toolchain.proc import read_answer, run_killable
 from verifier.launch.cuda import launches_for
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
@@ -254,7 +254,7 @@ def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_T
         t0 = time.monotonic()
         code, output = _run(cmd, timeout, _child_env(device, visible))
         seconds = time.monotonic() - t0
-        child = json.loads(res.read_text()) if res.is_file() else None
+        child = read_answer(res)
         findings, notes = _judge(spec, dt, tool, code, xml_path, child, output, timeout, shapes, log_path=log_path)
         if not keep_dir and not any(str(out_dir) in f.message for f in findings):
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -438,13 +438,10 @@ def sanitize_kernel(spec, report, dts, tools=TOOLS, *, device: str, timeout: flo
 
 def battery_hook(spec, opts, report, tags) -> None:
     """Called by verifier.battery when ``opts.sanitize``: ``opts.sanitize_tools`` (default: the four) for each
-    dtype (the first only under budget 'quick'). On a machine without a GPU every cell is skipped and nothing is
+    dtype (the first only when the run level says so, e.g. 'quick'). On a machine without a GPU every cell is skipped and nothing is
     launched."""
-    dts = list(tags)[:1] if opts.budget == "quick" else list(tags)
-    tools = tuple(opts.sanitize_tools or TOOLS)
-    unknown = [t for t in tools if t not in TOOLS]
-    if unknown:
-        raise UsageError(f"unknown sanitizer tool(s) {unknown}", fix=f"use some of {', '.join(TOOLS)}")
+    dts = list(tags)[:1] if opts.run_level.sanitize_first_dtype_only else list(tags)
+    tools = tuple(opts.sanitize_tools or TOOLS)  # validated where the Options were built
     jobs = hook_jobs(len(dts) * len(tools))
     if jobs <= 1:
         sanitize_kernel(spec, report, dts, tools, device=opts.device)
