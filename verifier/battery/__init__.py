@@ -33,7 +33,7 @@ from verifier.declare import usercode
 from verifier.inputs.cases import draw, selected_cases
 from verifier.errors import UsageError, VerifierError
 from verifier.launch.harness import KernelFault
-from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, crash_finding, skipped
+from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
 from verifier.lint.step import battery_hook as static_hook
 from verifier.results.notes import case_not_run
 from verifier.results.options import PSEUDO_CASES, Options
@@ -45,7 +45,7 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
 from verifier.battery import gate
-from verifier.battery.values import run_case
+from verifier.battery.values import record_fault, run_case
 from verifier.declare.usercode import UserCodeError
 
 
@@ -110,11 +110,8 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         usercode.blame(report, e)
     except UsageError:
         raise  # a malformed spec (or option) found while running it: exit 2, fix the spec
-    except KernelFault as e:
-        # Raised outside a per-input check (determinism, Triton resources), or a CUDA fault after which
-        # the context is unusable: record it (once) and stop this kernel's battery.
-        if not getattr(e, "reported", False):
-            report.add(crash_finding(spec, opts, e))
+    except KernelFault as e:  # recorded once; nothing more of this kernel can run meaningfully
+        record_fault(spec, opts, report, e)
     except VerifierError as e:
         report.error = f"{type(e).__name__}: {e}"
     finally:

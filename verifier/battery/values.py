@@ -38,6 +38,15 @@ def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
     report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
 
 
+def record_fault(spec, opts, report, e: KernelFault) -> None:
+    """A KernelFault that escaped a step (determinism, Triton resources, a CUDA fault after which the context is
+    unusable): its crash finding, once (a step that recorded it marked it ``reported``). The battery stops this
+    kernel after it; the pytest plugin fails the test and, for a CUDA fault, isolates the process's later tests."""
+    if not getattr(e, "reported", False):
+        report.add(crash_finding(spec, opts, e))
+        e.reported = True
+
+
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
              repro: Optional[str] = None) -> KernelReport:

@@ -234,7 +234,7 @@ def cmd_list(args) -> int:
 
     for k in registry.load(_default_paths(args.paths), args.kernel):
         print(f"{k.name:40s} {k.kind:8s} {k.op:18s} {','.join(d.tag for d in k.dtypes):30s} {k.math_mode}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_cases(args) -> int:
@@ -245,7 +245,7 @@ def cmd_cases(args) -> int:
     levels.level(args.level)
     for c in inputs.catalogue(args.op, level=args.level):
         print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
-    return 0
+    return EXIT_OK
 
 
 def main(argv=None) -> int:

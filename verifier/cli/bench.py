@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from verifier.constants import EXIT_FINDINGS, EXIT_OK
 from verifier.cli.args import add_selection_args
 from verifier.errors import ToolMissing, UsageError
 
@@ -136,4 +137,4 @@ def run(args) -> int:
     refused = sum(r.status == "refused" for r in result.rows)
     sys.stderr.write(f"verifier bench: {timed} timed, {refused} refused, {len(bad)} failed"
                      + (f" ({', '.join(sorted({r.kernel for r in bad}))})" if bad else "") + "\n")
-    return 1 if bad else 0
+    return EXIT_FINDINGS if bad else EXIT_OK

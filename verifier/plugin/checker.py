@@ -13,7 +13,7 @@ import pytest
 
 from verifier.gpu import pinning as gpu_pinning
 from verifier.launch.harness import KernelFault
-from verifier.results.kernel import KernelReport, crash_finding
+from verifier.results.kernel import KernelReport
 from verifier.lint.step import battery_hook as static_hook
 from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
 from verifier.results.run import sorted_findings
@@ -23,7 +23,7 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
 from verifier.battery import gate
-from verifier.battery.values import run_case
+from verifier.battery.values import record_fault, run_case
 from verifier.declare.usercode import UserCodeError
 
 
@@ -140,8 +140,7 @@ class Checker:
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)
-            if not getattr(e, "reported", False):
-                report.add(crash_finding(report.spec, self.opts, e))
+            record_fault(report.spec, self.opts, report, e)
 
     def _spec_error(self, e):
         """The spec's own code raised (verifier.declare.usercode): this kernel's error, not the plugin's."""
