@@ -1,7 +1,7 @@
 """Wall time of the CI test selection with one xdist worker and with ``-n auto``, in one run.
 
     python benchmarks/ci_suite_time.py                      # tests/ and suites/ (the CI selection)
-    python benchmarks/ci_suite_time.py suites -- --verifier-budget quick
+    python benchmarks/ci_suite_time.py suites -- --verifier-level quick
     python benchmarks/ci_suite_time.py --warmup suites/test_ops.py -- -k test_softmax --verifier-device cuda   # GPU machine
 
 Both runs are fresh ``python -m pytest`` processes on the same selection and options; the nvcc build cache

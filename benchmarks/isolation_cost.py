@@ -1,7 +1,7 @@
 """Cost of containing kernels that kill their process, on the CPU, measured side by side in one run.
 
-    python benchmarks/isolation_cost.py                      # kernels/torch, budget quick
-    python benchmarks/isolation_cost.py kernels/triton --budget quick
+    python benchmarks/isolation_cost.py                      # kernels/torch, level quick
+    python benchmarks/isolation_cost.py kernels/triton --level quick
 
 Checks the same kernels three ways through verifier.isolation.check_all and prints each wall time and the ratios:
 in this process (isolate=False: a segfault ends the run), in a fork of this process per kernel (isolate=None,
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=[str(REPO / "kernels" / "torch")])
-    ap.add_argument("--budget", default="quick")
+    ap.add_argument("--level", default="quick")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from verifier.declare import registry
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     from verifier.results.options import Options
 
     specs = [s for s in registry.load(args.paths) if s.kind in ("callable", "triton")]
-    opts = Options(budget=args.budget, device="cpu")
+    opts = Options(level=args.level, device="cpu")
     times = {}
     for label, isolate in (("warm-up (in-process)", False), ("fork per kernel", None),
                            ("fresh interpreter per kernel", True), ("in-process", False)):

@@ -1,7 +1,7 @@
 """Where the time of a verdict goes: `verifier check` of one kernel, in this process, under cProfile, after
 timing the imports on their own. Prints the phases and the top functions by cumulative time.
 
-    python benchmarks/profile_check.py SPEC_FILE KERNEL [--budget quick] [--device cuda] [--top 35]
+    python benchmarks/profile_check.py SPEC_FILE KERNEL [--level quick] [--device cuda] [--top 35]
         [--launch driver|torch]
 
 --launch driver (the default, as in the check child) launches CUDA kernels through the CUDA driver API and
@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("spec")
     ap.add_argument("kernel")
-    ap.add_argument("--budget", default="quick")
+    ap.add_argument("--level", default="quick")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--top", type=int, default=35)
     ap.add_argument("--launch", choices=("driver", "torch"), default="driver")
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     import pstats
 
     spec = registry.load([args.spec], [args.kernel])[0]
-    opts = Options(budget=args.budget, device=resolve_device(args.device))
+    opts = Options(level=args.level, device=resolve_device(args.device))
     prof = cProfile.Profile()
     t3 = time.perf_counter()
     prof.enable()

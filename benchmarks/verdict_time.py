@@ -2,7 +2,7 @@
 (issue #15: quick <= 3 s warm and <= 8 s cold, thorough --sanitize <= 60 s, on one H200).
 
 For each path (the default: the check child launches through the CUDA driver API; torch: VERIFIER_CUDA_LAUNCH=torch)
-and interleaved between them: `verifier check SPEC --kernel K` at --budget quick on an empty build cache (cold),
+and interleaved between them: `verifier check SPEC --kernel K` at --level quick on an empty build cache (cold),
 then with a warm cache quick (median of --repeats), ci, thorough and thorough --sanitize; then one more warm quick
 run with $VERIFIER_PHASES set, broken down into phases: parent start-up (interpreter, CLI, spec loading, up to the
 child's spawn), child interpreter start, child imports, spec loading, the battery (under cProfile: build cache,
@@ -48,7 +48,7 @@ def _env(path: str, cache: str, phases: str | None = None) -> dict:
 
 
 def check(args, path: str, cache: str, budget: str, extra=(), phases=None) -> tuple:
-    cmd = [sys.executable, "-m", "verifier.cli", "check", args.spec, "--kernel", args.kernel, "--budget", budget,
+    cmd = [sys.executable, "-m", "verifier.cli", "check", args.spec, "--kernel", args.kernel, "--level", budget,
            "--no-progress", *extra]
     t = time.time()
     out = subprocess.run(cmd, cwd=ROOT, env=_env(path, cache, phases), capture_output=True, text=True, timeout=900)

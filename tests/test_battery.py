@@ -47,7 +47,7 @@ def checks(report):
     return {f.check for f in report.findings}
 
 
-QUICK = Options(budget="quick", device="cpu")
+QUICK = Options(level="quick", device="cpu")
 
 
 def test_order_of_the_battery_and_a_clean_pass(tmp_path):
@@ -78,7 +78,7 @@ def test_value_defect_found_for_every_declared_dtype_with_seed_input_and_repro(t
             outputs["y"].copy_(softmax(inputs["x"]) * 1.05)
         KERNELS = [CallableKernel(name="big5", op="softmax", fn=fn, dtypes=[dtypes("f32"), dtypes("bf16")])]
         """)
-    report = check_kernel(spec, Options(budget="quick", seed=7, device="cpu", case="normal_small"))
+    report = check_kernel(spec, Options(level="quick", seed=7, device="cpu", case="normal_small"))
     values = [f for f in report.findings if f.check == "value"]
     assert {f.dtype for f in values} == {"f32", "bf16"}
     assert "invariant" in checks(report)
@@ -98,7 +98,7 @@ def test_unwritten_and_out_of_range_writes_are_findings(tmp_path):
         KERNELS = [CallableKernel(name="lazy", op="softmax", fn=lazy, dtypes=[dtypes("f32")]),
                    CallableKernel(name="overrun", op="softmax", fn=overrun, dtypes=[dtypes("f32")])]
         """))
-    opts = Options(budget="quick", device="cpu", case="normal_small")
+    opts = Options(level="quick", device="cpu", case="normal_small")
     lazy, overrun = (check_kernel(s, opts) for s in specs)
     f = next(f for f in lazy.findings if f.check == "unwritten")
     assert "4 of 512 elements left unwritten" in f.message and "(0, 127)" in f.message
@@ -115,7 +115,7 @@ def test_nan_inf_finding(tmp_path):
             outputs["y"].copy_(y)
         KERNELS = [CallableKernel(name="inf", op="softmax", fn=fn, dtypes=[dtypes("f32")])]
         """)
-    report = check_kernel(spec, Options(budget="quick", device="cpu", case="normal_small"))
+    report = check_kernel(spec, Options(level="quick", device="cpu", case="normal_small"))
     assert "nan-inf" in checks(report)
 
 
@@ -166,7 +166,7 @@ def test_determinism_bitwise_or_within_tolerance(tmp_path):
                    CallableKernel(name="nondet", op="softmax", fn=noisy, dtypes=[dtypes("f32")],
                                   expectations=Expectations(deterministic=False))]
         """))
-    opts = Options(budget="quick", device="cpu", case="determinism")
+    opts = Options(level="quick", device="cpu", case="determinism")
     det, nondet = (check_kernel(s, opts) for s in specs)
     assert [f.check for f in det.findings] == ["determinism"]
     assert "differs bitwise" in det.findings[0].message and "--case determinism" in det.findings[0].repro
@@ -185,7 +185,7 @@ def test_inputs_are_fresh_random_draws_per_check_and_seed(tmp_path):
 
     def inputs_of(**kw):
         del seen[:]
-        check_kernel(spec, Options(budget="quick", device="cpu", **kw))
+        check_kernel(spec, Options(level="quick", device="cpu", **kw))
         return list(seen)
 
     (first,) = inputs_of(case="normal_small")
@@ -210,7 +210,7 @@ def test_hypothesis_failure_is_shrunk_to_the_minimal_shape_and_its_repro_reruns_
         """)
     spec = load_spec_file(path)[0]
     report = KernelReport(spec=spec, device="cpu")
-    opts = Options(budget="ci", device="cpu")
+    opts = Options(level="ci", device="cpu")
     ran = check_shapes(spec, spec.dtypes[0], opts, report)
     assert ran > 0
     values = [f for f in report.findings if f.check == "value"]
@@ -238,7 +238,7 @@ def test_catalogue_finding_repro_reproduces_as_a_subprocess(tmp_path):
         KERNELS = [CallableKernel(name="drop", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small)]
         """)
     spec = load_spec_file(path)[0]
-    report = check_kernel(spec, Options(budget="quick", device="cpu", seed=3))
+    report = check_kernel(spec, Options(level="quick", device="cpu", seed=3))
     f = next(f for f in report.findings if f.check == "value" and f.input == "d7_below_warp")
     argv = shlex.split(f.repro)
     proc = subprocess.run([sys.executable, "-m", "verifier.cli", *argv[1:], "--format", "json", "--no-progress"],
@@ -274,15 +274,15 @@ def test_bad_case_is_a_usage_error_and_pseudo_cases_are_accepted(tmp_path):
         KERNELS = [CallableKernel(name="k", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small)]
         """)
     with pytest.raises(UsageError, match="no catalogue case 'nope'"):
-        check_kernel(spec, Options(budget="quick", device="cpu", case="nope"))
+        check_kernel(spec, Options(level="quick", device="cpu", case="nope"))
     with pytest.raises(UsageError, match="no selected kernel has case nope"):
-        check_all([spec], Options(budget="quick", device="cpu", case="nope"))
+        check_all([spec], Options(level="quick", device="cpu", case="nope"))
     # a case of a bigger budget still reproduces under --budget quick
     thorough_only = {c.name for c in cases_for(spec, spec.dtypes[0], "thorough")} - \
         {c.name for c in cases_for(spec, spec.dtypes[0], "quick")}
     name = min(thorough_only, key=lambda n: next(c.M * c.N for c in cases_for(spec, spec.dtypes[0], "thorough")
                                                   if c.name == n))
-    report = check_kernel(spec, Options(budget="quick", device="cpu", case=name))
+    report = check_kernel(spec, Options(level="quick", device="cpu", case=name))
     assert report.cells[("f32", "value")] == "pass"
     assert hypothesis_case("hypothesis:3x17:rng5").M == 3 and hypothesis_case("n1000") is None
 
@@ -294,17 +294,17 @@ def test_dtype_selection_skips_kernels_without_it(tmp_path):
         KERNELS = [CallableKernel(name="a", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small),
                    CallableKernel(name="b", op="softmax", fn=fn, dtypes=[dtypes("bf16")], supports=small)]
         """))
-    a, b = check_all(specs, Options(budget="quick", device="cpu", dtype="bf16", case="normal_small"))
+    a, b = check_all(specs, Options(level="quick", device="cpu", dtype="bf16", case="normal_small"))
     assert a.verdict == "skipped" and "declares no dtype bf16" in a.cells[("*", "value")].reason
     assert b.verdict == "pass"
     with pytest.raises(UsageError, match="no selected kernel has dtype f16"):
-        check_all(specs, Options(budget="quick", device="cpu", dtype="f16"))
+        check_all(specs, Options(level="quick", device="cpu", dtype="f16"))
 
 
 def test_cuda_kernel_on_cpu_is_built_for_both_arches_and_skips_the_rest_precisely():
     # One CUDA build at most (cached across runs in the verifier's build cache).
     spec = next(k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py"))
-    report = check_kernel(spec, Options(budget="quick", device="cpu", dtype=spec.dtypes[0].tag))
+    report = check_kernel(spec, Options(level="quick", device="cpu", dtype=spec.dtypes[0].tag))
     tag = spec.dtypes[0].tag
     assert report.cells[(tag, "build")] == "pass" and report.cells[(tag, "resources")] == "pass"
     assert {n.split("]")[0] for n in report.notes if n.startswith("[sm_")} == {"[sm_80", "[sm_90"}

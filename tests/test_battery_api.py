@@ -41,7 +41,7 @@ def noisy(inputs, outputs, params, dt):  # a 1-ULP wobble on random elements, li
 KERNELS = [CallableKernel(name=n, op="softmax", fn=f, dtypes=[dtypes("f32")], supports=small)
            for n, f in (("good", good), ("scaled", scaled), ("noisy", noisy))]
 """
-QUICK = Options(budget="quick", device="cpu")
+QUICK = Options(level="quick", device="cpu")
 
 
 def specs(tmp_path):
@@ -63,7 +63,7 @@ def test_run_case_judges_one_input_as_the_battery_does(tmp_path):
     assert clean.findings == [] and clean.cells == {}  # one input marks no cell: a check spans all inputs
 
     one = run_case(k["scaled"], dt, "normal_small", inputs_of(k["scaled"], dt, "normal_small"), QUICK)
-    whole = check_kernel(k["scaled"], Options(budget="quick", device="cpu", case="normal_small"))
+    whole = check_kernel(k["scaled"], Options(level="quick", device="cpu", case="normal_small"))
     assert {f.check for f in one.findings} >= {"value"}
     assert [(f.check, f.message, f.repro) for f in one.findings] == \
         [(f.check, f.message, f.repro) for f in whole.findings]

@@ -183,3 +183,17 @@ def test_commit_can_be_given_for_a_copied_tree(monkeypatch):
     assert E._git_commit() == "9356516"
     monkeypatch.delenv(E.COMMIT_ENV)
     assert E._git_commit() != "9356516"
+
+
+def test_budget_is_the_older_spelling_of_level(capsys, spec):
+    """--budget, Options(budget=...) and VERIFIER_BUDGET still work: the same run as --level."""
+    from verifier.errors import UsageError
+    from verifier.results.options import Options
+
+    assert Options(budget="quick") == Options(level="quick") and Options(level="thorough").budget == "thorough"
+    with pytest.raises(UsageError, match="disagree"):
+        Options(level="ci", budget="quick")
+    a = run(capsys, spec, "--level", "quick", "--case", "normal_small", "--device", "cpu", "--format", "json")
+    b = run(capsys, spec, "--budget", "quick", "--case", "normal_small", "--device", "cpu", "--format", "json")
+    strip = lambda out: [{k: v for k, v in e.items() if k != "seconds"} for e in json.loads(out)["kernels"]]  # noqa: E731
+    assert a[0] == b[0] and strip(a[1]) == strip(b[1])

@@ -27,7 +27,7 @@ def one(tmp_path, body):
     body = "from verifier.spec import Contracts\n" + textwrap.dedent(body)
     return load_spec_file(write_spec(tmp_path, body, name=f"c{_N[0]}_spec.py"))[0]
 
-QUICK = Options(budget="quick", device="cpu")
+QUICK = Options(level="quick", device="cpu")
 
 SWALLOW = """
 def fn(inputs, outputs, params, dt):  # NaN treated as a masked -inf: the row stays finite
@@ -49,7 +49,7 @@ def off(inputs, outputs, params, dt):  # 5% off everywhere: a flush contract mus
 
 
 def _case(case):
-    return Options(budget="ci", device="cpu", case=case)
+    return Options(level="ci", device="cpu", case=case)
 
 
 @pytest.mark.parametrize("kwargs, needle", [
@@ -107,7 +107,7 @@ def test_inf_unsupported_leaves_out_every_case_with_an_infinity(tmp_path):
         KERNELS = [CallableKernel(name="k", op="softmax", fn=fn, dtypes=[dtypes("f32")], supports=small,
                                   contracts=Contracts(inf_inputs="unsupported"))]
         """)
-    r = check_kernel(spec, Options(budget="ci", device="cpu"))
+    r = check_kernel(spec, Options(level="ci", device="cpu"))
     left = {n.split()[2] for n in r.notes if "not checked: declared inf_inputs=unsupported" in n}
     assert left == {"partial_neg_inf_mask", "one_neg_inf_row32", "fully_masked_rows"}
     assert not any("some_nan" in n for n in r.notes)  # NaN inputs are still checked

@@ -53,7 +53,7 @@ def specs(tmp_path_factory):
 
 def test_crash_timeout_and_the_next_kernel_still_checked(specs):
     # 6 s: the good kernel's one case must fit in it on a loaded 2-core CI machine; the hang never does.
-    opts = Options(budget="quick", device="cpu", case="normal_small", timeout=6)
+    opts = Options(level="quick", device="cpu", case="normal_small", timeout=6)
     aborted, exited, hung, good = check_all([specs[n] for n in ("aborts", "exits", "hangs", "good")], opts,
                                             isolate=True)
 
@@ -75,7 +75,7 @@ def test_crash_timeout_and_the_next_kernel_still_checked(specs):
 
 def test_usage_error_in_the_child_is_raised_in_the_parent(specs):
     with pytest.raises(UsageError, match="output 'y' has dtype torch.float64"):
-        check_all([specs["wrong_dtype"]], Options(budget="quick", device="cpu", case="normal_small"), isolate=True)
+        check_all([specs["wrong_dtype"]], Options(level="quick", device="cpu", case="normal_small"), isolate=True)
 
 
 def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monkeypatch, tmp_path):
@@ -87,7 +87,7 @@ def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monk
         b.evaluate = broken
         """))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    (r,) = check_all([specs["good"]], Options(budget="quick", device="cpu", case="normal_small"), isolate=True)
+    (r,) = check_all([specs["good"]], Options(level="quick", device="cpu", case="normal_small"), isolate=True)
     assert r.verdict == "error" and "ZeroDivisionError: verifier bug" in r.error and r.findings == []
 
 

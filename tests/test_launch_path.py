@@ -444,7 +444,7 @@ spec = t.SPECS["two_launches_tmp"]
 out = execute(run_cuda, spec, t._inputs(spec, t.BF16), t.BF16, spec.op_params(), "cuda")
 assert not out.unwritten and not out.guard_hits
 rms = [k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py") if k.name == "cuda-rmsnorm-n3"][0]
-check_kernel(rms, Options(budget="quick", device="cpu"))  # build, resources, static: the CPU half of a check
+check_kernel(rms, Options(level="quick", device="cpu"))  # build, resources, static: the CPU half of a check
 print(sorted(m for m in ("torch", "cupy", "hypothesis", "triton") if m in sys.modules))
 """
 

@@ -85,7 +85,7 @@ def _reports(mode, monkeypatch, specs, budget="quick"):
         monkeypatch.delenv(launch_path.ENV, raising=False)  # the child's default: the driver path
     else:
         monkeypatch.setenv(launch_path.ENV, mode)
-    return {r.spec.name: r for r in check_all(specs, Options(budget=budget, device="cuda"), isolate=True)}
+    return {r.spec.name: r for r in check_all(specs, Options(level=budget, device="cuda"), isolate=True)}
 
 
 def _error_name(m) -> str:  # CuPy names a fault by the runtime's name (cudaErrorIllegalAddress), the driver
@@ -128,7 +128,7 @@ from verifier.results.options import Options
 from verifier.declare.registry import load_spec_file
 prefer_driver()
 spec = [k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py") if k.name == "cuda-rmsnorm-n3"][0]
-r = check_kernel(spec, Options(budget="quick", device="cuda"))
+r = check_kernel(spec, Options(level="quick", device="cuda"))
 print(json.dumps([r.verdict, len(r.findings), r.judged, sorted(m for m in ("torch", "cupy", "hypothesis") if m in sys.modules)]))
 """
 

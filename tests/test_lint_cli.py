@@ -61,7 +61,7 @@ def test_battery_runs_static_without_a_gpu():
     from verifier.declare.registry import load_spec_file
 
     specs = {s.name: s for s in load_spec_file(DEFECTS)}
-    opts = Options(device="cpu", budget="quick")
+    opts = Options(device="cpu", level="quick")
     ok = check_kernel(specs["cuda-rmsnorm-small"], opts)
     assert ok.cells[("f32", "static")] == "pass" and ok.verdict == "pass"
     bad = check_kernel(specs["defect-early-exit-before-barrier"], opts)

@@ -182,7 +182,7 @@ KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dty
                           supports=lambda M, N, dt: None if N <= 256 else "N > 256")]
 """)
     (k,) = registry.load([spec])
-    r = check_kernel(k, Options(budget=budget, device="cpu"))
+    r = check_kernel(k, Options(level=budget, device="cpu"))
     # A TypeError from calling the user's fn is that kernel's error (#13), blamed on the spec file.
     assert r.verdict == "error" and r.error_kind == "user"
     assert "TypeError" in r.error and "wrong_signature" in r.error
@@ -203,7 +203,7 @@ KERNELS = [CallableKernel(name="picky", op="softmax", fn=picky, dtypes=[dtypes("
                           supports=lambda M, N, dt: None if N <= 256 else "N > 256")]
 """)
     (k,) = registry.load([spec])
-    r = check_kernel(k, Options(budget="quick", device="cpu"))
+    r = check_kernel(k, Options(level="quick", device="cpu"))
     # raised on one shape supports() accepts and not on the others: a refusal finding (#13), not a crash
     assert [f.input for f in r.findings if f.check == "refusal"] == ["d7_below_warp"]
     assert not [f for f in r.findings if f.check == "crash"]
@@ -302,7 +302,7 @@ def test_flaky_failure_from_hypothesis_becomes_a_finding(tmp_path, monkeypatch):
         return report
 
     monkeypatch.setattr("verifier.battery.hypothesis.run_case", sometimes_wrong)
-    r = check_kernel(k, Options(budget="ci", device="cpu", case=None))
+    r = check_kernel(k, Options(level="ci", device="cpu", case=None))
     assert any(f.check == "determinism" and "flaky" in f.message for f in r.findings), r.findings
     assert hasattr(he, "Flaky")
 

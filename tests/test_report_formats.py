@@ -41,7 +41,7 @@ SPEC = textwrap.dedent('''
 def live(tmp_path_factory):
     root = tmp_path_factory.mktemp("repo")
     (root / "bad_spec.py").write_text(SPEC)
-    reports = check_all(registry.load([str(root / "bad_spec.py")]), Options(budget="quick", device="cpu"))
+    reports = check_all(registry.load([str(root / "bad_spec.py")]), Options(level="quick", device="cpu"))
     return Result(reports=reports, environment={"torch": "2.13.0+cpu", "gpu": None},
                   options={"budget": "quick", "seed": 0, "device": "cpu"}, source_root=str(root))
 

@@ -20,7 +20,7 @@ from verifier.spec import Expectations, register_resident
 ROOT = Path(__file__).resolve().parents[1]
 DEFECTS = ROOT / "kernels" / "defects" / "cuda" / "defects.py"
 SOURCE = ROOT / "kernels" / "defects" / "cuda" / "resource_defects.cu"
-CPU = Options(budget="quick", device="cpu")
+CPU = Options(level="quick", device="cpu")
 
 
 def _res(spill=0, stack=0):

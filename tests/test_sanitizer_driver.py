@@ -276,7 +276,7 @@ def test_battery_never_calls_the_sanitizer_on_cpu(monkeypatch):
     spec = _cuda_spec()
     for budget, tags in (("quick", ["f32"]), ("ci", ["f32", "f16", "bf16"])):
         report = KernelReport(spec=spec, device="cpu")
-        D.battery_hook(spec, Options(device="cpu", budget=budget, sanitize=True), report, spec.dtypes)
+        D.battery_hook(spec, Options(device="cpu", level=budget, sanitize=True), report, spec.dtypes)
         assert report.cells == {(t, tool): "skipped(no CUDA GPU: compute-sanitizer needs one)"
                                 for t in tags for tool in D.TOOLS}
         assert report.verdict == "skipped" and not report.findings
@@ -286,7 +286,7 @@ def test_battery_hook_runs_the_tools_it_is_given(monkeypatch):
     monkeypatch.setattr(D, "find_tool", lambda: "/cs")
     spec = _cuda_spec()
     report = KernelReport(spec=spec, device="cpu")
-    D.battery_hook(spec, Options(device="cpu", budget="ci", sanitize=True, sanitize_tools=["memcheck"]), report,
+    D.battery_hook(spec, Options(device="cpu", level="ci", sanitize=True, sanitize_tools=["memcheck"]), report,
                    spec.dtypes)
     assert sorted(report.cells) == [(t, "memcheck") for t in ("bf16", "f16", "f32")]
     with pytest.raises(UsageError, match="'memchek'.* is not a compute-sanitizer tool"):  # refused where it is built

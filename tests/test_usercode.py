@@ -16,7 +16,7 @@ from verifier.report import render
 from verifier.results.run import Result
 from verifier.results.serialize import from_dict
 
-QUICK = Options(budget="quick", device="cpu")
+QUICK = Options(level="quick", device="cpu")
 
 SPEC = '''
 import torch

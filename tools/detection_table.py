@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
-    r.add_argument("--budget", choices=("quick", "ci", "thorough"), default="ci")
+    r.add_argument("--level", choices=("quick", "ci", "thorough"), default="ci")
     r.add_argument("--sanitize", action="store_true", help="run the compute-sanitizer classes (GPU)")
     r.add_argument("--defect", action="append", help="only this defect (repeatable)")
     r.add_argument("--out", required=True)
@@ -363,7 +363,7 @@ def main(argv=None) -> int:
 
     try:
         if args.cmd == "run":
-            result = run(args.device, args.budget, args.sanitize, set(args.defect or ()))
+            result = run(args.device, args.level, args.sanitize, set(args.defect or ()))
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
         elif args.cmd == "lint":

@@ -40,7 +40,7 @@ if has check; then
   for g in cuda/softmax_spec.py cuda/online_softmax_spec.py "cuda/rmsnorm_spec.py cuda/layernorm_spec.py cuda/fused_add_rmsnorm_spec.py" "cuda/allreduce_spec.py cuda/cross_entropy_spec.py" triton torch; do
     name=$(echo "$g" | cut -d' ' -f1 | tr '/.' '__')
     paths=$(for p in $g; do printf 'kernels/%s ' "$p"; done)
-    ( python3 -m verifier.cli check $paths --device cuda --budget "${BUDGET:-ci}" --format json \
+    ( python3 -m verifier.cli check $paths --device cuda --level "${LEVEL:-${BUDGET:-ci}}" --format json \
         --output "$OUT/check_$name.json" --no-progress 2> "$OUT/check_$name.err"; echo "exit $?" >> "$OUT/check_$name.err" ) &
     pids+=($!)
   done

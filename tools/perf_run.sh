@@ -67,14 +67,14 @@ for r in d['rows']:
 fi; pack
 if has check; then
   t0=$(date +%s)
-  $V check kernels/cuda/softmax_fast_spec.py --budget ci --format json --output "$W/check_fast.json" --no-progress \
+  $V check kernels/cuda/softmax_fast_spec.py --level ci --format json --output "$W/check_fast.json" --no-progress \
      2> "$W/check_fast.err"; echo "exit $? wall $(( $(date +%s) - t0 )) s" >> "$W/check_fast.err"; tail -3 "$W/check_fast.err"
 fi; pack
 if has profile; then
   python3 -X importtime -c 'import verifier.cli, verifier.battery' 2> "$W/importtime.txt"
   sort -t'|' -k2 -n -r "$W/importtime.txt" | head -15
   for launch in driver torch; do
-    python3 benchmarks/profile_check.py kernels/cuda/rmsnorm_spec.py cuda-rmsnorm-n3 --budget quick --device cuda \
+    python3 benchmarks/profile_check.py kernels/cuda/rmsnorm_spec.py cuda-rmsnorm-n3 --level quick --device cuda \
        --launch $launch > "$W/profile_quick_$launch.txt" 2>&1; head -60 "$W/profile_quick_$launch.txt" | cut -c1-160
   done
 fi; pack

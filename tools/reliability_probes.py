@@ -98,7 +98,7 @@ def p2_nvcc(tmp: Path):
     env = _env(PATH="/usr/bin:/bin")
     env.pop("CUDA_HOME", None), env.pop("CUDA_PATH", None)
     code, out, err = _verifier(tmp, "check", str(REPO / "kernels/cuda/softmax_spec.py"), "--device", "cpu",
-                               "--budget", "quick", "--no-progress", env=env)
+                               "--level", "quick", "--no-progress", env=env)
     return code, _pick(err, r"nothing was checked", r"nvcc .*not found")
 
 
@@ -113,7 +113,7 @@ def p2_sanitizer(tmp: Path):
 def p3_supports_bool(tmp: Path):
     spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="boolsup", op="softmax", fn=good, dtypes=[dtypes("f32")], '
                              'supports=lambda M, N, dt: N <= 1024)]\n')
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress")
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress")
     return code, _pick(out + err, r"supports function", r"fix:")
 
 
@@ -124,7 +124,7 @@ def wrong_signature(inputs, outputs):
 
 KERNELS = [CallableKernel(name="wrongsig", op="softmax", fn=wrong_signature, dtypes=[dtypes("f32")], supports=S)]
 ''')
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress")
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress")
     return code, _pick(out, r"^kernel ", r"^wrongsig ", r"raised TypeError")
 
 
@@ -141,14 +141,14 @@ def _data_spec(tmp: Path, name: str) -> str:
 
 def p5_segfault(tmp: Path):
     spec = _data_spec(tmp, "deadly_spec.py")
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress",
                                "--kernel", "segv", "--kernel", "fine")
     return code, _pick(out + err, r"^segv ", r"^fine ", r"SIGSEGV")
 
 
 def p5_exit(tmp: Path):
     spec = _data_spec(tmp, "deadly_spec.py")
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "quick", "--no-progress",
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress",
                                "--kernel", "exits", "--kernel", "fine")
     return code, _pick(out + err, r"^exits ", r"^fine ", r"died \(exit status 1\)")
 
@@ -156,7 +156,7 @@ def p5_exit(tmp: Path):
 def p6_xdist(tmp: Path):
     spec = _data_spec(tmp, "deadly_spec.py")
     p = subprocess.run([PY, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "-rf", "suites/test_ops.py",
-                        "--verifier-specs", spec, "--verifier-kernels", "dies,fine", "--verifier-budget", "quick",
+                        "--verifier-specs", spec, "--verifier-kernels", "dies,fine", "--verifier-level", "quick",
                         "--verifier-device", "cpu", "--max-worker-restart", "1",
                         "-k", "test_softmax and (d7_below_warp or fully_masked or normal_small or determinism)"],
                        capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
@@ -171,7 +171,7 @@ def p6_xdist(tmp: Path):
 
 def p7_pipe(tmp: Path):
     spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]\n')
-    p = subprocess.Popen([PY, "-m", "verifier.cli", "check", spec, "--budget", "quick", "--case", "normal_small",
+    p = subprocess.Popen([PY, "-m", "verifier.cli", "check", spec, "--level", "quick", "--case", "normal_small",
                           "--device", "cpu", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=_env(), cwd=tmp)
     p.stdout.close()
@@ -199,7 +199,7 @@ KERNELS = [
 
 def p8_flaky(tmp: Path):
     spec = _data_spec(tmp, "flaky_spec.py")
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "thorough", "--format", "json",
                                "--no-progress")
     (k,) = json.loads(out)["kernels"]
     flaky = [f for f in k["findings"] if f["check"] == "determinism" and "flaky" in f["message"]]
@@ -212,7 +212,7 @@ def p8_flaky(tmp: Path):
 
 def p9_repro_budget(tmp: Path):
     spec = _data_spec(tmp, "big5_spec.py")
-    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--budget", "thorough", "--format", "json",
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "thorough", "--format", "json",
                                "--no-progress")
     (k,) = json.loads(out)["kernels"]
     f = next(f for f in k["findings"] if f["check"] == "value" and f["input"] == "d7_below_warp")
@@ -309,8 +309,8 @@ PROBES = [
     Probe("7-pipe", 7, "`verifier check ... | head -0` on a clean run (the reader closed the pipe)", p7_pipe, cheap=False),
     Probe("7-format-help", 7, "`verifier check --help`: the --format line", p7_format_help),
     Probe("7-duplicate", 7, "two kernels named `twin` in one spec file", p7_duplicate),
-    Probe("8-flaky", 8, "a callable wrong on a random 30 % of calls, `--budget thorough`", p8_flaky, cheap=False),
-    Probe("9-repro-budget", 9, "a finding at `--budget thorough`, replayed with its repro line", p9_repro_budget,
+    Probe("8-flaky", 8, "a callable wrong on a random 30 % of calls, `--level thorough`", p8_flaky, cheap=False),
+    Probe("9-repro-budget", 9, "a finding at `--level thorough`, replayed with its repro line", p9_repro_budget,
           cheap=False),
     Probe("10-triton-resources", 10, "a Triton resources step that errors, then a UsageError (library step)",
           p10_triton_resources),
