@@ -42,8 +42,9 @@ import os
 
 import pytest
 
-from verifier.gpu import pinning as gpu_pinning
 from verifier.constants import DEFAULT_LEVEL as SUITE_LEVEL
+from verifier.constants import MARKERS
+from verifier.gpu import pinning as gpu_pinning
 
 # verifier.plugin.* is imported inside the hooks that need it: this module is imported by every pytest session
 # of the environment (the entry point), and the library pulls numpy and the battery (start-up time only; the
@@ -53,7 +54,7 @@ _FIXTURES = {"verifier_kernel", "verifier_dtypes", "verifier_case", "verifier_in
 
 
 def pytest_addoption(parser):
-    from verifier.plugin.session import SANITIZER_TOOLS
+    from verifier.constants import SANITIZER_TOOLS
 
     g = parser.getgroup("kernel-verifier", "kernel-verifier: GPU reduction kernel checks")
     env = os.environ.get
@@ -101,10 +102,9 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_configure(config):
-    from verifier.plugin import worker_crash
-    from verifier.plugin import session
+    from verifier.plugin import session, worker_crash
 
-    for name, doc in session.MARKERS.items():
+    for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = session.validated(config)
     worker_crash.configure(config)  # a kernel that kills an xdist worker costs one test (see that module)
@@ -202,9 +202,9 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
+    from verifier.launch import runnable_reason
     from verifier.plugin import children
     from verifier.plugin.session import STATE, resolved_device
-    from verifier.launch import runnable_reason
 
     if not children.kernel_item(pyfuncitem):
         return None

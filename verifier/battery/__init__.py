@@ -28,25 +28,25 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from verifier.declare import contracts as _contracts
-from verifier.declare import usercode
-from verifier.inputs.cases import draw, selected_cases
-from verifier.errors import UsageError, VerifierError
-from verifier.launch.harness import KernelFault
-from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
-from verifier.lint.step import battery_hook as static_hook
-from verifier.results.notes import case_not_run
-from verifier.results.options import PSEUDO_CASES, Options
-from verifier.launch import runnable_reason, runner_for
-from verifier.sanitizer.runs import battery_hook as sanitizer_hook
-from verifier.declare.kernels import KernelSpec
+from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery import gate
 from verifier.battery.values import record_fault, run_case
+from verifier.declare import contracts as _contracts
+from verifier.declare import usercode
+from verifier.declare.kernels import KernelSpec
 from verifier.declare.usercode import UserCodeError
+from verifier.errors import UsageError, VerifierError
+from verifier.inputs.cases import draw, selected_cases
+from verifier.launch import runnable_reason, runner_for
+from verifier.launch.harness import KernelFault
+from verifier.lint.step import battery_hook as static_hook
+from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
+from verifier.results.notes import case_not_run
+from verifier.results.options import PSEUDO_CASES, Options
+from verifier.sanitizer.runs import battery_hook as sanitizer_hook
 
 
 def _wants(opts: Options, step: str) -> bool:

@@ -7,19 +7,18 @@ from __future__ import annotations
 from typing import Optional
 
 from verifier.declare import usercode
-from verifier.toolchain.nvcc import compile_cubin
-from verifier.inputs.cases import PROBE_N
+from verifier.declare.kernels import CudaKernel, KernelSpec
 from verifier.errors import BuildError, ToolMissing, UsageError, VerifierError
+from verifier.gpu.probe import build_arches
+from verifier.inputs.cases import PROBE_N
+from verifier.launch import cuda as cuda_runner
+from verifier.launch import runnable_reason
+from verifier.launch import triton as triton_runner
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
 from verifier.results.options import Options, repro_line
+from verifier.toolchain.nvcc import compile_cubin
 from verifier.toolchain.ptxas import KernelResources, check_expectations, entry_line, undeclared_usage
-from verifier.gpu.probe import build_arches
-from verifier.launch import runnable_reason
-from verifier.launch import cuda as cuda_runner
-from verifier.launch import triton as triton_runner
-from verifier.declare.kernels import CudaKernel, KernelSpec
-
 
 
 def _entries(spec: CudaKernel, dts) -> set:

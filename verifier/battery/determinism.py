@@ -6,16 +6,16 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from verifier.judge import Criteria, judge
-from verifier.inputs.cases import random_inputs
-from verifier.errors import Unsupported
-from verifier.results.findings import Finding
-from verifier.launch.harness import KernelFault, execute
-from verifier.results.kernel import PASS, KernelReport, skipped
-from verifier.results.options import Options, derived_seed, repro_line
-from verifier.launch import runner_for
 from verifier.battery.values import record_raised
 from verifier.declare.kernels import KernelSpec
+from verifier.errors import Unsupported
+from verifier.inputs.cases import random_inputs
+from verifier.judge import Criteria, judge
+from verifier.launch import runner_for
+from verifier.launch.harness import KernelFault, execute
+from verifier.results.findings import Finding
+from verifier.results.kernel import PASS, KernelReport, skipped
+from verifier.results.options import Options, derived_seed, repro_line
 
 
 def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,

@@ -18,16 +18,16 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier.battery import gate
+from verifier.battery.values import run_case
+from verifier.declare.kernels import KernelSpec
 from verifier.inputs import catalogue as _inputs
-from verifier.results.levels import TABLE as LEVELS
 from verifier.inputs.cases import random_inputs
+from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault
 from verifier.results.kernel import KernelReport
+from verifier.results.levels import TABLE as LEVELS
 from verifier.results.notes import case_not_run
 from verifier.results.options import Options, derived_seed
-from verifier.launch import runner_for
-from verifier.declare.kernels import KernelSpec
-from verifier.battery.values import run_case
 
 MAX_ROWS = 16
 

@@ -6,14 +6,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from verifier.inputs.cases import PROBE_N, random_inputs
+from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported, UsageError, VerifierError
-from verifier.results.findings import Finding
+from verifier.inputs.cases import PROBE_N, random_inputs
+from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute
+from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport
 from verifier.results.options import Options, derived_seed, repro_line
-from verifier.launch import runner_for
-from verifier.declare.kernels import KernelSpec
 
 
 def check_refusal(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,

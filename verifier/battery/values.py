@@ -9,15 +9,15 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier.declare import usercode
+from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
-from verifier.results.findings import Finding
-from verifier.launch.harness import KernelFault, execute
 from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
+from verifier.launch import runner_for
+from verifier.launch.harness import KernelFault, execute
+from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
-from verifier.launch import runner_for
-from verifier.declare.kernels import KernelSpec
 
 
 def evaluate(spec, run, dt, opts, xs) -> tuple:

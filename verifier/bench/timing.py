@@ -121,8 +121,8 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
         raise ToolMissing(NO_GPU[0], fix=NO_GPU[1])
     import torch
 
-    from verifier.report.environment import environment
     from verifier.launch import triton as tr
+    from verifier.report.environment import environment
 
     if any(k.kind == "triton" for k in list(kernels) + list(against)):
         tr.activate("compiled")

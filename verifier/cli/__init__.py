@@ -12,14 +12,15 @@ import sys
 import time
 import traceback
 
+from verifier.cli.args import add_selection_args
+from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
+                                EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
+from verifier.errors import UsageError, VerifierError
+
 # Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
 # what they need (start-up time; none of those modules imports this one).
 from verifier.results import levels
-from verifier.cli.args import add_selection_args
-from verifier.errors import UsageError, VerifierError
 
-from verifier.constants import (DEVICES, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED,  # noqa: F401
-                                EXIT_OK, EXIT_USAGE)
 LEVEL_HELP = levels.HELP  # what each level does, from the one table (a leaf: `--help` imports nothing heavy)
 
 
@@ -41,7 +42,7 @@ def _env(name, default=None):
 
 
 # check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
-_ENV_OPTIONS = {"level": "ci", "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
+_ENV_OPTIONS = {"level": DEFAULT_LEVEL, "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
                 "case": None, "kernel_timeout": None}
 _ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
 _ENV_ALIASES = {"level": ("LEVEL", "BUDGET")}  # VERIFIER_BUDGET: the older name of VERIFIER_LEVEL
@@ -110,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
     cs.add_argument("op")
-    cs.add_argument("--level", "--budget", dest="level", default="ci", action=_Spelled,
+    cs.add_argument("--level", "--budget", dest="level", default=DEFAULT_LEVEL, action=_Spelled,
                     help="run level whose cases to list (default ci)")
     from verifier.cli import sanitize as sanitize_command
 
@@ -181,11 +182,11 @@ class _Progress:
 
 def cmd_check(args) -> int:
     from verifier.declare import registry
-    from verifier.isolation import check_all
     from verifier.gpu.probe import resolve_device
-    from verifier.results.options import Options
-    from verifier.report.environment import environment
+    from verifier.isolation import check_all
     from verifier.report import render
+    from verifier.report.environment import environment
+    from verifier.results.options import Options
     from verifier.results.run import Result
 
     _apply_environment(args)
@@ -255,10 +256,9 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        from verifier.cli import sanitize as sanitize_command
-
         from verifier.cli import bench as bench_command
         from verifier.cli import lint as lint_command
+        from verifier.cli import sanitize as sanitize_command
 
         commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run,
                     "lint": lint_command.run, "bench": bench_command.run}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import sys
 
-from verifier.constants import EXIT_FINDINGS, EXIT_OK
 from verifier.cli.args import add_selection_args
+from verifier.constants import EXIT_FINDINGS, EXIT_OK
 from verifier.errors import ToolMissing, UsageError
 
 FORMATS = ("text", "json", "markdown")
@@ -100,10 +100,11 @@ def validate(args):
 
 
 def run(args) -> int:
-    from verifier.declare import registry
-    from verifier.bench import json as bjson, markdown, text
+    from verifier.bench import json as bjson
+    from verifier.bench import markdown, text
     from verifier.bench.plan import dtype_plan
     from verifier.bench.timing import NO_GPU, gpu_available, run_bench
+    from verifier.declare import registry
 
     runs, warmup, shapes = validate(args)
     paths = args.paths or (["kernels"] if os.path.isdir("kernels") else None)

@@ -32,10 +32,10 @@ def add_subparser(subparsers) -> None:
 
 def run(args) -> int:
     from verifier.declare import registry
-    from verifier.results.kernel import KernelReport
     from verifier.gpu.probe import CPU_BUILD_ARCHES
     from verifier.lint.step import lint_repro, lint_spec, plan, prefetch
     from verifier.report import FORMATS, render, write
+    from verifier.results.kernel import KernelReport
     from verifier.results.run import Result
 
     if args.format not in FORMATS:

@@ -81,14 +81,14 @@ def _paths(paths):
 
 def run(args) -> int:
     from verifier.declare import registry
-    from verifier.results.kernel import KernelReport
     from verifier.gpu.probe import resolve_device
-    from verifier.report.environment import environment
     from verifier.report import render
+    from verifier.report.environment import environment
+    from verifier.results.kernel import KernelReport
     from verifier.results.run import Result
     from verifier.sanitizer import suppressions as _supp
-    from verifier.toolchain.proc import kill_all
     from verifier.sanitizer.runs import finish_kernel, start_kernel
+    from verifier.toolchain.proc import kill_all
 
     tools, timeout, jobs = _validate(args)
     specs = registry.load(_paths(args.paths), args.kernel)

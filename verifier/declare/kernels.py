@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
 from verifier.declare.contracts import Contracts
-from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
 from verifier.errors import SpecError
+from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
 from verifier.ops import OPS
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")

@@ -13,9 +13,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from verifier.errors import SpecError, UsageError
 from verifier.declare.kernels import KernelSpec
 from verifier.declare.source_lines import where
+from verifier.errors import SpecError, UsageError
 
 SPEC_GLOBS = ("spec.py", "*_spec.py")
 

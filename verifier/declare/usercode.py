@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.errors import VerifierError
-from verifier.results.kernel import USER_ERROR
 from verifier.results.cells import skipped
+from verifier.results.kernel import USER_ERROR
 
 _VERIFIER_DIR = Path(__file__).resolve().parents[1]  # the verifier package
 _LIBRARY_DIRS = tuple(Path(p).resolve() for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],

@@ -12,11 +12,11 @@ from typing import Optional
 
 import numpy as np
 
+from verifier.declare.kernels import KernelSpec
+from verifier.errors import UsageError
 from verifier.inputs import catalogue as _inputs
 from verifier.results.levels import TABLE as LEVELS
-from verifier.errors import UsageError
 from verifier.results.options import PSEUDO_CASES, Options, derived_seed
-from verifier.declare.kernels import KernelSpec
 
 # Row lengths probed by the refusal check: edges of warps, vectors, register classes and vocab rows.
 PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 4097, 8192, 8193,

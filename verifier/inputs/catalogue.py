@@ -20,10 +20,11 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier import dtypes as _dt
-from verifier.errors import UsageError
-from verifier.ops import OPS, get_op
+from verifier.constants import DEFAULT_LEVEL
 from verifier.declare.kernels import Dtypes
+from verifier.errors import UsageError
 from verifier.numerics.ulp import round_to, ulp
+from verifier.ops import OPS, get_op
 from verifier.results.levels import TABLE as LEVELS  # the one run-level table; here: which cases, at which M
 
 __all__ = [
@@ -377,7 +378,7 @@ _TABLE = [
 _QUICK = ("normal_small", "d7_below_warp", "mean_gg_std_1000", "fully_masked_rows", "zero_rows", "increasing_rows")
 
 
-def catalogue(op: str, dtypes=None, level: str = "ci") -> list[Case]:
+def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     """The adversarial cases for ``op`` (and, when given, the input dtype of ``dtypes``: cases
     whose values the dtype cannot hold, e.g. -inf in float8_e4m3fn or 1000 in int8, are left out).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from verifier.battery import check_kernel
+from verifier.declare.usercode import UserCodeError
 from verifier.errors import UsageError
 from verifier.inputs.cases import find_case
 from verifier.isolation import forked as _forked
@@ -18,7 +19,6 @@ from verifier.launch import runnable_reason
 from verifier.launch.triton import activate
 from verifier.results.kernel import RUN_CHECKS, KernelReport, skipped
 from verifier.results.options import PSEUDO_CASES, Options
-from verifier.declare.usercode import UserCodeError
 
 
 def _not_selected(spec, opts) -> Optional[str]:

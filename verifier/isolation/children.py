@@ -24,7 +24,7 @@ from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
 from verifier.isolation import phases
 from verifier.results.findings import Finding
-from verifier.results.kernel import RUN_CHECKS, KernelReport, skipped
+from verifier.results.kernel import RUN_CHECKS, KernelReport
 from verifier.results.options import repro_line
 from verifier.results.serialize import read_kernel
 from verifier.toolchain import proc

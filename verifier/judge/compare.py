@@ -16,8 +16,8 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
-from verifier.results.findings import Finding
 from verifier.numerics.ulp import round_to, ulp_distance
+from verifier.results.findings import Finding
 
 __all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "assert_close"]
 

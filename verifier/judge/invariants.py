@@ -29,13 +29,13 @@ from __future__ import annotations
 import numpy as np
 
 from verifier import dtypes as _dt
-from verifier.numerics.errmodel import invariant_ctx
-from verifier.errors import UsageError
-from verifier.results.findings import Finding
-from verifier.ops import get_op
 from verifier.declare.kernels import Dtypes
+from verifier.errors import UsageError
+from verifier.numerics.errmodel import invariant_ctx
 from verifier.numerics.violations import Violation
 from verifier.numerics.violations import f64 as _f64
+from verifier.ops import get_op
+from verifier.results.findings import Finding
 
 __all__ = ["Violation", "check", "violations_to_findings"]
 

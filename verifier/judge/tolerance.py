@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifier import dtypes as _dt
+from verifier.declare.kernels import Dtypes
 from verifier.errors import UsageError
 from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
-from verifier.ops import OPS, get_op
-from verifier.declare.kernels import Dtypes
 from verifier.numerics.ulp import ulp
+from verifier.ops import OPS, get_op
 
 __all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "table_markdown"]
 

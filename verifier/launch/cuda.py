@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier.gpu import probe
-from verifier.errors import SpecError, ToolMissing, Unsupported
 from verifier.declare.kernels import Launch, Scalar, workspace_of
+from verifier.errors import SpecError, ToolMissing, Unsupported
+from verifier.gpu import probe
 
 _MODULES: dict[str, object] = {}
 
@@ -30,9 +30,8 @@ def _cupy():
 
 def build(spec, arch: str, dt=None):
     """The cached cubin of ``spec`` for ``arch``, with the -D macros ``spec.defines(dt)`` selects."""
-    from verifier.toolchain.nvcc import compile_cubin
-
     from verifier.declare.usercode import call
+    from verifier.toolchain.nvcc import compile_cubin
 
     defines = call(spec, "defines", spec.defines, dt) if dt is not None else {}
     return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags))

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from verifier.gpu import libcuda as cd
-from verifier.gpu import probe
 from verifier.dtypes import numpy_dtype
 from verifier.errors import SpecError, Unsupported
+from verifier.gpu import libcuda as cd
+from verifier.gpu import probe
 from verifier.launch.cuda import bind_args, build, launches_for
 
 

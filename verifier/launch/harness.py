@@ -154,8 +154,8 @@ def uses_driver(spec, run, device: str) -> bool:
     standard CUDA runner; anything else (a wrapped or custom launcher) keeps the torch body."""
     if device != "cuda" or getattr(spec, "kind", None) != "cuda":
         return False
-    from verifier.launch.path import driver_for
     from verifier.launch.cuda import run_cuda
+    from verifier.launch.path import driver_for
 
     return run is run_cuda and driver_for(spec, device)
 

@@ -6,14 +6,14 @@ the two instruction indices involved. ``analyze`` runs them all.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from verifier.lint.cfg import CFG, EXIT, is_block_barrier
+from verifier.lint.cfg import CFG, EXIT
+from verifier.lint.dataflow import CTAID, DATA, UNIFORM, VARYING, WARP, Values
 from verifier.lint.semantics import Semantics
-from verifier.lint.dataflow import CTAID, DATA, LEVEL_NAMES, UNIFORM, VARYING, WARP, Values
 
 CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "not-followed")
 _WARP_SYNC_OPS = ("shfl", "vote", "redux", "match")

@@ -10,16 +10,15 @@ is one finding that says how many copies there were.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from pathlib import Path
 from typing import Optional
 
 from verifier.errors import BuildError, ToolMissing
-from verifier.results.cells import PASS, skipped
-from verifier.results.findings import Finding
 from verifier.lint import ptx, suppressions
 from verifier.lint.checks import EntryAnalysis, EntryFacts
+from verifier.results.cells import PASS, skipped
+from verifier.results.findings import Finding
 
 CHECK = "static"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)

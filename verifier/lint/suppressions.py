@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from verifier.toolchain import suppressions as _file
 from verifier.errors import UsageError
 from verifier.lint.checks import CLASSES
+from verifier.toolchain import suppressions as _file
 
 FILE_NAME = "lint-suppressions.toml"
 _KEYS = {"kind", "kernel", "file", "reason"}

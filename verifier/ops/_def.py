@@ -37,7 +37,7 @@ class Role:
 @dataclass(frozen=True)
 class OpCase:
     """An adversarial case only this op has: (name, exposes, M at 'ci', N, sampler factory of x,
-    dtype_ok, M is the point, label policy, in the 'quick' budget)."""
+    dtype_ok, M is the point, label policy, at the 'quick' level)."""
 
     name: str
     exposes: str

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from verifier import dtypes as _dt
-from verifier.numerics.errmodel import gamma
 from verifier.errors import UsageError
-from verifier.ops._def import OpCase, OpDef, Role
-from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
+from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
+from verifier.ops._def import OpCase, OpDef, Role
+from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
 
 LABEL_DTYPES = ("int64", "int32")
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma, mul
+from verifier.numerics.ulp import ulp
 from verifier.ops._def import OpDef
 from verifier.ops.rmsnorm import check_rms, rms_units
-from verifier.numerics.ulp import ulp
 
 
 def k_add_residual(x, h, p, c, xs):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.numerics.errmodel import gamma
+from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
 from verifier.ops._def import OpDef
 from verifier.ops.rmsnorm import scale_violation
-from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
 
 
 def k_layernorm(x, y, p, c, xs):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.numerics.errmodel import gamma
+from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
 from verifier.ops._def import OpDef
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_rows, softmax_units
-from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
 
 
 def k_log_softmax(x, y, p, c, xs):

@@ -6,9 +6,9 @@ import dataclasses
 import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
+from verifier.numerics.violations import f64, round_out, ulp_out, violation
 from verifier.ops._def import OpDef
 from verifier.ops.softmax import softmax_parts, softmax_units
-from verifier.numerics.violations import f64, round_out, ulp_out, violation
 
 
 def k_online_l(x, l, p, c, xs):

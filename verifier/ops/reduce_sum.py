@@ -5,9 +5,9 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma
+from verifier.numerics.violations import U64, f64, finite_violation, ulp_out, violation
 from verifier.ops._def import OpDef
 from verifier.ops.online_softmax_stats import k_exact
-from verifier.numerics.violations import U64, f64, finite_violation, ulp_out, violation
 
 
 def k_sum(x, y, p, c, xs):

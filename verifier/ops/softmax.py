@@ -8,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
-from verifier.ops._def import OpDef
 from verifier.numerics.violations import U64, finite_violation, order_violation, ulp_out, violation
-
+from verifier.ops._def import OpDef
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 

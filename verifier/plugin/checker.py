@@ -11,20 +11,20 @@ from dataclasses import replace
 
 import pytest
 
-from verifier.gpu import pinning as gpu_pinning
-from verifier.launch.harness import KernelFault
-from verifier.results.kernel import KernelReport
-from verifier.lint.step import battery_hook as static_hook
-from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
-from verifier.results.run import sorted_findings
-from verifier.launch import runnable_reason
+from verifier.battery import gate
 from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery import gate
 from verifier.battery.values import record_fault, run_case
 from verifier.declare.usercode import UserCodeError
+from verifier.gpu import pinning as gpu_pinning
+from verifier.launch import runnable_reason
+from verifier.launch.harness import KernelFault
+from verifier.lint.step import battery_hook as static_hook
+from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
+from verifier.results.kernel import KernelReport
+from verifier.results.run import sorted_findings
 
 
 class Checker:

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from verifier.constants import DEVICES, SANITIZER_TOOLS
 from verifier.declare import registry
-from verifier.inputs.cases import cases_for
-from verifier.constants import DEVICES, MARKERS, SANITIZER_TOOLS
+from verifier.declare.usercode import UserCodeError
 from verifier.errors import UsageError
 from verifier.gpu.probe import resolve_device
+from verifier.inputs.cases import cases_for
+from verifier.report.text import format_finding
 from verifier.results.options import Options, check_setting, environment_timeout
 from verifier.results.run import sorted_findings
-from verifier.report.text import format_finding
-from verifier.declare.usercode import UserCodeError
 
 BUNDLED_KERNELS = Path(__file__).resolve().parent.parent.parent / "kernels"
 SKIPPED_BUNDLED_DIRS = ("defects",)  # catalogued defective kernels: the detection matrix's, not the suites'

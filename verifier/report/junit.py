@@ -11,9 +11,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from verifier.results.findings import CHECK_CLASSES
-from verifier.results.run import cell, rows, sorted_findings
 from verifier.results.paths import relative, shown_repro, source_root
-
+from verifier.results.run import cell, rows, sorted_findings
 
 # Characters XML 1.0 cannot hold (compiler output may carry ANSI escapes): written as-is they make the file unparsable.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from verifier.results.run import cell, columns, rows, sorted_findings
 from verifier.results.paths import excerpt, language, relative, shown_repro, source_root
+from verifier.results.run import cell, columns, rows, sorted_findings
 
 # First line of every comment: lets CI find and update its previous comment instead of adding another.
 MARKER = "<!-- kernel-verifier-report -->"

@@ -12,10 +12,10 @@ import json as _json
 from pathlib import Path
 from urllib.parse import quote
 
-from verifier.results.findings import CHECK_CLASSES
-from verifier.results.run import sorted_findings
-from verifier.results.paths import declaration_line, relative, shown_repro, source_root
 from verifier.constants import SANITIZER_TOOLS
+from verifier.results.findings import CHECK_CLASSES
+from verifier.results.paths import declaration_line, relative, shown_repro, source_root
+from verifier.results.run import sorted_findings
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "kernel-verifier"

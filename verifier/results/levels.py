@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from verifier.constants import DEFAULT_LEVEL, LEVELS as NAMES
+from verifier.constants import DEFAULT_LEVEL
+from verifier.constants import LEVELS as NAMES
 from verifier.errors import UsageError
 
 

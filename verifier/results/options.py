@@ -17,7 +17,8 @@ from typing import Optional
 
 from verifier.constants import DEFAULT_LEVEL, KERNEL_TIMEOUT_ENV, SANITIZER_TOOLS
 from verifier.errors import UsageError
-from verifier.results.levels import TABLE as LEVELS, Level
+from verifier.results.levels import TABLE as LEVELS
+from verifier.results.levels import Level
 
 PSEUDO_CASES = ("refusal", "determinism")  # --case values that run one check instead of one input
 RESOLVED_DEVICES = ("cpu", "cuda")

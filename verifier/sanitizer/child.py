@@ -21,10 +21,10 @@ import numpy as np
 
 from verifier.declare import registry
 from verifier.inputs.cases import random_maker
-from verifier.launch.harness import execute
-from verifier.results.options import derived_seed
 from verifier.launch import runner_for
+from verifier.launch.harness import execute
 from verifier.launch.triton import activate
+from verifier.results.options import derived_seed
 from verifier.toolchain.proc import write_answer
 
 

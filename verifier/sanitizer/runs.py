@@ -33,13 +33,13 @@ from typing import Optional
 
 from verifier.constants import SANITIZER_TOOLS
 from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
+from verifier.launch.cuda import launches_for
 from verifier.results.findings import Finding
 from verifier.results.kernel import FAIL, PASS, skipped
-from verifier.toolchain.proc import read_answer, run_killable
-from verifier.launch.cuda import launches_for
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
+from verifier.toolchain.proc import read_answer, run_killable
 
 TOOLS = SANITIZER_TOOLS
 ERROR_EXITCODE = 86

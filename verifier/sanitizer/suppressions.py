@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from verifier.toolchain import suppressions as _file
 from verifier.constants import SANITIZER_TOOLS
 from verifier.errors import UsageError
 from verifier.results.findings import Finding
 from verifier.sanitizer.xmlparse import finding_kind
+from verifier.toolchain import suppressions as _file
 
 FILE_NAME = "sanitizer-suppressions.toml"
 TOOLS = SANITIZER_TOOLS

@@ -23,8 +23,8 @@ from typing import Mapping, Optional, Sequence
 
 from filelock import FileLock
 
-from verifier.toolchain import ptxas
 from verifier.errors import BuildError, ToolMissing, UsageError
+from verifier.toolchain import ptxas
 
 BASE_FLAGS = ("-cubin", "-lineinfo", "-Xptxas", "-v", "-std=c++17", "-O3")
 PTX_FLAGS = ("-ptx", "-lineinfo", "-std=c++17", "-O3")  # compile_ptx: the same front end, stopped at PTX
