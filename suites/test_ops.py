@@ -2,14 +2,14 @@
 ``pytest.mark.verifier(op=...)`` and parametrized over that op's registered kernels (bundled kernels/ minus
 kernels/defects/, --verifier-specs PATH, and the kernel_verifier.specs entry point group):
 
-    test_<op>[KERNEL-DTYPE-CASE]       values on every adversarial case (verifier.battery.cases_for)
+    test_<op>[KERNEL-DTYPE-CASE]       values on every adversarial case (verifier.inputs.cases.cases_for)
     test_<op>_shapes[KERNEL-DTYPE]     Hypothesis shapes
     test_<op>_refusal[KERNEL-DTYPE]    refused shapes are refused cleanly
     test_<op>_determinism[KERNEL-DTYPE]
     test_<op>_build[KERNEL]            compiles (CUDA: ptxas)
     test_<op>_static[KERNEL]           lint and resource contracts
 
-Each test is one battery step (verifier.pytest_plugin.Checker). One op's suite: ``pytest suites/test_ops.py
+Each test is one battery step (verifier.plugin.checker.Checker). One op's suite: ``pytest suites/test_ops.py
 -k test_softmax`` (-k matches names as substrings: test_softmax does not select test_log_softmax). A new op in
 verifier/ops needs no file here.
 """
