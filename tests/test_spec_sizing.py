@@ -4,6 +4,7 @@ max_row, FLOAT_IO, supports lists and min_capability; and the build step finding
 lacks."""
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,17 @@ def test_old_spellings_still_read():
     assert (ws.name, ws.size(3, 8), ws.dtype) == ("ms", 6, "float32")
 
 
+def test_bundled_spec_files_import_only_verifier_spec():
+    files = [*ROOT.glob("kernels/**/*spec.py"), *ROOT.glob("kernels/defects/*/defects.py"), ROOT / "benchmarks/liger_spec.py"]
+    assert len(files) >= 12
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            bad = [n for n in names if n.split(".")[0] == "verifier" and n != "verifier.spec"]
+            assert not bad, f"{f.relative_to(ROOT)}:{node.lineno} imports {bad}: spec files import only verifier.spec"
+
+
 # ---- the build step visits every class ------------------------------------------------------------------------
 _CU = """extern "C" __global__ void k_n{c}_f32(const float* x, float* y, int M, int N) {{
   if (blockIdx.x < M && threadIdx.x < N) y[blockIdx.x * N + threadIdx.x] = x[blockIdx.x * N + threadIdx.x];
@@ -215,3 +227,4 @@ def test_the_build_step_reports_a_class_whose_entry_the_source_lacks(tmp_path, m
     found = build_findings(kernel(sizes))
     assert found and all("entry k_n1200_f32 used by the spec's launches is not in the cubin" in f.message for f in found)
     assert not build_findings(kernel(SizeClasses((1024, 1100, 2048), entry="k_n{c}_{tag}")))
+
