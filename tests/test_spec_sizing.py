@@ -228,3 +228,17 @@ def test_the_build_step_reports_a_class_whose_entry_the_source_lacks(tmp_path, m
     assert found and all("entry k_n1200_f32 used by the spec's launches is not in the cubin" in f.message for f in found)
     assert not build_findings(kernel(SizeClasses((1024, 1100, 2048), entry="k_n{c}_{tag}")))
 
+
+def test_docs_specs_documents_every_public_name_and_field():
+    """docs/specs.md is the user's reference: every name of verifier.spec and every field of its classes is in it."""
+    import dataclasses
+
+    import verifier.spec as public
+
+    doc = (ROOT / "docs" / "specs.md").read_text()
+    missing = [n for n in public.__all__ if f"`{n}" not in doc]
+    for cls in (public.CudaKernel, public.TritonKernel, public.CallableKernel, public.Launch, public.Scalar,
+                public.Workspace, public.Expectations, public.Contracts, public.Dtypes, public.Tile):
+        missing += [f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls)
+                    if f.init and f.name != "origin" and f.name not in doc]
+    assert not missing, f"docs/specs.md does not document {missing}"

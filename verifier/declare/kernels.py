@@ -5,8 +5,10 @@ A spec file is plain Python that defines ``KERNELS = [...]`` with instances of
 validated at construction; a bad field raises :class:`SpecError` naming the field and the fix.
 
 Shapes are ``(M, N)``: M rows of length N (see :mod:`verifier.ops`).
-``supports(M, N, dtypes)`` returns ``None`` when the kernel handles the shape, else a
-one-line reason; runners call it before every launch and raise :class:`Unsupported`.
+``supports(M, N, dtypes)`` (a function or a list of them) returns ``None`` when the kernel handles the shape,
+else a one-line reason; ``check_supported`` adds the ``sizes`` (verifier.declare.sizing) and ``min_capability``
+(verifier.declare.device) refusals, and runners call it before every launch and raise :class:`Unsupported`.
+docs/specs.md documents every field for users.
 """
 from __future__ import annotations
 
