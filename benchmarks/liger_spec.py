@@ -5,7 +5,7 @@ without it installed every shape is refused with the reason, so the rest of a be
 Declared for timing next to the bundled kernels; Liger computes in the I/O dtype's Triton arithmetic and
 makes no fp32-accumulation promise, so a `verifier check` of it is a check of that claim.
 """
-from verifier.spec import CallableKernel, dtypes
+from verifier.spec import FLOAT_IO, CallableKernel
 
 
 def _liger():
@@ -33,6 +33,6 @@ def _softmax(inputs, outputs, params, dt):
 
 KERNELS = [
     CallableKernel(name="liger-softmax", op="softmax", fn=_softmax, device="cuda", supports=_supports,
-                   dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")], math_mode="triton_approx",
+                   dtypes=FLOAT_IO, math_mode="triton_approx",
                    description="liger_kernel.ops.softmax.LigerSoftmaxFunction (Triton)"),
 ]

@@ -1,7 +1,7 @@
 """Every S5 and S5f configuration of kernels/cuda/softmax_fast.cu (built with -DKV_S5_TUNE) at every shape, f32 and
 bf16, timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a
-check against torch.softmax. Picks the tables S5_CONFIGS and S5F_CONFIGS of softmax_fast_spec.py. Then every cluster
-configuration (softmax_cluster_c<blocks per row>_t<threads>_v<vectors>) at the vocab shape, which picks
+check against torch.softmax. Picks the size-class tables S5_16, S5_32 and S5F_16 of softmax_fast_spec.py. Then every
+cluster configuration (softmax_cluster_c<blocks per row>_t<threads>_v<vectors>) at the vocab shape, which picks
 kCluster / kClusterThreads / the VECS of KV_CLUSTER.
 
     python benchmarks/softmax_tune.py [--N 1024 2048 3584 4096 8192] [--M 8192] [--runs 30] [--vocab 32x152064]

@@ -99,7 +99,7 @@ def describe(cycle: list, graph: dict) -> str:
         f"  {a} imports {b} at {mods[a].relative_to(ROOT)}:{graph[a][b]}" for a, b in zip(cycle, cycle[1:]))
 
 
-STAGES = ("base", "numerics", "ops", "results", "declare", "inputs", "toolchain", "gpu", "launch", "judge", "lint",
+STAGES = ("base", "numerics", "ops", "results", "gpu", "declare", "inputs", "toolchain", "launch", "judge", "lint",
           "sanitizer", "battery", "isolation", "report", "bench", "cli", "plugin")
 TOP = {"verifier": "base", "verifier.errors": "base", "verifier.constants": "base", "verifier.dtypes": "base",
        "verifier.spec": "declare", "verifier.pytest_plugin": "plugin"}

@@ -19,9 +19,9 @@ import pytest
 
 from verifier.toolchain import nvcc as build
 from verifier.toolchain import ptxas
-from verifier.dtypes import canonical, numpy_dtype
+from verifier.dtypes import numpy_dtype
 from verifier.ops import OPS
-from verifier.spec import CudaKernel
+from verifier.spec import CudaKernel, Workspace
 
 CUDA = Path(__file__).resolve().parent.parent / "kernels" / "cuda"
 FAMILIES = ("rmsnorm", "layernorm", "fused_add_rmsnorm", "allreduce")
@@ -53,7 +53,7 @@ def _ids(kernels):
 
 def _supported(k):
     """(M, N, dtypes) the kernel accepts, over the shape grid."""
-    return [(M, N, dt) for dt in k.dtypes for N in NS for M in MS if k.supports(M, N, dt) is None]
+    return [(M, N, dt) for dt in k.dtypes for N in NS for M in MS if k.check_supported(M, N, dt) is None]
 
 
 # ---- one compile per family ---------------------------------------------------------------------
@@ -96,7 +96,6 @@ def test_names_unique_and_described():
 
 
 _ARG_KIND = {"M": "u32", "N": "u32", "eps": "f32"}
-_TMP_RE = re.compile(r"^tmp:(\w+):(M|N|\d+):(\w+)$")
 
 
 @needs_nvcc
@@ -117,9 +116,8 @@ def test_launches_match_compiled_entries(built, family, k):
             for a in L.args:
                 if a in _ARG_KIND:
                     kinds.append(_ARG_KIND[a])
-                elif isinstance(a, str) and a.startswith("tmp:"):
-                    m = _TMP_RE.match(a)
-                    assert m and canonical(m.group(3)) == m.group(3), f"{where}: bad tmp buffer {a!r}"
+                elif isinstance(a, Workspace):
+                    assert a.size(M, N) >= M, f"{where}: workspace {a.name} holds less than a value per row"
                     kinds.append("u64")
                 else:
                     assert a in op.tensors(), f"{where}: {a!r} is not a tensor of op {k.op}"
@@ -149,7 +147,7 @@ def _expected_accept(k, N, dt):
 def test_supports_exactly_what_the_kernel_does(family, k):
     for dt in k.dtypes:
         for N in NS:
-            reason = k.supports(7, N, dt)
+            reason = k.check_supported(7, N, dt)
             want = _expected_accept(k, N, dt)
             assert (reason is None) == want, f"{k.name} {dt.tag} N={N}: supports -> {reason!r}, expected accept={want}"
             if reason is not None:
@@ -158,12 +156,13 @@ def test_supports_exactly_what_the_kernel_does(family, k):
 
 def test_refusals_name_the_limit():
     n3 = next(k for _, k in KERNELS if k.name == "cuda-rmsnorm-n3")
-    assert "8192" in n3.supports(1, 9000, n3.dtypes[0]) and "cuda-rmsnorm-n2" in n3.supports(1, 9000, n3.dtypes[0])
+    why = n3.check_supported(1, 9000, n3.dtypes[0])
+    assert "limit 8192" in why and "cuda-rmsnorm-n2" in why
     n4 = next(k for _, k in KERNELS if k.name == "cuda-rmsnorm-n4")
     f16 = next(d for d in n4.dtypes if d.tag == "f16")
-    assert "vector width 8" in n4.supports(1, 1004, f16)
+    assert "8-element 16-byte vector" in n4.check_supported(1, 1004, f16)
     packed = next(k for _, k in KERNELS if k.name == "cuda-allreduce-bf16x8-bf16acc")
-    assert packed.dtypes[0].acc == "bfloat16" and "packing 8" in packed.supports(1, 33, packed.dtypes[0])
+    assert packed.dtypes[0].acc == "bfloat16" and "packing 8" in packed.check_supported(1, 33, packed.dtypes[0])
 
 
 # ---- compiled code keeps the spec's promises ----------------------------------------------------

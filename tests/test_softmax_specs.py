@@ -1,7 +1,7 @@
 """CPU-side checks of the softmax-family CUDA specs (kernels/cuda/softmax_spec.py, online_softmax_spec.py).
 
 Compiles each .cu once for sm_90 with ptxas -v and checks: every Launch names an entry that exists, no entry
-is orphaned, launches are well formed (grid covers every row, tmp buffers shared between passes), size
+is orphaned, launches are well formed (grid covers every row, workspaces shared between passes), size
 classes are the smallest that hold N, `supports` refuses what the kernels cannot do, and register-resident
 entries compile without spills or stack. Running the kernels needs a GPU and is the battery's job.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from verifier.errors import UsageError
 from verifier.ops import OPS
-from verifier.spec import CudaKernel, dtypes
+from verifier.spec import CudaKernel, Workspace, dtypes, vector_width
 
 CUDA_DIR = Path(__file__).resolve().parents[1] / "kernels" / "cuda"
 SPEC_FILES = ("softmax_spec.py", "online_softmax_spec.py")
@@ -35,7 +35,6 @@ def _load(name):
 
 SPECS = {name: _load(name) for name in SPEC_FILES}
 KERNELS = {k.name: k for mod in SPECS.values() for k in mod.KERNELS}
-SOFTMAX, ONLINE = SPECS["softmax_spec.py"], SPECS["online_softmax_spec.py"]
 
 
 def _source(k):
@@ -118,23 +117,24 @@ def test_launches_are_well_formed():
             assert blocks * rows_per_block >= M > (blocks - 1) * rows_per_block, (k.name, M, L.grid)
             assert L.args[-2:] == ("M", "N")
             for a in L.args[:-2]:
-                if a.startswith("tmp:"):
-                    assert re.fullmatch(r"tmp:\w+:M:float32", a), a
+                if isinstance(a, Workspace):  # one fp32 statistic per row
+                    assert a.dtype == "float32" and a.size(M, N) == M, a
                     produced.add(a)
                 else:
                     assert a in op.tensors(), a
         # the output is written by the last launch only, after every intermediate exists
         assert "y" in launches[-1].args and all("y" not in L.args for L in launches[:-1])
-        assert all(t in produced for t in launches[-1].args if t.startswith("tmp:"))
+        assert all(t in produced for t in launches[-1].args if isinstance(t, Workspace))
 
 
-@pytest.mark.parametrize("name, classes, prefix", [
-    ("cuda-softmax-s3", SOFTMAX.S3_CLASSES, "softmax_s3_n"),
-    ("cuda-softmax-s4", SOFTMAX.S4_CLASSES, "softmax_s4_n"),
-    ("cuda-online-softmax-warp", ONLINE.WARP_CLASSES, "online_softmax_warp_d"),
+@pytest.mark.parametrize("name, prefix", [
+    ("cuda-softmax-s3", "softmax_s3_n"),
+    ("cuda-softmax-s4", "softmax_s4_n"),
+    ("cuda-online-softmax-warp", "online_softmax_warp_d"),
 ])
-def test_size_class_is_the_smallest_that_holds_n(name, classes, prefix):
+def test_size_class_is_the_smallest_that_holds_n(name, prefix):
     k = KERNELS[name]
+    classes = k.class_lengths(k.dtypes[0])
     seen = set()
     for kk, dt, M, N in _cases():
         if kk is not k:
@@ -147,10 +147,12 @@ def test_size_class_is_the_smallest_that_holds_n(name, classes, prefix):
 
 
 def test_s4_threads_times_vectors_cover_the_class():
-    for dt in KERNELS["cuda-softmax-s4"].dtypes:
-        w = SOFTMAX.VEC_WIDTH[dt.input]
-        for c in SOFTMAX.S4_CLASSES:
-            t = SOFTMAX.s4_threads(c, dt)
+    k = KERNELS["cuda-softmax-s4"]
+    for dt in k.dtypes:
+        w = vector_width(dt)
+        for c in k.class_lengths(dt):
+            (L,) = k.launches(1, c, dt, {})
+            (t,) = L.block
             assert c % (t * w) == 0 and c // (t * w) >= 1, (dt.tag, c, t)
 
 

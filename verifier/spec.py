@@ -1,18 +1,20 @@
 """Everything a spec file needs, in one import: ``from verifier.spec import CudaKernel, Launch, dtypes, ...``.
 
 The public surface of the declare stage (verifier/declare/): the kernel constructors, their launches and
-arguments, expectations, contracts, dtypes, and the exceptions a spec raises (``Unsupported`` to refuse a
-shape, ``SpecError`` for a malformed declaration). docs/specs.md documents every field. Spec files import
-nothing else of verifier: the modules behind these names are internal and may move.
+arguments, expectations, contracts, dtypes, the row-size helpers (size classes, vector widths, row limits), and
+the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
+docs/specs.md documents every field. Spec files import nothing else of verifier: the modules behind these names
+are internal and may move.
 """
 from __future__ import annotations
 
 from verifier.declare.contracts import Contracts
-from verifier.declare.kernels import (CallableKernel, CudaKernel, Dtypes, Expectations, KernelSpec, Launch,
-                                      MATH_MODES, Scalar, TritonKernel, Workspace, dtypes,
-                                      register_resident)
+from verifier.declare.kernels import (CallableKernel, CudaKernel, Expectations, KernelSpec, Launch, MATH_MODES,
+                                      Scalar, TritonKernel, Workspace, register_resident)
+from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
+from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
 from verifier.errors import SpecError, Unsupported, UsageError
 
-__all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "KernelSpec", "Launch",
-           "MATH_MODES", "Scalar", "SpecError", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes",
-           "register_resident"]
+__all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "KernelSpec", "Launch",
+           "MATH_MODES", "Scalar", "SizeClasses", "SpecError", "Tile", "TritonKernel", "Unsupported", "UsageError",
+           "Workspace", "dtypes", "grid_limit", "max_row", "register_resident", "vector_width", "whole_vectors"]

@@ -7,9 +7,7 @@ internally and rounds once, so they are declared with fp32 accumulation.
 import torch
 import torch.nn.functional as F
 
-from verifier.spec import CallableKernel, dtypes
-
-IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
+from verifier.spec import FLOAT_IO, CallableKernel, dtypes
 
 
 # Returning the result (rather than copying it into outputs) lets `verifier bench` time the op alone.
@@ -50,7 +48,7 @@ def _cross_entropy(inputs, outputs, params, dt):
 
 
 KERNELS = [
-    CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=IO,
+    CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
     # Finding of this framework (torch 2.13 CPU): for f16/bf16, log_softmax rounds the row's sum of
     # exponentials to the I/O dtype before the log — bf16 [-2.328, -0.2188] gives -0.1177 where the
@@ -59,15 +57,15 @@ KERNELS = [
     CallableKernel(name="torch-log-softmax", op="log_softmax", fn=_log_softmax,
                    dtypes=[dtypes("f32"), dtypes("f16", acc="f16"), dtypes("bf16", acc="bf16")],
                    description="torch.log_softmax(x, dim=-1); f16/bf16 round the row sum to the I/O dtype"),
-    CallableKernel(name="torch-rms-norm", op="rmsnorm", fn=_rms_norm, dtypes=IO,
+    CallableKernel(name="torch-rms-norm", op="rmsnorm", fn=_rms_norm, dtypes=FLOAT_IO,
                    description="torch.nn.functional.rms_norm"),
-    CallableKernel(name="torch-layer-norm", op="layernorm", fn=_layer_norm, dtypes=IO,
+    CallableKernel(name="torch-layer-norm", op="layernorm", fn=_layer_norm, dtypes=FLOAT_IO,
                    description="torch.nn.functional.layer_norm"),
-    CallableKernel(name="torch-fused-add-rms-norm", op="fused_add_rmsnorm", fn=_fused_add_rms_norm, dtypes=IO,
+    CallableKernel(name="torch-fused-add-rms-norm", op="fused_add_rmsnorm", fn=_fused_add_rms_norm, dtypes=FLOAT_IO,
                    description="fp32 x + residual, residual stored rounded, F.rms_norm on the fp32 sum"),
     CallableKernel(name="torch-reduce-sum", op="reduce_sum", fn=_reduce_sum, dtypes=[dtypes("f32")],
                    description="x.sum(dim=-1) in fp32"),
     CallableKernel(name="torch-cross-entropy", op="cross_entropy", fn=_cross_entropy,
-                   dtypes=[dtypes(d, "f32") for d in ("f32", "f16", "bf16")],
+                   dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
 ]

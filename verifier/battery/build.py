@@ -24,7 +24,8 @@ from verifier.toolchain.ptxas import KernelResources, check_expectations, entry_
 def _entries(spec: CudaKernel, dts) -> set:
     entries = set()
     for dt in dts:
-        for N in PROBE_N:
+        # The probe lengths and one row per declared size class: a class whose entry the .cu lacks is a finding.
+        for N in sorted(set(PROBE_N) | set(spec.class_lengths(dt))):
             if spec.check_supported(4, N, dt) is None:
                 entries.update(l.entry for l in cuda_runner.launches_for(spec, 4, N, dt, spec.op_params()))
     return entries

@@ -5,8 +5,10 @@ A spec file is plain Python that defines ``KERNELS = [...]`` with instances of
 validated at construction; a bad field raises :class:`SpecError` naming the field and the fix.
 
 Shapes are ``(M, N)``: M rows of length N (see :mod:`verifier.ops`).
-``supports(M, N, dtypes)`` returns ``None`` when the kernel handles the shape, else a
-one-line reason; runners call it before every launch and raise :class:`Unsupported`.
+``supports(M, N, dtypes)`` (a function or a list of them) returns ``None`` when the kernel handles the shape,
+else a one-line reason; ``check_supported`` adds the ``sizes`` (verifier.declare.sizing) and ``min_capability``
+(verifier.declare.device) refusals, and runners call it before every launch and raise :class:`Unsupported`.
+docs/specs.md documents every field for users.
 """
 from __future__ import annotations
 
@@ -17,41 +19,14 @@ from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
 from verifier.declare.contracts import Contracts
+from verifier.declare.device import capability_reason, check_capability
+from verifier.declare.sizing import SizeClasses
+from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
 from verifier.ops import OPS
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-@dataclass(frozen=True)
-class Dtypes:
-    """Input (x, weights, residual), output and accumulation dtypes of one kernel variant."""
-
-    input: str
-    output: str
-    acc: str
-
-    def __post_init__(self):
-        for f in ("input", "output", "acc"):
-            try:
-                object.__setattr__(self, f, _dt.canonical(getattr(self, f)))
-            except Exception as e:  # UsageError -> SpecError naming the field
-                raise SpecError(f"Dtypes.{f}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
-
-    @property
-    def tag(self) -> str:
-        """Short stable tag for ids: 'bf16' when all agree on the io dtype, else 'bf16-f32acc' etc."""
-        s = _dt.SHORT
-        t = s[self.input] if self.input == self.output else f"{s[self.input]}to{s[self.output]}"
-        if self.acc not in (self.input, "float32") or (self.acc == self.input and self.input not in ("float32", "float64")):
-            t += f"-{s[self.acc]}acc"
-        return t
-
-
-def dtypes(input: str, output: Optional[str] = None, acc: str = "float32") -> Dtypes:
-    """Shorthand: ``dtypes("bf16")`` is bf16 in, bf16 out, fp32 accumulation."""
-    return Dtypes(input, output or input, acc)
 
 
 @dataclass(frozen=True)
@@ -167,6 +142,24 @@ def _always(M, N, dtypes):
     return None
 
 
+class FirstReason:
+    """Several supports functions as one (``supports=[f, g]``): the first reason given is the refusal."""
+
+    def __init__(self, parts):
+        self.parts = tuple(parts)
+        self.__qualname__ = "[" + ", ".join(getattr(p, "__qualname__", repr(p)) for p in self.parts) + "]"
+
+    def __call__(self, M, N, dt):
+        for part in self.parts:
+            reason = part(M, N, dt)
+            if reason is not None:
+                return reason
+        return None
+
+    def __repr__(self):
+        return f"FirstReason({self.__qualname__})"
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     name: str
@@ -181,6 +174,8 @@ class KernelSpec:
     origin: Optional[str] = None  # spec file it came from, filled by the registry
     contracts: Contracts = field(default_factory=Contracts)  # NaN / inf / subnormal promises (verifier.declare.contracts)
     online: bool = False  # keeps a running max / sum and rescales it (online softmax): the budget adds those roundings
+    sizes: Optional[SizeClasses] = None  # the size classes the launches pick from: rows past the last are refused
+    min_capability: Optional[tuple] = None  # (major, minor) the GPU must have, e.g. (9, 0); refused below it
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -197,7 +192,7 @@ class KernelSpec:
         if not ds or not all(isinstance(d, Dtypes) for d in ds):
             raise SpecError(
                 f"kernel {self.name!r}: field 'dtypes' must be a non-empty list of Dtypes",
-                fix="write dtypes=[dtypes('f32'), dtypes('bf16')] (from verifier.declare.kernels import dtypes)",
+                fix="write dtypes=[dtypes('f32'), dtypes('bf16')] or dtypes=FLOAT_IO (from verifier.spec)",
             )
         object.__setattr__(self, "dtypes", tuple(ds))
         if self.math_mode not in MATH_MODES:
@@ -205,7 +200,21 @@ class KernelSpec:
                 f"kernel {self.name!r}: field 'math_mode' is {self.math_mode!r}",
                 fix=f"use one of {', '.join(MATH_MODES)}",
             )
+        if isinstance(self.supports, (list, tuple)):
+            for part in self.supports:
+                _check_callable(part, "supports", self.name, "supports(M, N, dtypes) -> None | reason (each item)")
+            object.__setattr__(self, "supports", FirstReason(self.supports) if self.supports else _always)
         _check_callable(self.supports, "supports", self.name, "supports(M, N, dtypes) -> None | reason")
+        if self.sizes is not None:
+            if not isinstance(self.sizes, SizeClasses):
+                raise SpecError(f"kernel {self.name!r}: field 'sizes' must be a SizeClasses, got "
+                                f"{type(self.sizes).__name__}", fix="write sizes=SizeClasses((1024, 2048), entry=...)")
+            for dt in ds:
+                try:
+                    self.sizes.classes(dt)
+                except SpecError as e:
+                    raise SpecError(f"kernel {self.name!r}: field 'sizes': {e.message}", fix=e.fix) from None
+        object.__setattr__(self, "min_capability", check_capability(self.name, self.min_capability))
         if not isinstance(self.expectations, Expectations):
             raise SpecError(
                 f"kernel {self.name!r}: field 'expectations' must be an Expectations",
@@ -214,7 +223,7 @@ class KernelSpec:
         if not isinstance(self.contracts, Contracts):
             raise SpecError(
                 f"kernel {self.name!r}: field 'contracts' must be a Contracts, got {type(self.contracts).__name__}",
-                fix="write contracts=Contracts(nan_inputs='unsupported') (from verifier.declare.kernels import Contracts)",
+                fix="write contracts=Contracts(nan_inputs='unsupported') (from verifier.spec import Contracts)",
             )
         if "online" in self.tolerance:  # the older spelling, tolerance={"online": True}: a property of the kernel
             tol = dict(self.tolerance)
@@ -242,16 +251,29 @@ class KernelSpec:
             return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
         from verifier.declare.usercode import call
 
-        reason = call(self, "supports", self.supports, M, N, dt)
-        if reason is None or (isinstance(reason, str) and reason):
-            return reason
-        # A bool here would be read as a refusal reason for True and False alike: every shape refused.
-        fn = getattr(self.supports, "__qualname__", None) or repr(self.supports)
-        raise SpecError(
-            f"kernel {self.name!r}: supports function {fn} returned {reason!r} ({type(reason).__name__}) for "
-            f"M={M}, N={N}, {dt.tag}; it must return None (shape supported) or a non-empty str (the reason it is not)",
-            fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
-        )
+        for fn in self.refusals():
+            reason = call(self, "supports", fn, M, N, dt)
+            if reason is None:
+                continue
+            if isinstance(reason, str) and reason:
+                return reason
+            # A bool here would be read as a refusal reason for True and False alike: every shape refused.
+            name = getattr(fn, "__qualname__", None) or repr(fn)
+            raise SpecError(
+                f"kernel {self.name!r}: supports function {name} returned {reason!r} ({type(reason).__name__}) for "
+                f"M={M}, N={N}, {dt.tag}; it must return None (shape supported) or a non-empty str (the reason it is not)",
+                fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
+            )
+        return capability_reason(self.min_capability)
+
+    def refusals(self) -> tuple:
+        """The supports functions check_supported asks in turn: the spec's own, then its size classes."""
+        own = self.supports.parts if isinstance(self.supports, FirstReason) else (self.supports,)
+        return own + ((self.sizes.supports,) if self.sizes is not None else ())
+
+    def class_lengths(self, dt) -> tuple:
+        """One row length per declared size class (its capacity), for steps that must visit every class."""
+        return self.sizes.lengths(dt) if self.sizes is not None else ()
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,18 @@ def build_arches(opts) -> tuple:
     if opts.device == "cuda":
         return (device_arch(),)
     return CPU_BUILD_ARCHES
+
+
+@lru_cache(maxsize=1)
+def capability():
+    """(major, minor) compute capability of device 0, or None where no GPU is usable (no driver, no device, a
+    driver error); no CUDA context is created. Cached: one answer per process."""
+    try:
+        if driver_device_count() == 0:
+            return None
+        from verifier.gpu.libcuda import device_capability
+
+        return device_capability()
+    except Exception:
+        return None
+

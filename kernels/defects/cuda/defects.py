@@ -8,29 +8,21 @@ fail by design). Check one explicitly: `verifier check kernels/defects/cuda/defe
 (sanitizer classes: add --sanitize). Twins written here are in KERNELS too; the others are bundled
 kernels of kernels/cuda/*_spec.py.
 """
-from verifier.spec import CudaKernel, Expectations, Launch, dtypes, register_resident
+from verifier.spec import (CudaKernel, Expectations, Launch, Workspace, dtypes, max_row, register_resident,
+                           whole_vectors)
 
 F32 = [dtypes("f32")]
 THREADS = 256
 WARP_ROWS = 4
 SPLIT_COLS = 512  # columns per block of the split (atomic) reduction
 NORM_ARGS = ("x", "w", "y", "M", "N", "eps")
+PARTIALS = Workspace("part", lambda M, N: 32 * M)  # 32 warp partials per block (one block per row)
 
 
 def _one(entry, args, block=THREADS):
     def launches(M, N, dt, params):
         return [Launch(entry=entry.format(tag=dt.tag), grid=(M,), block=(block,), args=args)]
     return launches
-
-
-def _max_n(limit, alternative):
-    def supports(M, N, dt):
-        return None if N <= limit else f"N={N} exceeds this kernel's limit {limit}; use {alternative}"
-    return supports
-
-
-def _w4_refuses_tail(M, N, dt):
-    return None if N % 4 == 0 else f"N={N} is not a multiple of 4: w is read as float4; use cuda-rmsnorm-block"
 
 
 def _warp(entry):
@@ -47,7 +39,7 @@ def _split_reduce(M, N, dt, params):
 
 
 _DET = Expectations(deterministic=True)
-_WARP_LIMIT = _max_n(1024, "cuda-online-softmax-block")
+_WARP_LIMIT = max_row(1024, "cuda-online-softmax-block")
 
 
 def _k(name, op, source, launches, description, dts=F32, supports=None, expectations=_DET):
@@ -64,44 +56,44 @@ KERNELS = [
     _k("defect-block-reduce-twice-no-barrier", "layernorm", "sync_defects.cu",
        _one("ln_twice_no_barrier_{tag}_e4", ("x", "w", "b", "y", "M", "N", "eps")),
        "two-pass LayerNorm calling a block reduce twice; the reduce has no barrier before its write",
-       supports=_max_n(1024, "cuda-layernorm-welford"), expectations=register_resident()),
+       supports=max_row(1024, "cuda-layernorm-welford"), expectations=register_resident()),
     _k("cuda-rmsnorm-tree", "rmsnorm", "sync_defects.cu", _one("rms_tree_ok_{tag}", NORM_ARGS),
        "RMSNorm with a shared-memory tree reduction, __syncthreads outside the branch (twin)"),
     _k("defect-divergent-syncthreads", "rmsnorm", "sync_defects.cu", _one("rms_tree_divergent_{tag}", NORM_ARGS),
        "RMSNorm tree reduction with __syncthreads inside `if (t < stride)`"),
     _k("cuda-rmsnorm-w4", "rmsnorm", "memory_defects.cu", _one("rms_w4_{tag}", NORM_ARGS),
-       "RMSNorm with float4 weight loads, refusing N % 4 != 0 (twin)", supports=_w4_refuses_tail),
+       "RMSNorm with float4 weight loads, refusing N % 4 != 0 (twin)", supports=whole_vectors("cuda-rmsnorm-block")),
     _k("defect-float4-tail-overread", "rmsnorm", "memory_defects.cu", _one("rms_w4_{tag}", NORM_ARGS),
        "RMSNorm with float4 weight loads rounded up to ceil(N/4) vectors, accepting any N"),
     _k("defect-atomic-split-reduce", "reduce_sum", "memory_defects.cu", _split_reduce,
        "row sum split over blocks of 512 columns, fp32 atomicAdd of the partials, declared deterministic"),
     _k("defect-dynamic-register-index", "softmax", "resource_defects.cu", _one("softmax_regs_dynamic_{tag}", ("x", "y", "M", "N")),
        "softmax with the row in a register array indexed by a run-time-bounded loop, declared register-resident",
-       supports=_max_n(8192, "cuda-softmax-s2"), expectations=register_resident()),
+       supports=max_row(8192, "cuda-softmax-s2"), expectations=register_resident()),
     _k("defect-spill-undeclared", "rmsnorm", "resource_defects.cu", _one("rmsnorm_regs_spill_{tag}", NORM_ARGS),
        "register-resident RMSNorm capped at 32 registers by __launch_bounds__(256, 8): spills its row; "
-       "default Expectations (nothing declared)", supports=_max_n(8192, "cuda-rmsnorm-block"),
+       "default Expectations (nothing declared)", supports=max_row(8192, "cuda-rmsnorm-block"),
        expectations=Expectations()),
     _k("defect-spill-register-resident", "rmsnorm", "resource_defects.cu", _one("rmsnorm_regs_spill_{tag}", NORM_ARGS),
-       "the same spilling RMSNorm, declared register_resident()", supports=_max_n(8192, "cuda-rmsnorm-block"),
+       "the same spilling RMSNorm, declared register_resident()", supports=max_row(8192, "cuda-rmsnorm-block"),
        expectations=register_resident()),
     # lint_defects.cu: one defect per class of `verifier lint` (check class static), found without a GPU
     _k("cuda-rmsnorm-small", "rmsnorm", "lint_defects.cu", _one("rms_small_ok_{tag}", NORM_ARGS),
        "RMSNorm for rows up to 256, one element per thread, padding threads stay in the block reduce (twin)",
-       supports=_max_n(256, "cuda-rmsnorm-block")),
+       supports=max_row(256, "cuda-rmsnorm-block")),
     _k("defect-early-exit-before-barrier", "rmsnorm", "lint_defects.cu", _one("rms_small_early_exit_{tag}", NORM_ARGS),
        "RMSNorm for rows up to 256 whose padding threads return before the block reduce's barriers",
-       supports=_max_n(256, "cuda-rmsnorm-block")),
+       supports=max_row(256, "cuda-rmsnorm-block")),
     _k("defect-tree-first-barrier-missing", "rmsnorm", "lint_defects.cu",
        _one("rms_tree_first_sync_missing_{tag}", NORM_ARGS),
        "RMSNorm tree reduction without the barrier between the partials' store and the first stage's read"),
     _k("defect-shuffle-inactive-lanes", "rmsnorm", "lint_defects.cu", _one("rms_guarded_shfl_{tag}", NORM_ARGS),
        "RMSNorm whose block reduce runs a full-mask warp_sum inside `if (lane < nwarps)`"),
     _k("cuda-rmsnorm-global-scratch", "rmsnorm", "lint_defects.cu",
-       _one("rms_global_scratch_ok_{tag}", ("x", "w", "y", "tmp:part:M*32:float32", "M", "N", "eps")),
+       _one("rms_global_scratch_ok_{tag}", ("x", "w", "y", PARTIALS, "M", "N", "eps")),
        "RMSNorm with the warp partials in a global workspace, 32 floats per block (twin)"),
     _k("defect-global-scratch-shared-by-blocks", "rmsnorm", "lint_defects.cu",
-       _one("rms_global_scratch_shared_by_blocks_{tag}", ("x", "w", "y", "tmp:part:M*32:float32", "M", "N", "eps")),
+       _one("rms_global_scratch_shared_by_blocks_{tag}", ("x", "w", "y", PARTIALS, "M", "N", "eps")),
        "RMSNorm with the warp partials in a global workspace indexed by warp only: all blocks share 32 floats"),
     _k("defect-cuda-warp-softmax-no-merge-guard", "softmax", "online_softmax_defects.cu",
        _warp("online_softmax_warp_no_merge_guard"), "seed warp online softmax, butterfly merge without the empty-lane guard",

@@ -6,36 +6,29 @@ fail by design). Check one explicitly: `verifier check kernels/defects/triton/de
 Twins written here (same module, the defect switched off) are in KERNELS too; the others are the
 bundled kernels in kernels/triton/spec.py.
 """
-from verifier.spec import Expectations, TritonKernel, dtypes, register_resident
+from verifier.spec import FLOAT_IO, Expectations, TritonKernel, dtypes, max_row, register_resident
 
-IO = [dtypes("f32"), dtypes("f16"), dtypes("bf16")]
 _DET = Expectations(deterministic=True)
 
 
-def _max_n(limit, alternative):
-    def supports(M, N, dt):
-        return None if N <= limit else f"N={N} exceeds this kernel's limit {limit}; use {alternative}"
-    return supports
-
-
-def _t(name, op, module, launcher, description, dts=IO, supports=None, expectations=_DET):
+def _t(name, op, module, launcher, description, dts=FLOAT_IO, supports=None, expectations=_DET):
     kw = {"supports": supports} if supports else {}
     return TritonKernel(name=name, op=op, module=module, launcher=launcher, dtypes=dts, math_mode="triton_approx",
                         expectations=expectations, description=description, **kw)
 
 
-_ONE_BLOCK = _max_n(65536, "triton-online-softmax")
-_WARP = _max_n(4096, "triton-online-softmax")
-_TILE64 = _max_n(65536, "triton-online-softmax (4096-column tiles)")
+_ONE_BLOCK = max_row(65536, "triton-online-softmax")
+_WARP = max_row(4096, "triton-online-softmax")
+_TILE64 = max_row(65536, "triton-online-softmax (4096-column tiles)")
 
 KERNELS = [
     TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
-                 launcher="launch_no_max_sub", dtypes=[dtypes(d, "f32") for d in ("f32", "f16", "bf16")],
-                 math_mode="triton_approx", tolerance={"online": True}, expectations=_DET,
+                 launcher="launch_no_max_sub", dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
+                 math_mode="triton_approx", online=True, expectations=_DET,
                  description="cross entropy with lse = log(sum(exp(x))), no max subtraction"),
     TritonKernel(name="defect-triton-ce-labels-as-int32", op="cross_entropy", module="cross_entropy_defects.py",
                  launcher="launch_labels_as_int32", dtypes=[dtypes(d, "f32") for d in ("f32", "bf16")],
-                 math_mode="triton_approx", tolerance={"online": True}, expectations=_DET,
+                 math_mode="triton_approx", online=True, expectations=_DET,
                  description="cross entropy reading the int64 label buffer as int32 (row i takes word i)"),
     _t("defect-triton-softmax-no-max-sub", "softmax", "softmax_defects.py", "launch_no_max_sub",
        "softmax as exp(x) / sum(exp(x)), no max subtraction", supports=_ONE_BLOCK),
@@ -56,7 +49,7 @@ KERNELS = [
     _t("defect-triton-warp-softmax-no-update-guard", "softmax", "warp_softmax_defects.py", "launch_no_update_guard",
        "warp-per-row online softmax whose per-element update has no -inf guard", supports=_WARP),
     _t("defect-triton-layernorm-naive-variance", "layernorm", "norm_defects.py", "launch_layernorm_naive_var",
-       "LayerNorm with var = E[x^2] - E[x]^2", supports=_max_n(65536, "a tiled LayerNorm")),
+       "LayerNorm with var = E[x^2] - E[x]^2", supports=max_row(65536, "a tiled LayerNorm")),
     _t("triton-rmsnorm-tiled", "rmsnorm", "norm_defects.py", "launch_rmsnorm_tiled",
        "RMSNorm over 256-column tiles, per-lane fp32 sums of squares (twin)"),
     _t("defect-triton-rmsnorm-io-dtype-acc", "rmsnorm", "norm_defects.py", "launch_rmsnorm_io_acc",
