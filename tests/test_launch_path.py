@@ -412,16 +412,6 @@ def test_the_switch(monkeypatch):
     assert "VERIFIER_CUDA_LAUNCH=torch" in e.value.fix
 
 
-def test_device_arch_asks_the_driver(monkeypatch):
-    """The one GPU probe answers the arch from the CUDA driver, on every launch path (no torch import)."""
-    from verifier.gpu import probe
-
-    monkeypatch.setattr(cd, "device_capability", lambda: (4, 2))
-    for mode in ("driver", "torch"):
-        monkeypatch.setenv(launch_path.ENV, mode)
-        assert probe.device_arch() == "sm_42"
-
-
 _DRY = r"""
 import sys
 sys.path.insert(0, "tests")

@@ -42,6 +42,7 @@ import os
 import pytest
 
 from verifier.gpu import pinning as gpu_pinning
+from verifier.gpu.probe import physical_gpu_count
 from verifier.results.levels import DEFAULT as SUITE_BUDGET
 
 # verifier.plugin.* is imported inside the hooks that need it: this module is imported by every pytest session
@@ -77,7 +78,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     """Pin this xdist worker to one GPU before conftests or tests can initialize CUDA."""
     if gpu_pinning.worker_index(os.environ.get("PYTEST_XDIST_WORKER")) is None:
         return
-    changes = gpu_pinning.pinned_environment(os.environ, gpu_pinning.count_physical_gpus())
+    changes = gpu_pinning.pinned_environment(os.environ, physical_gpu_count())
     if changes and gpu_pinning.cuda_initialized():
         import warnings
 
@@ -93,7 +94,7 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto``: CPUs / GPUs workers per visible GPU (gpu_pinning.workers_per_gpu); xdist's CPU count
     without GPUs."""
     try:
-        return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+        return gpu_pinning.auto_workers(os.environ, physical_gpu_count())
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
 

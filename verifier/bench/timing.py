@@ -15,11 +15,9 @@ NO_GPU = ("verifier bench needs a CUDA GPU and torch sees none: it times kernels
 
 
 def gpu_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+    from verifier.gpu.probe import cuda_available
+
+    return cuda_available()
 
 
 class Timer:

@@ -81,9 +81,17 @@ def context() -> int:
     return ctx
 
 
-@lru_cache(maxsize=1)
+def device_count() -> int:
+    """Devices the driver sees (it honours CUDA_VISIBLE_DEVICES); no context is created."""
+    lib, count = _lib(), ctypes.c_int(0)
+    _check(lib.cuInit(0), "cuInit")
+    _check(lib.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
+    return count.value
+
+
 def device_capability() -> tuple:
-    """(major, minor) compute capability of device 0, from the driver (no context is created)."""
+    """(major, minor) compute capability of device 0, from the driver (no context is created). Ask
+    verifier.gpu.probe.capability(), which caches it and answers None without a GPU."""
     lib, major, minor = _lib(), ctypes.c_int(), ctypes.c_int()
     _check(lib.cuInit(0), "cuInit")
     _check(lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
