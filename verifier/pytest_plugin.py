@@ -106,6 +106,10 @@ def pytest_configure(config):
     for name, doc in session.MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = session.validated(config)
+    if not config._verifier["child"] and "PYTEST_XDIST_WORKER" not in os.environ:  # once per session
+        from verifier.launch import warn_retired_env
+
+        warn_retired_env()
     worker_crash.configure(config)  # a kernel that kills an xdist worker costs one test (see that module)
 
 

@@ -18,7 +18,6 @@ from verifier.battery import check_kernel
 from verifier.errors import UsageError
 from verifier.launch.harness import is_cuda_fault
 from verifier.isolation.children import STEP_PREFIX, write_json
-from verifier.launch.path import prefer_driver
 from verifier.results.options import Options
 from verifier.declare.registry import load_spec_file
 from verifier.results.serialize import kernel_entry
@@ -27,10 +26,6 @@ from verifier.results.serialize import kernel_entry
 def main(argv) -> int:
     with open(argv[0]) as fh:
         req = json.load(fh)
-    # CUDA specs through the CUDA driver API on numpy buffers at every budget: no torch import (4-5 s on an
-    # H200 machine) and outputs bit-identical to torch's (tests/test_launch_path_gpu.py); $VERIFIER_CUDA_LAUNCH=torch
-    # forces torch + CuPy.
-    prefer_driver()
     phases.mark("child-imported")
 
     def progress(msg: str):
