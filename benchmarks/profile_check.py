@@ -1,11 +1,10 @@
 """Where the time of a verdict goes: `verifier check` of one kernel, in this process, under cProfile, after
 timing the imports on their own. Prints the phases and the top functions by cumulative time.
 
-    python benchmarks/profile_check.py SPEC_FILE KERNEL [--level quick] [--device cuda] [--top 35]
-        [--launch driver|torch]
+    python benchmarks/profile_check.py SPEC_FILE KERNEL [--level quick] [--device cuda] [--top 35] [--import-torch]
 
---launch driver (the default, as in the check child) launches CUDA kernels through the CUDA driver API and
-imports no torch; --launch torch imports torch first and launches through it (VERIFIER_CUDA_LAUNCH=torch).
+CUDA kernels are launched through the one CUDA launch path (the CUDA driver API) and import no torch, as in the
+check child; --import-torch imports torch first, to see what a process that holds torch pays (the pytest plugin's).
 """
 from __future__ import annotations
 
@@ -25,13 +24,10 @@ def main(argv=None) -> int:
     ap.add_argument("--level", default="quick")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--top", type=int, default=35)
-    ap.add_argument("--launch", choices=("driver", "torch"), default="driver")
+    ap.add_argument("--import-torch", action="store_true", help="import torch first")
     args = ap.parse_args(argv)
-    import os
-
-    os.environ["VERIFIER_CUDA_LAUNCH"] = args.launch
     t0 = time.perf_counter()
-    if args.launch == "torch":
+    if args.import_torch:
         import torch  # noqa: F401
 
     t1 = time.perf_counter()
@@ -52,7 +48,7 @@ def main(argv=None) -> int:
     report = check_kernel(spec, opts)
     prof.disable()
     t4 = time.perf_counter()
-    print(f"launch path {args.launch}; import torch {t1 - t0:.2f} s; import verifier.battery {t2 - t1:.2f} s; load spec {t3 - t2:.2f} s; "
+    print(f"import torch {t1 - t0:.2f} s; import verifier.battery {t2 - t1:.2f} s; load spec {t3 - t2:.2f} s; "
           f"check_kernel {t4 - t3:.2f} s (verdict {report.verdict})")
     pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
     pstats.Stats(prof).sort_stats("tottime").print_stats(20)

@@ -30,16 +30,15 @@ def main(argv=None) -> int:
 
     from verifier.bench.plan import summarize
     from verifier.bench.timing import NO_GPU, Timer, gpu_available
+    from verifier.gpu import libcuda as cd
+    from verifier.gpu.probe import device_arch
     from verifier.toolchain.nvcc import compile_cubin
-    from verifier.launch.cuda import _cupy, device_arch, torch_stream_for_cupy
 
     if not gpu_available():
         print(NO_GPU[0], file=sys.stderr)
         return 2
     res = compile_cubin(ROOT / "kernels/cuda/softmax_fast.cu", arch=device_arch(), defines={"KV_S5_TUNE": 1})
-    cp = _cupy()
-    mod = cp.RawModule(path=str(res.cubin))
-    stream = torch_stream_for_cupy(cp, torch.cuda.current_stream())
+    stream = torch.cuda.current_stream().cuda_stream  # the events' stream (entries outside any spec: the driver API)
     timer = Timer(args.runs, 3)
     entries_all = sorted(res.resources)
     entries = [e for e in entries_all if e.startswith("softmax_s5")]
@@ -56,13 +55,13 @@ def main(argv=None) -> int:
 
     def trial(e, label, x, ref, copy_ms, grid, block, best):
         """Check then time one entry on x; print its line; the better of best and it."""
-        fn = mod.get_function(e)
+        fn = cd.function(res.cubin, e)
         y = torch.full_like(x, float("nan"))
-        a = (np.uint64(x.data_ptr()), np.uint64(y.data_ptr()), np.int32(x.shape[0]), np.int32(x.shape[1]))
+        params, keep = cd.kernel_params(
+            [np.uint64(x.data_ptr()), np.uint64(y.data_ptr()), np.int32(x.shape[0]), np.int32(x.shape[1])])
 
         def go():
-            with stream:
-                fn(grid, block, a)
+            cd.launch(fn, grid, block, params, 0, stream, e)
 
         go()
         torch.cuda.synchronize()

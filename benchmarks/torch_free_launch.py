@@ -1,6 +1,7 @@
-"""What a fresh process pays before its first CUDA kernel result: through torch (what every `verifier check`
-child does now) vs through verifier.gpu.libcuda (ctypes over libcuda, numpy arrays). Each case runs in its own
-interpreter, after one untimed run that warms the nvcc cache; the ratio is measured side by side in one run.
+"""What a fresh process pays before its first CUDA kernel result: the one CUDA runner (verifier.launch.cuda, the
+CUDA driver API) on torch tensors, which costs the torch import, vs on driver buffers through the harness, as the
+`verifier check` child runs it. Each case runs in its own interpreter, after one untimed run that warms the nvcc
+cache; the ratio is measured side by side in one run.
 
     python benchmarks/torch_free_launch.py [--repeats 3]
 """
@@ -18,14 +19,15 @@ _SPEC = "from verifier.declare.registry import load_spec_file; k = load_spec_fil
 CASES = {
     "python -c pass": "pass",
     "import torch; CUDA context": "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()",
-    "torch + CuPy runner: S5 once": (
+    "runner on torch tensors: S5 once": (
         "import torch; from verifier.spec import dtypes; from verifier.launch.cuda import run_cuda; " + _SPEC +
         "x = torch.randn(64, 1024, device='cuda'); y = torch.empty_like(x); "
         "run_cuda(k, {'x': x}, {'y': y}, {}, dtypes('f32'), 'cuda'); assert abs(y.sum().item() - 64) < 1e-3"),
-    "cuda_driver: S5 once": (
-        "import numpy as np; from verifier.launch.cuda_numpy import run_numpy; from verifier.spec import dtypes; " + _SPEC +
+    "runner on driver buffers: S5 once": (
+        "import numpy as np; from verifier.launch.harness import execute; from verifier.launch.cuda import run_cuda; "
+        "from verifier.spec import dtypes; " + _SPEC +
         "x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32); "
-        "r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
+        "r = execute(run_cuda, k, {'x': x}, dtypes('f32'), {}, 'cuda', check_poison=False); "
         "assert abs(r.outputs['y'].sum() - 64) < 1e-3"),
 }
 
@@ -54,8 +56,8 @@ def main(argv=None) -> int:
         times = [wall(code) for _ in range(args.repeats)]
         med[name] = statistics.median(times)
         print(f"{name:32s} median {med[name]:6.2f} s  ({', '.join(f'{t:.2f}' for t in times)})")
-    a, b = med["torch + CuPy runner: S5 once"], med["cuda_driver: S5 once"]
-    print(f"torch + CuPy / cuda_driver: {a / b:.1f}x ({a - b:.2f} s saved per process)")
+    a, b = med["runner on torch tensors: S5 once"], med["runner on driver buffers: S5 once"]
+    print(f"torch tensors / driver buffers: {a / b:.1f}x ({a - b:.2f} s saved per process)")
     return 0
 
 

@@ -1,14 +1,12 @@
-"""Time to a verdict for one CUDA kernel, the driver launch path against the torch path, side by side in one run
-(issue #15: quick <= 3 s warm and <= 8 s cold, thorough --sanitize <= 60 s, on one H200).
+"""Time to a verdict for one CUDA kernel (issue #15: quick <= 3 s warm and <= 8 s cold, thorough --sanitize
+<= 60 s, on one H200). The check child launches CUDA kernels through the one CUDA launch path (the CUDA driver
+API, verifier.launch.cuda) and imports no torch.
 
-For each path (the default: the check child launches through the CUDA driver API; torch: VERIFIER_CUDA_LAUNCH=torch)
-and interleaved between them: `verifier check SPEC --kernel K` at --level quick on an empty build cache (cold),
-then with a warm cache quick (median of --repeats), ci, thorough and thorough --sanitize; then one more warm quick
-run with $VERIFIER_PHASES set, broken down into phases: parent start-up (interpreter, CLI, spec loading, up to the
-child's spawn), child interpreter start, child imports, spec loading, the battery (under cProfile: build cache,
-static lint, launches, references, imports done inside the battery, the rest) and the child's exit and the
-parent's report. cProfile loses its accounting around `import torch` (torch path): there the torch import lands
-in "the rest", and the battery's wall time is the figure to read.
+`verifier check SPEC --kernel K` at --level quick on an empty build cache (cold), then with a warm cache quick
+(median of --repeats), ci, thorough and thorough --sanitize; then one more warm quick run with $VERIFIER_PHASES
+set, broken down into phases: parent start-up (interpreter, CLI, spec loading, up to the child's spawn), child
+interpreter start, child imports, spec loading, the battery (under cProfile: build cache, static lint, launches,
+references, imports done inside the battery, the rest) and the child's exit and the parent's report.
 
     python benchmarks/verdict_time.py [--spec kernels/cuda/rmsnorm_spec.py] [--kernel cuda-rmsnorm-n3]
         [--repeats 3] [--no-sanitize] [--out DIR]
@@ -27,34 +25,31 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = {"driver": None, "torch": "torch"}  # value of VERIFIER_CUDA_LAUNCH (None: unset, the default)
 # battery phases: (label, file suffix, function) of cProfile entries whose cumulative time is the phase
 BATTERY = [("build cache (nvcc or cached cubin/PTX)", "verifier/toolchain/nvcc.py", ("compile_cubin", "compile_ptx")),
            ("static lint", "verifier/lint/step.py", ("battery_hook",)),
-           ("launches (harness bodies)", "verifier/launch/harness.py", ("_launch_driver", "_launch_torch")),
+           ("launches (harness bodies)", "verifier/launch/harness.py", ("_launch_device", "_launch_torch")),
            ("references (float64 + mpmath)", "references/__init__.py", ("reference",)),
            ("imports inside the battery", "_bootstrap>", ("_find_and_load",))]
 
 
-def _env(path: str, cache: str, phases: str | None = None) -> dict:
+def _env(cache: str, phases: str | None = None) -> dict:
     env = dict(os.environ, VERIFIER_CACHE_DIR=cache, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("VERIFIER_CUDA_LAUNCH", None)
-    if PATHS[path]:
-        env["VERIFIER_CUDA_LAUNCH"] = PATHS[path]
+    env.pop("VERIFIER_CUDA_LAUNCH", None)  # retired: it would only add a warning line
     env.pop("VERIFIER_PHASES", None)
     if phases:
         env["VERIFIER_PHASES"] = phases
     return env
 
 
-def check(args, path: str, cache: str, budget: str, extra=(), phases=None) -> tuple:
+def check(args, cache: str, budget: str, extra=(), phases=None) -> tuple:
     cmd = [sys.executable, "-m", "verifier.cli", "check", args.spec, "--kernel", args.kernel, "--level", budget,
            "--no-progress", *extra]
     t = time.time()
-    out = subprocess.run(cmd, cwd=ROOT, env=_env(path, cache, phases), capture_output=True, text=True, timeout=900)
+    out = subprocess.run(cmd, cwd=ROOT, env=_env(cache, phases), capture_output=True, text=True, timeout=900)
     wall = time.time() - t
     if out.returncode not in (0, 1):
-        sys.stderr.write(f"[{path}] {' '.join(cmd[2:])}: exit {out.returncode}\n{out.stderr[-2000:]}\n")
+        sys.stderr.write(f"{' '.join(cmd[2:])}: exit {out.returncode}\n{out.stderr[-2000:]}\n")
     return wall, out.returncode, t
 
 
@@ -63,9 +58,9 @@ def _cumulative(prof: str, suffix: str, names) -> float:
     return sum(v[3] for (f, _line, fn), v in st.items() if f.endswith(suffix) and fn in names)
 
 
-def breakdown(args, path: str, cache: str, work: str) -> dict:
-    marks_file = os.path.join(work, f"phases-{path}.txt")
-    wall, _rc, t0 = check(args, path, cache, "quick", phases=marks_file)
+def breakdown(args, cache: str, work: str) -> dict:
+    marks_file = os.path.join(work, "phases.txt")
+    wall, _rc, t0 = check(args, cache, "quick", phases=marks_file)
     marks = {}
     for ln in Path(marks_file).read_text().splitlines():
         name, value = ln.split()
@@ -104,40 +99,25 @@ def main(argv=None) -> int:
     work = args.out or tempfile.mkdtemp(prefix="verdict-time-")
     os.makedirs(work, exist_ok=True)
     rows: dict = {}
-
-    def put(row, path, value):
-        rows.setdefault(row, {})[path] = value
-
+    cold = os.path.join(work, "cache-cold")  # an empty build cache
+    shutil.rmtree(cold, ignore_errors=True)
+    rows["quick, cold cache"] = check(args, cold, "quick")[:2]
     warm = os.path.join(work, "cache-warm")
-    for path in PATHS:  # cold: an empty build cache each
-        cold = os.path.join(work, f"cache-cold-{path}")
-        shutil.rmtree(cold, ignore_errors=True)
-        wall, rc, _ = check(args, path, cold, "quick")
-        put("quick, cold cache", path, (wall, rc))
-    check(args, "driver", warm, "quick")  # warm the shared cache (untimed)
-    for _ in range(args.repeats):
-        for path in PATHS:
-            rows.setdefault("quick, warm cache", {}).setdefault(path, []).append(check(args, path, warm, "quick")[:2])
-    for path in PATHS:
-        runs = rows["quick, warm cache"][path]
-        rows["quick, warm cache"][path] = (statistics.median(w for w, _ in runs), max(rc for _, rc in runs))
+    check(args, warm, "quick")  # warm the cache (untimed)
+    runs = [check(args, warm, "quick")[:2] for _ in range(args.repeats)]
+    rows["quick, warm cache"] = (statistics.median(w for w, _ in runs), max(rc for _, rc in runs))
     budgets = [("ci", ()), ("thorough", ())] + ([] if args.no_sanitize else [("thorough --sanitize", ("--sanitize",))])
     for label, extra in budgets:
-        for path in PATHS:
-            wall, rc, _ = check(args, path, warm, label.split()[0], extra)
-            put(label + ", warm cache", path, (wall, rc))
-    phases = {path: breakdown(args, path, warm, work) for path in PATHS}
+        rows[label + ", warm cache"] = check(args, warm, label.split()[0], extra)[:2]
+    phases = breakdown(args, warm, work)
 
     print(f"verifier check {args.spec} --kernel {args.kernel}: wall seconds (exit code), warm quick = median of "
           f"{args.repeats}")
-    print(f"{'':40s} {'driver path':>14s} {'torch path':>14s} {'torch/driver':>13s}")
-    for row, by in rows.items():
-        d, t = by["driver"], by["torch"]
-        print(f"{row:40s} {d[0]:9.2f} ({d[1]})  {t[0]:9.2f} ({t[1]})  {t[0] / d[0]:12.2f}x")
+    for row, (wall, rc) in rows.items():
+        print(f"{row:40s} {wall:9.2f} ({rc})")
     print("\nphases of one warm quick run (seconds; the battery under cProfile, which slows it)")
-    for row in phases["driver"]:
-        d, t = phases["driver"][row], phases["torch"][row]
-        print(f"{row:62s} {d:8.2f} {t:8.2f}")
+    for row, value in phases.items():
+        print(f"{row:62s} {value:8.2f}")
     print(f"\nmarks and cProfile dumps: {work}")
     return 0
 

@@ -1,5 +1,6 @@
-"""verifier.gpu.libcuda: CUDA kernels from numpy through the driver API, no torch. CPU: argument packing, a
-missing driver, workspaces; GPU (skips without a driver and nvcc): bundled softmax kernels against float64."""
+"""verifier.gpu.libcuda, the driver layer of the one CUDA launch path, no torch. CPU: argument packing, a missing
+driver, workspaces; GPU (skips without a driver and nvcc): bundled softmax kernels on driver buffers against
+float64, a missing entry, a refusal, and a process that never imports torch."""
 import ctypes
 import shutil
 import subprocess
@@ -10,8 +11,9 @@ import numpy as np
 import pytest
 
 from verifier.gpu import libcuda as cd
-from verifier.launch.cuda_numpy import run_numpy
 from verifier.gpu.probe import driver_device_count
+from verifier.launch.cuda import run_cuda
+from verifier.launch.harness import execute
 from verifier.errors import SpecError, ToolMissing, Unsupported
 from verifier.spec import dtypes
 
@@ -96,8 +98,8 @@ def test_bundled_softmax_through_the_driver_matches_float64(kernel, tag, N):
     rng = np.random.default_rng(0)
     M = 37
     x = (rng.standard_normal((M, N)) * 3).astype(np.float32).astype(io)
-    poison = np.full((M, N), np.nan, dtype=io)
-    res = run_numpy(_spec_module("softmax_fast_spec")[kernel], {"x": x}, {"y": poison}, {}, dt)
+    res = execute(run_cuda, _spec_module("softmax_fast_spec")[kernel], {"x": x}, dt, {}, "cuda")
+    assert not res.unwritten and not res.guard_hits  # every element written, nothing past the ends
     y = res.outputs["y"].astype(np.float64)
     assert not np.isnan(y).any()  # every element written
     xf = x.astype(np.float32).astype(np.float64)
@@ -110,15 +112,15 @@ def test_bundled_softmax_through_the_driver_matches_float64(kernel, tag, N):
     k = np.abs(xf - xf.max(axis=-1, keepdims=True)) + 2 * 2 + np.ceil(np.log2(N)) + 1
     bound = (u_out * (1 + k * u) + k * u) * np.abs(ref) + np.finfo(np.float32).tiny
     assert np.all(np.abs(y - ref) <= bound), np.max(np.abs(y - ref) / bound)
-    assert res.arch.startswith("sm_") and res.cubin.exists()
 
 
 @needs_gpu
 def test_a_missing_entry_names_the_call_and_the_driver_error():
+    from verifier.gpu.probe import device_arch
     from verifier.launch.cuda import build
 
     spec = _spec_module("softmax_fast_spec")["cuda-softmax-s5"]
-    cubin = build(spec, cd.device_arch(), dtypes("f32")).cubin
+    cubin = build(spec, device_arch(), dtypes("f32")).cubin
     with pytest.raises(cd.DriverError, match=r"cuModuleGetFunction\('no_such_entry'\) failed: CUDA_ERROR_NOT_FOUND"):
         cd.function(cubin, "no_such_entry")
 
@@ -126,17 +128,18 @@ def test_a_missing_entry_names_the_call_and_the_driver_error():
 @needs_gpu
 def test_a_refused_shape_raises_unsupported_before_any_launch():
     with pytest.raises(Unsupported, match="multiple of the 8-element"):
-        run_numpy(_spec_module("softmax_fast_spec")["cuda-softmax-s5"], {"x": np.zeros((2, 12), np.float16)},
-                     {"y": np.zeros((2, 12), np.float16)}, {}, dtypes("f16"))
+        execute(run_cuda, _spec_module("softmax_fast_spec")["cuda-softmax-s5"], {"x": np.zeros((2, 12), np.float16)},
+                dtypes("f16"), {}, "cuda")
 
 
 @needs_gpu
-def test_the_driver_path_imports_no_torch():
-    code = ("import sys, numpy as np; from verifier.launch.cuda_numpy import run_numpy; from verifier.spec import dtypes; "
+def test_the_launch_path_on_driver_buffers_imports_no_torch():
+    code = ("import sys, numpy as np; from verifier.launch.harness import execute; "
+            "from verifier.launch.cuda import run_cuda; from verifier.spec import dtypes; "
             "from verifier.declare.registry import load_spec_file; "
-            "k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; "
-            "x = np.ones((4, 256), np.float32); r = run_numpy(k, {'x': x}, {'y': np.zeros_like(x)}, {}, dtypes('f32')); "
-            "assert abs(r.outputs['y'].sum() - 4) < 1e-4; print('torch' in sys.modules)")
+            "k = load_spec_file('kernels/cuda/softmax_fast_spec.py')[0]; x = np.ones((4, 256), np.float32); "
+            "r = execute(run_cuda, k, {'x': x}, dtypes('f32'), {}, 'cuda'); "
+            "assert abs(r.outputs['y'].sum() - 4) < 1e-4 and not r.unwritten; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

@@ -1,16 +1,16 @@
-"""The two launch bodies of verifier.launch.harness on a CPU: CUDA kernels emulated in Python on raw memory, launched
-once through the torch body (torch CPU tensors, a fake CuPy standing in for the GPU) and once through the driver
-body (numpy buffers, a fake libcuda standing in for the driver), must leave the same bits, the same unwritten
-masks and the same guard hits, for guards, both poisons, in-out tensors, tmp workspaces, scalars, several
-launches, int64 labels, refusals and faults. Also: the switch ($VERIFIER_CUDA_LAUNCH) and the no-torch child.
-
-The emulated kernels read and write through the pointers they are given, so the guard offsets and the buffer
-layout are exercised as on a GPU: a pointer outside every allocation is an illegal address."""
+"""The one CUDA launch path on a CPU: verifier.launch.cuda and the harness's device body over a fake libcuda
+(tests/fake_libcuda.py) that records what reaches cuLaunchKernel and runs emulated kernels on host memory.
+Argument values and widths, grid/block/smem, stream, workspaces (size, dtype, one buffer per name across
+launches, freed after the call), refusal before any driver call, SpecErrors, the fault message; guards, poisons,
+in-out tensors and int64 labels through driver buffers; the retired $VERIFIER_CUDA_LAUNCH; a check child without
+torch, CuPy, Hypothesis or Triton."""
 from __future__ import annotations
 
-import ctypes
+import os
+import shutil
 import subprocess
 import sys
+from ctypes import c_float, c_int32, c_int64, c_uint32, c_uint64
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,276 +18,102 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fake_libcuda import ILLEGAL_TEXT, OUT_OF_RESOURCES, install
+from verifier.errors import SpecError, ToolMissing, Unsupported
 from verifier.gpu import libcuda as cd
-from verifier.gpu import probe
-from verifier.launch import harness
-from verifier.launch import path as launch_path
-from verifier.errors import SpecError, Unsupported, UsageError
-from verifier.launch.harness import GUARD_BYTES, KernelFault, execute
 from verifier.launch import cuda as rc
-from verifier.launch import cuda_numpy as cn
-from verifier.spec import CudaKernel, Launch, Scalar, dtypes
+from verifier.launch import harness
+from verifier.launch.harness import GUARD_BYTES, KernelFault, execute, is_cuda_fault
+from verifier.spec import CudaKernel, Launch, Scalar, Workspace, dtypes
 
 ROOT = Path(__file__).resolve().parent.parent
 F32, BF16 = dtypes("f32"), dtypes("bf16")
-_IO = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
+_IO = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "bf16tof32": ml_dtypes.bfloat16}  # by tag: the input's
 
 
-class Illegal(Exception):
-    pass
+# --- emulated kernels: fn(lib, args), args as cuLaunchKernel passed them; the entry ends in _<dtype tag> ----------
+def _scale(lib, a, io):  # (x, w, y, M, N): y = x * w * 1.5
+    x, w, y, M, N = a[:5]
+    xs = lib.view(x, io, M * N).astype(np.float32).reshape(M, N)
+    lib.view(y, io, M * N)[:] = (xs * lib.view(w, io, N).astype(np.float32) * np.float32(1.5)).astype(io).reshape(-1)
 
 
-class Memory:
-    """Allocations the emulated kernels may touch: [start, start + nbytes) ranges of host memory."""
-
-    def __init__(self):
-        self.regions: list = []
-
-    def add(self, start: int, nbytes: int):
-        self.regions.append((int(start), int(nbytes)))
-
-    def view(self, ptr, dtype, count: int) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        ptr, nbytes = int(ptr), count * dtype.itemsize
-        if not any(s <= ptr and ptr + nbytes <= s + n for s, n in self.regions):
-            raise Illegal(f"{nbytes} bytes at {ptr:#x}")
-        raw = (ctypes.c_uint8 * max(nbytes, 1)).from_address(ptr)
-        return np.frombuffer(raw, dtype=np.uint8, count=nbytes).view(dtype)
+def _overrun(lib, a, io):  # also one element past the end of y
+    _scale(lib, a, io)
+    lib.view(a[2] + a[3] * a[4] * np.dtype(io).itemsize, io, 1)[0] = 0
 
 
-MEM = Memory()
+def _underrun(lib, a, io):  # also one element before y
+    _scale(lib, a, io)
+    lib.view(a[2] - np.dtype(io).itemsize, io, 1)[0] = 0
 
 
-# --- emulated kernels: fn(args, tag) with args as the launch passes them (pointers as np.uint64) -------------
-def _io(tag):
-    return _IO[tag.split("to")[0]]
+def _skip_last(lib, a, io):  # y[M-1, N-1] never stored
+    keep = lib.view(a[2] + (a[3] * a[4] - 1) * np.dtype(io).itemsize, io, 1).copy()
+    _scale(lib, a, io)
+    lib.view(a[2] + (a[3] * a[4] - 1) * np.dtype(io).itemsize, io, 1)[:] = keep
 
 
-def _rows(args, tag):
-    x, w, y, M, N = args[0], args[1], args[2], int(args[3]), int(args[4])
-    io = _io(tag)
-    xs = MEM.view(x, io, M * N).astype(np.float32).reshape(M, N)
-    ws = MEM.view(w, io, N).astype(np.float32)
-    MEM.view(y, io, M * N)[:] = (xs * ws * np.float32(1.5)).astype(io).reshape(-1)
+def _rstd(lib, a, io):  # (x, rstd workspace, M, N, eps)
+    x, t, M, N, eps = a
+    xs = lib.view(x, io, M * N).astype(np.float32).reshape(M, N)
+    lib.view(t, np.float32, M)[:] = 1 / np.sqrt((xs * xs).mean(axis=1) + np.float32(eps))
 
 
-def k_scale(args, tag):
-    _rows(args, tag)
+def _norm(lib, a, io):  # (x, w, rstd workspace, y, M, N)
+    x, w, t, y, M, N = a
+    xs = lib.view(x, io, M * N).astype(np.float32).reshape(M, N)
+    r = lib.view(t, np.float32, M)[:, None]
+    lib.view(y, io, M * N)[:] = (xs * r * lib.view(w, io, N).astype(np.float32)).astype(io).reshape(-1)
 
 
-def k_overrun(args, tag):  # one element past the end of y
-    _rows(args, tag)
-    io, M, N = _io(tag), int(args[3]), int(args[4])
-    MEM.view(int(args[2]) + M * N * np.dtype(io).itemsize, io, 1)[0] = 0
-
-
-def k_underrun(args, tag):  # one element before the start of y
-    _rows(args, tag)
-    io = _io(tag)
-    MEM.view(int(args[2]) - np.dtype(io).itemsize, io, 1)[0] = 0
-
-
-def k_skip_last(args, tag):  # leaves y[M-1, N-1] unwritten
-    x, w, y, M, N = args[0], args[1], args[2], int(args[3]), int(args[4])
-    io = _io(tag)
-    full = np.empty(M * N, dtype=io)
-    MEM.add(full.ctypes.data, full.nbytes)
-    _rows((x, w, np.uint64(full.ctypes.data), M, N), tag)
-    MEM.view(y, io, M * N - 1)[:] = full[:-1]
-
-
-def k_rstd(args, tag):  # (x, tmp, M, N, eps): first of two launches
-    x, t, M, N, eps = args[0], args[1], int(args[2]), int(args[3]), float(args[4])
-    xs = MEM.view(x, _io(tag), M * N).astype(np.float32).reshape(M, N)
-    MEM.view(t, np.float32, M)[:] = 1 / np.sqrt((xs * xs).mean(axis=1) + np.float32(eps))
-
-
-def k_norm(args, tag):  # (x, w, tmp, y, M, N)
-    x, w, t, y, M, N = args[0], args[1], args[2], args[3], int(args[4]), int(args[5])
-    io = _io(tag)
-    xs = MEM.view(x, io, M * N).astype(np.float32).reshape(M, N)
-    r = MEM.view(t, np.float32, M)
-    MEM.view(y, io, M * N)[:] = (xs * r[:, None] * MEM.view(w, io, N).astype(np.float32)).astype(io).reshape(-1)
-
-
-def k_times_scalar(args, tag):  # (x, w, y, M, N, k: int32, f: float32)
-    x, w, y, M, N, k, f = args[0], args[1], args[2], int(args[3]), int(args[4]), args[5], args[6]
-    assert type(k) is np.int32 and type(f) is np.float32  # the widths the launch passes
-    io = _io(tag)
-    MEM.view(y, io, M * N)[:] = (MEM.view(x, io, M * N).astype(np.float32) * k * f).astype(io)
-
-
-def k_fused_add(args, tag):  # (x, residual, w, y, M, N, eps): residual += x; y = residual * w
-    x, res, w, y, M, N = args[0], args[1], args[2], args[3], int(args[4]), int(args[5])
-    io = _io(tag)
-    h = (MEM.view(x, io, M * N).astype(np.float32) + MEM.view(res, io, M * N).astype(np.float32)).astype(io)
-    MEM.view(res, io, M * N)[:] = h
-    MEM.view(y, io, M * N)[:] = (h.astype(np.float32).reshape(M, N) * MEM.view(w, io, N).astype(np.float32)
+def _fused_add(lib, a, io):  # (x, residual, w, y, M, N, eps): residual += x; y = residual * w
+    x, res, w, y, M, N = a[:6]
+    h = (lib.view(x, io, M * N).astype(np.float32) + lib.view(res, io, M * N).astype(np.float32)).astype(io)
+    lib.view(res, io, M * N)[:] = h
+    lib.view(y, io, M * N)[:] = (h.astype(np.float32).reshape(M, N) * lib.view(w, io, N).astype(np.float32)
                                  ).astype(io).reshape(-1)
 
 
-def k_cross_entropy(args, tag):  # (x, labels: int64, loss, M, N, ignore_index: int64)
-    x, lab, loss, M, N, ign = args[0], args[1], args[2], int(args[3]), int(args[4]), args[5]
-    assert type(ign) is np.int64
-    io = _io(tag)
-    xs = MEM.view(x, io, M * N).astype(np.float32).reshape(M, N)
-    t = MEM.view(lab, np.int64, M)
-    out = MEM.view(loss, np.float32, M)
-    for i in range(M):
-        out[i] = 0.0 if t[i] == ign else np.float32(-xs[i, t[i]])
+def _cross_entropy(lib, a, io):  # (x, labels int64, loss f32, M, N, ignore_index int64): loss = -x[label]
+    x, lab, loss, M, N, ign = a
+    xs = lib.view(x, io, M * N).astype(np.float32).reshape(M, N)
+    t = lib.view(lab, np.int64, M)
+    lib.view(loss, np.float32, M)[:] = [0.0 if t[i] == ign else -xs[i, t[i]] for i in range(M)]
 
 
-def k_fault(args, tag):
-    MEM.view(16, np.float32, 1)[0] = 1.0
+def _fault(lib, a, io):
+    lib.view(16, np.float32, 1)[0] = 1.0
 
 
-KERNELS = {"scale": k_scale, "overrun": k_overrun, "underrun": k_underrun, "skip_last": k_skip_last,
-           "rstd": k_rstd, "norm": k_norm, "times_scalar": k_times_scalar, "fused_add": k_fused_add,
-           "cross_entropy": k_cross_entropy, "fault": k_fault}
-_ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
-
-
-def _emulate(entry, args):
-    name, tag = entry.rsplit("_", 1)
-    try:
-        KERNELS[name](args, tag)
-    except Illegal:
-        return False
-    return True
-
-
-# --- the fake driver (numpy memory) and the fake CuPy (torch CPU tensors) ------------------------------------
-class FakeBuffer:
-    live: set = set()
-
-    def __init__(self, nbytes):
-        self.nbytes = max(int(nbytes), 1)
-        self.mem = np.full(self.nbytes, 0xCD, dtype=np.uint8)  # cuMemAlloc leaves garbage
-        self.ptr = self.mem.ctypes.data
-        MEM.add(self.ptr, self.nbytes)
-        FakeBuffer.live.add(id(self))
-
-    @classmethod
-    def from_array(cls, arr):
-        b = cls(arr.nbytes)
-        b.mem[: arr.nbytes] = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        return b
-
-    def download(self, dtype, shape):
-        n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        return self.mem[:n].copy().view(dtype).reshape(shape)
-
-    def close(self):
-        FakeBuffer.live.discard(id(self))
-
-
-def _fake_launch(fn, grid, block, args, smem=0, name="kernel"):
-    if not _emulate(fn, args):
-        raise cd.LaunchError(f"launch {name} (synchronize) failed: {_ILLEGAL}", _ILLEGAL)
-
-
-def _fake_function(cubin, entry):
-    if entry.rsplit("_", 1)[0] not in KERNELS:
-        raise cd.DriverError(f"cuModuleGetFunction({entry!r}) failed: CUDA_ERROR_NOT_FOUND: named symbol not found",
-                             "CUDA_ERROR_NOT_FOUND: named symbol not found")
-    return entry
-
-
-class CUDADriverError(RuntimeError):  # what CuPy raises
+def _nothing(lib, a, io):
     pass
 
 
-class FakeCupy:
-    class RawModule:
-        def __init__(self, path):
-            self.path = path
-
-        def get_function(self, entry):
-            if entry.rsplit("_", 1)[0] not in KERNELS:
-                raise CUDADriverError("CUDA_ERROR_NOT_FOUND: named symbol not found")
-
-            def fn(grid, block, args, shared_mem=0):  # asynchronous, as on a GPU: the fault shows at synchronize
-                if not _emulate(entry, args):
-                    _PENDING.append(CUDADriverError(_ILLEGAL))
-            return fn
-
-
-_PENDING: list = []
-
-
-class _Stream:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-    def synchronize(self):
-        if _PENDING:
-            raise _PENDING.pop()
+_BODIES = {"scale": _scale, "overrun": _overrun, "underrun": _underrun, "skip_last": _skip_last, "rstd": _rstd,
+           "norm": _norm, "fused_add": _fused_add, "cross_entropy": _cross_entropy, "fault": _fault,
+           "nothing": _nothing}
+KERNELS = {f"{name}_{tag}": (lambda body, io: lambda lib, a: body(lib, a, io))(body, io)
+           for name, body in _BODIES.items() for tag, io in _IO.items()}
 
 
 @pytest.fixture
-def fakes(monkeypatch):
-    torch = pytest.importorskip("torch")
-    fake_build = lambda spec, arch, dt=None: SimpleNamespace(cubin=Path("/nonexistent/fake.cubin"))  # noqa: E731
-    monkeypatch.setattr(cd, "DeviceBuffer", FakeBuffer)
-    monkeypatch.setattr(cd, "launch", _fake_launch)
-    monkeypatch.setattr(cd, "function", _fake_function)
-    monkeypatch.setattr(probe, "device_arch", lambda: "sm_90")
-    monkeypatch.setattr(cn, "build", fake_build)
-    monkeypatch.setattr(rc, "build", fake_build)
-    monkeypatch.setattr(rc, "_cupy", lambda: FakeCupy)
-    monkeypatch.setattr(rc, "_MODULES", {})
-    monkeypatch.setattr(rc, "torch_stream_for_cupy", lambda cp, s: _Stream())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
-
-    def cpu_tmp(cache, ws, M, N):
-        if ws.name not in cache:
-            cache[ws.name] = torch.empty(ws.size(M, N), dtype=getattr(torch, ws.dtype))
-            MEM.add(cache[ws.name].data_ptr(), max(cache[ws.name].nbytes, 1))
-        return cache[ws.name]
-
-    monkeypatch.setattr(rc, "_tmp", cpu_tmp)
-    monkeypatch.setenv(launch_path.ENV, "driver")
-    MEM.regions.clear()
-    yield
-    MEM.regions.clear()
-
-
-def torch_run(spec, inputs, outputs, params, dt, device):
-    """The CUDA runner's torch body on CPU tensors: prepare + launch exactly as on a GPU, through the fake CuPy."""
-    for t in (*inputs.values(), *outputs.values()):
-        st = t.untyped_storage()
-        MEM.add(st.data_ptr(), st.nbytes())
-    rc.launch(rc.prepare(spec, inputs, outputs, params, dt, arch="sm_90"), sync=True)
+def lib(monkeypatch):
+    fake = install(KERNELS, monkeypatch.setattr)
+    yield fake
+    cd._primary.cache_clear()
 
 
 def _spec(name, op, launches, dts=(F32, BF16), **kw):
     return CudaKernel(name=name, op=op, source="emulated.cu", launches=launches, dtypes=list(dts), **kw)
 
 
-def _one(entry, args):
-    return lambda M, N, dt, params: [Launch(entry=f"{entry}_{dt.tag}", grid=(M,), block=(32,), args=args)]
+def _one(entry, args, **kw):
+    return lambda M, N, dt, params: [Launch(entry=f"{entry}_{dt.tag}", grid=(M,), block=(32,), args=args, **kw)]
 
 
 NORM = ("x", "w", "y", "M", "N")
-SPECS = {
-    "scale": _spec("emu-scale", "rmsnorm", _one("scale", NORM)),
-    "overrun": _spec("emu-overrun", "rmsnorm", _one("overrun", NORM)),
-    "underrun": _spec("emu-underrun", "rmsnorm", _one("underrun", NORM)),
-    "skip_last": _spec("emu-skip-last", "rmsnorm", _one("skip_last", NORM)),
-    "two_launches_tmp": _spec("emu-two", "rmsnorm", lambda M, N, dt, p: [
-        Launch(entry=f"rstd_{dt.tag}", grid=(M,), block=(32,), args=("x", "tmp:rstd:M:float32", "M", "N", "eps")),
-        Launch(entry=f"norm_{dt.tag}", grid=(M,), block=(32,), args=("x", "w", "tmp:rstd:M:float32", "y", "M", "N"))]),
-    "scalars": _spec("emu-scalars", "rmsnorm",
-                     _one("times_scalar", NORM + (Scalar("int32", 3), Scalar("float32", 0.25)))),
-    "inout": _spec("emu-fused", "fused_add_rmsnorm", _one("fused_add", ("x", "residual", "w", "y", "M", "N", "eps"))),
-    "labels": _spec("emu-ce", "cross_entropy", lambda M, N, dt, p: [Launch(
-        entry=f"cross_entropy_{dt.tag}", grid=(M,), block=(32,),
-        args=("x", "labels", "loss", "M", "N", Scalar("int64", p["ignore_index"])))],
-        dts=(dtypes("f32"), dtypes("bf16", "f32"))),
-}
+RSTD = Workspace("rstd", lambda M, N: M)  # float32 by default
 
 
 def _inputs(spec, dt, M=5, N=24, seed=0):
@@ -296,58 +122,274 @@ def _inputs(spec, dt, M=5, N=24, seed=0):
     return random_inputs(spec, dt, M, N, np.random.default_rng(seed))
 
 
-def _both(spec, dt, xs, **kw):
-    params = spec.op_params()
-    t = execute(torch_run, spec, xs, dt, params, "cpu", **kw)
-    d = execute(rc.run_cuda, spec, xs, dt, params, "cuda", **kw)
-    return t, d
+def _run(spec, dt, xs, **kw):
+    return execute(rc.run_cuda, spec, xs, dt, spec.op_params(), "cuda", **kw)
 
 
-def _same(t, d):
-    assert sorted(t.outputs) == sorted(d.outputs)
-    for name in t.outputs:
-        assert t.outputs[name].dtype == d.outputs[name].dtype and t.outputs[name].shape == d.outputs[name].shape
-        assert t.outputs[name].tobytes() == d.outputs[name].tobytes(), name
-    assert sorted(t.unwritten) == sorted(d.unwritten)
-    for name in t.unwritten:
-        assert np.array_equal(t.unwritten[name], d.unwritten[name])
-    assert t.guard_hits == d.guard_hits
+# --- what reaches cuLaunchKernel ------------------------------------------------------------------------------
+def test_two_launches_share_one_uninitialized_workspace_and_pass_each_argument_at_its_width(lib):
+    spec = _spec("emu-two", "rmsnorm", lambda M, N, dt, p: [
+        Launch(entry=f"rstd_{dt.tag}", grid=(M,), block=(32,), args=("x", RSTD, "M", "N", "eps")),
+        Launch(entry=f"norm_{dt.tag}", grid=(M, 2), block=(32, 4), args=("x", "w", RSTD, "y", "M", "N"))])
+    xs = _inputs(spec, F32)
+    out = _run(spec, F32, xs, check_poison=False)
+    first, second = lib.launched
+    assert (first.entry, first.grid, first.block, first.smem, first.stream) == ("rstd_f32", (5, 1, 1), (32, 1, 1), 0, 0)
+    assert (second.entry, second.grid, second.block) == ("norm_f32", (5, 2, 1), (32, 4, 1))
+    assert first.types() == [c_uint64, c_uint64, c_int32, c_int32, c_float]
+    assert second.types() == [c_uint64] * 4 + [c_int32] * 2
+    x_ptr, ws_ptr, M, N, eps = first.values()
+    assert (M, N) == (5, 24) and eps == float(np.float32(spec.op_params()["eps"]))
+    # allocations in order: the inputs x and w, y's guarded buffer, then the workspace (M float32s, not uploaded)
+    (x_at, x_n), (w_at, w_n), (y_at, y_n), (ws_at, ws_n) = lib.alloc_log
+    assert (x_n, w_n, y_n, ws_n) == (5 * 24 * 4, 24 * 4, 2 * GUARD_BYTES + 5 * 24 * 4, 5 * 4)
+    assert (x_ptr, ws_ptr) == (x_at, ws_at) and second.values()[:4] == [x_at, w_at, ws_at, y_at + GUARD_BYTES]
+    assert lib.calls.count("cuMemcpyHtoD") == 3  # one upload per input and per guarded buffer; none of the workspace
+    assert lib.synced == [0, 0]  # the default stream, synchronized after each launch
+    assert not lib.allocs  # buffers and workspace freed after the call
+    x = xs["x"].astype(np.float32)
+    r = 1 / np.sqrt((x * x).mean(axis=1) + np.float32(spec.op_params()["eps"]))
+    assert np.array_equal(out.outputs["y"], (x * r[:, None] * xs["w"]).astype(np.float32))
 
 
-@pytest.mark.parametrize("case", sorted(SPECS))
-def test_the_driver_body_leaves_the_bits_and_findings_of_the_torch_body(fakes, case):
-    spec = SPECS[case]
+def test_workspace_sizes_follow_their_dtype_and_each_call_gets_its_own(lib):
+    spec = _spec("emu-ws", "rmsnorm", _one("nothing", ("x", Workspace("a", lambda M, N: 2 * M * N, "int64"),
+                                                       Workspace("b", 3, "bfloat16"), "y")), dts=(F32,))
+    for _ in range(2):
+        _run(spec, F32, _inputs(spec, F32), check_poison=False)
+    sizes = [n for _, n in lib.alloc_log]
+    assert sizes == [5 * 24 * 4, 24 * 4, 2 * GUARD_BYTES + 5 * 24 * 4, 2 * 5 * 24 * 8, 3 * 2] * 2
+    assert not lib.allocs
+
+
+def test_scalars_keep_their_kind_and_width(lib):
+    args = NORM + (Scalar("int32", -3), Scalar("int64", 1 << 40), Scalar("uint32", 7), Scalar("float32", 0.25))
+    spec = _spec("emu-scalars", "rmsnorm", _one("scale", args), dts=(F32,))
+    _run(spec, F32, _inputs(spec, F32), check_poison=False)
+    (l,) = lib.launched
+    assert l.types()[3:] == [c_int32, c_int32, c_int32, c_int64, c_uint32, c_float]
+    assert l.values()[5:] == [-3, 1 << 40, 7, 0.25]
+
+
+def test_dynamic_shared_memory_above_48_kib_raises_the_attribute_before_the_launch(lib):
+    big = _spec("emu-big-smem", "rmsnorm", _one("scale", NORM, smem=64 * 1024), dts=(F32,))
+    small = _spec("emu-48k", "rmsnorm", _one("scale", NORM, smem=48 * 1024), dts=(F32,))
+    _run(small, F32, _inputs(small, F32), check_poison=False)
+    assert lib.attributes == [] and lib.launched[-1].smem == 48 * 1024
+    lib.calls.clear()
+    _run(big, F32, _inputs(big, F32), check_poison=False)
+    assert lib.attributes == [("scale_f32", 8, 64 * 1024)] and lib.launched[-1].smem == 64 * 1024
+    assert lib.calls.index("cuFuncSetAttribute") < lib.calls.index("cuLaunchKernel")
+
+
+# --- guards, poisons, in-out tensors and labels through driver buffers -----------------------------------------
+@pytest.mark.parametrize("dt", [F32, BF16], ids=lambda d: d.tag)
+def test_guards_and_poisons_of_driver_buffers(lib, dt):
+    itemsize = np.dtype(_IO[dt.tag]).itemsize
+    found = {}
+    for name in ("scale", "overrun", "underrun", "skip_last"):
+        spec = _spec(f"emu-{name.replace('_', '-')}", "rmsnorm", _one(name, NORM))
+        found[name] = _run(spec, dt, _inputs(spec, dt))
+    assert not found["scale"].unwritten and not found["scale"].guard_hits
+    assert found["overrun"].guard_hits == {"y": [("after", 0)]} and not found["overrun"].unwritten
+    assert found["underrun"].guard_hits == {"y": [("before", itemsize)]}
+    mask = found["skip_last"].unwritten["y"]  # confirmed by the second poison: a second run happened
+    assert mask.sum() == 1 and mask[-1, -1] and not found["skip_last"].guard_hits
+    assert not lib.allocs
+
+
+def test_the_second_poison_is_uploaded_for_the_confirming_run(lib):
+    spec = _spec("emu-skip-last", "rmsnorm", _one("skip_last", NORM), dts=(BF16,))
+    xs = _inputs(spec, BF16)
+    op = harness.get_op(spec.op)
+    p0, p1 = (harness._signed(p, 2) for p in harness._POISON["bfloat16"])
+    for which, p in ((0, p0), (1, p1)):
+        once = harness._run_once(rc.run_cuda, spec, op, xs, BF16, spec.op_params(), "cuda", which)
+        assert once.outputs["y"].view(np.int16)[-1, -1] == p
+
+
+def test_an_in_out_tensor_is_one_buffer_read_and_updated(lib):
+    spec = _spec("emu-fused", "fused_add_rmsnorm", _one("fused_add", ("x", "residual", "w", "y", "M", "N", "eps")))
     for dt in spec.dtypes:
         xs = _inputs(spec, dt)
-        t, d = _both(spec, dt, xs)
-        _same(t, d)
-        if case == "overrun":
-            assert d.guard_hits == {"y": [("after", 0)]} and not d.unwritten
-        elif case == "underrun":
-            assert d.guard_hits == {"y": [("before", np.dtype(_IO[dt.tag]).itemsize)]}
-        elif case == "skip_last":
-            mask = d.unwritten["y"]
-            assert mask.sum() == 1 and mask[-1, -1] and not d.guard_hits
-        else:  # correct kernels: everything written, no guard touched, values as emulated
-            assert not d.unwritten and not d.guard_hits
-        if case == "inout":
-            h = (xs["x"].astype(np.float32) + xs["residual"].astype(np.float32)).astype(xs["x"].dtype)
-            assert d.outputs["residual"].tobytes() == h.tobytes()
-        if case == "labels":
-            assert xs["labels"].dtype == np.int64
-            ign = xs["labels"] == -100
-            assert ign.any() and not d.unwritten and np.all(d.outputs["loss"][ign] == 0)
+        out = _run(spec, dt, xs)
+        h = (xs["x"].astype(np.float32) + xs["residual"].astype(np.float32)).astype(xs["x"].dtype)
+        assert out.outputs["residual"].tobytes() == h.tobytes() and not out.unwritten and not out.guard_hits
+    x_ptr, res_ptr = lib.launched[-1].values()[:2]
+    starts = [at for at, _ in lib.alloc_log[-4:]]  # the last run's x, w and two guarded buffers: no separate input
+    assert len(lib.alloc_log) == 4 * len(spec.dtypes) and x_ptr in starts and res_ptr - GUARD_BYTES in starts
 
 
-def test_both_poisons_and_determinism_repeats_go_through_the_driver_body(fakes):
-    spec, dt = SPECS["skip_last"], BF16
-    xs = _inputs(spec, dt)
-    first = harness._run_once(rc.run_cuda, spec, harness.get_op(spec.op), xs, dt, {"eps": 1e-6}, "cuda", 0)
-    second = harness._run_once(rc.run_cuda, spec, harness.get_op(spec.op), xs, dt, {"eps": 1e-6}, "cuda", 1)
-    p0, p1 = (harness._signed(p, 2) for p in harness._POISON["bfloat16"])
-    assert first.outputs["y"].view(np.int16)[-1, -1] == p0 and second.outputs["y"].view(np.int16)[-1, -1] == p1
-    runs = [execute(rc.run_cuda, spec, xs, dt, spec.op_params(), "cuda", check_poison=False) for _ in range(3)]
-    assert all(r.outputs["y"].tobytes() == runs[0].outputs["y"].tobytes() for r in runs)
+def test_int64_labels_and_an_int64_scalar(lib):
+    spec = _spec("emu-ce", "cross_entropy", lambda M, N, dt, p: [Launch(
+        entry=f"cross_entropy_{dt.tag}", grid=(M,), block=(32,),
+        args=("x", "labels", "loss", "M", "N", Scalar("int64", p["ignore_index"])))], dts=(F32, dtypes("bf16", "f32")))
+    for dt in spec.dtypes:
+        xs = _inputs(spec, dt, M=16)
+        assert xs["labels"].dtype == np.int64
+        out = _run(spec, dt, xs)
+        ign = xs["labels"] == -100
+        assert ign.any() and not out.unwritten and np.all(out.outputs["loss"][ign] == 0)
+        rows = np.nonzero(~ign)[0]
+        want = -xs["x"].astype(np.float32)[rows, xs["labels"][rows]]
+        assert np.array_equal(out.outputs["loss"][rows], want)
+        assert lib.launched[-1].types()[1:] == [c_uint64, c_uint64, c_int32, c_int32, c_int64]
+        assert lib.launched[-1].values()[-1] == -100
+
+
+# --- refusals, spec errors, faults ------------------------------------------------------------------------------
+def test_a_refusal_comes_before_any_driver_call(lib):
+    spec = _spec("emu-refuse", "rmsnorm", _one("scale", NORM), dts=(F32,),
+                 supports=lambda M, N, dt: "N must be a multiple of 64" if N % 64 else None)
+    arrays = {n: rc.DeviceArray(SimpleNamespace(ptr=0x10000 * (i + 1)), (5, 24)) for i, n in enumerate(("x", "w", "y"))}
+    with pytest.raises(Unsupported, match="multiple of 64"):
+        rc.prepare(spec, {"x": arrays["x"], "w": arrays["w"]}, {"y": arrays["y"]}, spec.op_params(), F32)
+    assert lib.calls == []  # no context, no module, no allocation
+    with pytest.raises(Unsupported, match="multiple of 64"):
+        _run(spec, F32, _inputs(spec, F32))
+    assert "cuModuleLoad" not in lib.calls and "cuLaunchKernel" not in lib.calls and not lib.allocs
+
+
+def test_spec_errors_name_the_entry_or_argument_and_launch_nothing(lib):
+    cases = [(_spec("emu-missing", "rmsnorm", _one("no_such_entry", NORM), dts=(F32,)), "not found in emulated.cu"),
+             (_spec("emu-bad-arg", "rmsnorm", _one("scale", ("x", "w", "q", "M", "N")), dts=(F32,)), "has argument 'q'"),
+             (_spec("emu-bad-tmp", "rmsnorm", _one("scale", ("x", "w", "tmp:t:import os:float32", "M", "N")),
+                    dts=(F32,)), "malformed")]
+    for spec, match in cases:
+        with pytest.raises(SpecError, match=match) as e:
+            _run(spec, F32, _inputs(spec, F32))
+        assert e.value.fix
+    missing = cases[0][0]
+    with pytest.raises(SpecError) as e:
+        _run(missing, F32, _inputs(missing, F32))
+    assert "entry 'no_such_entry_f32'" in str(e.value) and "CUDA_ERROR_NOT_FOUND" in str(e.value)
+    assert 'extern "C" __global__' in e.value.fix
+    assert lib.launched == [] and not lib.allocs
+
+
+def test_a_fault_is_a_cuda_kernel_fault_naming_the_launch(lib):
+    spec = _spec("emu-fault", "rmsnorm", _one("fault", NORM), dts=(F32,))
+    with pytest.raises(KernelFault) as e:
+        _run(spec, F32, _inputs(spec, F32))
+    assert e.value.cuda and is_cuda_fault(e.value.original)
+    assert str(e.value) == f"RuntimeError: CUDA error after launch fault_f32 grid=(5,) block=(32,): {ILLEGAL_TEXT}"
+    assert not lib.allocs  # every buffer freed after the fault
+
+
+def test_a_launch_refused_by_the_driver_is_the_same_fault(lib):
+    spec = _spec("emu-refused", "rmsnorm", _one("scale", NORM), dts=(F32,))
+    lib.refuse["scale_f32"] = OUT_OF_RESOURCES  # cuLaunchKernel itself fails: nothing ran
+    with pytest.raises(KernelFault) as e:
+        _run(spec, F32, _inputs(spec, F32))
+    assert e.value.cuda and str(e.value) == ("RuntimeError: CUDA error after launch scale_f32 grid=(5,) block=(32,): "
+                                             "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested for launch")
+    assert lib.launched == [] and lib.synced == [] and not lib.allocs
+
+
+def test_an_unsynchronized_launch_leaves_the_fault_to_the_next_synchronize(lib):
+    spec = _spec("emu-fault", "rmsnorm", _one("fault", NORM), dts=(F32,))
+    bufs = [cd.DeviceBuffer(5 * 24 * 4) for _ in range(3)]
+    x, w, y = (rc.DeviceArray(b, (5, 24)) for b in bufs)
+    prepared = rc.prepare(spec, {"x": x, "w": w}, {"y": y}, spec.op_params(), F32)
+    rc.launch(prepared, sync=False)  # what benchmarks do
+    assert lib.synced == [] and lib.launched[-1].entry == "fault_f32"
+    with pytest.raises(cd.DriverError, match="ILLEGAL_ADDRESS"):
+        cd.stream_synchronize(prepared.stream)
+    prepared.close()
+    for b in bufs:
+        b.close()
+
+
+# --- one body for CUDA specs, whatever the runner and process ------------------------------------------------------
+def test_every_cuda_spec_gets_device_arrays_even_through_a_wrapped_runner(lib):
+    seen = {}
+
+    def wrapped(spec, inputs, outputs, params, dt, device):  # a runner wrapping the standard one (a plugin's, say)
+        seen.update({n: type(t).__name__ for n, t in {**inputs, **outputs}.items()})
+        rc.run_cuda(spec, inputs, outputs, params, dt, device)
+
+    spec = _spec("emu-scale", "rmsnorm", _one("scale", NORM), dts=(F32,))
+    out = execute(wrapped, spec, _inputs(spec, F32), F32, spec.op_params(), "cuda")
+    assert seen == {"x": "DeviceArray", "w": "DeviceArray", "y": "DeviceArray"}
+    assert not out.unwritten and not out.guard_hits
+
+
+def test_a_cuda_spec_off_the_gpu_is_tool_missing_before_any_driver_call(lib):
+    spec = _spec("emu-scale", "rmsnorm", _one("scale", NORM), dts=(F32,))
+    with pytest.raises(ToolMissing, match="needs a CUDA GPU; device is cpu"):
+        execute(rc.run_cuda, spec, _inputs(spec, F32), F32, spec.op_params(), "cpu")
+    assert lib.calls == []
+
+
+# --- the retired switch ----------------------------------------------------------------------------------------------
+def test_the_retired_switch_is_one_warning_line_and_changes_nothing(tmp_path):
+    import io
+
+    from verifier.launch import warn_retired_env
+
+    err = io.StringIO()
+    assert not warn_retired_env({}, err) and err.getvalue() == ""
+    assert warn_retired_env({"VERIFIER_CUDA_LAUNCH": "torch"}, err)
+    assert err.getvalue().count("\n") == 1 and "VERIFIER_CUDA_LAUNCH='torch' no longer has an effect" in err.getvalue()
+    cmd = [sys.executable, "-m", "verifier.cli", "list", "kernels/cuda/rmsnorm_spec.py"]
+    env = {k: v for k, v in os.environ.items() if k != "VERIFIER_CUDA_LAUNCH"}
+    plain = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    for value in ("torch", "driver", "bogus"):
+        got = subprocess.run(cmd, cwd=ROOT, env={**env, "VERIFIER_CUDA_LAUNCH": value}, capture_output=True,
+                             text=True, timeout=120)
+        assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout) == (0, plain.stdout)
+        warned = [ln for ln in got.stderr.splitlines() if "VERIFIER_CUDA_LAUNCH" in ln]
+        assert len(warned) == 1 and got.stderr.replace(warned[0] + "\n", "") == plain.stderr, got.stderr
+
+
+def test_a_pytest_session_warns_once_about_the_retired_switch(tmp_path):
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p",
+           "verifier.pytest_plugin", "test_nothing.py"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # a session, not a worker
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    for value, lines in ((None, 0), ("torch", 1)):
+        env.pop("VERIFIER_CUDA_LAUNCH", None)
+        if value:
+            env["VERIFIER_CUDA_LAUNCH"] = value
+        out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
+        assert (out.stdout + out.stderr).count("no longer has an effect") == lines, out.stderr
+
+
+# --- the check child of a CUDA spec: no torch, CuPy, Hypothesis or Triton ------------------------------------------
+_DRY = r"""
+import sys
+sys.path.insert(0, "tests")
+import numpy as np
+from verifier.isolation import child as isolate_child  # the check child's imports
+from verifier.battery import check_kernel
+from verifier.results.options import Options
+from verifier.declare.registry import load_spec_file
+specs = load_spec_file("kernels/cuda/softmax_fast_spec.py") + load_spec_file("kernels/cuda/rmsnorm_spec.py")
+for k in specs:  # supports() of every kernel, the cluster kernel's capability probe included
+    k.check_supported(64, 4096, k.dtypes[0])
+rms = [k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py") if k.name == "cuda-rmsnorm-n3"][0]
+check_kernel(rms, Options(level="quick", device="cpu"))  # build, resources, static: the CPU half of a check
+import fake_libcuda, test_launch_path as t  # the fake driver: the launch path on host memory, no GPU
+fake_libcuda.install(t.KERNELS)
+from verifier.launch.harness import execute
+from verifier.launch.cuda import run_cuda
+spec = t._spec("emu-scale", "rmsnorm", t._one("scale", t.NORM))
+out = execute(run_cuda, spec, t._inputs(spec, t.BF16), t.BF16, spec.op_params(), "cuda")
+assert not out.unwritten and not out.guard_hits
+print(sorted(m for m in ("torch", "cupy", "hypothesis", "triton") if m in sys.modules))
+"""
+
+
+def test_the_check_child_imports_no_torch_cupy_hypothesis_or_triton_for_a_cuda_spec():
+    """The CPU-side part of a quick check child of a CUDA kernel (its imports, spec loading, build, static, and
+    the harness's device body on a faked driver) leaves torch, CuPy, Hypothesis and Triton unimported."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc for the build step of the check")
+    out = subprocess.run([sys.executable, "-c", _DRY], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_guarded_buffers_put_the_output_one_guard_past_the_start():
@@ -360,109 +402,3 @@ def test_guarded_buffers_put_the_output_one_guard_past_the_start():
     b = harness.guarded((2, 3), "float32", harness._POISON["float32"][1], mid)
     assert b.host[b.g:b.g + 6].view(np.float32).tolist() == [0, 1, 2, 3, 4, 5]
     assert np.all(b.host[:b.g] == b.poison) and np.all(b.host[b.g + 6:] == b.poison)
-
-
-def test_a_fault_is_a_cuda_kernel_fault_on_both_bodies_with_the_same_message(fakes):
-    spec = _spec("emu-fault", "rmsnorm", _one("fault", NORM), dts=(F32,))
-    xs = _inputs(spec, F32)
-    faults = []
-    for run, device in ((torch_run, "cpu"), (rc.run_cuda, "cuda")):
-        with pytest.raises(KernelFault) as e:
-            execute(run, spec, xs, F32, spec.op_params(), device)
-        assert e.value.cuda
-        faults.append(str(e.value))
-    assert faults[0] == faults[1] == (f"RuntimeError: CUDA error after launch fault_f32 grid=(5,) block=(32,): "
-                                      f"{_ILLEGAL}")
-    assert not FakeBuffer.live  # every device buffer freed after the fault
-
-
-def test_refusals_and_spec_errors_are_the_same_verifier_errors_on_both_bodies(fakes):
-    refusing = _spec("emu-refuse", "rmsnorm", _one("scale", NORM), dts=(F32,),
-                     supports=lambda M, N, dt: "N must be a multiple of 64" if N % 64 else None)
-    missing = _spec("emu-missing", "rmsnorm", _one("no_such_entry", NORM), dts=(F32,))
-    bad_arg = _spec("emu-bad-arg", "rmsnorm", _one("scale", ("x", "w", "q", "M", "N")), dts=(F32,))
-    bad_tmp = _spec("emu-bad-tmp", "rmsnorm", _one("scale", ("x", "w", "tmp:t:import os:float32", "M", "N")), dts=(F32,))
-    for spec, err, match in ((refusing, Unsupported, "multiple of 64"), (missing, SpecError, "not found in"),
-                             (bad_arg, SpecError, "has argument 'q'"), (bad_tmp, SpecError, "malformed")):
-        xs = _inputs(spec, F32)
-        for run, device in ((torch_run, "cpu"), (rc.run_cuda, "cuda")):
-            with pytest.raises(err, match=match):
-                execute(run, spec, xs, F32, spec.op_params(), device)
-    assert not FakeBuffer.live
-
-
-def test_the_switch(monkeypatch):
-    spec = SPECS["scale"]
-    monkeypatch.setitem(launch_path._preferred, "auto", "torch")
-    monkeypatch.delenv(launch_path.ENV, raising=False)
-    assert launch_path.mode() == "torch" and not harness.uses_driver(spec, rc.run_cuda, "cuda")
-    launch_path.prefer_driver()  # what the check child does
-    assert launch_path.mode() == "driver" and harness.uses_driver(spec, rc.run_cuda, "cuda")
-    assert not harness.uses_driver(spec, torch_run, "cuda")  # a custom launcher keeps the torch body
-    assert not harness.uses_driver(spec, rc.run_cuda, "cpu")
-    triton_like = SimpleNamespace(kind="triton")
-    assert not launch_path.driver_for(triton_like, "cuda")
-    monkeypatch.setenv(launch_path.ENV, "torch")
-    assert launch_path.mode() == "torch" and not harness.uses_driver(spec, rc.run_cuda, "cuda")
-    monkeypatch.setenv(launch_path.ENV, "DRIVER")
-    assert launch_path.mode() == "driver"
-    monkeypatch.setenv(launch_path.ENV, "cupy")
-    with pytest.raises(UsageError, match="VERIFIER_CUDA_LAUNCH='cupy'") as e:
-        launch_path.mode()
-    assert "VERIFIER_CUDA_LAUNCH=torch" in e.value.fix
-
-
-def test_device_arch_asks_the_driver(monkeypatch):
-    """The one GPU probe answers the arch from the CUDA driver, on every launch path (no torch import)."""
-    from verifier.gpu import probe
-
-    monkeypatch.setattr(cd, "device_capability", lambda: (4, 2))
-    for mode in ("driver", "torch"):
-        monkeypatch.setenv(launch_path.ENV, mode)
-        assert probe.device_arch() == "sm_42"
-
-
-_DRY = r"""
-import sys
-sys.path.insert(0, "tests")
-import numpy as np
-from verifier.isolation import child as isolate_child  # the check child's imports
-from verifier.gpu import probe
-from verifier.launch.path import prefer_driver
-from verifier.battery import check_kernel
-from verifier.results.options import Options
-from verifier.declare.registry import load_spec_file
-prefer_driver()
-specs = load_spec_file("kernels/cuda/softmax_fast_spec.py") + load_spec_file("kernels/cuda/rmsnorm_spec.py")
-for k in specs:  # supports() of every kernel, the cluster kernel's capability probe included
-    k.check_supported(64, 4096, k.dtypes[0])
-import test_launch_path as t  # the fake driver: the driver body on numpy, no GPU
-t.install_driver_fakes()
-from verifier.launch.harness import execute
-from verifier.launch.cuda import run_cuda
-spec = t.SPECS["two_launches_tmp"]
-out = execute(run_cuda, spec, t._inputs(spec, t.BF16), t.BF16, spec.op_params(), "cuda")
-assert not out.unwritten and not out.guard_hits
-rms = [k for k in load_spec_file("kernels/cuda/rmsnorm_spec.py") if k.name == "cuda-rmsnorm-n3"][0]
-check_kernel(rms, Options(level="quick", device="cpu"))  # build, resources, static: the CPU half of a check
-print(sorted(m for m in ("torch", "cupy", "hypothesis", "triton") if m in sys.modules))
-"""
-
-
-def install_driver_fakes():
-    """The fakes of the driver body only (no torch), for a child process."""
-    cd.DeviceBuffer, cd.launch, cd.function = FakeBuffer, _fake_launch, _fake_function
-    probe.device_arch = lambda: "sm_90"
-    cn.build = lambda spec, arch, dt=None: SimpleNamespace(cubin=Path("/nonexistent/fake.cubin"))
-
-
-def test_the_check_child_imports_no_torch_cupy_hypothesis_or_triton_on_the_cuda_path():
-    """The CPU-side part of a quick check child of a CUDA kernel (its imports, spec loading, build, static, and
-    the driver body on a faked driver) leaves torch, CuPy, Hypothesis and Triton unimported."""
-    import shutil
-
-    if shutil.which("nvcc") is None:
-        pytest.skip("needs nvcc for the build step of the check")
-    out = subprocess.run([sys.executable, "-c", _DRY], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"

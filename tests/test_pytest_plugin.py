@@ -20,6 +20,7 @@ import verifier.battery  # noqa: F401
 from verifier.inputs.cases import cases_for
 import verifier.declare.registry  # noqa: F401
 from verifier.gpu import pinning as gp
+from verifier.gpu.probe import physical_gpu_count
 
 pytest_plugins = ["pytester"]
 
@@ -261,9 +262,9 @@ def test_gpu_count_from_nvidia_smi_without_cuda():
         stdout = ("GPU 0: NVIDIA H200 (UUID: GPU-1)\n  MIG 1g.18gb Device 0: (UUID: MIG-1)\n"
                   "GPU 1: NVIDIA H200 (UUID: GPU-2)\n")
 
-    assert gp.count_physical_gpus(run=lambda *a, **k: Out()) == 2
+    assert physical_gpu_count(run=lambda *a, **k: Out()) == 2
     Out.returncode = 9
-    assert gp.count_physical_gpus(run=lambda *a, **k: Out()) == 0
+    assert physical_gpu_count(run=lambda *a, **k: Out()) == 0
 
 
 def test_pinning_refuses_to_pretend_after_cuda_init(monkeypatch):

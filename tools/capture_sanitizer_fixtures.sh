@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the compute-sanitizer fixtures in tests/data/sanitizer/ from the project's own kernels.
 #
-# Run on a GPU machine from the repository root, with python3 that has torch and cupy:
+# Run on a GPU machine from the repository root, with python3 that has torch:
 #   PYTHONPATH=$PWD OUT=out tools/capture_sanitizer_fixtures.sh
 # Needs `verifier sanitize` (verifier/cli/__init__.py) and the CUDA defect catalogue kernels/defects/cuda/defects.py
 # (DEFECTS=... to point elsewhere). About 1-3 minutes.

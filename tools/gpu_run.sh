@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One recorded GPU session: what every GPU claim in the repo (docs/gpu-runs/) comes from.
-# Runs on a CUDA machine from the repo root, with python3 holding torch, cupy and triton:
+# Runs on a CUDA machine from the repo root, with python3 holding torch and triton:
 #   OUT=/some/dir VERIFIER_COMMIT=<commit the tree is at> bash tools/gpu_run.sh [STEP...]
 #   steps: env check bandwidth matrix triton-matrix sanitizer sanitize crash plugin-sanitize suites lint-defects
 #   (default: env check bandwidth matrix sanitizer sanitize suites)
@@ -26,7 +26,7 @@ if has env; then
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     nvcc --version | tail -2
     compute-sanitizer --version 2>/dev/null | head -2
-    python3 -c 'import sys,torch,triton,cupy,numpy;print("python",sys.version.split()[0],"torch",torch.__version__,"cuda",torch.version.cuda,"triton",triton.__version__,"cupy",cupy.__version__,"numpy",numpy.__version__)'
+    python3 -c 'import sys,torch,triton,numpy;print("python",sys.version.split()[0],"torch",torch.__version__,"cuda",torch.version.cuda,"triton",triton.__version__,"numpy",numpy.__version__)'
   } > "$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi

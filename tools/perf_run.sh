@@ -22,7 +22,7 @@ if has env; then
   { echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "commit: ${VERIFIER_COMMIT:-?}"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
     nvcc --version | tail -1; nproc
-    python3 -c 'import torch,triton,cupy;print("torch",torch.__version__,"triton",triton.__version__,"cupy",cupy.__version__)'
+    python3 -c 'import torch,triton;print("torch",torch.__version__,"triton",triton.__version__)'
     python3 -c 'import liger_kernel,importlib.metadata as m;print("liger-kernel",m.version("liger-kernel"))' 2>&1 | tail -1
   } > "$W/env.txt" 2>&1; cat "$W/env.txt"
 fi
@@ -33,12 +33,11 @@ if has startup; then
     t python3 -c 'import torch'
     t python3 -c 'import torch; torch.cuda.is_available()'
     t python3 -c 'import torch; torch.zeros(1, device="cuda")'
-    t python3 -c 'import cupy'
     t python3 -c 'import numpy, mpmath, hypothesis'
     t python3 -c 'import verifier.cli'
     t python3 -c 'import verifier.battery'
     t python3 -c 'import verifier.isolation.child'
-    t python3 -c 'from verifier import cuda_driver as cd; cd.context(); print(cd.device_arch())'
+    t python3 -c 'from verifier.gpu import libcuda, probe; libcuda.context(); print(probe.device_arch())'
     t python3 -m verifier.cli --help
     t nvidia-smi --query-gpu=driver_version --format=csv,noheader
     t nvcc --version
@@ -73,13 +72,14 @@ fi; pack
 if has profile; then
   python3 -X importtime -c 'import verifier.cli, verifier.battery' 2> "$W/importtime.txt"
   sort -t'|' -k2 -n -r "$W/importtime.txt" | head -15
-  for launch in driver torch; do
+  for torch in no-torch import-torch; do  # one launch path; the second run imports torch first (as the plugin's process)
     python3 benchmarks/profile_check.py kernels/cuda/rmsnorm_spec.py cuda-rmsnorm-n3 --level quick --device cuda \
-       --launch $launch > "$W/profile_quick_$launch.txt" 2>&1; head -60 "$W/profile_quick_$launch.txt" | cut -c1-160
+       $([ $torch = import-torch ] && echo --import-torch) > "$W/profile_quick_$torch.txt" 2>&1
+    head -60 "$W/profile_quick_$torch.txt" | cut -c1-160
   done
 fi; pack
 if has verdict; then
-  # one CUDA kernel, 3 dtypes, the driver launch path and the torch path side by side (benchmarks/verdict_time.py):
+  # one CUDA kernel, 3 dtypes, through the one CUDA launch path (benchmarks/verdict_time.py):
   # cold quick, warm quick, ci, thorough, thorough --sanitize, and the phases of one warm quick run
   python3 benchmarks/verdict_time.py --spec kernels/cuda/rmsnorm_spec.py --kernel cuda-rmsnorm-n3 --out "$W/verdict" \
      > "$W/verdict.txt" 2> "$W/verdict.err"; echo "exit $?" >> "$W/verdict.err"; cat "$W/verdict.txt"; tail -5 "$W/verdict.err"

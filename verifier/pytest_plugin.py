@@ -45,6 +45,7 @@ import pytest
 from verifier.constants import DEFAULT_LEVEL as SUITE_LEVEL
 from verifier.constants import MARKERS
 from verifier.gpu import pinning as gpu_pinning
+from verifier.gpu.probe import physical_gpu_count
 
 # verifier.plugin.* is imported inside the hooks that need it: this module is imported by every pytest session
 # of the environment (the entry point), and the library pulls numpy and the battery (start-up time only; the
@@ -80,7 +81,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     """Pin this xdist worker to one GPU before conftests or tests can initialize CUDA."""
     if gpu_pinning.worker_index(os.environ.get("PYTEST_XDIST_WORKER")) is None:
         return
-    changes = gpu_pinning.pinned_environment(os.environ, gpu_pinning.count_physical_gpus())
+    changes = gpu_pinning.pinned_environment(os.environ, physical_gpu_count())
     if changes and gpu_pinning.cuda_initialized():
         import warnings
 
@@ -96,7 +97,7 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto``: CPUs / GPUs workers per visible GPU (gpu_pinning.workers_per_gpu); xdist's CPU count
     without GPUs."""
     try:
-        return gpu_pinning.auto_workers(os.environ, gpu_pinning.count_physical_gpus())
+        return gpu_pinning.auto_workers(os.environ, physical_gpu_count())
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -107,6 +108,10 @@ def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = session.validated(config)
+    if not config._verifier["child"] and "PYTEST_XDIST_WORKER" not in os.environ:  # once per session
+        from verifier.launch import warn_retired_env
+
+        warn_retired_env()
     worker_crash.configure(config)  # a kernel that kills an xdist worker costs one test (see that module)
 
 

@@ -15,11 +15,9 @@ NO_GPU = ("verifier bench needs a CUDA GPU and torch sees none: it times kernels
 
 
 def gpu_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+    from verifier.gpu.probe import cuda_available
+
+    return cuda_available()
 
 
 class Timer:
@@ -80,12 +78,13 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
 
 def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
     """A no-argument function launching ``spec`` once, without synchronizing; the first call is made here,
-    through the checked runner (refusals raise Unsupported, launch errors surface)."""
+    through the checked runner (refusals raise Unsupported, launch errors surface). A CUDA kernel goes through
+    the one CUDA runner on the tensors' device addresses and torch's current stream, where the events are."""
     params = spec.op_params()
     if spec.kind == "cuda":
         from verifier.launch import cuda as cu
 
-        prepared = cu.prepare(spec, inputs, outputs, params, dt)
+        prepared = cu.prepare(spec, inputs, outputs, params, dt)  # its workspaces live as long as the lambda
         cu.launch(prepared, sync=True)
         return lambda: cu.launch(prepared, sync=False)
     if spec.kind == "triton":

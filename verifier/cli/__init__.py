@@ -256,6 +256,9 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
+        from verifier.launch import warn_retired_env
+
+        warn_retired_env()
         from verifier.cli import bench as bench_command
         from verifier.cli import lint as lint_command
         from verifier.cli import sanitize as sanitize_command

@@ -145,8 +145,9 @@ def run(args) -> int:
 def _gpus():
     """The GPUs runs may be spread over (None for one or none)."""
     from verifier.gpu import pinning as gpu_pinning
+    from verifier.gpu.probe import physical_gpu_count
 
-    devices = gpu_pinning.visible_devices(os.environ, gpu_pinning.count_physical_gpus())
+    devices = gpu_pinning.visible_devices(os.environ, physical_gpu_count())
     return devices if len(devices) > 1 else None
 
 

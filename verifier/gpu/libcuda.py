@@ -1,14 +1,13 @@
-"""CUDA kernels run from numpy arrays through the CUDA driver API (ctypes over libcuda), without torch or CuPy.
+"""The CUDA driver API through ctypes over libcuda: memory, modules, launches, without torch or CuPy.
 
 Why: a `verifier check` child spends 4-5 s importing torch on an H200 machine and under 2 s on everything else
 (docs/benchmarks.md, verdict speed); CUDA kernels need none of torch, only device memory, a module and a
-launch. This module is the driver half of the torch-free path: memory, modules, launches. Binding a CudaKernel spec's
-launches to buffers is verifier.launch.cuda_numpy; verifier.launch.harness uses both for guarded, poisoned outputs
-when verifier.launch.path says so.
+launch. verifier.launch.cuda binds a CudaKernel spec's launches to device addresses and launches them through
+this module, whoever holds the memory (driver buffers here, or torch tensors).
 
-The primary context of device 0 (as CUDA_VISIBLE_DEVICES leaves them) is used, so work from torch or CuPy
-in the same process shares it. Every driver error is raised with the call, the driver's name for the code
-and its message.
+The primary context of device 0 (as CUDA_VISIBLE_DEVICES leaves them) is used: it is the context torch's
+runtime API uses too, so their memory and streams are valid here. Every driver error is raised with the call,
+the driver's name for the code and its message.
 """
 from __future__ import annotations
 
@@ -81,9 +80,17 @@ def context() -> int:
     return ctx
 
 
-@lru_cache(maxsize=1)
+def device_count() -> int:
+    """Devices the driver sees (it honours CUDA_VISIBLE_DEVICES); no context is created."""
+    lib, count = _lib(), ctypes.c_int(0)
+    _check(lib.cuInit(0), "cuInit")
+    _check(lib.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
+    return count.value
+
+
 def device_capability() -> tuple:
-    """(major, minor) compute capability of device 0, from the driver (no context is created)."""
+    """(major, minor) compute capability of device 0, from the driver (no context is created). Ask
+    verifier.gpu.probe.capability(), which caches it and answers None without a GPU."""
     lib, major, minor = _lib(), ctypes.c_int(), ctypes.c_int()
     _check(lib.cuInit(0), "cuInit")
     _check(lib.cuDeviceGetAttribute(ctypes.byref(major), _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
@@ -95,6 +102,11 @@ def device_capability() -> tuple:
 
 def synchronize(what: str = "cuCtxSynchronize", error=DriverError) -> None:
     _check(_lib().cuCtxSynchronize(), what, error)
+
+
+def stream_synchronize(stream: int = 0, what: str = "cuStreamSynchronize", error=DriverError) -> None:
+    """Wait for ``stream`` (0: the default stream); a fault of a kernel on it is raised as ``error``."""
+    _check(_lib().cuStreamSynchronize(ctypes.c_void_p(stream or None)), what, error)
 
 
 class DeviceBuffer:
@@ -179,15 +191,23 @@ def kernel_params(args) -> tuple:
     return ptrs, values
 
 
-def launch(fn: int, grid, block, args, smem: int = 0, name: str = "kernel") -> None:
-    """Launch on the default stream and wait for it; a fault is raised naming the launch."""
-    g, b = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-    lib = _lib()
-    if smem > 48 * 1024:
-        _check(lib.cuFuncSetAttribute(ctypes.c_void_p(fn), _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-               f"cuFuncSetAttribute({name}, max dynamic shared memory {smem})")
-    params, _keep = kernel_params(args)
-    where = f"launch {name} grid={g} block={b}"
-    _check(lib.cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
-                              ctypes.c_uint(smem), None, params, None), where, LaunchError)
-    synchronize(f"{where} (synchronize)", LaunchError)
+def set_max_dynamic_smem(fn: int, smem: int, name: str = "kernel") -> None:
+    """Allow ``fn`` ``smem`` bytes of dynamic shared memory (needed above the default 48 KiB)."""
+    _check(_lib().cuFuncSetAttribute(ctypes.c_void_p(fn), _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     ctypes.c_int(smem)),
+           f"cuFuncSetAttribute({name}, max dynamic shared memory {smem})")
+
+
+def dims(v) -> tuple:
+    """A grid or block of 1-3 extents as the three cuLaunchKernel takes."""
+    return (tuple(int(x) for x in v) + (1, 1))[:3]
+
+
+def launch(fn: int, grid, block, params, smem: int = 0, stream: int = 0, name: str = "kernel") -> None:
+    """cuLaunchKernel of ``fn`` on ``stream`` (0: the default stream) with ``params``, the void** array of
+    kernel_params (whose values must stay alive until this returns). Asynchronous: a fault of the kernel shows at
+    the next synchronize; a refused launch (bad configuration, a sticky earlier fault) raises LaunchError here."""
+    g, b = dims(grid), dims(block)
+    _check(_lib().cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
+                                 ctypes.c_uint(smem), ctypes.c_void_p(stream or None), params, None),
+           f"launch {name} grid={g} block={b}", LaunchError)

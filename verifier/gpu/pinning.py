@@ -3,8 +3,9 @@
 CUDA reads ``CUDA_VISIBLE_DEVICES`` once, when the driver initializes (``cuInit``). In torch that is the
 first ``torch.cuda.is_available()`` / ``device_count()`` / allocation; importing torch does not initialize it.
 So the pytest plugin pins a worker in ``pytest_load_initial_conftests``, before conftest files and test
-modules are imported, and counts GPUs in the controller with ``nvidia-smi -L`` (a separate process),
-never through CUDA. Children (isolated kernels, compute-sanitizer re-runs) inherit the pinned variable.
+modules are imported, and counts GPUs with ``nvidia-smi -L`` (a separate process:
+verifier.gpu.probe.physical_gpu_count), never through CUDA. Children (isolated kernels, compute-sanitizer
+re-runs) inherit the pinned variable.
 
 The functions here are pure: they take the environment and the device count as arguments, so the
 round robin can be tested with a faked count on a machine without GPUs.
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
-from typing import Callable, Mapping, Optional
+from typing import Mapping, Optional
 
 from verifier.errors import UsageError
 
@@ -64,20 +63,6 @@ def pinned_environment(env: Mapping[str, str], physical_count: int) -> dict:
     """The environment changes that pin this xdist worker to one GPU ({} when none apply)."""
     dev = device_for_worker(env.get("PYTEST_XDIST_WORKER"), visible_devices(env, physical_count))
     return {} if dev is None else {VISIBLE: dev}
-
-
-def count_physical_gpus(run: Callable = subprocess.run) -> int:
-    """GPUs listed by ``nvidia-smi -L`` (0 without nvidia-smi or a driver). MIG instances are listed
-    under their GPU and not counted separately; restrict with CUDA_VISIBLE_DEVICES to use them."""
-    if run is subprocess.run and shutil.which("nvidia-smi") is None:
-        return 0
-    try:
-        out = run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    if out.returncode != 0:
-        return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
 WORKERS_PER_GPU = "VERIFIER_WORKERS_PER_GPU"

@@ -1,18 +1,27 @@
-"""Is a CUDA GPU usable here? Answered without importing torch, whose import alone takes 4-5 s on an H200
-machine (docs/benchmarks.md, verdict speed): the parent of isolated checks never launches anything, so it
-only needs the answer (a CUDA kernel's child launches through the driver, verifier.launch.path).
+"""The one GPU probe: is a CUDA GPU usable here, how many are there, which compute capability and arch.
+Every such question in verifier (and in spec files: ``capability()``) is answered here.
 
-torch already imported: its own answer. Otherwise: no torch, or a CPU build of torch ('+cpu' in its
-version), is no GPU; else the driver (libcuda, which honours CUDA_VISIBLE_DEVICES) is asked for a device count.
+Answered without importing torch, whose import alone takes 4-5 s on an H200 machine (docs/benchmarks.md,
+verdict speed): the parent of isolated checks never launches anything, and a CUDA kernel's child launches
+through the driver (verifier.launch.cuda), so neither needs torch for the answer.
+
+- ``cuda_available()``: torch already imported: its own answer. Otherwise no torch, or a CPU build of torch
+  ('+cpu' in its version), is no GPU (Triton kernels, callables and ``verifier bench`` run on torch tensors);
+  else the driver (libcuda, which honours CUDA_VISIBLE_DEVICES) is asked for a device count.
+- ``capability()`` / ``device_arch()``: device 0's compute capability, from the driver.
+- ``physical_gpu_count()``: ``nvidia-smi -L`` in another process, for pinning pytest-xdist workers: the driver
+  reads CUDA_VISIBLE_DEVICES once, at cuInit, so a worker must not ask it before it is pinned.
 """
 from __future__ import annotations
 
-import ctypes
+import shutil
+import subprocess
 import sys
 from functools import lru_cache
+from typing import Callable, Optional
 
 from verifier.constants import DEVICES
-from verifier.errors import UsageError
+from verifier.errors import ToolMissing, UsageError
 
 CPU_BUILD_ARCHES = ("sm_80", "sm_90")  # what the build check compiles for without a GPU
 
@@ -29,19 +38,12 @@ def torch_version():
 @lru_cache(maxsize=1)
 def driver_device_count() -> int:
     """Devices the CUDA driver sees (0 without a driver); no CUDA context is created."""
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        count = ctypes.c_int(0)
-        try:
-            if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-                return 0
-        except AttributeError:
-            return 0
-        return count.value
-    return 0
+    from verifier.gpu import libcuda
+
+    try:
+        return libcuda.device_count()
+    except (ToolMissing, libcuda.DriverError, AttributeError):  # no libcuda, no device, or a libcuda without it
+        return 0
 
 
 def cuda_available() -> bool:
@@ -52,6 +54,27 @@ def cuda_available() -> bool:
     if version is None or "+cpu" in version:
         return False
     return driver_device_count() > 0
+
+
+@lru_cache(maxsize=1)
+def capability() -> Optional[tuple]:
+    """(major, minor) compute capability of device 0 (as CUDA_VISIBLE_DEVICES leaves them), or None without a
+    GPU; from the driver, no torch import. Spec files call it (a cluster kernel needs 9.0, say)."""
+    if driver_device_count() == 0:
+        return None
+    from verifier.gpu.libcuda import device_capability
+
+    return device_capability()
+
+
+def device_arch() -> str:
+    """'sm_XY' of the GPU this process launches on (device 0 as CUDA_VISIBLE_DEVICES leaves them)."""
+    cc = capability()
+    if cc is None:
+        raise ToolMissing("no CUDA GPU: the driver sees no device to build and launch CUDA kernels for",
+                          fix="run on a machine with an NVIDIA GPU (check CUDA_VISIBLE_DEVICES), or check with "
+                              "--device cpu (CUDA kernels are then built and resource-checked only)")
+    return f"sm_{cc[0]}{cc[1]}"
 
 
 def resolve_device(device: str) -> str:
@@ -69,15 +92,6 @@ def resolve_device(device: str) -> str:
     return "cuda" if has_gpu else "cpu"
 
 
-def device_arch() -> str:
-    """'sm_XY' of the GPU this process launches on (device 0 as CUDA_VISIBLE_DEVICES leaves them), from the
-    CUDA driver: no torch import."""
-    from verifier.gpu.libcuda import device_capability
-
-    major, minor = device_capability()
-    return f"sm_{major}{minor}"
-
-
 def build_arches(opts) -> tuple:
     """The architectures the build check compiles for: the GPU's, else CPU_BUILD_ARCHES."""
     if opts.device == "cuda":
@@ -85,16 +99,16 @@ def build_arches(opts) -> tuple:
     return CPU_BUILD_ARCHES
 
 
-@lru_cache(maxsize=1)
-def capability():
-    """(major, minor) compute capability of device 0, or None where no GPU is usable (no driver, no device, a
-    driver error); no CUDA context is created. Cached: one answer per process."""
+def physical_gpu_count(run: Callable = subprocess.run) -> int:
+    """GPUs listed by ``nvidia-smi -L`` (0 without nvidia-smi or a driver), never through CUDA in this process.
+    MIG instances are listed under their GPU and not counted separately; restrict with CUDA_VISIBLE_DEVICES to
+    use them."""
+    if run is subprocess.run and shutil.which("nvidia-smi") is None:
+        return 0
     try:
-        if driver_device_count() == 0:
-            return None
-        from verifier.gpu.libcuda import device_capability
-
-        return device_capability()
-    except Exception:
-        return None
-
+        out = run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    if out.returncode != 0:
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))

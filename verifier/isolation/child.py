@@ -19,7 +19,6 @@ from verifier.declare.registry import load_spec_file  # noqa: E402
 from verifier.errors import UsageError  # noqa: E402
 from verifier.isolation.children import STEP_PREFIX  # noqa: E402
 from verifier.launch.harness import is_cuda_fault  # noqa: E402
-from verifier.launch.path import prefer_driver  # noqa: E402
 from verifier.results.options import Options  # noqa: E402
 from verifier.results.serialize import kernel_entry  # noqa: E402
 from verifier.toolchain.proc import write_answer  # noqa: E402
@@ -28,10 +27,6 @@ from verifier.toolchain.proc import write_answer  # noqa: E402
 def main(argv) -> int:
     with open(argv[0]) as fh:
         req = json.load(fh)
-    # CUDA specs through the CUDA driver API on numpy buffers at every level: no torch import (4-5 s on an
-    # H200 machine) and outputs bit-identical to torch's (tests/test_launch_path_gpu.py); $VERIFIER_CUDA_LAUNCH=torch
-    # forces torch + CuPy.
-    prefer_driver()
     phases.mark("child-imported")
 
     def progress(msg: str):

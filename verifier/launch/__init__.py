@@ -1,8 +1,8 @@
 """Runners: the one place that knows how a kernel is launched (cuda, triton, callable).
 
 ``runner_for(spec)`` picks the launcher of a spec's kind; ``runnable_reason(spec, device)`` says why its
-launches cannot run on a device. The runner modules are imported on first use: importing torch, cupy or
-triton costs seconds, and importing triton fixes its compiled/interpreted mode (verifier.launch.triton).
+launches cannot run on a device. The runner modules are imported on first use: importing torch or triton
+costs seconds, and importing triton fixes its compiled/interpreted mode (verifier.launch.triton).
 """
 from __future__ import annotations
 
@@ -37,3 +37,20 @@ def runnable_reason(spec, device: str) -> Optional[str]:
         if importlib.util.find_spec("triton") is None:
             return "triton is not installed (pip install 'kernel-verifier[triton]')"
     return None
+
+
+RETIRED_ENV = "VERIFIER_CUDA_LAUNCH"  # chose between two CUDA launch paths; there is one now (verifier.launch.cuda)
+
+
+def warn_retired_env(env=None, stream=None) -> bool:
+    """One line on stderr when $VERIFIER_CUDA_LAUNCH is set: it no longer has an effect. The CLI and the pytest
+    plugin's session call it once (their child processes do not). Returns whether it warned."""
+    import os
+    import sys
+
+    value = (os.environ if env is None else env).get(RETIRED_ENV)
+    if value is None:
+        return False
+    (stream or sys.stderr).write(f"verifier: warning: {RETIRED_ENV}={value!r} no longer has an effect: CUDA kernels "
+                                 f"have one launch path (the CUDA driver API); unset it\n")
+    return True

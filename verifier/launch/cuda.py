@@ -1,31 +1,30 @@
-"""Runner for CudaKernel: nvcc → cubin (cached) → CuPy launch on torch CUDA tensors, no copies.
+"""Runner for CudaKernel: nvcc → cubin (cached) → launches through the CUDA driver API (verifier.gpu.libcuda) on
+raw 64-bit device addresses. The one CUDA launch path, whoever holds the memory:
 
-Pointers go to the kernel as 64-bit integers (``np.uint64(t.data_ptr())``), so bf16/fp8 tensors need no
-dtype support from CuPy. Launches go on torch's current stream; after every launch the device is
-synchronized and errors are raised with the launch that caused them.
+- the harness (every process kind: check child, pytest plugin, sanitizer child) hands it ``DeviceArray``s, views
+  into driver buffers, and launches on the default stream: no torch in the process;
+- benchmarks and users hand it torch CUDA tensors (``data_ptr()``), launched on torch's current stream so they are
+  ordered with torch's work on those tensors.
+
+Pointers go to the kernel as 64-bit integers, so bf16/fp8 need no dtype support from anyone. ``prepare`` checks
+the refusal before anything runs, loads the cubin, binds every launch and allocates the workspaces (uninitialized,
+one buffer per name, per call); ``launch`` launches them, with ``sync`` a stream synchronize after each so a fault
+is raised naming the launch that caused it (benchmarks pass sync=False).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 from verifier.declare.kernels import Launch, Scalar, workspace_of
-from verifier.errors import SpecError, ToolMissing, Unsupported
+from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
+from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
 
-_MODULES: dict[str, object] = {}
-
-
-def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        raise ToolMissing(
-            "CuPy is not installed: CUDA kernels are launched through CuPy",
-            fix="pip install 'kernel-verifier[gpu]' (cupy-cuda12x), or cupy-cuda13x on CUDA 13 drivers",
-        ) from None
-    return cupy
+_SMEM_DEFAULT = 48 * 1024  # dynamic shared memory above this needs the function's attribute raised
 
 
 def build(spec, arch: str, dt=None):
@@ -35,15 +34,6 @@ def build(spec, arch: str, dt=None):
 
     defines = call(spec, "defines", spec.defines, dt) if dt is not None else {}
     return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags))
-
-
-def _module(cubin_path: str):
-    cp = _cupy()
-    mod = _MODULES.get(cubin_path)
-    if mod is None:
-        mod = cp.RawModule(path=cubin_path)
-        _MODULES[cubin_path] = mod
-    return mod
 
 
 def scalar_arg(kind: str, value):
@@ -66,9 +56,9 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
 
 
 def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer) -> list:
-    """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32,
-    a Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace, M, N)``, a tensor name as ``pointers[name]`` (a 64-bit device address).
-    Shared by the torch path (prepare) and the driver path (verifier.launch.cuda_numpy)."""
+    """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32, a
+    Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace)``, a tensor name as
+    ``pointers[name]`` (a 64-bit device address)."""
     args = []
     for a in launch.args:
         if isinstance(a, Scalar):
@@ -92,92 +82,154 @@ def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, work
 
 
 @dataclass
+class DeviceArray:
+    """A kernel's tensor argument in driver memory: ``offset`` bytes into ``buffer`` (past a guard band, say)."""
+
+    buffer: cd.DeviceBuffer
+    shape: tuple
+    offset: int = 0
+
+    @property
+    def ptr(self) -> int:
+        return self.buffer.ptr + self.offset
+
+
+def _torch_tensor(t):
+    torch = sys.modules.get("torch")  # a torch tensor exists only if torch is imported: never import it here
+    return torch is not None and isinstance(t, torch.Tensor)
+
+
+def tensor_address(name: str, t) -> int:
+    """The device address of a torch tensor: a CUDA tensor of device 0, the device whose primary context the
+    driver launches in (verifier.gpu.libcuda)."""
+    if t.device.type != "cuda" or (t.device.index or 0) != 0:
+        raise UsageError(f"tensor {name!r} is on {t.device}: CUDA kernels are launched on cuda:0, the first device "
+                         "CUDA_VISIBLE_DEVICES leaves visible",
+                         fix="move it with .to('cuda:0'), or set CUDA_VISIBLE_DEVICES so its GPU is the first")
+    return int(t.data_ptr())
+
+
+def address(name: str, t) -> int:
+    """The 64-bit device address of a DeviceArray, a DeviceBuffer or a torch CUDA tensor."""
+    if isinstance(t, (DeviceArray, cd.DeviceBuffer)):
+        return int(t.ptr)
+    if _torch_tensor(t):
+        return tensor_address(name, t)
+    raise UsageError(f"tensor {name!r} is a {type(t).__name__}: the CUDA runner takes device memory",
+                     fix="pass a torch CUDA tensor, or a verifier.launch.cuda.DeviceArray over a driver buffer")
+
+
+def current_stream(tensors: dict) -> int:
+    """torch's current stream when the caller holds torch tensors (its work on them comes first), else 0: the
+    default stream."""
+    if any(_torch_tensor(t) for t in tensors.values()):
+        import torch
+
+        return int(torch.cuda.current_stream().cuda_stream)
+    return 0
+
+
+@dataclass
+class Bound:
+    """One launch ready for cuLaunchKernel: the function, the Launch and its packed parameters."""
+
+    fn: int
+    launch: Launch
+    args: list  # the values bound (np scalars; pointers as np.uint64)
+    params: object = None  # kernel_params' void** array
+    keep: list = field(default_factory=list)  # the ctypes values it points to, alive as long as this is
+
+
+@dataclass
 class Prepared:
-    """Launches of one kernel call with their argument tuples bound to tensors."""
+    """The launches of one kernel call bound to device addresses, their stream and workspaces (name ->
+    DeviceBuffer, freed by close() or when this is collected)."""
 
-    launches: list  # (function, Launch, args tuple)
-    stream: object
-    tmp: dict
+    launches: list  # of Bound
+    stream: int
+    workspaces: dict
+
+    def close(self) -> None:
+        for b in self.workspaces.values():
+            b.close()
+        self.workspaces = {}
 
 
-def prepare(spec, inputs, outputs, params, dt, arch: str | None = None) -> Prepared:
-    """Build (cached), load and bind the spec's launches for these tensors. Raises Unsupported first."""
-    import torch
+def _function(spec, cubin, entry: str) -> int:
+    try:
+        return cd.function(cubin, entry)
+    except cd.DriverError as e:
+        if "CUDA_ERROR_NOT_FOUND" not in e.text:
+            raise
+        raise SpecError(f"kernel {spec.name}: entry {entry!r} not found in {spec.source}: {e.text}",
+                        fix="the entry must be an extern \"C\" __global__ function of that name") from None
 
-    x = inputs["x"]
-    M, N = x.shape[0], x.shape[-1]
+
+def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] = None,
+            stream: Optional[int] = None) -> Prepared:
+    """Build (cached), load and bind the spec's launches for these tensors (DeviceArrays or torch CUDA tensors;
+    an in-out tensor is in both). Raises Unsupported for a refused shape before any driver call, SpecError for a
+    malformed launch or an entry the cubin lacks. ``stream``: default current_stream(the tensors)."""
+    M, N = inputs["x"].shape[0], inputs["x"].shape[-1]
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    result = build(spec, arch or probe.device_arch(), dt)
-    mod = _module(str(result.cubin))
-    cp = _cupy()
     tensors = {**inputs, **outputs}
-    tmp: dict = {}
-    bound = []
-    pointers = {n: np.uint64(t.data_ptr()) for n, t in tensors.items()}
-    for launch in launches_for(spec, M, N, dt, params):
-        args = bind_args(spec, launch, M, N, params, pointers, lambda a: np.uint64(_tmp(tmp, a, M, N).data_ptr()))
-        try:
-            fn = mod.get_function(launch.entry)
-        except Exception as e:
-            raise SpecError(
-                f"kernel {spec.name}: entry {launch.entry!r} not found in {spec.source}: {e}",
-                fix="the entry must be an extern \"C\" __global__ function of that name",
-            ) from None
-        if launch.smem > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = launch.smem
-        bound.append((fn, launch, tuple(args)))
-    return Prepared(bound, torch_stream_for_cupy(cp, torch.cuda.current_stream()), tmp)
+    pointers = {n: np.uint64(address(n, t)) for n, t in tensors.items()}
+    prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
+    cubin = build(spec, arch or probe.device_arch(), dt).cubin
+
+    def workspace_pointer(ws):
+        if ws.name not in prepared.workspaces:  # uninitialized, as torch.empty leaves it
+            from verifier.dtypes import numpy_dtype
+
+            prepared.workspaces[ws.name] = cd.DeviceBuffer(ws.size(M, N) * numpy_dtype(ws.dtype).itemsize)
+        return np.uint64(prepared.workspaces[ws.name].ptr)
+
+    try:
+        for launch in launches_for(spec, M, N, dt, params):
+            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer)
+            fn = _function(spec, cubin, launch.entry)
+            if launch.smem > _SMEM_DEFAULT:
+                cd.set_max_dynamic_smem(fn, launch.smem, launch.entry)
+            b = Bound(fn, launch, args)
+            b.params, b.keep = cd.kernel_params(args)
+            prepared.launches.append(b)
+    except BaseException:
+        prepared.close()
+        raise
+    return prepared
 
 
-class _StreamHandle:
-    """A cudaStream_t offered through the CUDA stream protocol (``__cuda_stream__`` -> (version, handle))."""
-
-    def __init__(self, handle: int):
-        self.handle = int(handle)
-
-    def __cuda_stream__(self):
-        return (0, self.handle)
-
-
-def torch_stream_for_cupy(cp, stream):
-    """torch's stream as a CuPy stream, so the kernels are ordered with torch's work on the inputs.
-    CuPy 14 deprecates ExternalStream for Stream.from_external (the CUDA stream protocol)."""
-    from_external = getattr(cp.cuda.Stream, "from_external", None)
-    if from_external is not None:
-        try:
-            return from_external(_StreamHandle(stream.cuda_stream))
-        except TypeError:  # a CuPy whose from_external does not take the protocol: the older way still works
-            pass
-    return cp.cuda.ExternalStream(stream.cuda_stream, stream.device.index)
+def fault(launch: Launch, e: cd.DriverError) -> RuntimeError:
+    """A launch's fault as every caller sees it (verifier.launch.harness.is_cuda_fault recognizes it)."""
+    return RuntimeError(f"CUDA error after launch {launch.entry} grid={launch.grid} block={launch.block}: {e.text}")
 
 
 def launch(prepared: Prepared, sync: bool = True) -> None:
-    """Launch every bound kernel on torch's current stream; with ``sync``, synchronize after each so
-    a fault is attributed to the launch that caused it (benchmarks pass sync=False)."""
-    for fn, l, args in prepared.launches:
-        with prepared.stream:
-            fn(tuple(l.grid), tuple(l.block), args, shared_mem=l.smem)
-        if sync:
-            try:
-                prepared.stream.synchronize()
-            except Exception as e:
-                raise RuntimeError(f"CUDA error after launch {l.entry} grid={l.grid} block={l.block}: {e}") from e
+    """Launch every bound kernel on the prepared stream; with ``sync``, synchronize the stream after each so a
+    fault is attributed to the launch that caused it (benchmarks pass sync=False)."""
+    for b in prepared.launches:
+        l = b.launch
+        try:
+            cd.launch(b.fn, l.grid, l.block, b.params, l.smem, prepared.stream, l.entry)
+            if sync:
+                cd.stream_synchronize(prepared.stream, f"launch {l.entry} (synchronize)", cd.LaunchError)
+        except cd.LaunchError as e:
+            raise fault(l, e) from e
 
 
-def run_cuda(spec, inputs, outputs, params, dt, device, arch: str | None = None) -> None:
+def require_gpu(spec, device: str) -> None:
     if device != "cuda":
         raise ToolMissing(f"{spec.name} is a CUDA kernel and needs a CUDA GPU; device is {device}")
-    launch(prepare(spec, inputs, outputs, params, dt, arch), sync=True)
 
 
-def _tmp(cache, ws, M: int, N: int):
-    """A workspace as torch.empty leaves it (uninitialized), one per workspace name."""
-    import torch
-
-    from verifier.dtypes import torch_dtype
-
-    if ws.name not in cache:
-        cache[ws.name] = torch.empty(ws.size(M, N), dtype=torch_dtype(ws.dtype), device="cuda")
-    return cache[ws.name]
+def run_cuda(spec, inputs, outputs, params, dt, device, arch: Optional[str] = None) -> None:
+    """The runner of CUDA specs (verifier.launch.runner_for): one call, every launch synchronized, the
+    workspaces freed after it."""
+    require_gpu(spec, device)
+    prepared = prepare(spec, inputs, outputs, params, dt, arch)
+    try:
+        launch(prepared, sync=True)
+    finally:
+        prepared.close()

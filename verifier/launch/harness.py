@@ -14,10 +14,11 @@ NaN 0x7F of e4m3fn, say) writes the same bits in both runs, so it matches at mos
 accused. This is what makes the check sound for formats without NaN (int8, int32), where either poison is a
 value a kernel can legitimately write.
 
-Two launch bodies share the buffers (``guarded``, assembled in numpy) and the judgement (``_judge``, on the
-bits of each whole buffer read back): torch tensors handed to the spec's runner, or, for a CUDA spec on a GPU
-when verifier.launch.path says so, device buffers of the CUDA driver API (verifier.launch.cuda_numpy) with the
-kernel's pointers ``g`` elements past each buffer's start. Neither drops a check the other makes.
+The buffers (``guarded``, assembled in numpy) and the judgement (``_judge``, on the bits of each whole buffer
+read back) are the same for every kind of kernel; how they reach the device is not. A CUDA spec's buffers go to
+the device as driver buffers (verifier.gpu.libcuda) and its runner gets ``DeviceArray``s ``g`` elements past
+each buffer's start (verifier.launch.cuda): no torch in the process, whichever process runs it. Triton kernels
+and callables get torch tensors, views of whole buffers copied to the device the same way.
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ class Guarded:
 
 def guarded(shape, dtype: str, poison_bits: int, middle=None) -> Guarded:
     """The poisoned host buffer of one output, with the output (or the in-out tensor's ``middle`` values) in
-    the middle. Both launch paths copy it to the device in one host-to-device copy: compute-sanitizer initcheck
+    the middle. Both launch bodies copy it to the device in one host-to-device copy: compute-sanitizer initcheck
     tracks that copy, while a device-side fill by an uninstrumented (filtered-out) kernel would leave the whole
     buffer 'uninitialized' in its eyes."""
     npd = _dt.numpy_dtype(dtype)
@@ -144,25 +145,15 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outco
         dtype = _out_dtype(name, op, dt)
         middle = inputs_np[name] if name in op.inouts else None
         bufs[name] = guarded(op.shape_of(name, M, N), dtype, _POISON[dtype][which], middle)
-    body = _launch_driver if uses_driver(spec, run, device) else _launch_torch
+    body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
     after = body(run, spec, op, inputs_np, bufs, dt, params, device)
     return _judge(bufs, after, op)
 
 
-def uses_driver(spec, run, device: str) -> bool:
-    """The driver body runs a CUDA spec on a GPU in driver mode (verifier.launch.path) when ``run`` is the
-    standard CUDA runner; anything else (a wrapped or custom launcher) keeps the torch body."""
-    if device != "cuda" or getattr(spec, "kind", None) != "cuda":
-        return False
-    from verifier.launch.cuda import run_cuda
-    from verifier.launch.path import driver_for
-
-    return run is run_cuda and driver_for(spec, device)
-
-
 def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
-    """Torch tensors: inputs copied to ``device``, each guarded buffer copied as a whole, ``run`` given views of
-    their middles (an in-out tensor's view is also its input). Returns name -> bits of the whole buffer."""
+    """Torch tensors (Triton kernels, callables): inputs copied to ``device``, each guarded buffer copied as a whole,
+    ``run`` given views of their middles (an in-out tensor's view is also its input). Returns name -> bits of the
+    whole buffer."""
     import torch
 
     inputs = {k: _dt.from_numpy(v, device) for k, v in inputs_np.items()}
@@ -186,34 +177,41 @@ def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
     return {name: _bits(buf) for name, buf in whole.items()}
 
 
-def _launch_driver(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
-    """CUDA driver API on numpy buffers (verifier.launch.cuda_numpy), no torch: inputs and each guarded buffer
-    uploaded whole, the kernel's pointer ``g`` elements into it. Returns name -> bits of the whole buffer."""
+def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
+    """CUDA specs: inputs and each guarded buffer uploaded whole to driver buffers (one host-to-device copy each),
+    ``run`` given DeviceArrays ``g`` elements into them (an in-out tensor's is also its input). No torch. Returns
+    name -> bits of the whole buffer, downloaded."""
     from verifier.gpu import libcuda as cd
-    from verifier.launch.cuda_numpy import Pointer, launch_spec
+    from verifier.launch.cuda import DeviceArray, require_gpu
 
-    M, N = inputs_np["x"].shape[0], inputs_np["x"].shape[-1]
-    dev = {}
+    require_gpu(spec, device)
+    dev = []
     try:
-        tensors = {}
+        inputs, outputs = {}, {}
         for k, v in inputs_np.items():
             if k not in bufs:
-                dev[k] = cd.DeviceBuffer.from_array(np.ascontiguousarray(v))
-                tensors[k] = Pointer(dev[k])
+                a = np.ascontiguousarray(v)
+                dev.append(cd.DeviceBuffer.from_array(a))
+                inputs[k] = DeviceArray(dev[-1], a.shape)
+        whole = {}
         for name, b in bufs.items():
-            dev[name] = cd.DeviceBuffer.from_array(b.host)
-            tensors[name] = Pointer(dev[name], b.g * b.host.itemsize)
+            whole[name] = cd.DeviceBuffer.from_array(b.host)
+            dev.append(whole[name])
+            view = DeviceArray(whole[name], b.shape, b.g * b.host.itemsize)
+            if name in op.inouts:  # the kernel updates it in place
+                inputs[name] = view
+            outputs[name] = view
         try:
-            launch_spec(spec, tensors, M, N, dt, params)
-        except cd.DriverError as e:  # a driver call of the kernel's launches failed: as CuPy's errors on the torch path
+            run(spec, inputs, outputs, params, dt, device)
+        except cd.DriverError as e:  # a driver call of the kernel's launches failed (a module it cannot load, say)
             raise KernelFault(e) from e
         except VerifierError:
-            raise
+            raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
         except Exception as e:
             raise KernelFault(e) from e
-        return {name: dev[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()}
+        return {name: whole[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()}
     finally:
-        for d in dev.values():
+        for d in dev:
             d.close()
 
 

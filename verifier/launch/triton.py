@@ -28,6 +28,7 @@ import numpy as np
 
 from verifier.dtypes import from_numpy
 from verifier.errors import ToolMissing, Unsupported, UsageError
+from verifier.gpu import probe
 from verifier.inputs.catalogue import maker, rand_normal
 from verifier.ops import OPS
 
@@ -36,14 +37,6 @@ MODE_ENV = "VERIFIER_TRITON_MODE"
 
 _active: str | None = None  # the mode this process committed to
 _modules: dict = {}  # (path, mtime, mode) -> module
-
-
-def _cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
 
 
 def triton_mode(requested: str | None = None) -> str:
@@ -67,7 +60,7 @@ def triton_mode(requested: str | None = None) -> str:
         return requested
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "interpreter"
-    return "compiled" if _cuda_available() else "interpreter"
+    return "compiled" if probe.cuda_available() else "interpreter"
 
 
 def _effective_interpret() -> bool:
@@ -93,7 +86,7 @@ def activate(mode: str | None = None) -> str:
     mode = triton_mode(mode)
     if mode == _active:
         return mode
-    if mode == "compiled" and not _cuda_available():
+    if mode == "compiled" and not probe.cuda_available():
         raise ToolMissing(
             "compiled Triton mode needs a CUDA GPU and torch sees none",
             fix=f"run on a GPU machine, or use the interpreter: {MODE_ENV}=interpreter",
@@ -251,7 +244,7 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
     Launches once on random data (Triton compiles per specialization). ``local_bytes`` is
     CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (Triton's ``n_spills`` * 4): spills plus stack frame.
     Returns the per-kernel list under 'kernels' and the maxima at the top level."""
-    if not _cuda_available():
+    if not probe.cuda_available():
         raise ToolMissing("no GPU: resources of compiled Triton kernels need one",
                           fix="run on a machine with a CUDA GPU (the interpreter has no registers to count)")
     import torch

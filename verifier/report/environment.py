@@ -78,8 +78,8 @@ def environment() -> dict:
                 env["gpu"], env["driver"] = name.strip() or None, driver.strip() or None
             import sys
 
-            torch = sys.modules.get("torch")
-            if torch is not None and torch.cuda.is_available():
+            torch = sys.modules.get("torch")  # cuda_available() asked it, if it is imported
+            if torch is not None:
                 env["gpu"] = torch.cuda.get_device_name(0)
     except Exception:
         pass

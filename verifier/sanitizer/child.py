@@ -6,9 +6,10 @@ records are the result. It answers once (verifier.toolchain.proc.write_answer, k
 ``status`` "ok" | "error", ``launched`` [[M, N], ...], ``error``) at the request's ``result`` path and exits 0
 (1 on error), so verifier.sanitizer.runs can tell a harness failure from a sanitizer finding.
 
-Allocator pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1 from the driver; CuPy's pools here): a
-pooled allocation hides out-of-bounds accesses into its neighbours from memcheck and stale data from
-initcheck.
+No allocator pools: a pooled allocation hides out-of-bounds accesses into its neighbours from memcheck and
+stale data from initcheck. A CUDA kernel's buffers and workspaces are driver allocations of their own
+(verifier.launch.harness, verifier.launch.cuda: no torch in this process); torch's caching is off for Triton
+kernels and callables (PYTORCH_NO_CUDA_MEMORY_CACHING=1 from the driver).
 """
 from __future__ import annotations
 
@@ -28,15 +29,6 @@ from verifier.results.options import derived_seed
 from verifier.toolchain.proc import write_answer
 
 
-def _no_cupy_pools():
-    try:
-        import cupy
-    except ImportError:
-        return
-    cupy.cuda.set_allocator(None)
-    cupy.cuda.set_pinned_memory_allocator(None)
-
-
 def run(req: dict, launched: list) -> None:
     """Launch every requested shape; ``launched`` collects the shapes done (kept on failure)."""
     device = req.get("device", "cuda")
@@ -46,10 +38,8 @@ def run(req: dict, launched: list) -> None:
     dt = next((d for d in spec.dtypes if d.tag == req["dtype"]), None)
     if dt is None:
         raise LookupError(f"kernel {spec.name} declares no dtype {req['dtype']!r}")
-    if device == "cuda":
-        _no_cupy_pools()
-        if spec.kind == "triton":
-            activate("compiled")
+    if device == "cuda" and spec.kind == "triton":
+        activate("compiled")
     run_fn = runner_for(spec)
     params = spec.op_params()
     for M, N in req["shapes"]:
@@ -58,6 +48,18 @@ def run(req: dict, launched: list) -> None:
         execute(run_fn, spec, xs, dt, params, device, check_poison=False)
         launched.append([M, N])
     if device == "cuda":
+        _synchronize(spec)
+
+
+def _synchronize(spec) -> None:
+    """Wait for the device before reporting: through the driver for a CUDA kernel (no torch import), torch's
+    otherwise."""
+    if spec.kind == "cuda":
+        from verifier.gpu import libcuda
+
+        libcuda.context()  # current on this thread (the launches made it so; cheap to say again)
+        libcuda.synchronize()
+    else:
         import torch
 
         torch.cuda.synchronize()

@@ -201,10 +201,10 @@ def _child_env(device: str, visible: Optional[str] = None) -> dict:
 
 
 def _require_gpu():
-    try:
-        import torch
+    from verifier.gpu.probe import cuda_available
 
-        ok = torch.cuda.is_available()
+    try:
+        ok = cuda_available()
     except Exception:
         ok = False
     if not ok:

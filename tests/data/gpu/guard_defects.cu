@@ -1,5 +1,5 @@
-// Output-memory defects for checking, on a GPU, that the driver launch path (verifier.runners.cuda_numpy)
-// detects what the torch path detects (tests/test_launch_path_gpu.py). RMSNorm, one 256-thread block per row,
+// Output-memory defects for checking, on a GPU, that the one CUDA launch path (verifier/launch/cuda.py) on the
+// harness's driver buffers detects them (tests/test_launch_path_gpu.py). RMSNorm, one 256-thread block per row,
 // f32, written as kernels/defects/cuda/sync_defects.cu's correct block RMSNorm, plus one defect each:
 //   rms_overrun_f32:   the last row's block also stores one element past the end of y (out-of-range-write)
 //   rms_skip_last_f32: y[M-1][N-1] is never stored (unwritten)

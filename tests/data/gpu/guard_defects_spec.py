@@ -1,5 +1,6 @@
-"""CUDA kernels with output-memory defects (guard_defects.cu), for tests/test_launch_path_gpu.py: the driver
-launch path must find the out-of-range write, the unwritten element and the crash the torch path finds."""
+"""CUDA kernels with output-memory defects (guard_defects.cu), for tests/test_launch_path_gpu.py: the one CUDA
+launch path, on the harness's driver buffers, must find the out-of-range write, the unwritten element and the
+crash, and report the crash as it does on torch tensors."""
 from verifier.spec import CudaKernel, Launch, dtypes
 
 

@@ -1,0 +1,218 @@
+"""A stand-in for libcuda on a CPU, for tests of the one CUDA launch path (verifier.launch.cuda over
+verifier.gpu.libcuda): host memory plays device memory, a cubin is a name, a kernel is a Python function over that
+memory. Every driver call is recorded, and cuLaunchKernel records what reaches it: the function, grid, block,
+dynamic shared memory, stream and each parameter's ctypes type (its width) and value.
+
+Kernels run at launch, asynchronously as on a GPU: an access outside every live allocation is an illegal address,
+a sticky error returned by the next synchronize and every call after it. No torch here: the check-child test
+installs it in a process that must not import torch.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+ILLEGAL_ADDRESS, NOT_FOUND, OUT_OF_RESOURCES = 700, 500, 701
+_NAMES = {ILLEGAL_ADDRESS: (b"CUDA_ERROR_ILLEGAL_ADDRESS", b"an illegal memory access was encountered"),
+          NOT_FOUND: (b"CUDA_ERROR_NOT_FOUND", b"named symbol not found"),
+          OUT_OF_RESOURCES: (b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", b"too many resources requested for launch")}
+ILLEGAL_TEXT = "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+
+
+class Illegal(Exception):
+    pass
+
+
+@dataclass
+class Launched:
+    entry: str
+    grid: tuple
+    block: tuple
+    smem: int
+    stream: int
+    params: list  # (ctypes type, value) per parameter, as the kernel receives them
+
+    def values(self) -> list:
+        return [v for _, v in self.params]
+
+    def types(self) -> list:
+        return [t for t, _ in self.params]
+
+
+def _set(ref, value):  # what the driver writes through an out-parameter (a ctypes.byref)
+    ref._obj.value = value
+
+
+class FakeLib:
+    def __init__(self, kernels: dict):
+        self.kernels = kernels  # entry -> fn(lib, args) with args the parameter values
+        self.calls: list = []  # driver call names, in order
+        self.allocs: dict = {}  # address -> uint8 array
+        self.alloc_log: list = []  # (address, nbytes) of every cuMemAlloc, in order
+        self.functions: dict = {}
+        self.launched: list = []
+        self.attributes: list = []  # (entry, attribute, value) of cuFuncSetAttribute
+        self.synced: list = []  # streams synchronized (None: the context)
+        self.sticky = 0
+        self.refuse: dict = {}  # entry -> the error cuLaunchKernel returns for it (the launch does not run)
+        self.values: dict = {}  # address -> ctypes value, filled by the kernel_params wrapper
+
+    def __getattr__(self, name):  # a driver call the fake does not know is a test failure, not a silent 0
+        raise AttributeError(f"FakeLib has no {name}")
+
+    def _call(self, name):
+        self.calls.append(name)
+
+    # --- memory, as host arrays ----------------------------------------------------------------------------
+    def region(self, ptr: int, nbytes: int) -> np.ndarray:
+        for start, a in self.allocs.items():
+            if start <= ptr and ptr + nbytes <= start + a.nbytes:
+                return a[ptr - start:ptr - start + nbytes]
+        raise Illegal(f"{nbytes} bytes at {ptr:#x}")
+
+    def view(self, ptr, dtype, count: int) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        return self.region(int(ptr), count * dtype.itemsize).view(dtype)
+
+    def add_host(self, ptr: int, nbytes: int):
+        """Let kernels reach memory the test allocated itself (a CPU torch tensor's storage)."""
+        self.allocs[int(ptr)] = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(int(ptr)), dtype=np.uint8)
+
+    # --- the driver API ------------------------------------------------------------------------------------
+    def cuInit(self, flags):
+        self._call("cuInit")
+        return 0
+
+    def cuDeviceGetCount(self, ref):
+        self._call("cuDeviceGetCount")
+        _set(ref, 1)
+        return 0
+
+    def cuDeviceGetAttribute(self, ref, attr, dev):
+        self._call("cuDeviceGetAttribute")
+        _set(ref, {75: 9, 76: 0}[attr])
+        return 0
+
+    def cuDeviceGet(self, ref, ordinal):
+        self._call("cuDeviceGet")
+        _set(ref, 0)
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, ref, dev):
+        self._call("cuDevicePrimaryCtxRetain")
+        _set(ref, 0xC0)
+        return 0
+
+    def cuCtxSetCurrent(self, ctx):
+        self._call("cuCtxSetCurrent")
+        return 0
+
+    def cuMemAlloc_v2(self, ref, size):
+        self._call("cuMemAlloc")
+        a = np.full(size.value, 0xCD, dtype=np.uint8)  # garbage, as cuMemAlloc leaves it
+        self.allocs[a.ctypes.data] = a
+        self.alloc_log.append((a.ctypes.data, size.value))
+        _set(ref, a.ctypes.data)
+        return 0
+
+    def cuMemcpyHtoD_v2(self, dst, src, n):
+        self._call("cuMemcpyHtoD")
+        if self.sticky:
+            return self.sticky
+        ctypes.memmove(self.region(dst.value, n.value).ctypes.data, src.value, n.value)
+        return 0
+
+    def cuMemcpyDtoH_v2(self, dst, src, n):
+        self._call("cuMemcpyDtoH")
+        if self.sticky:
+            return self.sticky
+        ctypes.memmove(dst.value, self.region(src.value, n.value).ctypes.data, n.value)
+        return 0
+
+    def cuMemFree_v2(self, ptr):
+        self._call("cuMemFree")
+        self.allocs.pop(ptr.value, None)
+        return 0
+
+    def cuModuleLoad(self, ref, path):
+        self._call("cuModuleLoad")
+        _set(ref, 0x40)
+        return 0
+
+    def cuModuleGetFunction(self, ref, mod, name):
+        self._call("cuModuleGetFunction")
+        entry = name.decode()
+        if entry not in self.kernels:
+            return NOT_FOUND
+        handle = 0x1000 + sorted(self.kernels).index(entry)
+        self.functions[handle] = entry
+        _set(ref, handle)
+        return 0
+
+    def cuFuncSetAttribute(self, fn, attr, value):
+        self._call("cuFuncSetAttribute")
+        self.attributes.append((self.functions[fn.value], attr, value.value))
+        return 0
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        self._call("cuLaunchKernel")
+        if self.sticky:
+            return self.sticky
+        entry = self.functions[fn.value]
+        if entry in self.refuse:
+            return self.refuse[entry]
+        received = [self.values[p] for p in params if p is not None]
+        self.launched.append(Launched(entry, (gx.value, gy.value, gz.value), (bx.value, by.value, bz.value),
+                                      smem.value, stream.value or 0,
+                                      [(type(v), v.value) for v in received]))
+        try:
+            self.kernels[entry](self, [v.value for v in received])
+        except Illegal:
+            self.sticky = ILLEGAL_ADDRESS  # shows at the next synchronize
+        return 0
+
+    def cuStreamSynchronize(self, stream):
+        self._call("cuStreamSynchronize")
+        self.synced.append(stream.value or 0)
+        return self.sticky
+
+    def cuCtxSynchronize(self):
+        self._call("cuCtxSynchronize")
+        self.synced.append(None)
+        return self.sticky
+
+    def cuGetErrorName(self, code, ref):
+        _set(ref, _NAMES[code][0])
+        return 0
+
+    def cuGetErrorString(self, code, ref):
+        _set(ref, _NAMES[code][1])
+        return 0
+
+
+def install(kernels: dict, patch=setattr) -> FakeLib:
+    """Put a FakeLib under verifier.gpu.libcuda, with a fake cubin build and arch sm_90; returns it. ``patch``:
+    pytest's monkeypatch.setattr (undone after the test), or setattr in a child process."""
+    from verifier.gpu import libcuda as cd
+    from verifier.gpu import probe
+    from verifier.launch import cuda as rc
+
+    lib = FakeLib(kernels)
+    real_params = cd.kernel_params
+
+    def recording_params(args):  # what each void* of cuLaunchKernel points to: the ctypes value, width and all
+        ptrs, values = real_params(args)
+        lib.values.update({ctypes.addressof(v): v for v in values})
+        return ptrs, values
+
+    cd._primary.cache_clear()  # the context is retained once a process: retain the fake's
+    patch(cd, "_lib", lambda: lib)
+    patch(cd, "_MODULES", {})
+    patch(cd, "kernel_params", recording_params)
+    patch(probe, "device_arch", lambda: "sm_90")
+    patch(rc, "build", lambda spec, arch, dt=None: SimpleNamespace(cubin=Path(f"/fake/{spec.name}.{arch}.cubin")))
+    return lib
