@@ -10,7 +10,7 @@ from verifier.declare import usercode
 from verifier.declare.kernels import CudaKernel, KernelSpec
 from verifier.errors import BuildError, ToolMissing, UsageError, VerifierError
 from verifier.gpu.probe import build_arches
-from verifier.inputs.cases import PROBE_N
+from verifier.inputs.cases import probe_lengths
 from verifier.launch import cuda as cuda_runner
 from verifier.launch import runnable_reason
 from verifier.launch import triton as triton_runner
@@ -24,8 +24,7 @@ from verifier.toolchain.ptxas import KernelResources, check_expectations, entry_
 def _entries(spec: CudaKernel, dts) -> set:
     entries = set()
     for dt in dts:
-        # The probe lengths and one row per declared size class: a class whose entry the .cu lacks is a finding.
-        for N in sorted(set(PROBE_N) | set(spec.class_lengths(dt))):
+        for N in probe_lengths(spec, dt):  # a class whose entry the .cu lacks is a finding
             if spec.check_supported(4, N, dt) is None:
                 entries.update(l.entry for l in cuda_runner.launches_for(spec, 4, N, dt, spec.op_params()))
     return entries

@@ -26,6 +26,12 @@ PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 
 _HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
 
 
+def probe_lengths(spec, dt) -> list:
+    """Row lengths that reach every entry a kernel launches: PROBE_N and one row per declared size class (a class
+    no probe length reaches would be neither built nor analysed)."""
+    return sorted(set(PROBE_N) | set(spec.class_lengths(dt)))
+
+
 def draw(spec, dt, case, seed: int) -> dict:
     """The inputs of ``case`` for this kernel and dtype: a fresh draw from the seed derived from (seed, kernel,
     dtype, case), so a case name and a seed re-create them exactly (``verifier check --case``, the suites)."""

@@ -3,7 +3,7 @@ launches (verifier.lint.checks) and turn what it finds into ``static`` findings 
 
 One PTX per (source, defines of a dtype group, arch): the arch list is the build check's. Each entry is
 analysed for every block shape and the largest grid its launches use at probe shapes (PROBE_M x the
-battery's PROBE_N), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
+battery's probe lengths, every size class included), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
 The same issue found at one pair of source lines (several unrolled copies, both arches, several entries)
 is one finding that says how many copies there were.
 """
@@ -26,13 +26,13 @@ PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-ro
 
 def launch_facts(spec, dts) -> dict:
     """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts."""
-    from verifier.inputs.cases import PROBE_N
+    from verifier.inputs.cases import probe_lengths
     from verifier.launch.cuda import launches_for
 
     blocks: dict = {}
     grids: dict = {}
     for dt in dts:
-        for N in PROBE_N:
+        for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in PROBE_M:
                 if spec.check_supported(M, N, dt) is not None:
                     continue
