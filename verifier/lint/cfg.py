@@ -18,6 +18,22 @@ def is_block_barrier(op: str) -> bool:
         and "warp" not in parts and "arrive" not in parts
 
 
+def block_barriers(instrs) -> set:
+    """Indices of the instructions that are a barrier of the whole block: ``bar.sync`` and its kin, and a
+    cluster barrier (``barrier.cluster.arrive`` right before ``barrier.cluster.wait``: every thread of the
+    cluster, this block's included, arrives before any leaves). A cluster arrive and wait apart are not one."""
+    out = set()
+    for i, x in enumerate(instrs):
+        if x.parts[0] not in ("bar", "barrier"):
+            continue
+        if is_block_barrier(x.op):
+            out.add(i)
+        elif x.op.startswith("barrier.cluster.arrive") and "relaxed" not in x.parts and i + 1 < len(instrs) \
+                and instrs[i + 1].op.startswith("barrier.cluster.wait") and x.pred is None:
+            out.add(i)
+    return out
+
+
 @dataclass
 class Block:
     id: int
@@ -35,12 +51,11 @@ class CFG:
     def __init__(self, fn):
         self.fn = fn
         ins = fn.instrs
-        starts = {0} | set(fn.labels.values())
+        self.barriers = block_barriers(ins)
+        starts = {0} | set(fn.labels.values()) | self.barriers
         for i, x in enumerate(ins):
             if x.base in ("bra", "ret", "exit", "trap", "brx"):
                 starts.add(i + 1)
-            if is_block_barrier(x.op):
-                starts.add(i)
         starts = sorted(s for s in starts if s < len(ins))
         self.blocks = [Block(id=k, start=s, end=(starts[k + 1] if k + 1 < len(starts) else len(ins)))
                        for k, s in enumerate(starts)]
@@ -68,7 +83,7 @@ class CFG:
             for s, e in b.succs:
                 if s != EXIT:
                     self.blocks[s].preds.append(b.id)
-        self.barrier_block = [is_block_barrier(ins[b.start].op) for b in self.blocks]
+        self.barrier_block = [b.start in self.barriers for b in self.blocks]
         self.reachable = self._reachable()
         self.ipdom = self._postdominators()
         self.cdeps = self._control_dependence()

@@ -9,9 +9,10 @@ them"). On top of the nodes, for one block shape
   ``%tid``, ``%laneid``, ``%ntid`` and constants only (exact, not an approximation);
 - ``level``: how far a value can differ between threads: UNIFORM (same in the whole block), WARP (same in
   each warp) or VARYING. Thread-only values get their level from the evaluation; loads take the level of
-  their address (a load from one address gives every thread the same value); shuffle, atomic and local
-  results are VARYING; a ``phi`` is at least as varying as the branches deciding which definition reaches
-  it (sync dependence), solved as a fixpoint;
+  their address (a load from one address gives every thread the same value); atomic and local results
+  are VARYING, shuffles as verifier.lint.warpsync says (a broadcast or an xor-butterfly all-reduce is WARP);
+  a ``phi`` is at least as varying as the branches deciding which definition reaches it (sync dependence),
+  solved as a fixpoint; a guarded definition is a ``selp`` of the new and the old value;
 - ``deps``: whether a value depends on the block index, the thread index, or data loaded from memory;
 - ``decompose``: a value as ``sum(coeff * atom) + thread_part``, the affine view used to compare addresses
   of two threads (atoms that are the same in both threads cancel).
@@ -21,18 +22,26 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from verifier.lint import isa
+
 UNIFORM, WARP, VARYING = 0, 1, 2
 LEVEL_NAMES = {UNIFORM: "uniform", WARP: "warp-uniform", VARYING: "thread-dependent"}
 CTAID, TID, DATA = 1, 2, 4
 
 NO_DEF = {"st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "trap", "membar", "fence", "prefetch",
           "prefetchu", "cp", "call", "pmevent", "nanosleep", "griddepcontrol", "setmaxnreg", "stmatrix",
-          "discard", "applypriority", "cp.async", "multimem", "tensormap", "elect"}
+          "discard", "applypriority", "tensormap", "sust", "sured", "stackrestore"}
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
 _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _ADDR = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\w+))?\s*\]$")
-_VARYING_OPS = ("shfl", "atom", "activemask", "match")
 WARP_OPS = ("vote", "redux")
+_REG = re.compile(r"%[\w$]+")
+_DEST_SEP = re.compile(r"[,|]")
+_OTHER_SPECIAL = frozenset(("warpid", "nwarpid", "smid", "clock", "clock64", "globaltimer", "lanemask_eq", "lanemask_lt",
+                            "lanemask_le", "lanemask_gt", "lanemask_ge", "dynamic_smem_size"))
+# special registers that name the block (or its place in the cluster) and the grid's or cluster's shape
+_BLOCKLIKE = re.compile(r"^%(cluster_ctarank|cluster_ctaid\.[xyz]|clusterid\.[xyz])$")
+_GRIDLIKE = re.compile(r"^%(cluster_nctarank|cluster_nctaid\.[xyz]|nclusterid\.[xyz]|is_explicit_cluster)$")
 
 
 def _int(tok: str) -> Optional[int]:
@@ -47,8 +56,10 @@ def _int(tok: str) -> Optional[int]:
 def reg_list(arg: str) -> list:
     """Registers named by a destination operand: '%r1', '{%f1, %f2}', '%r1|%p2' ('_' sinks dropped)."""
     a = arg.strip().strip("{}")
+    if "," not in a and "|" not in a:
+        return [a] if a.startswith("%") else []
     out = []
-    for piece in re.split(r"[,|]", a):
+    for piece in _DEST_SEP.split(a):
         piece = piece.strip()
         if piece.startswith("%"):
             out.append(piece)
@@ -64,11 +75,13 @@ def defs_of(instr) -> list:
     return reg_list(instr.args[0])
 
 
-def uses_of(instr) -> list:
+def uses_of(instr, defs=None) -> list:
     regs = [instr.pred] if instr.pred else []
-    start = 0 if not defs_of(instr) else 1
-    for a in instr.args[start:]:
-        regs += [m for m in re.findall(r"%[\w$]+", a) if not _SPECIAL.match(m)]
+    defs = defs_of(instr) if defs is None else defs
+    if defs and instr.pred and instr.base != "bra":  # a guarded definition keeps the old value where it does not run
+        regs += defs
+    for a in instr.args[1 if defs else 0:]:
+        regs += [m for m in _REG.findall(a) if not _SPECIAL.match(m)]
     return regs
 
 
@@ -84,12 +97,13 @@ class Values:
         self.def_node: dict = {}  # (instr idx, k) -> node id
         self.defs_by_reg: dict = {}
         self._defs = [defs_of(ins) for ins in fn.instrs]
-        self._uses = [uses_of(ins) for ins in fn.instrs]
+        self._uses = [uses_of(ins, d) for ins, d in zip(fn.instrs, self._defs)]
         for ins in fn.instrs:
             for k, r in enumerate(self._defs[ins.idx]):
                 self.defs_by_reg.setdefault(r, []).append((ins.idx, k))
         self._reach = self._reaching()
         self.phis: list = []  # node ids of phi nodes
+        self.sym_candidates = None  # nodes computed from a shuffle (verifier.lint.warpsync.candidates), once
         for b in self._rpo():
             blk = cfg.blocks[b]
             for i in range(blk.start, blk.end):
@@ -209,18 +223,22 @@ class Values:
         return nid
 
     def _operand(self, instr_idx: int, tok: str) -> int:
+        if tok.startswith("%"):
+            if tok in self.defs_by_reg:  # a register (the common case)
+                return self.reg_value(instr_idx, tok)
+            if m := _SPECIAL.match(tok):
+                return self.mk(m.group(1), m.group(2))
+            if _BLOCKLIKE.match(tok):
+                return self.mk("ctaid", tok[1:])
+            if _GRIDLIKE.match(tok):
+                return self.mk("nctaid", tok[1:])
+            if tok == "%laneid":
+                return self.mk("lane")
+            if tok[1:] in _OTHER_SPECIAL:
+                return self.mk("x", tok[1:], instr_idx, 0)
+            return self.reg_value(instr_idx, tok)
         if tok.startswith("!"):
             return self.mk("op", "not.pred", (self.operand(instr_idx, tok[1:]),))
-        if m := _SPECIAL.match(tok):
-            return self.mk(m.group(1), m.group(2))
-        if tok in ("%laneid",):
-            return self.mk("lane")
-        if tok.startswith("%") and tok[1:] in ("warpid", "nwarpid", "smid", "clock", "clock64", "globaltimer",
-                                                "lanemask_eq", "lanemask_lt", "lanemask_le", "lanemask_gt",
-                                                "lanemask_ge", "dynamic_smem_size"):
-            return self.mk("x", tok[1:], instr_idx, 0)
-        if tok.startswith("%"):
-            return self.reg_value(instr_idx, tok)
         v = _int(tok)
         if v is not None:
             return self.const(v)
@@ -228,6 +246,9 @@ class Values:
             return self.mk("f", tok)
         if tok.startswith("["):
             return self.address(instr_idx, tok)
+        if tok.startswith("{"):  # a vector source: its parts packed ('mov.b64 %rd1, {%r1, %r2}')
+            parts = tuple(self.operand(instr_idx, p) for p in tok.strip("{}").split(",") if p.strip() not in ("", "_"))
+            return self.mk("fn", "pack", parts, 0)
         return self.mk("sym", tok)
 
     def address(self, instr_idx: int, tok: str) -> int:
@@ -252,7 +273,9 @@ class Values:
             return self.operand(i, args[k])
 
         vals = None
-        if base in ("mov", "cvta", "cvt") and len(args) == 1 and not (base == "cvt" and _is_float_cvt(p)):
+        if base == "mov" and len(dests) > 1 and len(args) == 1:  # unpack: 'mov.b64 {%r1, %r2}, %rd1'
+            vals = [self.mk("fn", "unpack", (opnd(0),), k) for k in range(len(dests))]
+        elif base in ("mov", "cvta", "cvt") and len(args) == 1 and not (base == "cvt" and _is_float_cvt(p)):
             vals = [opnd(0)]
             if base == "cvt" and (narrow := _narrow_bits(p)):
                 vals = [self.mk("op", f"trunc{narrow[0]}{narrow[1]}", (vals[0],))]
@@ -287,18 +310,25 @@ class Values:
             c = self.mk("op", f"setp.{p[1]}.{p[-1]}", (opnd(0), opnd(1)))
             vals = [self.mk("op", p[2] + ".pred", (c, opnd(2)))]
         elif base == "ld" or base == "ldu":
-            space = next((s for s in p[1:] if s in ("global", "shared", "local", "param", "const")), "generic")
             addr = self.address(i, args[0]) if args else self.mk("x", "ld", i, 0)
-            vals = [self.mk("ld", space, addr, i, k) for k in range(len(dests))]
-        elif base == "shfl" or base == "atom" or base == "activemask" or base == "match":
-            vals = [self.mk("x", base, i, k) for k in range(len(dests))]
-        elif base in WARP_OPS:
-            vals = [self.mk("x", base, i, k) for k in range(len(dests))]
+            vals = [self.mk("ld", isa.space(p), addr, i, k) for k in range(len(dests))]
+        elif base == "shfl" and len(args) == 4:  # value and 'lane in range' predicate of one shuffle
+            mode = next((m for m in ("bfly", "idx", "up", "down") if m in p), "?")
+            vals = [self.mk("shfl", mode, tuple(opnd(k) for k in range(4)), i, k) for k in _slots(ins, dests)]
+        elif base in ("shfl", "atom", "activemask", "match", "elect") or base in WARP_OPS:
+            vals = [self.mk("x", base, i, k) for k in _slots(ins, dests)]
         if vals is None:  # anything else: an opaque function of its operands
-            operands = tuple(self.operand(i, a) for a in args if not a.startswith("{") and a.strip())
+            operands = tuple(self.operand(i, a) for a in args if a.strip())
             vals = [self.mk("fn", ins.op, operands, k) for k in range(len(dests))]
-        for k in range(len(dests)):
-            self.def_node[(i, k)] = vals[k] if k < len(vals) else self.mk("x", ins.op, i, k)
+        for k, r in enumerate(dests):
+            v = vals[k] if k < len(vals) else self.mk("x", ins.op, i, k)
+            if ins.pred is not None and self._reaches_other(i, r):  # where the guard is false the old value stays
+                v = self.mk("op", "selp", (v, self.reg_value(i, r), self.pred_value(ins)))
+            self.def_node[(i, k)] = v
+
+    def _reaches_other(self, i: int, reg: str) -> bool:
+        """Whether a definition of ``reg`` other than instruction ``i``'s own reaches ``i``."""
+        return any(site[0] != i for site in self._reach.get((i, reg), ()))
 
     def pred_value(self, ins) -> Optional[int]:
         """Node of the instruction's guard predicate (negated for @!%p), or None."""
@@ -306,6 +336,12 @@ class Values:
             return None
         v = self.reg_value(ins.idx, ins.pred)
         return self.mk("op", "not.pred", (v,)) if ins.pred_neg else v
+
+
+def _slots(ins, dests) -> list:
+    """Which output each destination register is: 0 for d, 1 for p in 'd|p' (also when d is the sink '_')."""
+    named = [x.strip() for x in ins.args[0].split("|")] if "|" in ins.args[0] else None
+    return [named.index(r) if named and r in named else k for k, r in enumerate(dests)]
 
 
 def type_bits(t: str) -> int:

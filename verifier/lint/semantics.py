@@ -7,6 +7,7 @@ from typing import Optional
 
 import numpy as np
 
+from verifier.lint import warpsync
 from verifier.lint.dataflow import CTAID, DATA, TID, UNIFORM, VARYING, WARP, WARP_OPS, Values, type_bits
 
 
@@ -32,6 +33,10 @@ class Semantics:
         self.levels = [UNIFORM] * nn
         self.deps = [0] * nn
         self.invariant = [True] * nn  # same value for two threads in one barrier interval (if uniform)
+        self.sym = [warpsync.FULL] * nn  # lane xor-symmetries of each value (verifier.lint.warpsync)
+        self.memo: dict = {}  # verifier.lint.warpsync's per-shape facts of shuffles
+        if values.sym_candidates is None:
+            values.sym_candidates = warpsync.candidates(values)
         self.block_div = {}  # block -> level of the most varying branch it is control dependent on
         self._solve()
 
@@ -80,9 +85,9 @@ class Semantics:
         for _ in range(50):
             changed = False
             for nid, node in enumerate(v.nodes):
-                lv, dp, inv = self._node_facts(nid, node)
-                if (lv, dp, inv) != (self.levels[nid], self.deps[nid], self.invariant[nid]):
-                    self.levels[nid], self.deps[nid], self.invariant[nid] = lv, dp, inv
+                lv, dp, inv, sy = self._facts(nid, node)
+                if (lv, dp, inv, sy) != (self.levels[nid], self.deps[nid], self.invariant[nid], self.sym[nid]):
+                    self.levels[nid], self.deps[nid], self.invariant[nid], self.sym[nid] = lv, dp, inv, sy
                     changed = True
             div = {}
             for b in cfg.blocks:
@@ -97,6 +102,20 @@ class Semantics:
                 changed = True
             if not changed:
                 break
+
+    def _facts(self, nid, node):
+        """(level, deps, invariant, xor-symmetries): a value the same in every lane of a warp (all 32
+        symmetries, e.g. an xor-butterfly all-reduce) is warp-uniform."""
+        lv, dp, inv = self._node_facts(nid, node)
+        if lv <= WARP:
+            sy = warpsync.FULL
+        elif nid not in self.v.sym_candidates or (node[0] == "op" and self.evaluate(nid) is not None):
+            sy = warpsync.IDENT  # no shuffle in it, or known per thread (and thread-dependent)
+        else:
+            sy = warpsync.symmetries(self, nid, node)
+        if sy == warpsync.FULL and lv > WARP:
+            lv = WARP
+        return lv, dp, inv, sy
 
     def _node_facts(self, nid, node):
         kind = node[0]
@@ -128,9 +147,11 @@ class Semantics:
                 return UNIFORM, 0, True
             lv = VARYING if space == "local" else L[addr]
             return lv, D[addr] | DATA, I[addr]
+        if kind == "shfl":
+            return warpsync.shuffle_facts(self, node)
         if kind == "x":
             what = node[1]
-            if what in WARP_OPS:
+            if what in WARP_OPS or (what == "elect" and node[3] == 0):  # the elected lane's id: one per warp
                 return WARP, DATA | TID, True
             return VARYING, DATA | TID, True
         if kind == "phi":
@@ -154,7 +175,8 @@ class Semantics:
             self.levels.append(UNIFORM)
             self.deps.append(0)
             self.invariant.append(True)
-            self.levels[k], self.deps[k], self.invariant[k] = self._node_facts(k, self.v.nodes[k])
+            self.sym.append(warpsync.FULL)
+            self.levels[k], self.deps[k], self.invariant[k], self.sym[k] = self._facts(k, self.v.nodes[k])
 
     # -- guards -------------------------------------------------------------------------------------
     def guards(self, instr) -> list:

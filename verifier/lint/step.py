@@ -16,7 +16,7 @@ from typing import Optional
 
 from verifier.errors import BuildError, ToolMissing
 from verifier.lint import ptx, suppressions
-from verifier.lint.checks import EntryAnalysis, EntryFacts
+from verifier.lint.checks import EntryAnalysis, EntryFacts, Issue
 from verifier.results.cells import PASS, skipped
 from verifier.results.findings import Finding
 
@@ -72,14 +72,16 @@ def _entry_issues(mod: ptx.Module, fn: ptx.Function, facts: EntryFacts) -> list:
 def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Optional[list]:
     """The issues of one entry of one PTX file, each with its program points placed in the user's sources:
     [(Issue, (path, line), 'at' text, (path, line) of the other point, its text)]; None if the PTX has no such
-    entry. Raises ptx.PtxSyntaxError."""
+    entry. An entry with a statement the parser cannot read is not analysed: one warning says which and where."""
     key = (path, entry, facts)
     if key in _RESULTS:
         return _RESULTS[key]
     mod = _module(path, wanted)
     fn = mod.functions.get(entry)
     out = None
-    if fn is not None and fn.is_entry:
+    if fn is not None and fn.is_entry and fn.unparsed:
+        out = [_unparsed(mod, fn, path)]
+    elif fn is not None and fn.is_entry:
         prefer = _user_file(_toolkit_root())
         out = []
         for iss in _entry_issues(mod, fn, facts):
@@ -92,14 +94,26 @@ def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) ->
     return out
 
 
+UNREAD = -1  # Issue.at of the warning for an entry the parser could not read all of
+
+
+def _unparsed(mod, fn, path: str) -> tuple:
+    """The warning for an entry the parser could not read all of (its first unread statement)."""
+    line, stmt, loc, why = fn.unparsed[0]
+    pos, src = (None, None), ""
+    if loc:
+        pos, src = _where(mod, ptx.Instr(idx=-1, op="", args=(), loc=loc), _user_file(_toolkit_root()))
+        src = f" ({src})"
+    more = f" and {len(fn.unparsed) - 1} more" if len(fn.unparsed) > 1 else ""
+    iss = Issue("not-followed", "warning",
+                f"cannot read the PTX statement `{stmt}` at {path}:{line}{src}{more} ({why}); nothing of entry "
+                f"{fn.name} was analysed: its barriers, shared-memory accesses and warp collectives are unchecked",
+                at=UNREAD)
+    return (iss, pos, f"{_rel(path)}:{line}{src}", (None, None), "")
+
+
 def _job(job):
-    try:
-        return entry_result(*job)
-    except ptx.PtxSyntaxError:
-        return _PARSE_FAILED  # lint_spec parses it again in the parent and reports the error there
-
-
-_PARSE_FAILED = "parse-failed"
+    return entry_result(*job)
 
 
 def plan(spec, dts, arches) -> list:
@@ -135,8 +149,7 @@ def prefetch(jobs: list, workers: int) -> None:
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         for job, res in zip(todo, pool.map(_job, todo, chunksize=2)):
-            if res is not _PARSE_FAILED and res != _PARSE_FAILED:
-                _RESULTS[(job[0], job[2], job[3])] = res
+            _RESULTS[(job[0], job[2], job[3])] = res
 
 
 @functools.lru_cache(maxsize=1)
@@ -223,18 +236,13 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
                 return
             for entry, f in sorted(facts.items()):
-                try:
-                    resolved = entry_result(str(path), frozenset(facts), entry, f)
-                except ptx.PtxSyntaxError as e:  # nvcc wrote it, so the parser is at fault: 'error' (exit 3)
-                    report.error = (f"verifier.lint cannot parse the PTX nvcc wrote for {spec.source} ({arch}): {e}; "
-                                    f"this is a bug in kernel-verifier: please report it with {path}")
-                    return
+                resolved = entry_result(str(path), frozenset(facts), entry, f)
                 if resolved is None:
                     report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
                                        "of its source; nothing of it could be analysed", kernel=spec.name,
                                        repro=repro))
                     continue
-                analysed += 1
+                analysed += not any(iss.at == UNREAD for iss, *_ in resolved)
                 for iss, pos, at_text, other_pos, other_text in resolved:
                     key = (iss.cls, iss.severity, pos, other_pos)
                     m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),

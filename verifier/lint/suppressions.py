@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.errors import UsageError
-from verifier.lint.checks import CLASSES
+from verifier.lint.issues import CLASSES
 from verifier.toolchain import suppressions as _file
 
 FILE_NAME = "lint-suppressions.toml"
