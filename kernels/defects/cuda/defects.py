@@ -32,6 +32,16 @@ def _warp(entry):
     return launches
 
 
+def _warp_rms(entry, max_blocks=None):
+    """Warp-per-row RMSNorm of warp_sync_defects.cu: WARP_ROWS rows per block (a grid of at most ``max_blocks``
+    blocks makes each warp walk several rows)."""
+    def launches(M, N, dt, params):
+        blocks = -(-M // WARP_ROWS)
+        grid = (min(blocks, max_blocks) if max_blocks else blocks,)
+        return [Launch(entry=f"{entry}_{dt.tag}", grid=grid, block=(32 * WARP_ROWS,), args=NORM_ARGS)]
+    return launches
+
+
 def _split_reduce(M, N, dt, params):
     split = max(1, -(-N // SPLIT_COLS))
     return [Launch(entry="reduce_split_zero_f32", grid=(-(-M // THREADS),), block=(THREADS,), args=("y", "M")),
@@ -95,6 +105,26 @@ KERNELS = [
     _k("defect-global-scratch-shared-by-blocks", "rmsnorm", "lint_defects.cu",
        _one("rms_global_scratch_shared_by_blocks_{tag}", ("x", "w", "y", PARTIALS, "M", "N", "eps")),
        "RMSNorm with the warp partials in a global workspace indexed by warp only: all blocks share 32 floats"),
+    # warp_sync_defects.cu: warp-synchronous shared memory (warp per row), correct forms a race checker must clear
+    _k("cuda-rmsnorm-warp-store-all", "rmsnorm", "warp_sync_defects.cu", _warp_rms("rms_warp_store_all"),
+       "RMSNorm, warp per row: every lane stores the xor-butterfly total to the warp's slot, __syncwarp, reads (twin)"),
+    _k("defect-warp-down-total-stored-by-all-lanes", "rmsnorm", "warp_sync_defects.cu",
+       _warp_rms("rms_warp_down_store_all"),
+       "RMSNorm, warp per row: a shfl.down reduction (total in lane 0 only) stored to one slot by every lane"),
+    _k("cuda-rmsnorm-warp-rows-loop", "rmsnorm", "warp_sync_defects.cu", _warp_rms("rms_warp_rows_loop", 8),
+       "RMSNorm, warps walk rows reusing their slot: the next row's store is ordered by its shuffles (twin)"),
+    _k("cuda-rmsnorm-warp-lane0", "rmsnorm", "warp_sync_defects.cu", _warp_rms("rms_warp_lane0"),
+       "RMSNorm, warp per row: lane 0 stores the total, then rstd over it, each followed by __syncwarp (twin)"),
+    _k("defect-warp-lane0-store-no-syncwarp", "rmsnorm", "warp_sync_defects.cu",
+       _warp_rms("rms_warp_lane0_no_syncwarp"),
+       "RMSNorm, warp per row: lanes read the slot lane 0 stores with no __syncwarp between"),
+    _k("cuda-rmsnorm-warp-atomic-rows", "rmsnorm", "warp_sync_defects.cu", _warp_rms("rms_warp_atomic_rows", 8),
+       "RMSNorm, warps walk rows: per row the slot is zeroed, atomicAdd-ed and read, __syncwarp between (twin)",
+       expectations=Expectations(deterministic=False)),
+    _k("defect-warp-slot-reuse-no-syncwarp", "rmsnorm", "warp_sync_defects.cu",
+       _warp_rms("rms_warp_atomic_rows_no_syncwarp", 8),
+       "RMSNorm, warps walk rows: lane 0 zeroes the slot for the next row while lanes may still read it",
+       expectations=Expectations(deterministic=False)),
     _k("defect-cuda-warp-softmax-no-merge-guard", "softmax", "online_softmax_defects.cu",
        _warp("online_softmax_warp_no_merge_guard"), "seed warp online softmax, butterfly merge without the empty-lane guard",
        dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
@@ -153,6 +183,21 @@ DEFECTS = {
     "defect-global-scratch-shared-by-blocks": {
         "caught_by": "static", "twin": "cuda-rmsnorm-global-scratch", "device": "cpu",
         "pitfall": "global workspace indexed by warp, not by block: every block of the grid writes the same floats",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-warp-down-total-stored-by-all-lanes": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-warp-store-all", "device": "cpu",
+        "pitfall": "a shfl.down reduction leaves the total in lane 0 only, yet every lane stores its value to the "
+                   "warp's slot: 32 different values race to one address (a warp-uniform model must not clear it)",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-warp-lane0-store-no-syncwarp": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-warp-lane0", "device": "cpu",
+        "pitfall": "warp-synchronous code without __syncwarp between lane 0's shared store and the other lanes' "
+                   "load of it (RAW within one warp)",
+        "exposing_input": "PTX (no input; verifier lint)"},
+    "defect-warp-slot-reuse-no-syncwarp": {
+        "caught_by": "static", "twin": "cuda-rmsnorm-warp-atomic-rows", "device": "cpu",
+        "pitfall": "a warp reuses its slot for the next row with no __syncwarp after the lanes' read of this row's "
+                   "sum: lane 0's reset races with them (WAR within one warp, no shuffle between to order it)",
         "exposing_input": "PTX (no input; verifier lint)"},
     "defect-cuda-warp-softmax-no-merge-guard": {
         "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",

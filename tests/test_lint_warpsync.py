@@ -1,0 +1,126 @@
+"""verifier lint on warp-synchronous code and on what nvcc writes beyond the bundled kernels (issue #23): warp
+collectives order the lanes they gather, lanes storing one warp-uniform value do not race, a dropped
+__syncwarp or a copy still in flight is reported, and a PTX statement the lint cannot read is a warning of its
+entry, never the run's end."""
+from pathlib import Path
+
+import pytest
+
+from verifier.cli import main
+from verifier.gpu.probe import CPU_BUILD_ARCHES
+from verifier.lint.step import lint_spec
+from verifier.results.kernel import KernelReport
+from verifier.spec import CudaKernel, Launch, dtypes
+from verifier.toolchain.nvcc import nvcc_version
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "lint"
+pytestmark = pytest.mark.skipif(nvcc_version() is None, reason="verifier lint compiles to PTX with nvcc, not found")
+
+
+def _lint(source, entry, block=128):
+    spec = CudaKernel(name=entry, op="softmax", source=str(source), dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch(entry=entry, grid=(M,), block=(block,), args=("x", "y"))])
+    report = KernelReport(spec=spec, device="cpu")
+    lint_spec(spec, report, list(spec.dtypes), CPU_BUILD_ARCHES)
+    return report
+
+
+def _shown(report) -> list:
+    return [(f.severity, f.message.split(":", 1)[0], f.message.splitlines()[0]) for f in report.findings]
+
+
+@pytest.mark.parametrize("entry", ["bcast_store_ok", "uniform_store_ok", "warp_tree_ok"])
+def test_warp_synchronous_code_that_is_right_has_no_finding(entry):
+    r = _lint(DATA / "warp_cases.cu", entry)
+    assert not r.findings, _shown(r)
+    assert r.verdict == "pass"
+
+
+@pytest.mark.parametrize("entry, kind", [("half_syncwarp_race", "RAW"), ("warp_tree_race", "RAW")])
+def test_a_missing_warp_meeting_point_is_a_race(entry, kind):
+    r = _lint(DATA / "warp_cases.cu", entry)
+    errors = [f.message for f in r.findings if f.severity == "error"]
+    assert errors and r.verdict == "fail", _shown(r)
+    assert all(m.startswith(f"shared-race: {kind} hazard") and "a missing __syncwarp()" in m for m in errors), errors
+
+
+def test_a_partial_mask_syncwarp_is_no_meeting_point_of_the_warp():
+    # lanes 16..31 never meet lane 0 there; the lint takes a partial (or run-time) mask as ordering nothing
+    (f,) = _lint(DATA / "warp_cases.cu", "half_syncwarp_race").findings
+    assert "thread 0 writes s+0 and thread 1 reads it" in f.message, f.message
+
+
+COVERAGE = DATA / "ptx_coverage.cu"
+
+
+@pytest.mark.parametrize("entry", ["vec_nc_prmt", "cp_async_ok", "warp_collectives", "cluster_dsmem",
+                                   "cluster_dsmem_store"])
+def test_instructions_past_the_bundled_kernels_lint_clean(entry):
+    r = _lint(COVERAGE, entry)
+    assert not r.findings, _shown(r)
+
+
+def test_a_cp_async_copy_read_before_its_wait_is_a_race():
+    (f,) = _lint(COVERAGE, "cp_async_wait_late").findings
+    assert f.severity == "error" and f.message.startswith("shared-race: RAW hazard") and "in flight" in f.message
+    assert "ptx_coverage.cu:" in f.message.splitlines()[1]  # the copy's own line, not cuda_pipeline_helpers.h
+    (g,) = _lint(COVERAGE, "cp_async_wait_prior1").findings
+    assert g.severity == "warning" and "leaves groups in flight" in g.message
+
+
+SYNTHETIC = """//
+// a PTX file with one statement the lint cannot read
+//
+.version 9.0
+.target sm_90
+.address_size 64
+
+.visible .entry {entry}(
+\t.param .u64 {entry}_param_0
+)
+.maxntid 256, 1, 1
+{{
+\t.reg .b32 \t%r<3>;
+\tmov.u32 \t%r1, %tid.x;
+\t.loc\t1 {line} 5
+\tfrobnicate.sync.b32 \t%r2, %r1;
+\tret;
+}}
+\t.file\t1 "{source}"
+"""
+
+
+@pytest.fixture
+def unreadable(monkeypatch, tmp_path):
+    """Every PTX the lint asks nvcc for is the file above: the entry the spec launches, with an unknown opcode at
+    PTX line 16 (and .cu line 42 of the spec's source, through .loc)."""
+    import verifier.toolchain.nvcc as nvcc
+    from verifier.declare.registry import load_spec_file
+
+    spec = next(s for s in load_spec_file(str(ROOT / "kernels/defects/cuda/defects.py")) if s.name == "cuda-rmsnorm-small")
+    fake = tmp_path / "fake.ptx"
+    fake.write_text(SYNTHETIC.format(entry="rms_small_ok_f32", line=42, source=spec.source_path().resolve()))
+    monkeypatch.setattr(nvcc, "compile_ptx", lambda *a, **k: fake)
+    return spec, fake
+
+
+def test_an_unreadable_statement_is_a_warning_naming_it_and_its_lines(unreadable):
+    spec, fake = unreadable
+    report = KernelReport(spec=spec, device="cpu")
+    lint_spec(spec, report, list(spec.dtypes), CPU_BUILD_ARCHES)
+    assert report.error is None and report.verdict == "pass" and report.cells[("f32", "static")] == "pass"
+    (f,) = report.findings
+    assert f.severity == "warning" and f.message.startswith("not-followed: cannot read the PTX statement")
+    assert "`frobnicate.sync.b32 \t%r2, %r1;`" in f.message and f"{fake}:16" in f.message
+    assert "lint_defects.cu:42" in f.message and (f.file, f.line) == ("kernels/defects/cuda/lint_defects.cu", 42)
+    assert "nothing of entry rms_small_ok_f32 was analysed" in f.message
+
+
+def test_lint_and_check_go_on_past_an_unreadable_statement(unreadable, capsys):
+    defects = str(ROOT / "kernels/defects/cuda/defects.py")
+    assert main(["lint", defects, "--kernel", "cuda-rmsnorm-small", "--no-progress", "--jobs", "1"]) == 0
+    assert "frobnicate" in capsys.readouterr().out
+    assert main(["check", defects, "--kernel", "cuda-rmsnorm-small", "--device", "cpu", "--no-progress"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "frobnicate" in out and "internal error" not in out and "bug in kernel-verifier" not in out
