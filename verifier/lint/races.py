@@ -9,6 +9,7 @@ last, as racecheck treats same-value writes. A ``cp.async`` copy is a write that
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -200,29 +201,33 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
     if base_a and base_b and base_a != base_b and len(base_a) == 1 and len(base_b) == 1 \
             and list(base_a.values()) == [1] and list(base_b.values()) == [1]:
         return None  # two different shared variables
-    undecided = None
     if not base_a or not base_b:
-        undecided = "an address is not a known shared variable plus an offset"
-    elif other_a != other_b:
-        undecided = "the addresses differ by run-time values this analysis cannot compare"
-    else:
-        for atom in other_a:
-            sem.ensure(atom)
-            if sem.levels[atom] != UNIFORM or not sem.invariant[atom]:
-                undecided = ("an address depends on a value that can differ between threads or between loop "
-                             "iterations of one barrier interval")
-                break
-    if undecided:
         first, second, fk, sk = _in_order(A, B, an.bfreach)
         return Issue("shared-race", "warning",
-                     f"cannot decide whether the {fk} and the {sk} of shared memory touch the same "
-                     f"address in one barrier interval ({undecided}); if they can, a barrier is missing",
-                     at=first[0].idx, other=second[0].idx, other_role=sk)
+                     f"cannot decide whether the {fk} and the {sk} of shared memory touch the same address in one "
+                     f"barrier interval (an address is not a known shared variable plus an offset); if they can, a "
+                     f"barrier is missing", at=first[0].idx, other=second[0].idx, other_role=sk)
+    for atom in set(other_a) & set(other_b):  # the same in both threads: cancels
+        sem.ensure(atom)
+        if other_a[atom] == other_b[atom] and sem.levels[atom] == UNIFORM and sem.invariant[atom]:
+            del other_a[atom], other_b[atom]
+    other_a, other_b = {k: c for k, c in other_a.items() if c}, {k: c for k, c in other_b.items() if c}
     n = sem.nthreads
     xa = sem.evaluate(ra) if ra is not None else np.zeros(n, dtype=np.int64)
     xb = sem.evaluate(rb) if rb is not None else np.zeros(n, dtype=np.int64)
     ga, _ = sem.guard_mask(ia)
     gb, _ = sem.guard_mask(ib)
+    if other_a or other_b:  # run-time terms left: their multiples may make two threads' bytes meet
+        if not _strided(sem, xa, wa, ga, xb, wb, gb, other_a, other_b, cross, same):
+            return None
+        first, second, fk, sk = _in_order(A, B, an.bfreach)
+        steps = ", ".join(str(abs(c)) for c in sorted(set(other_a.values()) | set(other_b.values())))
+        return Issue("shared-race", "warning",
+                     f"cannot decide whether the {fk} and the {sk} of shared memory touch the same address in one "
+                     f"barrier interval: the addresses also hold run-time multiples of {steps} bytes (values that "
+                     f"can differ between threads, or loop counters of a loop without a barrier) that may make two "
+                     f"threads meet; if they can, a barrier is missing", at=first[0].idx, other=second[0].idx,
+                     other_role=sk)
     hit = _overlap(xa, wa, ga, xb, wb, gb, cross, same)
     if hit is None:
         return None
@@ -244,6 +249,41 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
                  f"{t2} {_verb(sk)} it {why}", at=first[0].idx, other=second[0].idx, other_role=sk)
 
 
+def _strided(sem, xa, wa, ga, xb, wb, gb, terms_a: dict, terms_b: dict, cross, same) -> bool:
+    """Whether two threads' accesses can meet when the addresses also hold ``terms`` ({atom: coeff}, each an
+    integer per thread): only on bytes equal modulo the coefficients' gcd and, when one side alone moves, one
+    way (coefficients of one sign on values never negative: an induction variable's k * step, a loop counter
+    counting up), only at or past where it starts."""
+    coeffs = list(terms_a.values()) + list(terms_b.values())
+    g = math.gcd(*[abs(c) for c in coeffs])
+    one_way = (not terms_a or not terms_b) and len({c > 0 for c in coeffs}) == 1 and \
+        all(sem.nonneg(t) for t in (terms_a or terms_b))
+    if not one_way:
+        return _overlap(xa, wa, ga, xb, wb, gb, cross, same, mod=g) is not None
+    if terms_b:  # let A be the side that moves
+        xa, wa, ga, xb, wb, gb = xb, wb, gb, xa, wa, ga
+    sign = 1 if coeffs[0] > 0 else -1
+    va, tha = _bytes(xa, wa, ga)
+    vb, thb = _bytes(xb, wb, gb)
+    ra, rb = va % g, vb % g
+    budget = 1 << 14
+    for r in np.intersect1d(ra, rb):
+        a_v, a_t = va[ra == r], tha[ra == r]
+        for v, t in zip(vb[rb == r], thb[rb == r]):
+            budget -= 1
+            if budget < 0:
+                return True  # too many to look at: say it may
+            if _pair(a_t[sign * (v - a_v) >= 0], np.array([t]), cross, same) is not None:
+                return True
+    return False
+
+
+def _bytes(x, w, g) -> tuple:
+    """(bytes, thread of each) of the threads ``g`` selects accessing [x, x + w)."""
+    t = np.nonzero(g)[0]
+    return (x[t][:, None] + np.arange(w)[None, :]).ravel(), np.repeat(t, w)
+
+
 def _in_order(A, B, reach) -> tuple:
     """(first, second, first's kind, second's kind): the two accesses in the order one can follow the other."""
     first, second = (A, B) if B[0].idx in reach(A[0].idx) or A[0].idx == B[0].idx else (B, A)
@@ -258,22 +298,42 @@ def _verb(kind: str) -> str:
     return {"write": "writes", "read": "reads", "atomic": "atomically updates"}[kind]
 
 
-def _overlap(xa, wa, ga, xb, wb, gb, cross=True, same=True):
-    """(thread a, thread b, byte offset) of two different threads whose accesses [x, x+w) overlap, or None;
-    only pairs in two warps when ``cross``, only pairs in one warp when ``same``."""
-    ta = np.nonzero(ga)[0]
-    tb = np.nonzero(gb)[0]
-    if ta.size == 0 or tb.size == 0:
+def _overlap(xa, wa, ga, xb, wb, gb, cross=True, same=True, mod=0):
+    """(thread a, thread b, byte offset) of two different threads whose accesses [x, x+w) overlap (bytes taken
+    modulo ``mod`` when given), or None; pairs in two warps count when ``cross``, pairs in one warp when ``same``."""
+    ba, tha = _bytes(xa, wa, ga)
+    bb, thb = _bytes(xb, wb, gb)
+    if ba.size == 0 or bb.size == 0:
         return None
-    ba = (xa[ta][:, None] + np.arange(wa)[None, :]).ravel()
-    tha = np.repeat(ta, wa)
-    bb = (xb[tb][:, None] + np.arange(wb)[None, :]).ravel()
-    thb = np.repeat(tb, wb)
+    if mod:
+        ba, bb = ba % mod, bb % mod
     common = np.intersect1d(ba, bb)
-    for byte in common[:4096]:
+    if common.size == 0:
+        return None
+    keep_a, keep_b = np.isin(ba, common), np.isin(bb, common)
+    ba, tha, bb, thb = ba[keep_a], tha[keep_a], bb[keep_b], thb[keep_b]
+    found = []
+    if cross:  # a byte touched from two warps (the two sides together): some pair of them is in two warps
+        allb, allw = np.concatenate([ba, bb]), np.concatenate([tha, thb]) // 32
+        order = np.argsort(allb, kind="stable")
+        allb, allw = allb[order], allw[order]
+        starts = np.flatnonzero(np.r_[True, allb[1:] != allb[:-1]])
+        spread = np.maximum.reduceat(allw, starts) != np.minimum.reduceat(allw, starts)
+        if spread.any():
+            found.append(int(allb[starts[np.argmax(spread)]]))
+    if same:  # a byte touched by two threads of one warp (the two sides together, both present)
+        ka, kb = ba * 64 + tha // 32, bb * 64 + thb // 32
+        both = np.intersect1d(ka, kb)
+        if both.size:
+            keys = np.unique(np.concatenate([np.stack([ka, tha], 1), np.stack([kb, thb], 1)])[
+                np.isin(np.concatenate([ka, kb]), both)], axis=0)[:, 0]
+            k, counts = np.unique(keys, return_counts=True)
+            if (counts > 1).any():
+                found.append(int(k[np.argmax(counts > 1)] // 64))
+    for byte in sorted(found):
         pair = _pair(tha[ba == byte], thb[bb == byte], cross, same)
         if pair is not None:
-            return pair[0], pair[1], int(byte)
+            return pair[0], pair[1], byte
     return None
 
 

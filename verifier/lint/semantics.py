@@ -242,7 +242,61 @@ class Semantics:
                     return {t: c * k for t, c in tx.items()}, rx
         if node[0] == "op" and node[1] == "trunc32u":
             return self.decompose(node[2][0])
+        if node[0] == "phi" and not self.invariant[nid] and (iv := self.induction(nid)) is not None:
+            terms, rest = self.decompose(iv[0])
+            atom = self.v.mk("iv", node[1], node[2])  # one atom per induction register, wherever it is read
+            self.ensure(atom)
+            return {**terms, atom: terms.get(atom, 0) + iv[1]}, rest
         return {nid: 1}, None
+
+    def nonneg(self, nid: int, _busy=None) -> bool:
+        """Whether a value is never negative: an induction atom, a constant or per-thread value >= 0, or sums,
+        products, shifts, maxima and phis of such (a loop counter counting up from 0); assumed of a phi while it
+        is being decided (a cycle of sums of non-negative values stays non-negative)."""
+        busy = set() if _busy is None else _busy
+        if nid in busy:
+            return True
+        node = self.v.nodes[nid]
+        kind = node[0]
+        if kind in ("iv", "ntid", "nctaid", "ctaid", "tid", "lane"):
+            return True
+        self.ensure(nid)
+        a = self.evaluate(nid)
+        if a is not None:
+            return bool(np.all(a >= 0))
+        busy.add(nid)
+        if kind == "op" and node[1] in ("add", "mul", "shl", "max.u", "max.s", "trunc32u", "min.s", "min.u"):
+            return all(self.nonneg(x, busy) for x in node[2][:1 if node[1] == "shl" else 2])
+        if kind == "phi":
+            return all(d is not None and self.nonneg(d, busy) for d in (self.v.def_node.get(s) for s in node[2]))
+        return False
+
+    def induction(self, nid: int):
+        """(initial value node, step) when phi ``nid`` is an induction variable of a loop without a barrier:
+        ``p = init; ... p += step`` with a step that is one constant in every thread; else None. Each thread
+        may be in another iteration: the atom ``("iv", reg, sites)`` of ``decompose`` stands for "k * step, k >= 0
+        per thread"."""
+        node = self.v.nodes[nid]
+        sites = node[2]
+        if len(sites) != 2:
+            return None
+        defs = [self.v.def_node.get(s) for s in sites]
+        for upd, init in (defs, defs[::-1]):
+            if upd is None or init is None:
+                continue
+            u = self.v.nodes[upd]
+            if u[0] == "op" and u[1] == "trunc32u":
+                u = self.v.nodes[u[2][0]]
+            if u[0] != "op" or u[1] != "add":
+                continue
+            for p, step in (u[2], u[2][::-1]):
+                q = self.v.nodes[p]
+                if q[0] == "phi" and q[1] == node[1] and q[2] == sites:
+                    self.ensure(step)
+                    k = self.evaluate(step)
+                    if k is not None and np.all(k == k[0]) and int(k[0]) != 0:
+                        return init, int(k[0])
+        return None
 
 
 def _or(it):

@@ -42,3 +42,15 @@ __device__ void warp_tree(const float* __restrict__ x, float* y) {
 }
 extern "C" __global__ void __launch_bounds__(128) warp_tree_ok(const float* x, float* y) { warp_tree<true>(x, y); }
 extern "C" __global__ void __launch_bounds__(128) warp_tree_race(const float* x, float* y) { warp_tree<false>(x, y); }
+
+// A block-strided loop without a barrier: thread t stores s[t], s[t + 128], ... (threads never meet); the racy
+// form strides by a warp, so thread t + 32 stores in its first iteration what thread t stores in its second.
+template <int STRIDE>
+__device__ void strided(const float* __restrict__ x, float* y, int N) {
+    __shared__ float s[4096];
+    for (int i = threadIdx.x; i < N && i < 4096; i += STRIDE) s[i] = x[blockIdx.x * N + i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < N && i < 4096; i += 128) y[blockIdx.x * N + i] = s[4095 - i];
+}
+extern "C" __global__ void __launch_bounds__(128) strided_store_ok(const float* x, float* y, int N) { strided<128>(x, y, N); }
+extern "C" __global__ void __launch_bounds__(128) strided_store_race(const float* x, float* y, int N) { strided<32>(x, y, N); }
