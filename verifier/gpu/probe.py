@@ -67,6 +67,15 @@ def capability() -> Optional[tuple]:
     return device_capability()
 
 
+def free_memory() -> Optional[int]:
+    """Bytes free on device 0 now (None without a GPU); from the driver, no torch import."""
+    if driver_device_count() == 0:
+        return None
+    from verifier.gpu.libcuda import memory_info
+
+    return memory_info()[0]
+
+
 def device_arch() -> str:
     """'sm_XY' of the GPU this process launches on (device 0 as CUDA_VISIBLE_DEVICES leaves them)."""
     cc = capability()
