@@ -337,7 +337,7 @@ def test_large_case_on_torch_tensors_judges_the_selected_rows_only():
     import re
 
     row = int(re.search(r"worst at \[(\d+), ", value.message).group(1))
-    assert row in (41, 42, 102, 103)  # a real row past the wrap, not an index among the 9 judged
+    assert row in (41, 102, 103)  # a real row past the wrap, not an index among the 6 judged
     assert "row offset crosses 2^12: a 32-bit index?" in value.message
 
 

@@ -307,6 +307,11 @@ def render(batteries: list, assert_close: list, lints: list = ()) -> str:
         "  cached block. The sanitizer run must disable caching (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`).",
         "- `defect-divergent-syncthreads` also reads `s[0]` early in the threads that skipped a barrier, so",
         "  its values may be wrong too; synccheck flags the barrier itself, on every input.",
+        "- The defects of issue #25 are right on fresh contiguous `torch.randn` tensors: a 32-bit row offset faults",
+        "  only past 2^31 elements (`large_index_2pow31`, GPU only), an ignored row stride only on strided rows, a",
+        "  vector load chosen from N alone only on a tensor one element past a 16-byte boundary. Alignment has no",
+        "  Triton defect: Triton specializes a kernel on each pointer's 16-byte alignment, so an unaligned view",
+        "  gets code without the wide loads.",
     ]
     if pending:
         lines += ["", f"Not yet run on a GPU ({len(pending)}): " + ", ".join(f"`{n}`" for n in pending) + ".",

@@ -129,7 +129,7 @@ def _check_values(spec, run, dt, opts, report, say):
         closed = closed or gate.after_inputs(spec, dt, case.name, xs, opts.device)
         if closed is not None:
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
-            left_out = closed.reason if closed.kind == gate.CONTRACT else left_out
+            left_out = closed.reason if closed.kind in (gate.CONTRACT, gate.DEVICE) else left_out
             continue
         run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)
         ran += 1
