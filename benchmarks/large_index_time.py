@@ -5,12 +5,13 @@ For each kernel and dtype: the shape the case takes for it (the longest row of L
 device memory the gate asks for (verifier.launch.large.required_bytes: the op's tensors, guards and 1 GiB), then
 
 - ``verifier check SPEC --kernel K --dtype D --case large_index_2pow31 --device cuda`` in its own process: the wall
-  time a user waits (build cache warm: the script builds first), its verdict;
+  time a user waits, its verdict (with --warm the kernel is first checked on one small case, so that building it is
+  not in that time; tools/gpu_check_inputs25.sh runs it after the layout suites, which built every CUDA kernel);
 - with --phases NAME, in this process, that kernel's phases: drawing the inputs (SparseRows), the launch body
   (device fills, the launch, the poison counted in chunks, the judged rows downloaded: verifier.launch.large) and
   the judge on the judged rows.
 
-    python benchmarks/large_index_time.py [--kernel SPEC:NAME[:DTYPE]]... [--phases NAME]... [--out FILE.json]
+    python benchmarks/large_index_time.py [--kernel SPEC:NAME[:DTYPE]]... [--phases NAME]... [--warm] [--out FILE.json]
 
 Without --kernel: a CUDA norm, softmax, fused add + RMSNorm and cross entropy (bf16 and f32) and two Triton kernels.
 Exit 1 when a run is over LIMIT_S or its verdict is not pass.
@@ -79,6 +80,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", action="append", help="SPEC_FILE:KERNEL[:DTYPE TAG] (repeatable)")
     ap.add_argument("--phases", action="append", default=[], help="also time this kernel's phases in-process")
+    ap.add_argument("--warm", action="store_true", help="check each kernel on a small case first (builds it)")
     ap.add_argument("--out", help="write the rows as JSON here")
     args = ap.parse_args(argv)
     from verifier.declare.registry import load_spec_file
@@ -92,9 +94,10 @@ def main(argv=None) -> int:
         for dt in [d for d in spec.dtypes if not tag or d.tag == tag[0]]:
             case = large_case(spec, dt)
             need = required_bytes(spec.op, dt, case.M, case.N, spec.op_params())
-            subprocess.run([sys.executable, "-m", "verifier.cli", "check", spec_file, "--kernel", name, "--dtype",
-                            dt.tag, "--case", "normal_small", "--device", "cuda", "--no-progress"], cwd=ROOT,
-                           capture_output=True)  # builds (and warms) first: the large case's time is its own
+            if args.warm:  # builds first: the large case's time is its own
+                subprocess.run([sys.executable, "-m", "verifier.cli", "check", spec_file, "--kernel", name, "--dtype",
+                                dt.tag, "--case", "normal_small", "--device", "cuda", "--no-progress"], cwd=ROOT,
+                               capture_output=True)
             wall, verdict, notes = _cli(spec_file, name, dt.tag)
             row = {"kernel": name, "dtype": dt.tag, "M": case.M, "N": case.N, "elements": case.M * case.N,
                    "required_GB": round(need / 1e9, 2), "check_wall_s": round(wall, 2), "verdict": verdict,

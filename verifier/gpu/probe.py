@@ -68,9 +68,13 @@ def capability() -> Optional[tuple]:
 
 
 def free_memory() -> Optional[int]:
-    """Bytes free on device 0 now (None without a GPU); from the driver, no torch import."""
+    """Bytes free on device 0 now (None without a GPU); from the driver, no torch import. Where torch is imported
+    and holds CUDA memory in its cache, that cache is released first: it is free for the asking."""
     if driver_device_count() == 0:
         return None
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "cuda") and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
     from verifier.gpu.libcuda import memory_info
 
     return memory_info()[0]

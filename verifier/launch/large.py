@@ -59,34 +59,40 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
 
 
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
-    M, N = inputs_np["x"].shape
     mem = _Driver() if getattr(spec, "kind", None) == "cuda" else _Torch(device)
     try:
-        inputs, outputs = {}, {}
-        for name, v in inputs_np.items():
-            if name not in op.outputs:
-                inputs[name] = mem.tensor(v)
-        for name in op.outputs:
-            dtype = out_dtype(name, op, dt)
-            outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
-                                       inputs_np[name] if name in op.inouts else None)
-            if name in op.inouts:  # the kernel updates it in place
-                inputs[name] = outputs[name]
-        mem.run(run, spec, inputs, outputs, params, dt, device)
-        result, counts = Outcome(outputs={}), {}
-        for name in op.outputs:
-            dtype = out_dtype(name, op, dt)
-            hits = mem.guard_hits(outputs[name])
-            if hits:
-                result.guard_hits[name] = hits
-            two_d = len(op.shape_of(name, M, N)) == 2
-            if name not in op.inouts:
-                counts[name] = mem.poison_counts(outputs[name])
-            result.outputs[name] = (_lay.SparseRows((M, N), _dt.numpy_dtype(dtype), dict(zip(
-                rows.tolist(), mem.rows(outputs[name], rows)))) if two_d else mem.whole(outputs[name]))
-        return result, counts
+        return _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
     finally:
-        mem.close()
+        mem.close()  # after _run_in's frame is gone: nothing holds the device memory any more
+
+
+def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
+    M, N = inputs_np["x"].shape
+    inputs, outputs = {}, {}
+    for name, v in inputs_np.items():
+        if name not in op.outputs:
+            inputs[name] = mem.tensor(v)
+    for name in op.outputs:
+        dtype = out_dtype(name, op, dt)
+        outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
+                                   inputs_np[name] if name in op.inouts else None)
+        if name in op.inouts:  # the kernel updates it in place
+            inputs[name] = outputs[name]
+    mem.run(run, spec, inputs, outputs, params, dt, device)
+    result, counts = Outcome(outputs={}), {}
+    for name in op.outputs:
+        dtype = out_dtype(name, op, dt)
+        hits = mem.guard_hits(outputs[name])
+        if hits:
+            result.guard_hits[name] = hits
+        if name not in op.inouts:
+            counts[name] = mem.poison_counts(outputs[name])
+        if len(op.shape_of(name, M, N)) == 2:
+            result.outputs[name] = _lay.SparseRows((M, N), _dt.numpy_dtype(dtype),
+                                                   dict(zip(rows.tolist(), mem.rows(outputs[name], rows))))
+        else:
+            result.outputs[name] = mem.whole(outputs[name])
+    return result, counts
 
 
 class _Buffer:
@@ -269,4 +275,4 @@ class _Torch:
     def close(self):
         self.keep = []
         if self.device == "cuda":
-            self.torch.cuda.empty_cache()  # the next case (or kernel) needs the memory back
+            self.torch.cuda.empty_cache()  # the next case (or kernel) needs the memory back, and the gate asks the driver
