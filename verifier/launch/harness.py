@@ -37,12 +37,13 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
-from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome, Unwritten,  # noqa: F401
+from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome,  # noqa: F401 (re-exported)
                                      is_cuda_fault, out_dtype, signed, unwritten_summary)
 from verifier.ops import get_op
 
 # The older private names, read by tests and tools.
 _POISON, _INT_VIEW, _signed, _out_dtype = POISON, INT_VIEW, signed, out_dtype
+
 
 @dataclass
 class Guarded:
