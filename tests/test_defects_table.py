@@ -115,3 +115,17 @@ def test_committed_class_table_is_the_rendering_of_the_committed_results():
     assert len(rows) == len(tool.DEFECT_CLASSES)
     assert all(r[2].startswith("**caught**") for r in rows)  # lint column
     assert any(r[3:] == ["missed"] * 3 for r in rows)  # racecheck, synccheck, memcheck
+
+
+def test_runs_line_names_defects_run_on_their_exposing_case_alone():
+    """A GPU run at level quick checks a defect whose exposing case the quick battery lacks (the large-index case,
+    the strided rows) on that case alone: the Runs line says so instead of 'whole battery'."""
+    tool = _tool()
+    battery = _battery({"defect-triton-softmax-no-max-sub": {"classes": ["nan-inf"], "caught": True,
+                                                             "case": "whole battery (ci)"},
+                        "defect-triton-softmax-masked-row-zeros": {"classes": ["nan-inf"], "caught": True,
+                                                                   "case": "fully_masked_rows"}},
+                       {"triton-softmax": {"verdict": "pass", "classes": []}})
+    runs = next(l for l in tool.render([battery], []).splitlines() if l.startswith("Runs: "))
+    assert "whole battery at budget ci, except `defect-triton-softmax-masked-row-zeros`: their exposing case alone;" \
+        in runs and "no-max-sub" not in runs
