@@ -16,15 +16,21 @@ from types import SimpleNamespace
 
 import numpy as np
 
-ILLEGAL_ADDRESS, NOT_FOUND, OUT_OF_RESOURCES = 700, 500, 701
+ILLEGAL_ADDRESS, NOT_FOUND, OUT_OF_RESOURCES, MISALIGNED_ADDRESS = 700, 500, 701, 716
 _NAMES = {ILLEGAL_ADDRESS: (b"CUDA_ERROR_ILLEGAL_ADDRESS", b"an illegal memory access was encountered"),
           NOT_FOUND: (b"CUDA_ERROR_NOT_FOUND", b"named symbol not found"),
-          OUT_OF_RESOURCES: (b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", b"too many resources requested for launch")}
+          OUT_OF_RESOURCES: (b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", b"too many resources requested for launch"),
+          MISALIGNED_ADDRESS: (b"CUDA_ERROR_MISALIGNED_ADDRESS", b"misaligned address")}
 ILLEGAL_TEXT = "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+ALLOC_ALIGN = 256  # cuMemAlloc's guarantee
 
 
 class Illegal(Exception):
     pass
+
+
+class Misaligned(Exception):
+    """Raised by an emulated kernel whose vector load or store is not aligned to its width."""
 
 
 @dataclass
@@ -60,6 +66,7 @@ class FakeLib:
         self.sticky = 0
         self.refuse: dict = {}  # entry -> the error cuLaunchKernel returns for it (the launch does not run)
         self.values: dict = {}  # address -> ctypes value, filled by the kernel_params wrapper
+        self.free_bytes, self.total_bytes = 80 << 30, 96 << 30  # what cuMemGetInfo answers
 
     def __getattr__(self, name):  # a driver call the fake does not know is a test failure, not a silent 0
         raise AttributeError(f"FakeLib has no {name}")
@@ -113,7 +120,9 @@ class FakeLib:
 
     def cuMemAlloc_v2(self, ref, size):
         self._call("cuMemAlloc")
-        a = np.full(size.value, 0xCD, dtype=np.uint8)  # garbage, as cuMemAlloc leaves it
+        raw = np.full(size.value + ALLOC_ALIGN, 0xCD, dtype=np.uint8)  # garbage, as cuMemAlloc leaves it
+        skip = -raw.ctypes.data % ALLOC_ALIGN
+        a = raw[skip:skip + size.value]  # aligned as cuMemAlloc's are (a view keeps its base alive)
         self.allocs[a.ctypes.data] = a
         self.alloc_log.append((a.ctypes.data, size.value))
         _set(ref, a.ctypes.data)
@@ -131,6 +140,20 @@ class FakeLib:
         if self.sticky:
             return self.sticky
         ctypes.memmove(dst.value, self.region(src.value, n.value).ctypes.data, n.value)
+        return 0
+
+    def cuMemcpyDtoD_v2(self, dst, src, n):
+        self._call("cuMemcpyDtoD")
+        if self.sticky:
+            return self.sticky
+        ctypes.memmove(self.region(dst.value, n.value).ctypes.data, self.region(src.value, n.value).ctypes.data,
+                       n.value)
+        return 0
+
+    def cuMemGetInfo_v2(self, free, total):
+        self._call("cuMemGetInfo")
+        _set(free, self.free_bytes)
+        _set(total, self.total_bytes)
         return 0
 
     def cuMemFree_v2(self, ptr):
@@ -173,6 +196,8 @@ class FakeLib:
             self.kernels[entry](self, [v.value for v in received])
         except Illegal:
             self.sticky = ILLEGAL_ADDRESS  # shows at the next synchronize
+        except Misaligned:
+            self.sticky = MISALIGNED_ADDRESS
         return 0
 
     def cuStreamSynchronize(self, stream):

@@ -67,9 +67,19 @@ def test_bad_input_file_is_a_usage_error(tmp_path, capsys):
 
 
 RESULTS = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results"
+# The defects of issue #25 that only a GPU shows: their rows come from tools/gpu_check_inputs25.sh, whose step
+# `detection` writes detection-gpu-inputs.json and assert-close-gpu-inputs.json; until those are committed here the
+# table lists exactly these as not yet run on a GPU.
+GPU_INPUTS = ("detection-gpu-inputs.json", "assert-close-gpu-inputs.json")
+PENDING_GPU = {"defect-cuda-rmsnorm-int32-row-offset", "defect-cuda-rmsnorm-ignores-row-stride",
+               "defect-cuda-fused-add-rmsnorm-vec-unaligned", "defect-cuda-ce-neg-log-softmax",
+               "defect-triton-rmsnorm-int32-row-offset"}
+_HAVE = [n for n in GPU_INPUTS if (Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results" / n).exists()]
 # The order docs/detection-matrix.md was rendered with: per defect, the first file that ran it (GPU runs first).
-RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json", "detection-cpu.json"],
-               ["assert-close-gpu.json", "assert-close-cpu.json"], ["lint-cpu.json"])
+RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json"] + [n for n in _HAVE if n.startswith("detection")]
+               + ["detection-cpu.json"],
+               ["assert-close-gpu.json"] + [n for n in _HAVE if n.startswith("assert")] + ["assert-close-cpu.json"],
+               ["lint-cpu.json"])
 
 
 def test_committed_table_is_the_rendering_of_the_committed_results():
@@ -81,7 +91,13 @@ def test_committed_table_is_the_rendering_of_the_committed_results():
         + " ".join(f"--battery kernels/defects/results/{n}" for n in RENDER_ARGS[0]) + " "
         + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " "
         + " ".join(f"--lint kernels/defects/results/{n}" for n in RENDER_ARGS[2]) + " --out docs/detection-matrix.md")
-    assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
+    if len(_HAVE) == len(GPU_INPUTS):
+        assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
+    else:
+        import re
+
+        listed = re.search(r"Not yet run on a GPU \(\d+\): (.*)\.\n", text).group(1)
+        assert set(re.findall(r"`([^`]+)`", listed)) == PENDING_GPU
 
 
 def test_committed_class_table_is_the_rendering_of_the_committed_results():
@@ -99,3 +115,17 @@ def test_committed_class_table_is_the_rendering_of_the_committed_results():
     assert len(rows) == len(tool.DEFECT_CLASSES)
     assert all(r[2].startswith("**caught**") for r in rows)  # lint column
     assert any(r[3:] == ["missed"] * 3 for r in rows)  # racecheck, synccheck, memcheck
+
+
+def test_runs_line_names_defects_run_on_their_exposing_case_alone():
+    """A GPU run at level quick checks a defect whose exposing case the quick battery lacks (the large-index case,
+    the strided rows) on that case alone: the Runs line says so instead of 'whole battery'."""
+    tool = _tool()
+    battery = _battery({"defect-triton-softmax-no-max-sub": {"classes": ["nan-inf"], "caught": True,
+                                                             "case": "whole battery (ci)"},
+                        "defect-triton-softmax-masked-row-zeros": {"classes": ["nan-inf"], "caught": True,
+                                                                   "case": "fully_masked_rows"}},
+                       {"triton-softmax": {"verdict": "pass", "classes": []}})
+    runs = next(l for l in tool.render([battery], []).splitlines() if l.startswith("Runs: "))
+    assert "whole battery at budget ci, except `defect-triton-softmax-masked-row-zeros`: their exposing case alone;" \
+        in runs and "no-max-sub" not in runs

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from verifier.declare.kernels import stride_of
 from verifier.toolchain import nvcc as build
 from verifier.toolchain import ptxas
 from verifier.dtypes import numpy_dtype
@@ -114,7 +115,11 @@ def test_launches_match_compiled_entries(built, family, k):
             e = entries[L.entry]
             kinds = []
             for a in L.args:
-                if a in _ARG_KIND:
+                stride = stride_of(a)
+                if stride is not None:  # the row stride of a 2-D tensor the launch also passes
+                    assert stride.tensor in L.args and len(op.shape_of(stride.tensor, M, N)) == 2, where
+                    kinds.append("u64" if stride.kind == "int64" else "u32")
+                elif a in _ARG_KIND:
                     kinds.append(_ARG_KIND[a])
                 elif isinstance(a, Workspace):
                     assert a.size(M, N) >= M, f"{where}: workspace {a.name} holds less than a value per row"

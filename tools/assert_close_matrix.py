@@ -45,6 +45,8 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
     x = inputs["x"].float()
     if op == "softmax":
         y = torch.softmax(x, -1)
+    elif op == "log_softmax":
+        y = torch.log_softmax(x, -1)
     elif op == "layernorm":
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
     elif op == "rmsnorm":

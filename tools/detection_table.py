@@ -243,6 +243,13 @@ def _cell_assert_close(name, twin, files) -> str:
     return "not run (not numeric, or not yet run on GPU)"
 
 
+def _alone(battery: dict) -> str:
+    """What the Runs line says of the defects whose exposing case the battery's level lacks (run alone)."""
+    alone = sorted(n for n, d in battery["defects"].items() if "skipped" not in d and d.get("case")
+                   and not str(d["case"]).startswith("whole battery"))
+    return f", except {', '.join(f'`{n}`' for n in alone)}: their exposing case alone" if alone else ""
+
+
 def render(batteries: list, assert_close: list, lints: list = ()) -> str:
     matrix = _matrix()
     entries = matrix.load_entries()
@@ -290,8 +297,8 @@ def render(batteries: list, assert_close: list, lints: list = ()) -> str:
         declared = e.caught_by + (f" ({e.severity})" if e.severity != "error" else "")
         lines.append(f"| `{e.name}` | {e.pitfall} | {declared} | {caught} | {_cell_lint(e, lints)} | "
                      f"`{e.exposing_input}` | {ac} | `{e.twin}` ({twin}) |")
-    lines += ["", "Runs: " + "; ".join(f"battery on {b['device']} (defects: whole battery at budget {b['budget']}; "
-                                         f"twins: whole quick battery plus their defects' exposing inputs; seed "
+    lines += ["", "Runs: " + "; ".join(f"battery on {b['device']} (defects: whole battery at budget {b['budget']}"
+                                         f"{_alone(b)}; twins: whole quick battery plus their defects' exposing inputs; seed "
                                          f"{b['seed']}, sanitize {b['sanitize']})" for b in batteries)
               + "; " + "; ".join(f"assert_close on {a['device']}" for a in assert_close)
               + "".join(f"; lint ({', '.join(lt['arches'])}, {lt['nvcc']}, commit {lt['commit']})" for lt in lints)
@@ -307,6 +314,11 @@ def render(batteries: list, assert_close: list, lints: list = ()) -> str:
         "  cached block. The sanitizer run must disable caching (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`).",
         "- `defect-divergent-syncthreads` also reads `s[0]` early in the threads that skipped a barrier, so",
         "  its values may be wrong too; synccheck flags the barrier itself, on every input.",
+        "- The defects of issue #25 are right on fresh contiguous `torch.randn` tensors: a 32-bit row offset faults",
+        "  only past 2^31 elements (`large_index_2pow31`, GPU only), an ignored row stride only on strided rows, a",
+        "  vector load chosen from N alone only on a tensor one element past a 16-byte boundary. Alignment has no",
+        "  Triton defect: Triton specializes a kernel on each pointer's 16-byte alignment, so an unaligned view",
+        "  gets code without the wide loads.",
     ]
     if pending:
         lines += ["", f"Not yet run on a GPU ({len(pending)}): " + ", ".join(f"`{n}`" for n in pending) + ".",

@@ -3,7 +3,7 @@
 Same-dtype accumulation (f16/bf16 acc, fp8 -> f16 acc) is a legitimate variant with a large error;
 its accumulation dtype is declared so that the tolerance uses the matching bound.
 """
-from verifier.spec import CudaKernel, Dtypes, Launch, dtypes
+from verifier.spec import Contracts, CudaKernel, Dtypes, Launch, dtypes
 
 THREADS = 256  # AR_THREADS in allreduce.cu
 
@@ -39,10 +39,20 @@ def _packed(pack, instead):
     return lambda M, N, dt: f"N={N} is not a multiple of the packing {pack}; use {instead}" if N % pack else None
 
 
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1}
+
+
+def _aligned(dt, pack):
+    """Packed loads read pack elements at once: rows (and x) aligned to that many bytes, declared. The launches
+    pass no row stride: the strided cases are listed as not checked."""
+    return Contracts(alignment=min(16, pack * _ITEMSIZE[dt.input])) if pack > 1 else Contracts()
+
+
 def _make(dt, pack, suffix):
     short = dt.tag.split("-")[0].split("to")[0]  # input dtype tag: 'bf16', 'e4m3', 'i8'
     return CudaKernel(name=f"cuda-allreduce-{short}x{pack}{suffix}", op="reduce_sum", source="allreduce.cu", dtypes=[dt],
                       launches=_launcher(pack), supports=_packed(pack, f"cuda-allreduce-{short}x1{suffix}"),
+                      contracts=_aligned(dt, pack),
                       description=(f"{dt.input} -> {dt.output}, {pack} element(s) per load, {_ACC_NOTE[dt.acc]}; "
                                    f"per-thread strided sums, xor-butterfly warp all-reduce, cross-warp pass through "
                                    f"shared memory (every thread holds the total), thread 0 writes y[row]; fixed "

@@ -3,7 +3,7 @@
 Entries cross_entropy_<dtype tag>_<i64|i32>: logits in f32 / f16 / bf16, the loss in float32, labels
 int64 (the op's default) or int32 (params label_dtype='int32').
 """
-from verifier.spec import FLOAT_IO, CudaKernel, Launch, Scalar, dtypes
+from verifier.spec import FLOAT_IO, CudaKernel, Launch, Scalar, Stride, dtypes
 
 THREADS = 256  # kCeThreads in cross_entropy.cu
 _LTAG = {"int64": "i64", "int32": "i32"}
@@ -12,7 +12,8 @@ _LTAG = {"int64": "i64", "int32": "i32"}
 def _launches(M, N, dt, params):
     entry = f"cross_entropy_{dt.tag}_{_LTAG[params['label_dtype']]}"
     return [Launch(entry, grid=(M,), block=(THREADS,),
-                   args=("x", "labels", "loss", "M", "N", Scalar("int64", params["ignore_index"])))]
+                   args=("x", "labels", "loss", "M", "N", Scalar("int64", params["ignore_index"]),
+                         Stride("x", "int64")))]  # the logits' row stride: views such as h[:, :V] are checked
 
 
 KERNELS = [

@@ -1,6 +1,7 @@
 // Fused residual add + RMSNorm (vLLM's fused_add_rms_norm), I/O f32 / f16 / bf16, fp32 math:
 //   r = float(x) + float(residual);  residual = round(r) (in place);  y = r / sqrt(mean(r^2) + eps) * w
-// The norm uses the fp32 sum r, not the rounded residual. One block per row, blockDim.x = FAR_THREADS.
+// The norm uses the fp32 sum r, not the rounded residual. One block per row, blockDim.x = FAR_THREADS. Rows of x,
+// residual and y lie sx, sr and sy elements apart (the launch passes each row stride, int64; contiguous: N).
 // Every element is read and written by the same thread, so the in-place update needs no barrier.
 //   rr:   r kept in registers (x and residual read once); template on elements per thread.
 //   loop: any N; pass 1 sums r^2 without writing, pass 2 recomputes r from the untouched inputs.
@@ -18,9 +19,11 @@ __device__ __forceinline__ float rstd_of(float sumsq, int N, float eps) {
 
 template <typename T, int E>
 __device__ void far_rr(const T* __restrict__ x, T* __restrict__ residual, const T* __restrict__ w,
-                       T* __restrict__ y, int N, float eps) {
+                       T* __restrict__ y, int N, float eps, long long sx, long long sr, long long sy) {
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* rr = residual + (long long)blockIdx.x * sr;
+    T* yr = y + (long long)blockIdx.x * sy;
     float r[E];
     float ss = 0.f;
 #pragma unroll
@@ -28,8 +31,8 @@ __device__ void far_rr(const T* __restrict__ x, T* __restrict__ residual, const 
         const int i = threadIdx.x + k * FAR_THREADS;
         r[k] = 0.f;
         if (i < N) {
-            r[k] = kv::to_float(x[off + i]) + kv::to_float(residual[off + i]);
-            residual[off + i] = kv::from_float<T>(r[k]);
+            r[k] = kv::to_float(xr[i]) + kv::to_float(rr[i]);
+            rr[i] = kv::from_float<T>(r[k]);
         }
         ss = fmaf(r[k], r[k], ss);
     }
@@ -37,25 +40,27 @@ __device__ void far_rr(const T* __restrict__ x, T* __restrict__ residual, const 
 #pragma unroll
     for (int k = 0; k < E; ++k) {
         const int i = threadIdx.x + k * FAR_THREADS;
-        if (i < N) y[off + i] = kv::from_float<T>(r[k] * rstd * kv::to_float(w[i]));
+        if (i < N) yr[i] = kv::from_float<T>(r[k] * rstd * kv::to_float(w[i]));
     }
 }
 
 template <typename T>
 __device__ void far_loop(const T* __restrict__ x, T* __restrict__ residual, const T* __restrict__ w,
-                         T* __restrict__ y, int N, float eps) {
+                         T* __restrict__ y, int N, float eps, long long sx, long long sr, long long sy) {
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* rr = residual + (long long)blockIdx.x * sr;
+    T* yr = y + (long long)blockIdx.x * sy;
     float ss = 0.f;
     for (int i = threadIdx.x; i < N; i += blockDim.x) {
-        const float r = kv::to_float(x[off + i]) + kv::to_float(residual[off + i]);
+        const float r = kv::to_float(xr[i]) + kv::to_float(rr[i]);
         ss = fmaf(r, r, ss);
     }
     const float rstd = rstd_of(kv::block_sum(ss, scratch), N, eps);
     for (int i = threadIdx.x; i < N; i += blockDim.x) {
-        const float r = kv::to_float(x[off + i]) + kv::to_float(residual[off + i]);
-        residual[off + i] = kv::from_float<T>(r);
-        y[off + i] = kv::from_float<T>(r * rstd * kv::to_float(w[i]));
+        const float r = kv::to_float(xr[i]) + kv::to_float(rr[i]);
+        rr[i] = kv::from_float<T>(r);
+        yr[i] = kv::from_float<T>(r * rstd * kv::to_float(w[i]));
     }
 }
 
@@ -63,16 +68,18 @@ __device__ void far_loop(const T* __restrict__ x, T* __restrict__ residual, cons
 
 #define FAR_RR(T, tag, E)                                                                                   \
     extern "C" __global__ void __launch_bounds__(FAR_THREADS) fused_add_rmsnorm_rr_##tag##_e##E(            \
-        const T* x, T* residual, const T* w, T* y, int M, int N, float eps) {                               \
-        far_rr<T, E>(x, residual, w, y, N, eps);                                                            \
+        const T* x, T* residual, const T* w, T* y, int M, int N, float eps, long long sx, long long sr,      \
+        long long sy) {                                                                                     \
+        far_rr<T, E>(x, residual, w, y, N, eps, sx, sr, sy);                                                \
     }
 
 // Size classes (elements per thread); the spec's table must match these instantiations.
 #define FAR_ALL(T, tag)                                                                                     \
     FAR_RR(T, tag, 1) FAR_RR(T, tag, 4) FAR_RR(T, tag, 8) FAR_RR(T, tag, 16) FAR_RR(T, tag, 32)             \
     extern "C" __global__ void __launch_bounds__(FAR_THREADS) fused_add_rmsnorm_loop_##tag(                 \
-        const T* x, T* residual, const T* w, T* y, int M, int N, float eps) {                               \
-        far_loop<T>(x, residual, w, y, N, eps);                                                             \
+        const T* x, T* residual, const T* w, T* y, int M, int N, float eps, long long sx, long long sr,      \
+        long long sy) {                                                                                     \
+        far_loop<T>(x, residual, w, y, N, eps, sx, sr, sy);                                                 \
     }
 
 FAR_ALL(float, f32)

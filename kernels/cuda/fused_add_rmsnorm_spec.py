@@ -1,8 +1,10 @@
 """Fused residual add + RMSNorm (fused_add_rmsnorm.cu), as vLLM's fused_add_rms_norm."""
-from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, register_resident
+from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, Stride, register_resident
 
 THREADS = 256  # FAR_THREADS in fused_add_rmsnorm.cu
-ARGS = ("x", "residual", "w", "y", "M", "N", "eps")
+# Row strides in elements (int64): views such as qkv[:, :N] are checked.
+ARGS = ("x", "residual", "w", "y", "M", "N", "eps", Stride("x", "int64"), Stride("residual", "int64"),
+        Stride("y", "int64"))
 
 _SEMANTICS = ("r = float(x) + float(residual) in fp32; residual <- round(r) to the residual dtype (in place); "
               "y = r * rstd * w with rstd = 1/sqrtf(mean(r^2) + eps) computed from the fp32 sum r, NOT from the "

@@ -1,5 +1,6 @@
 // LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b, population variance, fp32 math,
-// I/O f32 / f16 / bf16. One block per row; blockDim.x must be LN_THREADS (the spec launches that).
+// I/O f32 / f16 / bf16. One block per row; blockDim.x must be LN_THREADS (the spec launches that). Rows of x and
+// y lie sx and sy elements apart (the launch passes each tensor's row stride, int64; contiguous rows: N).
 //   tp:      two-pass statistics (mean, then sum of (x - mean)^2) on the row held in registers;
 //            template on elements per thread (size classes chosen by the spec).
 //   welford: any N; per-thread Welford over a strided slice of the row, then a block merge of
@@ -13,15 +14,16 @@ namespace {
 
 template <typename T, int E>
 __device__ void ln_two_pass(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                            T* __restrict__ y, int N, float eps) {
+                            T* __restrict__ y, int N, float eps, long long sx, long long sy) {
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     float v[E];
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < E; ++k) {
         const int i = threadIdx.x + k * LN_THREADS;
-        v[k] = i < N ? kv::to_float(x[off + i]) : 0.f;
+        v[k] = i < N ? kv::to_float(xr[i]) : 0.f;
         s += v[k];
     }
     const float mean = kv::block_sum(s, scratch) / (float)N;
@@ -37,7 +39,7 @@ __device__ void ln_two_pass(const T* __restrict__ x, const T* __restrict__ w, co
 #pragma unroll
     for (int k = 0; k < E; ++k) {
         const int i = threadIdx.x + k * LN_THREADS;
-        if (i < N) y[off + i] = kv::from_float<T>(fmaf((v[k] - mean) * rstd, kv::to_float(w[i]), kv::to_float(b[i])));
+        if (i < N) yr[i] = kv::from_float<T>(fmaf((v[k] - mean) * rstd, kv::to_float(w[i]), kv::to_float(b[i])));
     }
 }
 
@@ -71,12 +73,13 @@ __device__ __forceinline__ Stats warp_merge(Stats s) {
 
 template <typename T>
 __device__ void ln_welford(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                           T* __restrict__ y, int N, float eps) {
+                           T* __restrict__ y, int N, float eps, long long sx, long long sy) {
     __shared__ float sn[32], smean[32], sm2[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     Stats s = {0.f, 0.f, 0.f};
     for (int i = threadIdx.x; i < N; i += blockDim.x) {
-        const float v = kv::to_float(x[off + i]);
+        const float v = kv::to_float(xr[i]);
         s.n += 1.f;
         const float d = v - s.mean;
         s.mean += d / s.n;
@@ -96,24 +99,26 @@ __device__ void ln_welford(const T* __restrict__ x, const T* __restrict__ w, con
     const float mean = s.mean;
     const float rstd = 1.0f / sqrtf(s.m2 / (float)N + eps);
     for (int i = threadIdx.x; i < N; i += blockDim.x)
-        y[off + i] = kv::from_float<T>(
-            fmaf((kv::to_float(x[off + i]) - mean) * rstd, kv::to_float(w[i]), kv::to_float(b[i])));
+        yr[i] = kv::from_float<T>(
+            fmaf((kv::to_float(xr[i]) - mean) * rstd, kv::to_float(w[i]), kv::to_float(b[i])));
 }
 
 }  // namespace
 
 #define LN_TP(T, tag, E)                                                                              \
     extern "C" __global__ void __launch_bounds__(LN_THREADS)                                          \
-        layernorm_tp_##tag##_e##E(const T* x, const T* w, const T* b, T* y, int M, int N, float eps) { \
-        ln_two_pass<T, E>(x, w, b, y, N, eps);                                                        \
+        layernorm_tp_##tag##_e##E(const T* x, const T* w, const T* b, T* y, int M, int N, float eps,   \
+                                  long long sx, long long sy) {                                       \
+        ln_two_pass<T, E>(x, w, b, y, N, eps, sx, sy);                                                \
     }
 
 // Size classes (elements per thread); the spec's table must match these instantiations.
 #define LN_ALL(T, tag)                                                                                \
     LN_TP(T, tag, 1) LN_TP(T, tag, 4) LN_TP(T, tag, 8) LN_TP(T, tag, 16) LN_TP(T, tag, 32)            \
     extern "C" __global__ void __launch_bounds__(LN_THREADS)                                          \
-        layernorm_welford_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, float eps) {  \
-        ln_welford<T>(x, w, b, y, N, eps);                                                            \
+        layernorm_welford_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, float eps,    \
+                                long long sx, long long sy) {                                         \
+        ln_welford<T>(x, w, b, y, N, eps, sx, sy);                                                    \
     }
 
 LN_ALL(float, f32)

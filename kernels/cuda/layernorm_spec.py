@@ -1,8 +1,8 @@
 """LayerNorm (layernorm.cu): y = (x - mean) / sqrt(var + eps) * w + b, population variance, fp32 math."""
-from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, register_resident
+from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, Stride, register_resident
 
 THREADS = 256  # LN_THREADS in layernorm.cu
-ARGS = ("x", "w", "b", "y", "M", "N", "eps")
+ARGS = ("x", "w", "b", "y", "M", "N", "eps", Stride("x", "int64"), Stride("y", "int64"))  # row strides: views checked
 
 
 def _launch_tp(M, N, dt, params):

@@ -6,6 +6,7 @@
 // The -inf guards live in softmax_common.cuh (ms_push / ms_merge): lanes with no element
 // (d < 32) stay (m = -inf, s = 0) and merge as exact zeros; masked elements add nothing; a fully
 // -inf row ends with s = 0 and comes out NaN like torch; NaN / +inf in a row give a NaN row.
+// Rows of x and y lie sx and sy elements apart (the launch passes each row stride, int64; contiguous rows: N).
 #include "softmax_common.cuh"
 
 namespace {
@@ -14,13 +15,13 @@ constexpr int kWarpRows = 4;  // rows (warps) per block of the warp kernel: 128 
 constexpr int kBlockThreads = 256;
 
 template <typename T, int ITEMS>
-__device__ void warp_row(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+__device__ void warp_row(const T* __restrict__ x, T* __restrict__ y, int M, int N, long long sx, long long sy) {
     if (blockDim.x != kWarpRows * 32) __trap();  // a wrong launch would skip rows silently
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarpRows + (threadIdx.x >> 5);
     if (row >= M) return;  // uniform per warp, and the warp kernel never syncs the block
-    const T* xr = x + (size_t)row * (size_t)N;
-    T* yr = y + (size_t)row * (size_t)N;
+    const T* xr = x + (long long)row * sx;
+    T* yr = y + (long long)row * sy;
 
     float v[ITEMS];
     kv::MS a = kv::ms_empty();
@@ -39,10 +40,10 @@ __device__ void warp_row(const T* __restrict__ x, T* __restrict__ y, int M, int 
 }
 
 template <typename T>
-__device__ void block_row(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+__device__ void block_row(const T* __restrict__ x, T* __restrict__ y, int M, int N, long long sx, long long sy) {
     __shared__ float scratch_m[32], scratch_s[32];
-    const T* xr = x + (size_t)blockIdx.x * (size_t)N;
-    T* yr = y + (size_t)blockIdx.x * (size_t)N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     kv::MS a = kv::ms_empty();
     for (int c = threadIdx.x; c < N; c += blockDim.x) kv::ms_push(a, kv::to_float(xr[c]));
     a = kv::block_ms(a, scratch_m, scratch_s);
@@ -55,15 +56,15 @@ __device__ void block_row(const T* __restrict__ x, T* __restrict__ y, int M, int
 // Size classes: ITEMS = D / 32. Keep in sync with online_softmax_spec.WARP_CLASSES.
 #define KV_WARP(TAG, T, D)                                                                                \
     extern "C" __global__ void __launch_bounds__(kWarpRows * 32)                                         \
-        online_softmax_warp_d##D##_##TAG(const T* x, T* y, int M, int N) {                               \
-        warp_row<T, D / 32>(x, y, M, N);                                                                 \
+        online_softmax_warp_d##D##_##TAG(const T* x, T* y, int M, int N, long long sx, long long sy) {  \
+        warp_row<T, D / 32>(x, y, M, N, sx, sy);                                                         \
     }
 #define KV_WARP_ALL(TAG, T) KV_WARP(TAG, T, 1024) KV_WARP(TAG, T, 2048) KV_WARP(TAG, T, 4096)
 
 #define KV_BLOCK(TAG, T)                                                                                  \
     extern "C" __global__ void __launch_bounds__(kBlockThreads)                                          \
-        online_softmax_block_##TAG(const T* x, T* y, int M, int N) {                                     \
-        block_row<T>(x, y, M, N);                                                                        \
+        online_softmax_block_##TAG(const T* x, T* y, int M, int N, long long sx, long long sy) {         \
+        block_row<T>(x, y, M, N, sx, sy);                                                                \
     }
 
 KV_WARP_ALL(f32, float)

@@ -1,17 +1,18 @@
 """Online softmax (online_softmax.cu): warp per row (d <= 4096, row in registers) and block per row (any d)."""
-from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, dtypes, register_resident
+from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, Stride, dtypes, register_resident
 
 WARP_ROWS = 4  # rows (warps) per block of the warp kernel (kWarpRows in online_softmax.cu)
 BLOCK_THREADS = 256
+XY = ("x", "y", "M", "N", Stride("x", "int64"), Stride("y", "int64"))  # row strides: views such as qkv[:, :N]
 
 
 def _warp(M, N, dt, params):
     grid = ((M + WARP_ROWS - 1) // WARP_ROWS,)  # the last block's surplus warps return at once
-    return [Launch(WARP.entry(N, dt), grid=grid, block=(32 * WARP_ROWS,), args=("x", "y", "M", "N"))]
+    return [Launch(WARP.entry(N, dt), grid=grid, block=(32 * WARP_ROWS,), args=XY)]
 
 
 def _block(M, N, dt, params):
-    return [Launch(f"online_softmax_block_{dt.tag}", grid=(M,), block=(BLOCK_THREADS,), args=("x", "y", "M", "N"))]
+    return [Launch(f"online_softmax_block_{dt.tag}", grid=(M,), block=(BLOCK_THREADS,), args=XY)]
 
 
 # d <= class; ITEMS per lane = class / 32

@@ -4,7 +4,8 @@
 //   n3: one kernel, row kept in registers (x read once); template on elements per thread
 //   n4: n3 with 16-byte vector loads/stores; the spec refuses N % VEC != 0
 // Precise math: rstd = 1.0f / sqrtf(...) (IEEE sqrt and division; no rsqrtf).
-// One block per row; blockDim.x must be RMS_THREADS (the spec launches exactly that).
+// One block per row; blockDim.x must be RMS_THREADS (the spec launches exactly that). Rows of x and y lie sx and
+// sy elements apart (the launch passes each tensor's row stride, int64; contiguous rows: N).
 #include "common.cuh"
 
 #define RMS_THREADS 256
@@ -19,9 +20,9 @@ __device__ __forceinline__ float rstd_of(float sumsq, int N, float eps) {
 }
 
 template <typename T>
-__device__ void n1_rstd(const T* __restrict__ x, float* __restrict__ rstd, int N, float eps) {
+__device__ void n1_rstd(const T* __restrict__ x, float* __restrict__ rstd, int N, float eps, long long sx) {
     __shared__ float scratch[32];
-    const T* xr = x + (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
     float ss = 0.f;
     for (int i = threadIdx.x; i < N; i += blockDim.x) {
         const float v = kv::to_float(xr[i]);
@@ -33,45 +34,50 @@ __device__ void n1_rstd(const T* __restrict__ x, float* __restrict__ rstd, int N
 
 template <typename T>
 __device__ void n1_norm(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ rstd,
-                        T* __restrict__ y, int N) {
-    const long long off = (long long)blockIdx.x * N;
+                        T* __restrict__ y, int N, long long sx, long long sy) {
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     const float r = rstd[blockIdx.x];
     for (int i = threadIdx.x; i < N; i += blockDim.x)
-        y[off + i] = kv::from_float<T>(kv::to_float(x[off + i]) * r * kv::to_float(w[i]));
+        yr[i] = kv::from_float<T>(kv::to_float(xr[i]) * r * kv::to_float(w[i]));
 }
 
 template <typename T>
-__device__ void n2(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps) {
+__device__ void n2(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps,
+                   long long sx, long long sy) {
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     float ss = 0.f;
     for (int i = threadIdx.x; i < N; i += blockDim.x) {
-        const float v = kv::to_float(x[off + i]);
+        const float v = kv::to_float(xr[i]);
         ss = fmaf(v, v, ss);
     }
     const float r = rstd_of(kv::block_sum(ss, scratch), N, eps);
     for (int i = threadIdx.x; i < N; i += blockDim.x)
-        y[off + i] = kv::from_float<T>(kv::to_float(x[off + i]) * r * kv::to_float(w[i]));
+        yr[i] = kv::from_float<T>(kv::to_float(xr[i]) * r * kv::to_float(w[i]));
 }
 
 // Element k of this thread is column threadIdx.x + k * RMS_THREADS (coalesced); E * RMS_THREADS >= N.
 template <typename T, int E>
-__device__ void n3(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps) {
+__device__ void n3(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps,
+                   long long sx, long long sy) {
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
     float v[E];
     float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < E; ++k) {
         const int i = threadIdx.x + k * RMS_THREADS;
-        v[k] = i < N ? kv::to_float(x[off + i]) : 0.f;
+        v[k] = i < N ? kv::to_float(xr[i]) : 0.f;
         ss = fmaf(v[k], v[k], ss);
     }
     const float r = rstd_of(kv::block_sum(ss, scratch), N, eps);
 #pragma unroll
     for (int k = 0; k < E; ++k) {
         const int i = threadIdx.x + k * RMS_THREADS;
-        if (i < N) y[off + i] = kv::from_float<T>(v[k] * r * kv::to_float(w[i]));
+        if (i < N) yr[i] = kv::from_float<T>(v[k] * r * kv::to_float(w[i]));
     }
 }
 
@@ -84,19 +90,19 @@ union Pack16 {
 };
 
 // Chunk c of VEC consecutive columns; chunk k of this thread is threadIdx.x + k * RMS_THREADS.
-// N % VEC == 0 (spec) so a chunk is either wholly inside the row or wholly outside,
-// and every row start is 16-byte aligned.
+// N % VEC == 0 (spec) so a chunk is either wholly inside the row or wholly outside; every row start is 16-byte
+// aligned (the spec declares Contracts(alignment=16): pointers and row strides keep 16 bytes).
 template <typename T, int E>
-__device__ void n4(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps) {
+__device__ void n4(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N, float eps,
+                   long long sx, long long sy) {
     constexpr int VEC = Pack16<T>::kVec;
     constexpr int C = E / VEC;  // chunks per thread
     static_assert(C >= 1 && C * VEC == E, "E must be a multiple of the vector width");
     __shared__ float scratch[32];
-    const long long off = (long long)blockIdx.x * N;
     const int nchunks = N / VEC;
-    const uint4* xr = reinterpret_cast<const uint4*>(x + off);
+    const uint4* xr = reinterpret_cast<const uint4*>(x + (long long)blockIdx.x * sx);
     const uint4* wv = reinterpret_cast<const uint4*>(w);
-    uint4* yr = reinterpret_cast<uint4*>(y + off);
+    uint4* yr = reinterpret_cast<uint4*>(y + (long long)blockIdx.x * sy);
     float v[E];
     float ss = 0.f;
 #pragma unroll
@@ -128,23 +134,28 @@ __device__ void n4(const T* __restrict__ x, const T* __restrict__ w, T* __restri
 
 #define RMS_SIMPLE(T, tag)                                                                                       \
     extern "C" __global__ void __launch_bounds__(RMS_THREADS)                                                    \
-        rmsnorm_n1_rstd_##tag(const T* x, float* rstd, int M, int N, float eps) { n1_rstd<T>(x, rstd, N, eps); } \
-    extern "C" __global__ void __launch_bounds__(RMS_THREADS)                                                    \
-        rmsnorm_n1_norm_##tag(const T* x, const T* w, const float* rstd, T* y, int M, int N) {                   \
-        n1_norm<T>(x, w, rstd, y, N);                                                                            \
+        rmsnorm_n1_rstd_##tag(const T* x, float* rstd, int M, int N, float eps, long long sx) {                  \
+        n1_rstd<T>(x, rstd, N, eps, sx);                                                                         \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(RMS_THREADS)                                                    \
-        rmsnorm_n2_##tag(const T* x, const T* w, T* y, int M, int N, float eps) { n2<T>(x, w, y, N, eps); }
+        rmsnorm_n1_norm_##tag(const T* x, const T* w, const float* rstd, T* y, int M, int N, long long sx,       \
+                              long long sy) {                                                                    \
+        n1_norm<T>(x, w, rstd, y, N, sx, sy);                                                                    \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(RMS_THREADS)                                                    \
+        rmsnorm_n2_##tag(const T* x, const T* w, T* y, int M, int N, float eps, long long sx, long long sy) {    \
+        n2<T>(x, w, y, N, eps, sx, sy);                                                                          \
+    }
 
 #define RMS_N3(T, tag, E)                                                  \
     extern "C" __global__ void __launch_bounds__(RMS_THREADS)              \
-        rmsnorm_n3_##tag##_e##E(const T* x, const T* w, T* y, int M, int N, float eps) { \
-        n3<T, E>(x, w, y, N, eps);                                         \
+        rmsnorm_n3_##tag##_e##E(const T* x, const T* w, T* y, int M, int N, float eps, long long sx, long long sy) { \
+        n3<T, E>(x, w, y, N, eps, sx, sy);                                 \
     }
 #define RMS_N4(T, tag, E)                                                  \
     extern "C" __global__ void __launch_bounds__(RMS_THREADS)              \
-        rmsnorm_n4_##tag##_e##E(const T* x, const T* w, T* y, int M, int N, float eps) { \
-        n4<T, E>(x, w, y, N, eps);                                         \
+        rmsnorm_n4_##tag##_e##E(const T* x, const T* w, T* y, int M, int N, float eps, long long sx, long long sy) { \
+        n4<T, E>(x, w, y, N, eps, sx, sy);                                 \
     }
 
 // Size classes (elements per thread); the spec's tables must match these instantiations.

@@ -1,17 +1,19 @@
 """RMSNorm ladder (rmsnorm.cu): y = x / sqrt(mean(x^2) + eps) * w, fp32 math, f32/f16/bf16 I/O."""
-from verifier.spec import (FLOAT_IO, CudaKernel, Launch, SizeClasses, Workspace, register_resident,
+from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, SizeClasses, Stride, Workspace, register_resident,
                            whole_vectors)
 
 THREADS = 256  # RMS_THREADS in rmsnorm.cu
-ARGS = ("x", "w", "y", "M", "N", "eps")
+SX, SY = Stride("x", "int64"), Stride("y", "int64")  # row strides in elements: views such as qkv[:, :N] are checked
+ARGS = ("x", "w", "y", "M", "N", "eps", SX, SY)
 RSTD = Workspace("rstd", lambda M, N: M)  # fp32 rstd per row, written by n1's first pass
 _MATH = "rstd = 1/sqrtf(sumsq * (1/N) + eps) with IEEE sqrt and division (no rsqrtf); y = x * rstd * w in fp32"
 
 
 def _launch_n1(M, N, dt, params):
     return [
-        Launch(entry=f"rmsnorm_n1_rstd_{dt.tag}", grid=(M,), block=(THREADS,), args=("x", RSTD, "M", "N", "eps")),
-        Launch(entry=f"rmsnorm_n1_norm_{dt.tag}", grid=(M,), block=(THREADS,), args=("x", "w", RSTD, "y", "M", "N")),
+        Launch(entry=f"rmsnorm_n1_rstd_{dt.tag}", grid=(M,), block=(THREADS,), args=("x", RSTD, "M", "N", "eps", SX)),
+        Launch(entry=f"rmsnorm_n1_norm_{dt.tag}", grid=(M,), block=(THREADS,),
+               args=("x", "w", RSTD, "y", "M", "N", SX, SY)),
     ]
 
 
@@ -39,6 +41,7 @@ KERNELS = [
                            "x 256 threads (N <= 8192). " + _MATH),
     CudaKernel(name="cuda-rmsnorm-n4", op="rmsnorm", source="rmsnorm.cu", dtypes=FLOAT_IO, launches=_launch_sized(N4),
                sizes=N4, supports=whole_vectors("cuda-rmsnorm-n3"), expectations=register_resident(),
-               description="n3 with 16-byte vector loads/stores of x, w, y (N % (16/sizeof(T)) == 0, N <= 8192). "
-                           + _MATH),
+               contracts=Contracts(alignment=16),
+               description="n3 with 16-byte vector loads/stores of x, w, y (N % (16/sizeof(T)) == 0, N <= 8192; "
+                           "every row 16-byte aligned, declared). " + _MATH),
 ]

@@ -4,7 +4,8 @@
 //   S3: one pass, row held in registers (ELEMS per thread, compile-time size class).
 //   S4: S3 with 16-byte vector loads/stores (f32: 4 elements, f16/bf16: 8); needs N % W == 0.
 // Row semantics as torch.softmax (softmax_common.cuh): NaN or +inf in a row -> NaN row,
-// fully -inf row -> NaN row, -inf element -> exactly 0.
+// fully -inf row -> NaN row, -inf element -> exactly 0. Rows of x and y lie sx and sy elements apart (the launch
+// passes each tensor's row stride, int64; contiguous rows: N).
 #include "softmax_common.cuh"
 
 namespace {
@@ -12,19 +13,19 @@ namespace {
 constexpr int kThreads = 256;  // S1, S2, S3 block size; the spec launches with this
 
 template <typename T>
-__device__ __forceinline__ const T* row_ptr(const T* p, int N) {
-    return p + (size_t)blockIdx.x * (size_t)N;
+__device__ __forceinline__ const T* row_ptr(const T* p, long long stride) {
+    return p + (long long)blockIdx.x * stride;
 }
 template <typename T>
-__device__ __forceinline__ T* row_ptr(T* p, int N) {
-    return p + (size_t)blockIdx.x * (size_t)N;
+__device__ __forceinline__ T* row_ptr(T* p, long long stride) {
+    return p + (long long)blockIdx.x * stride;
 }
 
 // ---- S1 --------------------------------------------------------------------------------
 template <typename T>
-__device__ void s1_max(const T* __restrict__ x, float* __restrict__ mx, int M, int N) {
+__device__ void s1_max(const T* __restrict__ x, float* __restrict__ mx, int M, int N, long long sx) {
     __shared__ float scratch[32];
-    const T* xr = row_ptr(x, N);
+    const T* xr = row_ptr(x, sx);
     float m = -INFINITY;
     for (int i = threadIdx.x; i < N; i += blockDim.x) m = kv::nanmax(m, kv::to_float(xr[i]));
     m = kv::block_nanmax(m, scratch);
@@ -33,9 +34,9 @@ __device__ void s1_max(const T* __restrict__ x, float* __restrict__ mx, int M, i
 
 template <typename T>
 __device__ void s1_sum(const T* __restrict__ x, const float* __restrict__ mx, float* __restrict__ sm, int M,
-                       int N) {
+                       int N, long long sx) {
     __shared__ float scratch[32];
-    const T* xr = row_ptr(x, N);
+    const T* xr = row_ptr(x, sx);
     const float m = mx[blockIdx.x];
     float s = 0.f;
     for (int i = threadIdx.x; i < N; i += blockDim.x) s += expf(kv::to_float(xr[i]) - m);
@@ -46,9 +47,9 @@ __device__ void s1_sum(const T* __restrict__ x, const float* __restrict__ mx, fl
 // Normalize pass shared by S1 and S2: y = exp(x - m) / s.
 template <typename T>
 __device__ void norm(const T* __restrict__ x, const float* __restrict__ mx, const float* __restrict__ sm,
-                     T* __restrict__ y, int M, int N) {
-    const T* xr = row_ptr(x, N);
-    T* yr = row_ptr(y, N);
+                     T* __restrict__ y, int M, int N, long long sx, long long sy) {
+    const T* xr = row_ptr(x, sx);
+    T* yr = row_ptr(y, sy);
     const float m = mx[blockIdx.x], s = sm[blockIdx.x];
     for (int i = threadIdx.x; i < N; i += blockDim.x)
         yr[i] = kv::from_float<T>(kv::softmax_out(kv::to_float(xr[i]), m, s));
@@ -56,9 +57,10 @@ __device__ void norm(const T* __restrict__ x, const float* __restrict__ mx, cons
 
 // ---- S2: online (m, s) in one read ------------------------------------------------------
 template <typename T>
-__device__ void s2_ms(const T* __restrict__ x, float* __restrict__ mx, float* __restrict__ sm, int M, int N) {
+__device__ void s2_ms(const T* __restrict__ x, float* __restrict__ mx, float* __restrict__ sm, int M, int N,
+                      long long sx) {
     __shared__ float scratch_m[32], scratch_s[32];
-    const T* xr = row_ptr(x, N);
+    const T* xr = row_ptr(x, sx);
     kv::MS a = kv::ms_empty();
     for (int i = threadIdx.x; i < N; i += blockDim.x) kv::ms_push(a, kv::to_float(xr[i]));
     a = kv::block_ms(a, scratch_m, scratch_s);
@@ -71,11 +73,11 @@ __device__ void s2_ms(const T* __restrict__ x, float* __restrict__ mx, float* __
 // ---- S3: row in registers, exact max first (no rescaling), each exp computed once -------
 // Thread t holds columns t, t + THREADS, ... (coalesced). Columns >= N are never read or written.
 template <typename T, int THREADS, int ELEMS>
-__device__ void s3(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+__device__ void s3(const T* __restrict__ x, T* __restrict__ y, int M, int N, long long sx, long long sy) {
     if (blockDim.x != THREADS) __trap();  // a wrong launch would skip columns silently
     __shared__ float scratch[32];
-    const T* xr = row_ptr(x, N);
-    T* yr = row_ptr(y, N);
+    const T* xr = row_ptr(x, sx);
+    T* yr = row_ptr(y, sy);
     float v[ELEMS];
     float m = -INFINITY;
 #pragma unroll
@@ -102,12 +104,12 @@ __device__ void s3(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 
 // ---- S4: S3 with 16-byte vectors. Thread t holds vectors t, t + THREADS, ... -------------
 template <typename T, int THREADS, int VECS>
-__device__ void s4(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
+__device__ void s4(const T* __restrict__ x, T* __restrict__ y, int M, int N, long long sx, long long sy) {
     constexpr int W = kv::Vec16<T>::W;
     if (blockDim.x != THREADS) __trap();  // a wrong launch would skip columns silently
     __shared__ float scratch[32];
-    const T* xr = row_ptr(x, N);
-    T* yr = row_ptr(y, N);
+    const T* xr = row_ptr(x, sx);  // 16-byte aligned rows: declared by the spec (Contracts(alignment=16))
+    T* yr = row_ptr(y, sy);
     const int nvec = N / W;  // the spec refuses N % W != 0
     float v[VECS][W];
     float m = -INFINITY;
@@ -151,29 +153,34 @@ __device__ void s4(const T* __restrict__ x, T* __restrict__ y, int M, int N) {
 // ---- extern "C" entries: <kernel>_<io> --------------------------------------------------
 #define KV_SOFTMAX_MULTIPASS(TAG, T)                                                                      \
     extern "C" __global__ void __launch_bounds__(kThreads)                                               \
-        softmax_s1_max_##TAG(const T* x, float* mx, int M, int N) { s1_max<T>(x, mx, M, N); }            \
-    extern "C" __global__ void __launch_bounds__(kThreads)                                               \
-        softmax_s1_sum_##TAG(const T* x, const float* mx, float* sm, int M, int N) {                     \
-        s1_sum<T>(x, mx, sm, M, N);                                                                      \
+        softmax_s1_max_##TAG(const T* x, float* mx, int M, int N, long long sx) {                        \
+        s1_max<T>(x, mx, M, N, sx);                                                                      \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(kThreads)                                               \
-        softmax_norm_##TAG(const T* x, const float* mx, const float* sm, T* y, int M, int N) {           \
-        norm<T>(x, mx, sm, y, M, N);                                                                     \
+        softmax_s1_sum_##TAG(const T* x, const float* mx, float* sm, int M, int N, long long sx) {       \
+        s1_sum<T>(x, mx, sm, M, N, sx);                                                                  \
     }                                                                                                    \
     extern "C" __global__ void __launch_bounds__(kThreads)                                               \
-        softmax_s2_ms_##TAG(const T* x, float* mx, float* sm, int M, int N) { s2_ms<T>(x, mx, sm, M, N); }
+        softmax_norm_##TAG(const T* x, const float* mx, const float* sm, T* y, int M, int N, long long sx, \
+                           long long sy) {                                                               \
+        norm<T>(x, mx, sm, y, M, N, sx, sy);                                                             \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(kThreads)                                               \
+        softmax_s2_ms_##TAG(const T* x, float* mx, float* sm, int M, int N, long long sx) {              \
+        s2_ms<T>(x, mx, sm, M, N, sx);                                                                   \
+    }
 
 // S3 size classes (N <= CLASS): ELEMS = CLASS / 256. Keep in sync with softmax_spec.S3_CLASSES.
 #define KV_SOFTMAX_S3(TAG, T, CLASS)                                                                      \
     extern "C" __global__ void __launch_bounds__(kThreads)                                               \
-        softmax_s3_n##CLASS##_##TAG(const T* x, T* y, int M, int N) {                                    \
-        s3<T, kThreads, CLASS / kThreads>(x, y, M, N);                                                   \
+        softmax_s3_n##CLASS##_##TAG(const T* x, T* y, int M, int N, long long sx, long long sy) {        \
+        s3<T, kThreads, CLASS / kThreads>(x, y, M, N, sx, sy);                                           \
     }
 // S4 size classes: THREADS * VECS * W = CLASS. Keep in sync with softmax_spec.S4_CLASSES.
 #define KV_SOFTMAX_S4(TAG, T, CLASS, THREADS)                                                             \
-    extern "C" __global__ void __launch_bounds__(THREADS) softmax_s4_n##CLASS##_##TAG(const T* x, T* y,  \
-                                                                                      int M, int N) {    \
-        s4<T, THREADS, CLASS / (THREADS * kv::Vec16<T>::W)>(x, y, M, N);                                 \
+    extern "C" __global__ void __launch_bounds__(THREADS) softmax_s4_n##CLASS##_##TAG(                    \
+        const T* x, T* y, int M, int N, long long sx, long long sy) {                                    \
+        s4<T, THREADS, CLASS / (THREADS * kv::Vec16<T>::W)>(x, y, M, N, sx, sy);                         \
     }
 
 #define KV_SOFTMAX_ALL(TAG, T, T4)                                                                        \

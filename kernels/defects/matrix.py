@@ -103,10 +103,13 @@ def load_entries(files=DEFECT_FILES) -> list[Entry]:
     return entries
 
 
-def case_names(spec: KernelSpec, level: str = "ci") -> set:
+def case_names(spec: KernelSpec, level: Optional[str] = None) -> set:
+    """The case names of ``level`` for the spec (None: of every level, e.g. the large-index case of 'thorough')."""
     from verifier.inputs.cases import cases_for
+    from verifier.results.levels import TABLE
 
-    return {c.name for dt in spec.dtypes for c in cases_for(spec, dt, level)}
+    levels = [level] if level else list(TABLE)
+    return {c.name for lv in levels for dt in spec.dtypes for c in cases_for(spec, dt, lv)}
 
 
 BUILD_TIME_CLASSES = ("resources", "static")  # decided without launching the kernel
@@ -147,12 +150,13 @@ def _check(spec: KernelSpec, opts):
 
 
 def run_defect(entry: Entry, device: str, level: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
-    """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` or when the
-    exposing input is not a catalogue case, the whole battery at ``level``)."""
+    """Run the battery on the defect: its exposing case alone (or, with ``whole_battery`` when the battery of
+    ``level`` includes that case, or when the exposing input is not a catalogue case, the whole battery at
+    ``level``)."""
     from verifier.results.options import Options
 
     case = entry.exposing_input if entry.exposing_input in case_names(entry.spec) else None
-    if whole_battery:
+    if whole_battery and (case is None or case in case_names(entry.spec, level)):
         case = None
     if entry.caught_by in BUILD_TIME_CLASSES:
         # Judged from the build (ptxas, PTX) alone: on a GPU the battery would also launch the defect, and some

@@ -124,14 +124,14 @@ def _check_values(spec, run, dt, opts, report, say):
     ran, left_out, judged_before = 0, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
-        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N)
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device)
         xs = draw(spec, dt, case, opts.seed) if closed is None else None
         closed = closed or gate.after_inputs(spec, dt, case.name, xs, opts.device)
         if closed is not None:
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
-            left_out = closed.reason if closed.kind == gate.CONTRACT else left_out
+            left_out = closed.reason if closed.kind in (gate.CONTRACT, gate.DEVICE) else left_out
             continue
-        run_case(spec, dt, case.name, xs, opts, report, run=run)
+        run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)
         ran += 1
     if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)

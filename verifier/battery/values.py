@@ -1,41 +1,66 @@
 """The values step: one input through the value (ULPs against the certified reference, within the
 per-element budget), invariant, nan-inf, unwritten (poisoned outputs) and out-of-range-write (guard bands)
 checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a refusal,
-a CUDA fault a **crash** (verifier.declare.usercode decides)."""
+a CUDA fault a **crash** (verifier.declare.usercode decides). A finding on a case with a layout of its own
+(verifier.inputs.layouts: strided rows, unaligned pointers, more than 2^31 elements) says what that layout
+suggests and how to fix or declare it."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
-
-import numpy as np
 
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
+from verifier.inputs import layouts as _lay
 from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.launch import runner_for
-from verifier.launch.harness import KernelFault, execute
+from verifier.launch.harness import KernelFault, execute, unwritten_summary
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
 
 
-def evaluate(spec, run, dt, opts, xs) -> tuple:
+# What a finding on a case of each layout adds: what the layout suggests, and the fix or the declaration.
+_HINTS = {
+    _lay.STRIDED: (f"strided case: rows lie N + {_lay.ROW_PAD} elements apart and the gaps hold the dtype's max "
+                   "(inputs) or the poison (outputs); a kernel reading row r at r*N, or reading or writing past N, "
+                   "fails here. Fix: index rows by the row stride (CUDA: pass 'x.stride' in the launch args), or "
+                   "declare Contracts(layout='contiguous')"),
+    _lay.UNALIGNED: (f"unaligned case: every tensor starts one element past a {_lay.ALIGN}-byte boundary. Fix: check "
+                     "the pointers' alignment before vector loads (fall back to scalar loads), or declare "
+                     "Contracts(alignment=16)"),
+}
+
+
+def evaluate(spec, run, dt, opts, xs, layout=None) -> tuple:
     """Run once and judge (verifier.judge): returns (outcome, judgement)."""
-    outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device)
-    return outcome, judge(Criteria.of(spec, dt), xs, outcome.outputs)
+    outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
+    return outcome, judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
 
 
-def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
+def _hint(layout, shape) -> str:
+    """What a finding on a case of ``layout`` adds to its message ('' for ordinary cases)."""
+    if layout is None or layout.kind == _lay.CONTIGUOUS:
+        return ""
+    if layout.large:
+        return f"\nlarge-index case: {_lay.wrap_words(shape[0], shape[1], layout.wrap)}"
+    return f"\n{_HINTS[layout.kind]}"
+
+
+def record_raised(spec, opts, report, e: KernelFault, ctx: dict, hint: str = "") -> None:
     """Record a kernel that raised ``e`` on an input its supports() accepts (``ctx``: the Finding fields of that
     input): a Python exception is a **refusal** (counted for the raised-on-every-input rule), a CUDA fault or a
-    failure inside Triton a **crash**; a TypeError / NameError raises UserCodeError (verifier.declare.usercode)."""
+    failure inside Triton a **crash**; a TypeError / NameError raises UserCodeError (verifier.declare.usercode).
+    ``hint``: what the input's layout adds to the message."""
     if usercode.classify(spec, e) == "refusal":
         report.inputs["raised"] += 1
         report.inputs.setdefault("first", usercode.describe(e.original))
-        report.add(Finding("refusal", usercode.refusal_message(e), **ctx))
+        report.add(Finding("refusal", usercode.refusal_message(e) + hint, **ctx))
         return
-    report.add(crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")}))
+    f = crash_finding(spec, opts, e, **{k: v for k, v in ctx.items() if k not in ("kernel", "seed")})
+    report.add(replace(f, message=f.message + hint) if hint else f)
 
 
 def record_fault(spec, opts, report, e: KernelFault) -> None:
@@ -49,44 +74,48 @@ def record_fault(spec, opts, report, e: KernelFault) -> None:
 
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
-             repro: Optional[str] = None) -> KernelReport:
+             repro: Optional[str] = None, layout=None) -> KernelReport:
     """One input through the value, invariant, nan-inf, unwritten and out-of-range-write checks (a refusal
     inside supports() is a **refusal** finding, an exception a **crash**). Findings go to ``report`` (a new
     one if None), returned; cells are not marked: a check passes over all of its inputs, not one.
     ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
-    to the spec kind's runner. After a CUDA fault the crash is recorded and the KernelFault re-raised,
-    marked ``reported``."""
+    to the spec kind's runner; ``layout`` (verifier.inputs.layouts.Layout) how the harness lays the tensors out.
+    After a CUDA fault the crash is recorded and the KernelFault re-raised, marked ``reported``."""
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     run, xs = run or runner_for(spec), inputs
     if repro is None:
         repro = repro_line(spec, opts, dt.tag, case_name)
     shape = tuple(xs["x"].shape)
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
+    hint = _hint(layout, shape)
     try:
-        outcome, verdict = evaluate(spec, run, dt, opts, xs)
+        outcome, verdict = evaluate(spec, run, dt, opts, xs, layout)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
-        record_raised(spec, opts, report, e, ctx)
+        record_raised(spec, opts, report, e, ctx, hint)
         if e.cuda:
             e.reported = True
             raise
         return report
     report.judged[dt.tag] = report.judged.get(dt.tag, 0) + 1
     report.inputs["ran"] += 1
+    found = []
     for name, mask in outcome.unwritten.items():
-        idx = np.argwhere(mask)
-        report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
-                           f"(still poisoned), first at index {tuple(int(i) for i in idx[0])}", score=1e9 + len(idx), **ctx))
+        count, size, where = unwritten_summary(mask)
+        found.append(Finding("unwritten", f"output {name!r}: {count} of {size} elements left unwritten "
+                             f"(still poisoned), {where}", score=1e9 + count, **ctx))
     for name, hits in outcome.guard_hits.items():
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])
-        report.add(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
-    for f in verdict.comparison.findings(**ctx):
-        report.add(f)
-    for f in violations_to_findings(verdict.violations, **ctx):
-        report.add(f)
+        found.append(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
+    for name, (count, (row, col)) in outcome.gap_hits.items():
+        found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written in the gaps between "
+                             f"rows, first at row {row}, column {col} (past N = {shape[1]})", score=2e9, **ctx))
+    found += verdict.comparison.findings(**ctx) + violations_to_findings(verdict.violations, **ctx)
+    for f in found:
+        report.add(replace(f, message=f.message + hint) if hint else f)
     return report
 
 

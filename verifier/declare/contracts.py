@@ -1,4 +1,5 @@
-"""Declared contracts: what a kernel promises about NaN, infinity and subnormal inputs.
+"""Declared contracts: what a kernel promises about NaN, infinity and subnormal inputs, and the memory layouts
+it takes (row stride, pointer alignment).
 
 A spec takes ``contracts=Contracts(...)`` (re-exported by verifier.spec). Each field left out is
 *not declared* (None) and means the default promise: NaN and infinity inputs propagate as IEEE
@@ -13,6 +14,12 @@ the report says so.
   and output, as nvcc's -ftz=true does. The output is then judged against the reference of the flushed
   inputs with flushed outputs when it does not match the plain reference: a flushing kernel passes, and a
   kernel that keeps subnormals still passes against the plain reference.
+- ``layout="contiguous"``: the kernel takes only rows stored back to back (row stride = N); the strided cases
+  (rows ``N + 64`` elements apart, as a slice ``qkv[:, :N]`` lays them out) are listed as ``not checked: declared
+  layout=contiguous``. The default, ``"strided"``, promises any row stride >= N (CUDA: the one its launches pass).
+- ``alignment=16`` (bytes): the kernel takes only tensors starting at a multiple of 16 bytes; the unaligned case
+  (every tensor one element past a 16-byte boundary, as a view into a larger buffer can start) is listed as
+  ``not checked: declared alignment=16``. The default is element alignment, all a PyTorch view guarantees.
 """
 from __future__ import annotations
 
@@ -28,8 +35,11 @@ ALLOWED = {
     "nan_inputs": ("propagate", "unsupported"),
     "inf_inputs": ("propagate", "unsupported"),
     "subnormals": ("preserve", "flush"),
+    "layout": ("strided", "contiguous"),
+    "alignment": ("element", 2, 4, 8, 16),
 }
-DEFAULTS = {"nan_inputs": "propagate", "inf_inputs": "propagate", "subnormals": "preserve"}
+DEFAULTS = {"nan_inputs": "propagate", "inf_inputs": "propagate", "subnormals": "preserve", "layout": "strided",
+            "alignment": "element"}
 FLUSH_FLAGS = ("-ftz=true", "--use_fast_math", "-use_fast_math", "--ftz=true")
 # -ftz flushes float32 denormals: what lies below float32's smallest normal number.
 F32_TINY = float(np.finfo(np.float32).tiny)
@@ -45,16 +55,21 @@ class Contracts:
     inf_inputs: the same for +inf / -inf inputs (masks included).
     subnormals: 'preserve' (default) or 'flush' (float32 subnormal inputs and outputs may be flushed to
     signed zero, as -ftz=true does; inferred for CUDA specs built with -ftz=true or --use_fast_math).
+    layout: 'strided' (default: rows may lie any stride >= N apart) or 'contiguous' (row stride N only).
+    alignment: 'element' (default: a tensor may start at any multiple of its element size) or 2, 4, 8, 16 (bytes
+    its tensors' first elements are aligned to).
     """
 
     nan_inputs: Optional[str] = None
     inf_inputs: Optional[str] = None
     subnormals: Optional[str] = None
+    layout: Optional[str] = None
+    alignment: Optional[object] = None
 
     def __post_init__(self):
         for name, allowed in ALLOWED.items():
             v = getattr(self, name)
-            if v is not None and v not in allowed:
+            if v is not None and (v not in allowed or isinstance(v, bool)):
                 raise SpecError(f"Contracts({name}={v!r}): {v!r} is not a {name} contract",
                                 fix=f"use {name}=" + " or ".join(repr(a) for a in allowed)
                                     + " (or leave it out: " + repr(DEFAULTS[name]) + ")")
@@ -93,13 +108,26 @@ def declared_notes(spec) -> list[str]:
     return notes
 
 
+def layout_excluded(spec, layout: str, itemsizes=()) -> Optional[str]:
+    """Why inputs laid out as ``layout`` ('strided', 'unaligned': verifier.inputs.layouts) are not given to the spec
+    under its declared contracts (None: they are). ``itemsizes``: the element sizes of the tensors an unaligned
+    case starts one element past a 16-byte boundary (an 8-byte element there is still 8-byte aligned)."""
+    c, _ = effective(spec)
+    if layout == "strided" and c.layout == "contiguous":
+        return "not checked: declared layout=contiguous"
+    if layout == "unaligned" and c.alignment != "element" and any(n % c.alignment for n in itemsizes or (1,)):
+        return f"not checked: declared alignment={c.alignment}"
+    return None
+
+
 def excluded(spec, inputs: dict) -> Optional[str]:
     """Why these inputs are not checked under the spec's declared contracts (None: they are)."""
     c, _ = effective(spec)
     if c.nan_inputs == "propagate" and c.inf_inputs == "propagate":
         return None
-    floats = [np.asarray(v) for v in inputs.values() if np.asarray(v).dtype.kind == "f"
-              or np.asarray(v).dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2")]
+    # A large array held as a few distinct rows (verifier.inputs.layouts.SparseRows) answers with those rows.
+    held = [np.asarray(v.held() if hasattr(v, "held") else v) for v in inputs.values()]
+    floats = [a for a in held if a.dtype.kind == "f" or a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2")]
     values = [a.astype(np.float64) for a in floats]
     if c.nan_inputs == "unsupported" and any(np.isnan(a).any() for a in values):
         return "not checked: declared nan_inputs=unsupported"

@@ -60,6 +60,33 @@ class Scalar:
     value: Any
 
 
+STRIDE_SUFFIX = ".stride"  # "x.stride": the row stride of tensor x, in elements, as int32
+
+
+@dataclass(frozen=True)
+class Stride:
+    """The row stride of a 2-D tensor of the op, in elements, as a launch argument of C type ``kind`` ('int32' or
+    'int64'); the string ``"x.stride"`` is ``Stride("x")``. A launch that passes a tensor's stride is given that
+    tensor with rows N + 64 elements apart in the strided cases (verifier.inputs.layouts)."""
+
+    tensor: str
+    kind: str = "int32"
+
+    def __post_init__(self):
+        if self.kind not in ("int32", "int64"):
+            raise SpecError(f"Stride({self.tensor!r}, {self.kind!r}): kind must be 'int32' or 'int64'",
+                            fix=f"write Stride({self.tensor!r}, 'int64') for a 64-bit stride")
+
+
+def stride_of(arg) -> Optional[Stride]:
+    """The Stride a launch argument asks for: a Stride, or the string '<tensor>.stride'; None otherwise."""
+    if isinstance(arg, Stride):
+        return arg
+    if isinstance(arg, str) and arg.endswith(STRIDE_SUFFIX) and len(arg) > len(STRIDE_SUFFIX):
+        return Stride(arg[:-len(STRIDE_SUFFIX)])
+    return None
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A device buffer the kernel gets as scratch (a launch argument): ``count`` elements of ``dtype``, left
@@ -120,8 +147,9 @@ def workspace_of(arg) -> Optional[Workspace]:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Workspace buffers,
-    or the strings 'M', 'N', 'eps' which the runner replaces by int32 / float32 scalars."""
+    """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Workspace buffers, row
+    strides ('x.stride' or Stride('x', 'int64')), or the strings 'M', 'N', 'eps' which the runner replaces by
+    int32 / float32 scalars."""
 
     entry: str
     grid: tuple

@@ -100,6 +100,14 @@ def device_capability() -> tuple:
     return major.value, minor.value
 
 
+def memory_info() -> tuple:
+    """(free, total) bytes of device 0's memory (cuMemGetInfo in the primary context)."""
+    context()
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    _check(_lib().cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)), "cuMemGetInfo")
+    return free.value, total.value
+
+
 def synchronize(what: str = "cuCtxSynchronize", error=DriverError) -> None:
     _check(_lib().cuCtxSynchronize(), what, error)
 
@@ -125,20 +133,42 @@ class DeviceBuffer:
         buf.upload(arr)
         return buf
 
-    def upload(self, arr: np.ndarray) -> None:
+    def upload(self, arr: np.ndarray, offset: int = 0) -> None:
+        """Copy ``arr`` to ``offset`` bytes into the buffer."""
         a = np.ascontiguousarray(arr)
-        if a.nbytes > self.nbytes:
-            raise ValueError(f"{a.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
-        _check(_lib().cuMemcpyHtoD_v2(ctypes.c_uint64(self.ptr), a.ctypes.data_as(ctypes.c_void_p),
+        if offset + a.nbytes > self.nbytes:
+            raise ValueError(f"{a.nbytes} bytes at {offset} do not fit a {self.nbytes}-byte buffer")
+        _check(_lib().cuMemcpyHtoD_v2(ctypes.c_uint64(self.ptr + offset), a.ctypes.data_as(ctypes.c_void_p),
                                       ctypes.c_size_t(a.nbytes)), "cuMemcpyHtoD")
 
-    def download(self, dtype, shape) -> np.ndarray:
+    def download(self, dtype, shape, offset: int = 0) -> np.ndarray:
+        """``shape`` elements of ``dtype`` from ``offset`` bytes into the buffer."""
         out = np.empty(shape, dtype=dtype)
-        if out.nbytes > self.nbytes:
-            raise ValueError(f"{out.nbytes} bytes asked of a {self.nbytes}-byte buffer")
-        _check(_lib().cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(self.ptr),
+        if offset + out.nbytes > self.nbytes:
+            raise ValueError(f"{out.nbytes} bytes at {offset} asked of a {self.nbytes}-byte buffer")
+        _check(_lib().cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(self.ptr + offset),
                                       ctypes.c_size_t(out.nbytes)), "cuMemcpyDtoH")
         return out
+
+    def copy_within(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from ``src`` to ``dst`` bytes into this buffer, on the device (regions must not overlap)."""
+        if max(dst, src) + nbytes > self.nbytes or abs(dst - src) < nbytes:
+            raise ValueError(f"copy of {nbytes} bytes {src} -> {dst} in a {self.nbytes}-byte buffer")
+        _check(_lib().cuMemcpyDtoD_v2(ctypes.c_uint64(self.ptr + dst), ctypes.c_uint64(self.ptr + src),
+                                      ctypes.c_size_t(nbytes)), "cuMemcpyDtoD")
+
+    def fill(self, start: int, pattern: np.ndarray, nbytes: int) -> None:
+        """Fill ``nbytes`` from ``start`` bytes in with ``pattern`` repeated (the last one cut short where it ends):
+        one host-to-device copy of the pattern, then device copies doubling the filled part."""
+        p = np.ascontiguousarray(pattern).reshape(-1).view(np.uint8)
+        if nbytes <= 0:
+            return
+        done = min(p.nbytes, nbytes)
+        self.upload(p[:done], start)
+        while done < nbytes:
+            step = min(done, nbytes - done)
+            self.copy_within(start + done, start, step)
+            done += step
 
     def close(self) -> None:
         if self.ptr:

@@ -67,6 +67,19 @@ def capability() -> Optional[tuple]:
     return device_capability()
 
 
+def free_memory() -> Optional[int]:
+    """Bytes free on device 0 now (None without a GPU); from the driver, no torch import. Where torch is imported
+    and holds CUDA memory in its cache, that cache is released first: it is free for the asking."""
+    if driver_device_count() == 0:
+        return None
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "cuda") and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+    from verifier.gpu.libcuda import memory_info
+
+    return memory_info()[0]
+
+
 def device_arch() -> str:
     """'sm_XY' of the GPU this process launches on (device 0 as CUDA_VISIBLE_DEVICES leaves them)."""
     cc = capability()

@@ -1,5 +1,5 @@
 """Which inputs a kernel is checked on: the catalogue cases of its op and run level, the boundary case (its
-longest supported probe row), Hypothesis-drawn shapes named ``hypothesis:MxN:rngS``, and the random inputs of
+longest supported probe row), the large-index case at the longest row of LARGE_N it supports, Hypothesis-drawn shapes named ``hypothesis:MxN:rngS``, and the random inputs of
 any shape (refusal probes, determinism, Hypothesis examples, sanitizer launches).
 
 Every input is a fresh draw from a seed derived from (base seed, kernel, dtype, case)
@@ -15,6 +15,7 @@ import numpy as np
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
 from verifier.inputs import catalogue as _inputs
+from verifier.inputs import layouts as _lay
 from verifier.results.levels import TABLE as LEVELS
 from verifier.results.options import PSEUDO_CASES, Options, derived_seed
 
@@ -59,11 +60,25 @@ def _boundary_case(spec, dt):
                         M=2, N=n, make=random_maker(2, n))
 
 
+def large_case(spec, dt, wrap: int = _lay.WRAP):
+    """The large-index case at the longest row of LARGE_N that supports() accepts with M·N past the wrap (a norm
+    for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the first, which the gate
+    then reports refused."""
+    for n in _lay.LARGE_N:
+        if spec.check_supported(_lay.large_rows(n, wrap), n, dt) is None:
+            return _inputs.large_case(n, wrap)
+    return _inputs.large_case(_lay.LARGE_N[0], wrap)
+
+
 def cases_for(spec, dt, level) -> list:
-    cases = list(_inputs.catalogue(spec.op, dtypes=dt, level=level))
+    """The cases of ``level`` for this kernel and dtype: the catalogue's ordinary cases, the boundary row, then the
+    layout cases (strided, unaligned, large: a CUDA fault there ends the kernel's battery, so they come last)."""
+    cases = [large_case(spec, dt) if c.name == _inputs.LARGE_CASE else c
+             for c in _inputs.catalogue(spec.op, dtypes=dt, level=level)]
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):
-        cases.append(b)
+        last = [i for i, c in enumerate(cases) if c.layout == _lay.DEFAULT]
+        cases.insert(last[-1] + 1 if last else 0, b)
     return cases
 
 

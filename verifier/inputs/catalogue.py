@@ -10,6 +10,11 @@ A :class:`Case` is one named adversarial input: ``case.make(rng, dtypes, op, par
 input tensor of ``op`` (x, w, b, residual, labels; see ``verifier.ops``) in ``dtypes.input`` (integer
 roles in their own dtype). An op may add cases of its own (``OpDef.cases``). Weights are
 random around 1 (w ~ 1 + 0.1·N(0,1), b ~ 0.1·N(0,1)), never all ones, so a kernel ignoring w fails.
+
+A case also has a memory layout (``Case.layout``, verifier.inputs.layouts): the strided and unaligned cases
+lay ordinary values out as callers' views do, and the large-index case (level column ``large_index``, or
+``--case large_index_2pow31`` at any level) holds more than 2^31 elements. The Hypothesis strategies live in
+verifier.inputs.strategies (re-exported here).
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from verifier import dtypes as _dt
 from verifier.constants import DEFAULT_LEVEL
 from verifier.declare.kernels import Dtypes
 from verifier.errors import UsageError
+from verifier.inputs import layouts as _lay
+from verifier.inputs.strategies import cols, eps_values, rows, shapes  # noqa: F401 (re-exported)
 from verifier.numerics.ulp import round_to, ulp
 from verifier.ops import OPS, get_op
 from verifier.results.levels import TABLE as LEVELS  # the one run-level table; here: which cases, at which M
@@ -31,7 +38,7 @@ __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -264,7 +271,7 @@ def _as_dtypes(dtypes) -> Dtypes:
 class Case:
     """One adversarial input. ``make(rng, dtypes, op, params)`` -> {tensor: array in dtypes.input}
     holding every input of ``op``. ``ops``: the ops it applies to (None: all). ``dtype_ok``: which
-    input dtypes can hold its values (None: all)."""
+    input dtypes can hold its values (None: all). ``layout``: how the harness lays the tensors out."""
 
     name: str
     exposes: str
@@ -273,6 +280,7 @@ class Case:
     make: Callable = field(repr=False, compare=False)
     ops: Optional[tuple] = None
     dtype_ok: Optional[Callable[[str], bool]] = field(default=None, repr=False, compare=False)
+    layout: _lay.Layout = _lay.DEFAULT
 
     def applies_to(self, op: str, dtypes=None) -> bool:
         if self.ops is not None and op not in self.ops:
@@ -377,13 +385,57 @@ _TABLE = [
 
 _QUICK = ("normal_small", "d7_below_warp", "mean_gg_std_1000", "fully_masked_rows", "zero_rows", "increasing_rows")
 
+# (name, exposes, M at 'ci', N, layout): ordinary N(0, 1) values laid out as callers' views are. Last in the
+# catalogue: a CUDA fault ends a kernel's battery, so every ordinary case has run by then.
+_LAYOUT_CASES = [
+    ("strided_rows_pad64", f"rows N + {_lay.ROW_PAD} elements apart (a slice qkv[:, :N]); the gaps between rows "
+     "hold the dtype's max and must be neither read into a result nor written", 6, 1024, _lay.STRIDED),
+    ("unaligned_1elem_past_16bytes", f"every tensor starts one element past a {_lay.ALIGN}-byte boundary (a view "
+     "into a larger buffer): vector loads chosen from N alone fault", 4, 1024, _lay.UNALIGNED),
+]
+LARGE_CASE = "large_index_2pow31"
+
+
+def _large_maker(M: int, N: int, wrap: int):
+    """``make`` of the large case: data roles as SparseRows (BLOCK_ROWS random rows repeated, the judged rows
+    drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
+    def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
+        dt = _as_dtypes(dtypes).input
+        opdef = get_op(op)
+        out = {}
+        for t in opdef.inputs:
+            role = opdef.role(t)
+            if role.kind == "labels":
+                p = {**opdef.params, **(params or {})}
+                out[t] = role.make(rng, np.broadcast_to(np.float64(0.0), (M, N)), p, None)
+            elif role.kind == "data":
+                block = _cast(rand_normal(rng)((_lay.BLOCK_ROWS, N), dt), dt)
+                judged = _lay.judged_rows(M, N, wrap)
+                own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
+                out[t] = _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
+            else:
+                v = 1.0 + 0.1 * rng.standard_normal(N) if role.kind == "weight" else 0.1 * rng.standard_normal(N)
+                out[t] = _cast(v, dt)
+        return out
+    return make
+
+
+def large_case(N: int = _lay.LARGE_N[0], wrap: int = _lay.WRAP, name: str = LARGE_CASE) -> Case:
+    """The large-index case at row length N: M = wrap // N + TAIL_ROWS rows (M·N ≥ wrap + 2N), GPU only.
+    verifier.inputs.cases picks N per kernel: the longest of LARGE_N its supports() accepts."""
+    M = _lay.large_rows(N, wrap)
+    return Case(name, f"M·N ≥ 2^31 + 2N elements ({M}x{N}): a 32-bit row offset (int row * N) wraps; judged on "
+                      "the rows on both sides of the wrap and the last rows", M, N, _large_maker(M, N, wrap),
+                layout=_lay.Layout(_lay.LARGE, wrap))
+
 
 def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     """The adversarial cases for ``op`` (and, when given, the input dtype of ``dtypes``: cases
     whose values the dtype cannot hold, e.g. -inf in float8_e4m3fn or 1000 in int8, are left out).
 
-    level: 'quick' a handful of cases; 'ci' every case at small M; 'thorough' every case with
-    M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M)."""
+    level: 'quick' a handful of cases; 'ci' every case at small M, the strided and unaligned layouts last;
+    'thorough' every case with M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M) and the large-index
+    case (the level table's ``large_index`` column)."""
     opdef = get_op(op)
     if level not in LEVELS:
         raise UsageError(f"unknown run level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
@@ -402,58 +454,10 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
         case = Case(name, exposes, M, N, maker(M, N, factory, policy), ops, ok)
         if case.applies_to(op, dtypes):
             cases.append(case)
+    if not lv.quick_cases_only:
+        for name, exposes, M, N, kind in _LAYOUT_CASES:
+            M = lv.rows or M
+            cases.append(Case(name, exposes, M, N, maker(M, N, rand_normal), layout=_lay.Layout(kind)))
+    if lv.large_index:
+        cases.append(large_case())
     return cases
-
-
-# ---------------------------------------------------------------------------------------------
-# Hypothesis strategies (shapes and parameters; values come from the samplers)
-# ---------------------------------------------------------------------------------------------
-
-
-def _edges(limit: int) -> list[int]:
-    """1, 31, 32, 33, powers of two and their neighbours, up to ``limit``."""
-    out = {1, 2, 3, 31, 32, 33}
-    p = 4
-    while p <= limit + 1:
-        out.update((p - 1, p, p + 1))
-        p *= 2
-    return sorted(v for v in out if 1 <= v <= limit)
-
-
-def _sizes(limit: int):
-    from hypothesis import strategies as st
-
-    if limit < 1:
-        raise UsageError(f"size limit {limit} < 1", fix="pass max_rows / max_cols >= 1")
-    near4 = st.builds(lambda k, d: min(max(4 * k + d, 1), limit),
-                      st.integers(1, max(limit // 4, 1)), st.sampled_from((-1, 1)))
-    return st.one_of(st.sampled_from(_edges(limit)), near4, st.integers(1, limit))
-
-
-def rows(max_rows: int = 64):
-    """Row counts M, biased toward 1, 31-33, powers of two ± 1 and multiples of 4 ± 1."""
-    return _sizes(max_rows)
-
-
-def cols(max_cols: int = 4096):
-    """Row lengths N, with the same edge bias as :func:`rows`."""
-    return _sizes(max_cols)
-
-
-def shapes(max_rows: int = 64, max_cols: int = 4096):
-    """(M, N) shapes with edge-biased M and N: the one shape strategy (the Hypothesis step draws from it).
-    Plain integers are the first alternative: Hypothesis shrinks a one_of toward its first branch, so a
-    failure shrinks to the smallest failing size, not just the smallest failing edge size (127 for 101)."""
-    from hypothesis import strategies as st
-
-    return st.tuples(st.one_of(st.integers(1, max_rows), rows(max_rows)),
-                     st.one_of(st.integers(1, max_cols), cols(max_cols)))
-
-
-def eps_values():
-    """eps for the norms: common defaults (1e-5, 1e-6), tiny (1e-12) and large (0.1) ones, and any
-    value in between (log-uniform)."""
-    from hypothesis import strategies as st
-
-    return st.one_of(st.sampled_from((1e-5, 1e-6, 1e-12, 1e-3, 0.1)),
-                     st.floats(-12.0, -1.0).map(lambda e: 10.0 ** e))

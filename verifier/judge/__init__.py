@@ -7,11 +7,18 @@ dtypes, math mode, tolerance overrides, online rescale, whether it may flush sub
 :meth:`Criteria.of` reads it off a spec. A kernel that may flush subnormals (declared or inferred
 ``subnormals="flush"``, verifier.declare.contracts) whose output fails is judged again against the reference of
 the flushed inputs, flushed: a flushing kernel passes, one that keeps subnormals passes against the plain one.
+
+``rows=`` judges some rows only (the large-index case: the rows on both sides of the 32-bit wrap and the last
+ones): the op is row-wise, so those rows of the inputs and outputs (numpy arrays or verifier.inputs.layouts
+SparseRows) are judged as an input of their own, with the reference for them alone, and the findings name the
+real rows.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Optional
+
+import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.declare.contracts import flush, flushes, has_subnormals
@@ -19,6 +26,7 @@ from verifier.declare.kernels import Dtypes
 from verifier.judge import invariants as _inv
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.numerics.violations import Violation
 from verifier.ops import get_op
 
 
@@ -59,11 +67,40 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
     return Judgement(comparison, violations, ref)
 
 
+def _take(c: Criteria, inputs: dict, outputs: dict, rows) -> tuple:
+    """Rows ``rows`` of every per-row input (not the vectors w, b) and of every output."""
+    op = get_op(c.op)
+    pick = np.asarray(rows, dtype=np.int64)
+    xs = {k: (v[pick] if op.role(k).shape != "vector" else v) for k, v in inputs.items()}
+    return xs, {k: v[pick] for k, v in outputs.items()}
+
+
+def _relabel(verdict: Judgement, rows) -> Judgement:
+    """Findings of a judgement of some rows, speaking of the real rows: the comparison's element indices and the
+    violations' rows are mapped back; a violation's message says its row numbers count the judged rows."""
+    rows = np.asarray(rows, dtype=np.int64)
+
+    def index(i):
+        return (int(rows[i[0]]),) + tuple(i[1:]) if len(i) else i
+
+    tensors = tuple(replace(t, worst=tuple(replace(e, index=index(e.index)) for e in t.worst),
+                            nonfinite=tuple(replace(n, index=index(n.index)) for n in t.nonfinite))
+                    for t in verdict.comparison.tensors)
+    note = f" [row numbers count the judged rows {rows.tolist()}]"
+    violations = [Violation(v.invariant, rows[np.asarray(v.rows, dtype=np.int64)], v.message + note, v.score)
+                  for v in verdict.violations]
+    return Judgement(replace(verdict.comparison, tensors=tensors), violations, verdict.reference)
+
+
 def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, ref=None,
-          context: Optional[dict] = None) -> Judgement:
+          context: Optional[dict] = None, rows=None) -> Judgement:
     """``outputs`` (numpy, the output dtype; every output of the op) of ``inputs`` (numpy, the input dtype)
     judged under ``c``. ``invariants=False`` compares only; ``ref``: a reference already computed for these
-    inputs (repeated runs of one input); ``context``: the comparison message's context (its repro line)."""
+    inputs (repeated runs of one input); ``context``: the comparison message's context (its repro line);
+    ``rows``: judge these rows only (inputs and outputs may then be SparseRows holding at least them)."""
+    if rows is not None:
+        xs, ys = _take(c, inputs, outputs, rows)
+        return _relabel(judge(c, xs, ys, invariants=invariants, ref=ref, context=context), rows)
     from references import reference  # mpmath: imported on the first judged input, not with the module
 
     xs = {k: _dt.to_numpy(v) for k, v in inputs.items()}

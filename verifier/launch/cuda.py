@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from verifier.declare.kernels import Launch, Scalar, workspace_of
+from verifier.declare.kernels import Launch, Scalar, stride_of, workspace_of
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
@@ -55,14 +55,30 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
     return launches
 
 
-def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer) -> list:
+def strided_tensors(spec, M: int, N: int, dt, params) -> set:
+    """The tensors whose row stride some launch of the spec passes ('x.stride', Stride('x', 'int64')): the ones the
+    strided cases lay out with gaps between rows (the others stay contiguous)."""
+    return {s.tensor for launch in launches_for(spec, M, N, dt, params) for s in map(stride_of, launch.args) if s}
+
+
+def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer,
+              strides: Optional[dict] = None) -> list:
     """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32, a
     Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace)``, a tensor name as
-    ``pointers[name]`` (a 64-bit device address)."""
+    ``pointers[name]`` (a 64-bit device address), a row stride ('x.stride', Stride) as ``strides[name]`` in
+    elements, in the Stride's width."""
     args = []
     for a in launch.args:
+        stride = stride_of(a)
         if isinstance(a, Scalar):
             args.append(scalar_arg(a.kind, a.value))
+        elif stride is not None:
+            if stride.tensor not in (strides or {}):
+                rows = sorted(strides or {})
+                raise SpecError(f"kernel {spec.name}: launch {launch.entry} passes the row stride of {stride.tensor!r}, "
+                                "which is not a 2-D tensor of the op",
+                                fix=f"name one of {rows} ('x.stride' or Stride('x', 'int64'))")
+            args.append(scalar_arg(stride.kind, strides[stride.tensor]))
         elif a == "M":
             args.append(np.int32(M))
         elif a == "N":
@@ -76,22 +92,33 @@ def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, work
         else:
             raise SpecError(
                 f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
-                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', Workspace(...) or Scalar",
+                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', '<tensor>.stride', Workspace(...) or Scalar",
             )
     return args
 
 
 @dataclass
 class DeviceArray:
-    """A kernel's tensor argument in driver memory: ``offset`` bytes into ``buffer`` (past a guard band, say)."""
+    """A kernel's tensor argument in driver memory: ``offset`` bytes into ``buffer`` (past a guard band, say);
+    a 2-D one has its rows ``stride`` elements apart (None: N, contiguous)."""
 
     buffer: cd.DeviceBuffer
     shape: tuple
     offset: int = 0
+    stride: Optional[int] = None
 
     @property
     def ptr(self) -> int:
         return self.buffer.ptr + self.offset
+
+
+def row_stride(t) -> Optional[int]:
+    """The row stride in elements of a 2-D DeviceArray or torch tensor; None for other shapes."""
+    if len(tuple(t.shape)) != 2:
+        return None
+    if isinstance(t, DeviceArray):
+        return t.stride if t.stride is not None else int(t.shape[1])
+    return int(t.stride(0))
 
 
 def _torch_tensor(t):
@@ -176,6 +203,7 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
     tensors = {**inputs, **outputs}
     pointers = {n: np.uint64(address(n, t)) for n, t in tensors.items()}
+    strides = {n: row_stride(t) for n, t in tensors.items() if row_stride(t) is not None}
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
     cubin = build(spec, arch or probe.device_arch(), dt).cubin
 
@@ -188,7 +216,7 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
 
     try:
         for launch in launches_for(spec, M, N, dt, params):
-            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer)
+            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer, strides)
             fn = _function(spec, cubin, launch.entry)
             if launch.smem > _SMEM_DEFAULT:
                 cd.set_max_dynamic_smem(fn, launch.smem, launch.entry)

@@ -19,91 +19,117 @@ read back) are the same for every kind of kernel; how they reach the device is n
 the device as driver buffers (verifier.gpu.libcuda) and its runner gets ``DeviceArray``s ``g`` elements past
 each buffer's start (verifier.launch.cuda): no torch in the process, whichever process runs it. Triton kernels
 and callables get torch tensors, views of whole buffers copied to the device the same way.
+
+A case's layout (verifier.inputs.layouts) changes where the tensors lie, not the judgement: in the strided case
+2-D tensors have rows ``N + ROW_PAD`` elements apart (CUDA: the tensors whose stride a launch passes), the gaps
+of inputs (and of an in-out tensor) holding the dtype's max and those of outputs the poison; a gap element
+changed after the launch is an out-of-range write. In the unaligned case every tensor starts one element past a
+16-byte boundary (the element before it is guard). The large case (more than 2^31 elements) has its own body,
+verifier.launch.large, that never brings a whole array to the host.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
+from verifier.inputs import layouts as _lay
+from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome,  # noqa: F401 (re-exported)
+                                     is_cuda_fault, out_dtype, signed, unwritten_summary)
 from verifier.ops import get_op
 
-GUARD_BYTES = 4096
-
-# Two poison bit patterns per dtype (stored as the same-width signed int).
-_POISON = {
-    "float64": (0x7FF4DEADBEEF0001, 0x7FF5A5A5A5A5A5A5),
-    "float32": (0x7FA1B2C3, 0x7FD4E5F6),
-    "float16": (0x7E5A, 0x7D3C),
-    "bfloat16": (0x7FA5, 0x7FB3),
-    "float8_e4m3fn": (0x7F, 0xFF),  # its only two NaNs (no infinities)
-    "float8_e5m2": (0x7E, 0xFD),
-    "int8": (0x5A, 0x3C),
-    "int32": (0x5A5A5A5A, 0x3C3C3C3C),
-}
-_INT_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
-
-
-class KernelFault(Exception):
-    """The kernel itself raised (a Python exception from a callable or launcher, or a CUDA error after a
-    launch). Distinguishes the kernel's failure, a finding, from a bug in the verifier, an internal error.
-    ``cuda`` is True when the CUDA context is unusable afterwards, so nothing more can run in this process."""
-
-    def __init__(self, original: BaseException):
-        self.original = original
-        self.cuda = is_cuda_fault(original)
-        super().__init__(f"{type(original).__name__}: {original}")
-
-
-def is_cuda_fault(e: BaseException) -> bool:
-    text = f"{type(e).__module__}.{type(e).__name__}: {e}"
-    return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
-
-
-@dataclass
-class Outcome:
-    outputs: dict  # name -> numpy array in the output dtype (bit-exact)
-    unwritten: dict = field(default_factory=dict)  # name -> bool mask (only where some are unwritten)
-    guard_hits: dict = field(default_factory=dict)  # name -> list of (side, byte offset) of changed guard bytes
-
-
-def _signed(bits: int, nbytes: int) -> int:
-    lim = 1 << (8 * nbytes)
-    return bits - lim if bits >= lim // 2 else bits
+# The older private names, read by tests and tools.
+_POISON, _INT_VIEW, _signed, _out_dtype = POISON, INT_VIEW, signed, out_dtype
 
 
 @dataclass
 class Guarded:
-    """One output's host buffer, as an int view of its dtype: ``g`` guard elements, the output (the poison, or
-    an in-out tensor's values), ``g`` guard elements; everything but an in-out middle holds ``poison``."""
+    """One tensor's host buffer, as an int view of its dtype: ``g`` guard elements, ``lead`` more (the unaligned
+    case), the tensor's ``span`` (rows ``stride`` elements apart when strided, the gaps holding ``gap``), ``g``
+    guard elements. Everything outside the tensor's elements holds ``poison`` (gaps: ``gap``); the elements hold
+    the poison too, or an in-out tensor's (an input's) values."""
 
     host: np.ndarray
     g: int
     poison: int  # the poison as the int view's (signed) value
     dtype: str
     shape: tuple
+    stride: Optional[int] = None  # row stride in elements of a strided 2-D tensor (None: contiguous)
+    lead: int = 0
+    gap: Optional[int] = None  # what the gaps between rows hold (None: the poison)
 
     @property
     def n(self) -> int:
-        return self.host.size - 2 * self.g
+        return int(np.prod(self.shape))
+
+    @property
+    def start(self) -> int:
+        """Index in ``host`` of the tensor's first element."""
+        return self.g + self.lead
+
+    @property
+    def span(self) -> int:
+        return self.shape[0] * self.stride if self.stride else self.n
+
+    def rows(self, a: np.ndarray) -> np.ndarray:
+        """The (M, stride) rows of a whole buffer's bits ``a`` (strided tensors only)."""
+        return a[self.start:self.start + self.span].reshape(self.shape[0], self.stride)
+
+    def elements(self, a: np.ndarray) -> np.ndarray:
+        """The tensor's elements in a whole buffer's bits ``a``, in its shape."""
+        if self.stride:
+            return self.rows(a)[:, :self.shape[1]]
+        return a[self.start:self.start + self.n].reshape(self.shape)
 
 
-def guarded(shape, dtype: str, poison_bits: int, middle=None) -> Guarded:
+def guarded(shape, dtype: str, poison_bits: int, middle=None, *, stride: Optional[int] = None, lead: int = 0,
+            gap_bits: Optional[int] = None, guard: bool = True) -> Guarded:
     """The poisoned host buffer of one output, with the output (or the in-out tensor's ``middle`` values) in
-    the middle. Both launch bodies copy it to the device in one host-to-device copy: compute-sanitizer initcheck
-    tracks that copy, while a device-side fill by an uninstrumented (filtered-out) kernel would leave the whole
-    buffer 'uninitialized' in its eyes."""
+    the middle; ``stride``, ``lead`` and ``gap_bits`` lay it out as a strided or unaligned case does (an input's
+    buffer: ``guard=False``, ``poison_bits`` its fill). Both launch bodies copy it to the device in one
+    host-to-device copy: compute-sanitizer initcheck tracks that copy, while a device-side fill by an
+    uninstrumented (filtered-out) kernel would leave the whole buffer 'uninitialized' in its eyes."""
     npd = _dt.numpy_dtype(dtype)
     itemsize = npd.itemsize
-    g = GUARD_BYTES // itemsize
-    n = int(np.prod(shape))
-    host = np.full(g + n + g, _signed(poison_bits, itemsize), dtype=_INT_VIEW[itemsize])
+    g = GUARD_BYTES // itemsize if guard else 0
+    b = Guarded(np.empty(0, dtype=_INT_VIEW[itemsize]), g, _signed(poison_bits, itemsize), dtype, tuple(shape),
+                stride, lead, None if gap_bits is None else _signed(gap_bits, itemsize))
+    b.host = np.full(b.start + b.span + g, b.poison, dtype=_INT_VIEW[itemsize])
+    if stride:
+        b.rows(b.host)[:, shape[1]:] = b.poison if b.gap is None else b.gap
     if middle is not None:
-        values = np.ascontiguousarray(np.asarray(middle).astype(npd, copy=False)).reshape(-1)
-        host[g:g + n] = values.view(host.dtype)
-    return Guarded(host, g, _signed(poison_bits, itemsize), dtype, tuple(shape))
+        values = np.ascontiguousarray(np.asarray(middle).astype(npd, copy=False)).reshape(b.shape)
+        b.elements(b.host)[...] = values.view(b.host.dtype)
+    return b
+
+
+def value_bits(value, dtype: str) -> int:
+    """The bits of ``value`` (representable in ``dtype``) in ``dtype`` (a gap's fill)."""
+    npd = _dt.numpy_dtype(dtype)
+    return int(np.array([value], dtype=npd).view(_INT_VIEW[npd.itemsize])[0])
+
+
+def strided_tensors(spec, op, M: int, N: int, dt, params, layout) -> set:
+    """The tensors a strided case lays out with gaps: every 2-D tensor of the op (CUDA: those whose row stride a
+    launch passes, verifier.launch.cuda.strided_tensors); none in other layouts."""
+    if layout.kind != _lay.STRIDED:
+        return set()
+    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | {t for t in op.outputs if t not in op.row_outputs}
+    if getattr(spec, "kind", None) == "cuda":
+        from verifier.launch.cuda import strided_tensors as named
+
+        rows &= named(spec, M, N, dt, params)
+    return rows
+
+
+def _layout_of(name, values_shape, dtype, strided, layout) -> dict:
+    """guarded()'s stride and lead for tensor ``name`` in ``layout``."""
+    lead = _lay.misalign_elements(_dt.numpy_dtype(dtype).itemsize, 0) if layout.kind == _lay.UNALIGNED else 0
+    stride = values_shape[1] + _lay.ROW_PAD if name in strided else None
+    return {"stride": stride, "lead": lead}
 
 
 def _bits(t):
@@ -114,16 +140,22 @@ def _bits(t):
     return t.detach().contiguous().view(getattr(torch, _INT_VIEW[itemsize])).cpu().numpy()
 
 
-def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool = True) -> Outcome:
-    """Run ``run(spec, inputs, outputs, params, dt, device)`` on poisoned, guarded outputs."""
+def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool = True,
+            layout=None) -> Outcome:
+    """Run ``run(spec, inputs, outputs, params, dt, device)`` on poisoned, guarded outputs, the tensors laid out
+    as ``layout`` (verifier.inputs.layouts.Layout; default contiguous) says."""
+    layout = layout or _lay.DEFAULT
+    if layout.large:
+        from verifier.launch.large import execute_large
+
+        return execute_large(run, spec, inputs_np, dt, params, device, check_poison, layout)
     op = get_op(spec.op)
-    M, N = inputs_np["x"].shape
-    out = _run_once(run, spec, op, inputs_np, dt, params, device, 0)
+    out = _run_once(run, spec, op, inputs_np, dt, params, device, 0, layout)
     if not check_poison:
         return out
     if out.unwritten:
         # Confirm with the second poison: unwritten only if it kept both poisons.
-        second = _run_once(run, spec, op, inputs_np, dt, params, device, 1)
+        second = _run_once(run, spec, op, inputs_np, dt, params, device, 1, layout)
         confirmed = {}
         for name, mask in out.unwritten.items():
             both = mask & second.unwritten.get(name, np.zeros_like(mask))
@@ -133,35 +165,68 @@ def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poi
     return out
 
 
-def _out_dtype(name: str, op, dt) -> str:
-    # In-out tensors (residual) keep the input dtype; everything else is the output dtype.
-    return dt.input if name in op.inouts else dt.output
-
-
-def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outcome:
+def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_lay.DEFAULT) -> Outcome:
     M, N = inputs_np["x"].shape
-    bufs = {}
+    strided = strided_tensors(spec, op, M, N, dt, params, layout)
+    bufs, ins = {}, {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt)
-        middle = inputs_np[name] if name in op.inouts else None
-        bufs[name] = guarded(op.shape_of(name, M, N), dtype, _POISON[dtype][which], middle)
+        shape = op.shape_of(name, M, N)
+        middle, gap = None, None
+        if name in op.inouts:  # its gaps hold what an input's do: read into a row, they change its result
+            middle, gap = inputs_np[name], value_bits(_lay.gap_value(dtype), dtype)
+        bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap,
+                             **_layout_of(name, shape, dtype, strided, layout))
+    for name, v in inputs_np.items():
+        if name not in bufs:
+            dtype = _dt.canonical(v.dtype)
+            fill = value_bits(_lay.gap_value(dtype), dtype)
+            ins[name] = guarded(v.shape, dtype, fill, v, guard=False, **_layout_of(name, v.shape, dtype, strided,
+                                                                                    layout))
     body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
-    after = body(run, spec, op, inputs_np, bufs, dt, params, device)
+    after = body(run, spec, op, ins, bufs, dt, params, device)
     return _judge(bufs, after, op)
 
 
-def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
-    """Torch tensors (Triton kernels, callables): inputs copied to ``device``, each guarded buffer copied as a whole,
-    ``run`` given views of their middles (an in-out tensor's view is also its input). Returns name -> bits of the
-    whole buffer."""
+def _torch_view(buf, b: Guarded):
+    """The tensor of Guarded ``b`` inside its whole-buffer tensor ``buf`` (a strided view where ``b`` is)."""
     import torch
 
-    inputs = {k: _dt.from_numpy(v, device) for k, v in inputs_np.items()}
+    strides = (b.stride, 1) if b.stride else tuple(int(np.prod(b.shape[i + 1:])) for i in range(len(b.shape)))
+    return torch.as_strided(buf, b.shape, strides, b.start)
+
+
+def _to_device(b: Guarded, device: str):
+    """Buffer ``b``'s host bits as a tensor of its dtype on ``device``, allocated by torch (aligned to 64 bytes or
+    more, so that ``start`` lies where the layout says)."""
+    import torch
+
+    host = torch.from_numpy(b.host).view(_dt.torch_dtype(b.dtype))
+    buf = torch.empty(host.shape, dtype=host.dtype, device=device)
+    buf.copy_(host)
+    _check_placed(buf.data_ptr(), b)
+    return buf
+
+
+def _check_placed(base: int, b: Guarded) -> None:
+    itemsize = _dt.numpy_dtype(b.dtype).itemsize
+    first = base + b.start * itemsize
+    if b.lead and first % _lay.ALIGN != itemsize % _lay.ALIGN:
+        raise VerifierError(f"internal: the unaligned case put a tensor at {first:#x}, not one {itemsize}-byte "
+                            f"element past a {_lay.ALIGN}-byte boundary")
+
+
+def _launch_torch(run, spec, op, ins, bufs, dt, params, device) -> dict:
+    """Torch tensors (Triton kernels, callables): each input's and guarded output's buffer copied to ``device`` as a
+    whole, ``run`` given views of their tensors (an in-out tensor's view is also its input). Returns name -> bits of
+    the whole buffer."""
+    import torch
+
+    inputs = {k: _torch_view(_to_device(b, device), b) for k, b in ins.items()}
     outputs, whole = {}, {}
     for name, b in bufs.items():
-        host = torch.from_numpy(b.host.copy()).view(_dt.torch_dtype(b.dtype))
-        buf = host.to(device) if device != "cpu" else host
-        view = buf[b.g:b.g + b.n].view(b.shape)
+        buf = _to_device(b, device)
+        view = _torch_view(buf, b)
         if name in op.inouts:  # the kernel updates it in place
             inputs[name] = view
         outputs[name] = view
@@ -177,27 +242,27 @@ def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
     return {name: _bits(buf) for name, buf in whole.items()}
 
 
-def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
-    """CUDA specs: inputs and each guarded buffer uploaded whole to driver buffers (one host-to-device copy each),
-    ``run`` given DeviceArrays ``g`` elements into them (an in-out tensor's is also its input). No torch. Returns
-    name -> bits of the whole buffer, downloaded."""
+def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
+    """CUDA specs: each input's and guarded output's buffer uploaded whole to a driver buffer (one host-to-device
+    copy each), ``run`` given DeviceArrays of their tensors (an in-out tensor's is also its input). No torch.
+    Returns name -> bits of the whole buffer, downloaded."""
     from verifier.gpu import libcuda as cd
     from verifier.launch.cuda import DeviceArray, require_gpu
 
     require_gpu(spec, device)
     dev = []
+
+    def device_array(b: Guarded):
+        dev.append(cd.DeviceBuffer.from_array(b.host))
+        _check_placed(dev[-1].ptr, b)
+        return DeviceArray(dev[-1], b.shape, b.start * b.host.itemsize, b.stride)
+
     try:
-        inputs, outputs = {}, {}
-        for k, v in inputs_np.items():
-            if k not in bufs:
-                a = np.ascontiguousarray(v)
-                dev.append(cd.DeviceBuffer.from_array(a))
-                inputs[k] = DeviceArray(dev[-1], a.shape)
-        whole = {}
+        inputs = {k: device_array(b) for k, b in ins.items()}
+        outputs, whole = {}, {}
         for name, b in bufs.items():
-            whole[name] = cd.DeviceBuffer.from_array(b.host)
-            dev.append(whole[name])
-            view = DeviceArray(whole[name], b.shape, b.g * b.host.itemsize)
+            view = device_array(b)
+            whole[name] = view.buffer
             if name in op.inouts:  # the kernel updates it in place
                 inputs[name] = view
             outputs[name] = view
@@ -216,23 +281,29 @@ def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
 
 
 def _judge(bufs: dict, after: dict, op) -> Outcome:
-    """Guards and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
-    writes, middle elements still holding the poison are unwritten (in-out tensors: never, the kernel may keep
-    a value)."""
+    """Guards, gaps and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
+    writes, and so are changed gap elements (strided); elements still holding the poison are unwritten (in-out
+    tensors: never, the kernel may keep a value)."""
     result = Outcome(outputs={})
     for name, b in bufs.items():
         bits = after[name]
-        g, n, itemsize = b.g, b.n, bits.itemsize
+        itemsize = bits.itemsize
         p = np.array(b.poison, dtype=bits.dtype)
-        lo, body, hi = bits[:g], bits[g:g + n], bits[g + n:]
+        lo, hi = bits[:b.start], bits[b.start + b.span:]
         # (side, distance in bytes from the output's first / one-past-last byte)
-        hits = [("before", int(g - i) * itemsize) for i in np.nonzero(lo != p)[0][-8:]]
+        hits = [("before", int(b.start - i) * itemsize) for i in np.nonzero(lo != p)[0][-8:]]
         hits += [("after", int(i) * itemsize) for i in np.nonzero(hi != p)[0][:8]]
         if hits:
             result.guard_hits[name] = hits
+        if b.stride:
+            gaps = b.rows(bits)[:, b.shape[1]:]
+            changed = np.argwhere(gaps != np.array(b.poison if b.gap is None else b.gap, dtype=bits.dtype))
+            if len(changed):
+                result.gap_hits[name] = (len(changed), (int(changed[0][0]), int(changed[0][1]) + b.shape[1]))
+        body = b.elements(bits)
         if name not in op.inouts:
-            mask = (body == p).reshape(b.shape)
+            mask = body == p
             if mask.any():
                 result.unwritten[name] = mask
-        result.outputs[name] = body.copy().view(_dt.numpy_dtype(b.dtype)).reshape(b.shape)
+        result.outputs[name] = np.ascontiguousarray(body).view(_dt.numpy_dtype(b.dtype)).reshape(b.shape)
     return result

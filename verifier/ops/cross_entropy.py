@@ -12,6 +12,7 @@ from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
 from verifier.ops._def import OpCase, OpDef, Role
+from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
 
 LABEL_DTYPES = ("int64", "int32")
@@ -113,7 +114,7 @@ def make_labels(rng, x, params, policy):
     """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'].
 
     policy None: uniform over [0, N), and when M > 1 about a quarter of the rows (at least one, not
-    all) ignored; 'first' / 'last': class 0 / N - 1; 'argmax': the row's largest logit; 'finite': a
+    all) ignored; 'first' / 'last': class 0 / N - 1; 'argmax' / 'argmin': the row's largest / smallest logit; 'finite': a
     random class whose logit is finite; 'ignore_nonfinite': rows holding NaN/inf are ignored, the
     others random."""
     dt = params["label_dtype"]
@@ -133,6 +134,8 @@ def make_labels(rng, x, params, policy):
         t[:] = N - 1
     elif policy == "argmax":
         t = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=1)
+    elif policy == "argmin":
+        t = np.argmin(np.where(np.isnan(x), np.inf, x), axis=1)
     elif policy == "finite":
         fin = np.isfinite(x)
         score = np.where(fin, rng.random((M, N)), -1.0)
@@ -201,6 +204,13 @@ CASES = (
     OpCase("ce_ignored_nonfinite", "ignored rows holding NaN/+inf must still give exactly 0", 4, 128,
            _nonfinite_rows, dtype_ok=_holds_inf, policy="ignore_nonfinite", quick=True),
     OpCase("ce_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+    # Log-domain extremes: -log(softmax(x)[label]) gives +inf where the loss is finite (a few hundred).
+    OpCase("ce_wide_rows_randn50", "logits randn·50 (rows spanning far past 104): -log(softmax[label]) gives +inf "
+           "for labels far below the max", 4, 1000, wide_rows, dtype_ok=holds(400.0)),
+    OpCase("ce_one_logit_200_above", "one logit 200 above the rest, labels elsewhere: loss about 200, past exp's "
+           "range", 4, 1000, one_high_logit, dtype_ok=holds(210.0)),
+    OpCase("ce_label_at_min_randn50", "label at the row's smallest logit of randn·50 rows: the largest finite loss "
+           "(several hundred)", 4, 1000, wide_rows, dtype_ok=holds(400.0), policy="argmin"),
 )
 
 OPDEF = OpDef(

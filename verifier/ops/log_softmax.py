@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma
+from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops._def import OpCase, OpDef
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_rows, softmax_units
 
 
@@ -71,10 +73,45 @@ def check_log_softmax(x, y, c):
     return out
 
 
+# --------------------------------------------------------------------------- inputs: log-domain extremes
+
+def wide_rows(rng, scale: float = 50.0):
+    """N(0, scale²) rows: with scale 50 a row spans far more than 104, where exp(x - max) underflows to 0 in
+    float32, so log(exp(x - m) / s) gives -inf where the exact log-probability is finite (about -300)."""
+    def fn(shape, dtype):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return round_to(scale * rng.standard_normal(shape), dtype).astype(np.float64)
+    return fn
+
+
+def one_high_logit(rng, lift: float = 200.0):
+    """N(0, 1) rows with one element raised by ``lift``: every other log-probability is about -200, past exp's
+    range, and the raised one holds almost all the mass (log p ~ -N·e^-200, an exact 0 in any dtype)."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        v[np.arange(shape[0]), rng.integers(shape[1], size=shape[0])] += lift
+        with np.errstate(invalid="ignore", over="ignore"):
+            return round_to(v, dtype).astype(np.float64)
+    return fn
+
+
+def holds(v: float):
+    """Input dtypes whose finite range reaches ``v``."""
+    return lambda dt: _dt.is_float(dt) and float(_dt.finfo(dt).max) >= v
+
+
+CASES = (
+    OpCase("ls_wide_rows_randn50", "rows of randn·50 (spanning far past 104): exponentiate-then-log "
+           "(log(exp(x - m) / s)) gives -inf where the answer is finite", 4, 1000, wide_rows, dtype_ok=holds(400.0)),
+    OpCase("ls_one_logit_200_above", "one logit 200 above the rest: the others' log-probabilities (about -200) are "
+           "past exp's range, finite only if computed as (x - m) - log(s)", 4, 1000, one_high_logit,
+           dtype_ok=holds(210.0)),
+)
+
 OPDEF = OpDef(
     "log_softmax", ("x",), ("y",), reference="log_softmax",
     recipe={"y": (1.0, "log_softmax")}, kappas={"log_softmax": k_log_softmax},
     extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),  # as softmax
     online_override=True, exp_family=True,
-    invariants=lambda x_raw, inp, ys, p, dt, c: check_log_softmax(inp["x"], ys["y"], c),
+    invariants=lambda x_raw, inp, ys, p, dt, c: check_log_softmax(inp["x"], ys["y"], c), cases=CASES,
 )

@@ -42,14 +42,14 @@ class Checker:
         """One catalogue case: value (ULP budget), invariants, NaN/inf, unwritten outputs, guard bands."""
         self._start(spec, dt, "value", case.name)
         try:
-            closed = gate.before_inputs(spec, dt, case.name, case.M, case.N)
+            closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, self.opts.device)
         except UserCodeError as e:
             self._spec_error(e)
         closed = closed or gate.after_inputs(spec, dt, case.name, inputs, self.opts.device)
         if closed is not None:  # the battery's gate, the battery's words
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
         report = self._report(spec)
-        self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report))
+        self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report, layout=case.layout))
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):

@@ -2,7 +2,7 @@
 
 A run's level is its effort (``--level``; ``--budget`` is the older spelling, still accepted). Every rule that
 depends on it is a column here, read where it applies: the catalogue (verifier.inputs.catalogue: which cases,
-at which M), the Hypothesis step (examples per kernel and dtype, the same in ``verifier check`` and a suite's
+at which M, whether the large-index case of more than 2^31 elements runs), the Hypothesis step (examples per kernel and dtype, the same in ``verifier check`` and a suite's
 ``test_<op>_shapes``; 0: the step does not run), the determinism step (runs on one input), the sanitizer
 hook (which dtypes a ``--sanitize`` run instruments) and ``--help``. ``thorough`` does more than ``ci`` in every
 row. Not to be confused with a per-element ULP *budget* (verifier.judge.tolerance).
@@ -26,6 +26,7 @@ class Level:
     rows: Optional[int]  # M of every catalogue case whose M is not the point (None: each case's own M)
     sanitize_first_dtype_only: bool  # --sanitize instruments the first declared dtype only
     catalogue: str  # what the catalogue column means, for --help
+    large_index: bool = False  # the large-index case (M*N >= 2^31 + 2N, GPU only; any level runs it by --case)
 
     def __post_init__(self):
         if self.repeats < 2:
@@ -38,7 +39,7 @@ TABLE = {
     "ci": Level("ci", hypothesis=12, repeats=3, quick_cases_only=False, rows=None,
                 sanitize_first_dtype_only=False, catalogue="every catalogue case at small M"),
     "thorough": Level("thorough", hypothesis=60, repeats=5, quick_cases_only=False, rows=16,
-                      sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows"),
+                      sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows", large_index=True),
 }
 assert tuple(TABLE) == NAMES
 DEFAULT = DEFAULT_LEVEL  # of `verifier check` and of the suites (measured on a 2-core CPU: benchmarks/ci_suite_time.py)
@@ -56,7 +57,8 @@ def _help(lv: Level) -> str:
     drawn = f"{lv.hypothesis} Hypothesis examples per dtype" if lv.hypothesis else "no Hypothesis"
     repeats = f"{lv.repeats} determinism repeats" if lv.name == "quick" else f"{lv.repeats} repeats"
     extra = ", --sanitize on the first dtype only" if lv.sanitize_first_dtype_only else ""
-    return f"{lv.name}: {lv.catalogue}, {drawn}, {repeats}{extra}"
+    large = ", the large-index case (over 2^31 elements, GPU)" if lv.large_index else ""
+    return f"{lv.name}: {lv.catalogue}{large}, {drawn}, {repeats}{extra}"
 
 
 # What each level does, for --help (tests/test_bench_cli.py reads it against the table).

@@ -8,8 +8,8 @@ fail by design). Check one explicitly: `verifier check kernels/defects/cuda/defe
 (sanitizer classes: add --sanitize). Twins written here are in KERNELS too; the others are bundled
 kernels of kernels/cuda/*_spec.py.
 """
-from verifier.spec import (CudaKernel, Expectations, Launch, Workspace, dtypes, max_row, register_resident,
-                           whole_vectors)
+from verifier.spec import (CudaKernel, Expectations, Launch, Scalar, Stride, Workspace, dtypes, max_row,
+                           register_resident, whole_vectors)
 
 F32 = [dtypes("f32")]
 THREADS = 256
@@ -50,6 +50,15 @@ def _split_reduce(M, N, dt, params):
 
 _DET = Expectations(deterministic=True)
 _WARP_LIMIT = max_row(1024, "cuda-online-softmax-block")
+BF16 = [dtypes("bf16")]
+ROWS_ARGS = ("x", "w", "y", "M", "N", Stride("x", "int64"), Stride("y", "int64"), "eps")
+FAR_ARGS = ("x", "residual", "w", "y", "M", "N", Stride("x", "int64"), Stride("residual", "int64"),
+            Stride("y", "int64"), "eps")
+
+
+def _ce_neg_log_p(M, N, dt, params):
+    return [Launch("ce_neg_log_p_bf16tof32_i64", grid=(M,), block=(THREADS,),
+                   args=("x", "labels", "loss", "M", "N", Scalar("int64", params["ignore_index"])))]
 
 
 def _k(name, op, source, launches, description, dts=F32, supports=None, expectations=_DET):
@@ -131,6 +140,22 @@ KERNELS = [
     _k("defect-cuda-warp-softmax-no-update-guard", "softmax", "online_softmax_defects.cu",
        _warp("online_softmax_warp_no_update_guard"), "seed warp online softmax, per-element update without the -inf guard",
        dts=[dtypes("f32"), dtypes("bf16")], supports=_WARP_LIMIT, expectations=register_resident()),
+    # input_defects.cu: what only callers' inputs expose (strided rows, unaligned views, > 2^31 elements, log domain)
+    _k("cuda-rmsnorm-rows", "rmsnorm", "input_defects.cu", _one("rms_rows_ok_{tag}", ROWS_ARGS),
+       "RMSNorm, block per row, rows at the launch's int64 row strides, 64-bit offsets (twin)", dts=BF16),
+    _k("defect-cuda-rmsnorm-int32-row-offset", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_int32_offset_{tag}", ROWS_ARGS), "RMSNorm computing `int base = blockIdx.x * stride`", dts=BF16),
+    _k("defect-cuda-rmsnorm-ignores-row-stride", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_ignores_stride_{tag}", ROWS_ARGS), "RMSNorm taking the row strides but reading row r at r * N",
+       dts=BF16),
+    _k("cuda-fused-add-rmsnorm-vec", "fused_add_rmsnorm", "input_defects.cu", _one("far_vec_ok_{tag}", FAR_ARGS),
+       "fused add + RMSNorm, 16-byte vector loads when N % 8 == 0 and every row pointer is 16-byte aligned, "
+       "else scalar (twin)", dts=BF16),
+    _k("defect-cuda-fused-add-rmsnorm-vec-unaligned", "fused_add_rmsnorm", "input_defects.cu",
+       _one("far_vec_unchecked_{tag}", FAR_ARGS), "fused add + RMSNorm choosing 16-byte vector loads from N % 8 alone",
+       dts=BF16),
+    _k("defect-cuda-ce-neg-log-softmax", "cross_entropy", "input_defects.cu", _ce_neg_log_p,
+       "cross entropy as -log(exp(x[label] - max) / sum)", dts=[dtypes("bf16", "f32")]),
 ]
 
 DEFECTS = {
@@ -207,4 +232,22 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "cuda-online-softmax-warp", "device": "gpu",
         "pitfall": "per-element online update without the -inf guard: a lane holding only -inf gets l = NaN",
         "exposing_input": "one_neg_inf_row32"},
+    "defect-cuda-rmsnorm-int32-row-offset": {
+        "caught_by": "crash", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "`int base = blockIdx.x * N`: past 2^31 elements the row offset wraps negative (an illegal "
+                   "address), as PyTorch's and Liger-Kernel's cross entropy shipped it",
+        "exposing_input": "large_index_2pow31"},
+    "defect-cuda-rmsnorm-ignores-row-stride": {
+        "caught_by": "value", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "row stride taken but ignored (row r read at r * N): silently wrong on a slice qkv[:, :N]",
+        "exposing_input": "strided_rows_pad64"},
+    "defect-cuda-fused-add-rmsnorm-vec-unaligned": {
+        "caught_by": "crash", "twin": "cuda-fused-add-rmsnorm-vec", "device": "gpu",
+        "pitfall": "16-byte vector loads chosen from N % 8 alone: 'misaligned address' on a tensor one element "
+                   "past a 16-byte boundary (a view into a larger buffer)",
+        "exposing_input": "unaligned_1elem_past_16bytes"},
+    "defect-cuda-ce-neg-log-softmax": {
+        "caught_by": "nan-inf", "twin": "cuda-cross-entropy", "device": "gpu",
+        "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
+        "exposing_input": "ce_label_at_min_randn50"},
 }

@@ -20,6 +20,9 @@ def _t(name, op, module, launcher, description, dts=FLOAT_IO, supports=None, exp
 _ONE_BLOCK = max_row(65536, "triton-online-softmax")
 _WARP = max_row(4096, "triton-online-softmax")
 _TILE64 = max_row(65536, "triton-online-softmax (4096-column tiles)")
+_ONE_ROW = max_row(65536, None, what="the one-block limit")
+BF16 = [dtypes("bf16")]
+LS_DTS = [dtypes("f32"), dtypes("bf16")]
 
 KERNELS = [
     TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
@@ -57,6 +60,21 @@ KERNELS = [
        dts=[dtypes("f16"), dtypes("bf16")]),
     _t("defect-triton-rmsnorm-capped-block", "rmsnorm", "norm_defects.py", "launch_rmsnorm_capped",
        "RMSNorm with the block capped at 16384 columns and no loop, accepting any N"),
+    # input_defects.py: what only callers' inputs expose (strided rows, more than 2^31 elements, log-domain extremes)
+    _t("triton-rmsnorm-rows", "rmsnorm", "input_defects.py", "launch_rows",
+       "RMSNorm, one program per row, int64 row offsets at the row strides (twin)", dts=BF16, supports=_ONE_ROW),
+    _t("defect-triton-rmsnorm-int32-row-offset", "rmsnorm", "input_defects.py", "launch_int32_row_offset",
+       "RMSNorm whose row offset tl.program_id(0) * stride stays in int32", dts=BF16, supports=_ONE_ROW),
+    _t("defect-triton-rmsnorm-ignores-row-stride", "rmsnorm", "input_defects.py", "launch_ignores_stride",
+       "RMSNorm reading and writing row r at r * N, whatever the row stride", dts=BF16, supports=_ONE_ROW),
+    _t("triton-log-softmax", "log_softmax", "input_defects.py", "launch_log_softmax",
+       "log_softmax, one program per row, (x - m) - log(sum(exp(x - m))) (twin)", dts=LS_DTS, supports=_ONE_ROW),
+    _t("defect-triton-log-softmax-exp-then-log", "log_softmax", "input_defects.py", "launch_log_softmax_exp_log",
+       "log_softmax as log(exp(x - m) / s)", dts=LS_DTS, supports=_ONE_ROW),
+    TritonKernel(name="defect-triton-ce-neg-log-softmax", op="cross_entropy", module="input_defects.py",
+                 launcher="launch_ce_neg_log_p", dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
+                 math_mode="triton_approx", online=True, expectations=_DET,
+                 description="cross entropy as -log(softmax(x)[label]), online max/sum over 4096-column tiles"),
 ]
 
 DEFECTS = {
@@ -104,4 +122,21 @@ DEFECTS = {
         "caught_by": "unwritten", "twin": "triton-rmsnorm", "device": "cpu",
         "pitfall": "row longer than the block silently not processed instead of refused",
         "exposing_input": "vocab_152064"},
+    "defect-triton-rmsnorm-int32-row-offset": {
+        "caught_by": "crash", "twin": "triton-rmsnorm-rows", "device": "gpu",
+        "pitfall": "row offset tl.program_id(0) * stride kept in int32: past 2^31 elements it wraps negative "
+                   "(an illegal address)",
+        "exposing_input": "large_index_2pow31"},
+    "defect-triton-rmsnorm-ignores-row-stride": {
+        "caught_by": "value", "twin": "triton-rmsnorm-rows", "device": "cpu",
+        "pitfall": "row r read at r * N instead of r * stride(0): silently wrong on a slice qkv[:, :N]",
+        "exposing_input": "strided_rows_pad64"},
+    "defect-triton-log-softmax-exp-then-log": {
+        "caught_by": "nan-inf", "twin": "triton-log-softmax", "device": "cpu",
+        "pitfall": "log_softmax as log(exp(x - m) / s): -inf where a row spans more than about 104",
+        "exposing_input": "ls_one_logit_200_above"},
+    "defect-triton-ce-neg-log-softmax": {
+        "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
+        "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
+        "exposing_input": "ce_label_at_min_randn50"},
 }

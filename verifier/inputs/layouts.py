@@ -1,0 +1,150 @@
+"""Memory layouts of a case: where the harness (verifier.launch.harness) puts each tensor, and the large-index case.
+
+What PyTorch callers pass besides fresh contiguous tensors, each a catalogue case of its own:
+
+- ``strided``: every 2-D tensor (x, residual, y) has its rows ``N + ROW_PAD`` elements apart, as a slice
+  ``qkv[:, :N]`` of a wider buffer lays them out. The gaps of an input hold ``gap_value`` (the dtype's largest
+  value: read into a softmax max, a sum of squares or a sum, it changes the row's result), the gaps of an output
+  hold the poison and must keep it. A CUDA launch receives the stride it names (``"x.stride"``); a tensor whose
+  stride no launch passes stays contiguous.
+- ``unaligned``: every tensor starts one element past a 16-byte boundary (element-aligned, as a view into a
+  larger buffer can start), so 16-byte vector loads chosen from N alone fault with "misaligned address".
+- ``large``: M·N ≥ 2^31 + 2N elements, so a 32-bit row offset (``int base = row * N``) wraps inside the array.
+  The arrays are :class:`SparseRows`: a few random rows repeated down the array, with the judged rows (both sides
+  of the wrap, the first and the last rows) drawn on their own, so they never go through the host whole; only
+  the judged rows are downloaded and judged (the reference for those rows only).
+
+The wrap is a parameter (``Layout.wrap``) so a unit test can simulate a small one on a CPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+CONTIGUOUS, STRIDED, UNALIGNED, LARGE = "contiguous", "strided", "unaligned", "large"
+KINDS = (CONTIGUOUS, STRIDED, UNALIGNED, LARGE)
+ROW_PAD = 64  # elements between two rows of the strided case (a multiple of 16 bytes in every dtype)
+ALIGN = 16  # bytes: the unaligned case starts each tensor one element past a multiple of this
+WRAP = 2 ** 31  # elements: where a signed 32-bit index wraps
+LARGE_N = (152064, 65536, 16384, 8192, 4096, 1024)  # row lengths of the large case, longest first
+TAIL_ROWS = 64  # rows past the one holding element WRAP
+BLOCK_ROWS = 8  # distinct random rows repeated down a large array
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a case lays its tensors out (``kind`` one of KINDS); ``wrap``: the large case's index wrap."""
+
+    kind: str = CONTIGUOUS
+    wrap: int = WRAP
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown layout {self.kind!r}; one of {KINDS}")
+
+    @property
+    def large(self) -> bool:
+        return self.kind == LARGE
+
+
+DEFAULT = Layout()
+
+
+def gap_value(dtype):
+    """What the gaps between an input's rows hold in the strided case: the dtype's largest finite value, which
+    changes the result of any row it is read into (max, sum of squares, sum); an int for integer dtypes."""
+    from verifier import dtypes as _dt
+
+    if _dt.is_float(dtype):
+        return float(_dt.finfo(dtype).max)
+    return int(np.iinfo(_dt.numpy_dtype(dtype)).max)
+
+
+def misalign_elements(itemsize: int, address: int) -> int:
+    """Elements to add to ``address`` (element-aligned) so that it lies one element past a 16-byte boundary."""
+    if address % itemsize:
+        raise ValueError(f"address {address:#x} is not aligned to its {itemsize}-byte elements")
+    want = itemsize % ALIGN
+    return ((want - address) % ALIGN) // itemsize
+
+
+# ------------------------------------------------------------------------------------------ the large case
+
+def wrap_row(N: int, wrap: int = WRAP) -> int:
+    """The first row holding an element at index >= ``wrap`` (its offset row*N may still be below it)."""
+    return wrap // N
+
+
+def large_rows(N: int, wrap: int = WRAP) -> int:
+    """M of the large case at row length N: the wrap row plus TAIL_ROWS, so M·N ≥ wrap + 2N."""
+    return wrap_row(N, wrap) + TAIL_ROWS
+
+
+def judged_rows(M: int, N: int, wrap: int = WRAP) -> np.ndarray:
+    """The rows of a large case that are downloaded and judged: the first, the last one wholly below ``wrap``, the
+    one holding element ``wrap``, the first wholly past it, and the last two (6 rows of 152064: the reference of
+    more would cost the case its 30 s)."""
+    w = wrap_row(N, wrap)
+    rows = {0, w - 1, w, w + 1, M - 2, M - 1}
+    return np.array(sorted(r for r in rows if 0 <= r < M), dtype=np.int64)
+
+
+def wrap_words(M: int, N: int, wrap: int = WRAP) -> str:
+    """What a finding of the large case adds: where the wrap lies and what it suggests."""
+    w = wrap_row(N, wrap)
+    exp = int(np.log2(wrap)) if wrap & (wrap - 1) == 0 else None
+    at = f"2^{exp}" if exp else str(wrap)
+    return (f"row offset crosses {at}: a 32-bit index? (element {at} lies in row {w} of {M}x{N}; judged rows "
+            f"{judged_rows(M, N, wrap).tolist()})")
+
+
+class SparseRows:
+    """An (M, N) array held as rows: ``rows`` (row -> values) and, for every other row r, ``block[r % K]`` (None:
+    only ``rows`` are known, as for a large run's downloaded outputs). Indexing with row numbers gives a plain
+    array of those rows; :meth:`held` every value the array holds (what a contract's NaN / inf test reads)."""
+
+    def __init__(self, shape, dtype, rows: dict, block: Optional[np.ndarray] = None):
+        self.shape = tuple(int(v) for v in shape)
+        self.dtype = np.dtype(dtype)
+        self.rows = {int(r): np.asarray(v) for r, v in rows.items()}
+        self.block = block
+        if len(self.shape) != 2:
+            raise ValueError(f"SparseRows holds (M, N) arrays, not {self.shape}")
+
+    ndim = 2
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def row(self, r: int) -> np.ndarray:
+        if r in self.rows:
+            return self.rows[r]
+        if self.block is None or not 0 <= r < self.shape[0]:
+            raise IndexError(f"row {r} of a sparse {self.shape[0]}x{self.shape[1]} array is not held")
+        return self.block[r % len(self.block)]
+
+    def __getitem__(self, idx) -> np.ndarray:
+        if np.ndim(idx) == 0:
+            return self.row(int(idx))
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        return np.stack([self.row(int(r)) for r in idx]).astype(self.dtype, copy=False) if len(idx) else \
+            np.empty((0, self.shape[1]), dtype=self.dtype)
+
+    def held(self) -> np.ndarray:
+        parts = ([self.block] if self.block is not None else []) + [v[None] for v in self.rows.values()]
+        return np.concatenate(parts) if parts else np.empty((0, self.shape[1]), dtype=self.dtype)
+
+    def __repr__(self):
+        return f"SparseRows({self.shape[0]}x{self.shape[1]} {self.dtype}, {len(self.rows)} rows held)"
+
+
+def take_rows(v, rows):
+    """Rows ``rows`` of an (M, ...) array or SparseRows."""
+    return v[np.asarray(rows, dtype=np.int64)]

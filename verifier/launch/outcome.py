@@ -1,0 +1,77 @@
+"""What one run under the harness gives, shared by its two bodies (verifier.launch.harness for every case,
+verifier.launch.large for the large-index one): the guard size and the two poisons per dtype, the kernel-fault
+boundary (KernelFault), and the Outcome of a run (outputs, unwritten elements, changed guard bytes and gaps).
+verifier.launch.harness's docstring says how the poisons and guards are judged."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GUARD_BYTES = 4096
+
+# Two poison bit patterns per dtype (stored as the same-width signed int).
+POISON = {
+    "float64": (0x7FF4DEADBEEF0001, 0x7FF5A5A5A5A5A5A5),
+    "float32": (0x7FA1B2C3, 0x7FD4E5F6),
+    "float16": (0x7E5A, 0x7D3C),
+    "bfloat16": (0x7FA5, 0x7FB3),
+    "float8_e4m3fn": (0x7F, 0xFF),  # its only two NaNs (no infinities)
+    "float8_e5m2": (0x7E, 0xFD),
+    "int8": (0x5A, 0x3C),
+    "int32": (0x5A5A5A5A, 0x3C3C3C3C),
+}
+INT_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+class KernelFault(Exception):
+    """The kernel itself raised (a Python exception from a callable or launcher, or a CUDA error after a
+    launch). Distinguishes the kernel's failure, a finding, from a bug in the verifier, an internal error.
+    ``cuda`` is True when the CUDA context is unusable afterwards, so nothing more can run in this process."""
+
+    def __init__(self, original: BaseException):
+        self.original = original
+        self.cuda = is_cuda_fault(original)
+        super().__init__(f"{type(original).__name__}: {original}")
+
+
+def is_cuda_fault(e: BaseException) -> bool:
+    text = f"{type(e).__module__}.{type(e).__name__}: {e}"
+    return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
+
+
+@dataclass
+class Outcome:
+    outputs: dict  # name -> numpy array in the output dtype (bit-exact); large case: SparseRows of the judged rows
+    unwritten: dict = field(default_factory=dict)  # name -> bool mask (only where some are unwritten); large: Unwritten
+    guard_hits: dict = field(default_factory=dict)  # name -> list of (side, byte offset) of changed guard bytes
+    gap_hits: dict = field(default_factory=dict)  # name -> (count, (row, column) of the first) of changed gap elements
+    rows: object = None  # the large case's judged rows (None: every row is in ``outputs``)
+
+
+@dataclass
+class Unwritten:
+    """Unwritten elements of an output too large for a mask (the large case): how many, of how many, where the
+    first is ('first in row 14122')."""
+
+    count: int
+    size: int
+    where: str
+
+
+def unwritten_summary(v) -> tuple:
+    """(count, size, where the first is) of an Outcome.unwritten entry: a bool mask or an Unwritten."""
+    if isinstance(v, Unwritten):
+        return v.count, v.size, v.where
+    idx = np.argwhere(v)
+    return len(idx), int(v.size), f"first at index {tuple(int(i) for i in idx[0])}"
+
+
+def signed(bits: int, nbytes: int) -> int:
+    lim = 1 << (8 * nbytes)
+    return bits - lim if bits >= lim // 2 else bits
+
+
+def out_dtype(name: str, op, dt) -> str:
+    """An output's dtype: in-out tensors (residual) keep the input dtype; everything else is the output dtype."""
+    return dt.input if name in op.inouts else dt.output
