@@ -14,6 +14,7 @@ from verifier.inputs.cases import probe_lengths
 from verifier.launch import cuda as cuda_runner
 from verifier.launch import runnable_reason
 from verifier.launch import triton as triton_runner
+from verifier.launch.harness import KernelFault
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
 from verifier.results.options import Options, repro_line
@@ -110,10 +111,16 @@ def triton_resources(spec, opts, report, dts):
             try:
                 res = triton_runner.compiled_resources(spec, 4, n, dt, spec.op_params(), device="cuda")
             except UsageError:
-                raise  # a malformed spec: the user must fix it, not read a skipped cell
+                raise  # a malformed spec: the kernel's error (verifier.battery), not a skipped cell
             except VerifierError as e:
                 report.mark(dt.tag, "resources", skipped(e.message))  # mark() keeps it over the PASS below
                 break
+            except KernelFault as e:  # the launcher raised: a compiler limit is a refusal, the rest a crash
+                if e.cuda or usercode.classify(spec, e) != "refusal":
+                    raise
+                report.add(Finding("refusal", usercode.refusal_message(e), kernel=spec.name, dtype=dt.tag,
+                                   input="resources", shape=(4, n), repro=repro_line(spec, opts, dt.tag)))
+                continue
             for k in res["kernels"]:
                 r = KernelResources(name=k["name"], demangled=k["name"], demangled_with="not-mangled", arch=None,
                                     is_entry=True, registers=k["registers"], smem_bytes=k["shared_bytes"],

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from verifier.battery import gate
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
@@ -15,15 +16,33 @@ from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute
+from verifier.launch.interpreter import recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
 
 
-def evaluate(spec, run, dt, opts, xs) -> tuple:
-    """Run once and judge (verifier.judge): returns (outcome, judgement)."""
-    outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device)
+def evaluate(spec, run, dt, opts, xs, name: str = "") -> tuple:
+    """Run once and judge (verifier.judge): returns (outcome, judgement). Raises gate.NotRun for a case the
+    Triton interpreter cannot run faithfully (verifier.battery.gate.after_run): it is not judged."""
+    with recording() as bf16_ops:
+        try:
+            outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device)
+        except KernelFault as e:
+            closed = gate.after_run(spec, dt, name, opts.device, fault=e)
+            if closed is not None:
+                raise gate.NotRun(closed) from None
+            raise
+    closed = gate.after_run(spec, dt, name, opts.device, bf16_ops=bf16_ops)
+    if closed is not None:
+        raise gate.NotRun(closed)
     return outcome, judge(Criteria.of(spec, dt), xs, outcome.outputs)
+
+
+def _same_bits(a, b) -> np.ndarray:
+    b = np.asarray(b).astype(a.dtype, copy=False)
+    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    return np.ascontiguousarray(a).view(view) == np.ascontiguousarray(b).view(view)
 
 
 def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
@@ -52,7 +71,8 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              repro: Optional[str] = None) -> KernelReport:
     """One input through the value, invariant, nan-inf, unwritten and out-of-range-write checks (a refusal
     inside supports() is a **refusal** finding, an exception a **crash**). Findings go to ``report`` (a new
-    one if None), returned; cells are not marked: a check passes over all of its inputs, not one.
+    one if None), returned; cells are not marked: a check passes over all of its inputs, not one. A case the
+    Triton interpreter cannot run faithfully raises gate.NotRun (nothing is recorded: the caller says why).
     ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
     to the spec kind's runner. After a CUDA fault the crash is recorded and the KernelFault re-raised,
     marked ``reported``."""
@@ -63,7 +83,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     shape = tuple(xs["x"].shape)
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
     try:
-        outcome, verdict = evaluate(spec, run, dt, opts, xs)
+        outcome, verdict = evaluate(spec, run, dt, opts, xs, case_name)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
@@ -79,6 +99,18 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         idx = np.argwhere(mask)
         report.add(Finding("unwritten", f"output {name!r}: {len(idx)} of {mask.size} elements left unwritten "
                            f"(still poisoned), first at index {tuple(int(i) for i in idx[0])}", score=1e9 + len(idx), **ctx))
+    for name, mask in outcome.unchanged.items():  # written over an input: poison cannot see what was left
+        src, t = spec.outputs_alias[name], verdict.comparison[name]
+        ref = verdict.reference.rounded.get(name)
+        if ref is None or t.ok:
+            continue  # keeping the input's bits where that is an acceptable result is not a defect
+        left = mask & ~_same_bits(np.asarray(ref), xs[src])
+        if left.any():
+            idx = np.argwhere(left)
+            report.add(Finding("unwritten", f"output {name!r} (written over input {src!r}): {len(idx)} of {left.size} "
+                               f"elements still hold the input where the result differs, first at index "
+                               f"{tuple(int(i) for i in idx[0])}; the output is over its budget", score=1e9 + len(idx),
+                               **ctx))
     for name, hits in outcome.guard_hits.items():
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])

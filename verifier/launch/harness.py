@@ -67,6 +67,8 @@ class Outcome:
     outputs: dict  # name -> numpy array in the output dtype (bit-exact)
     unwritten: dict = field(default_factory=dict)  # name -> bool mask (only where some are unwritten)
     guard_hits: dict = field(default_factory=dict)  # name -> list of (side, byte offset) of changed guard bytes
+    unchanged: dict = field(default_factory=dict)  # output written over an input -> mask of elements that kept
+    # the input's bits (unwritten, unless the result rounds to the input: verifier.battery.values decides)
 
 
 def _signed(bits: int, nbytes: int) -> int:
@@ -138,16 +140,31 @@ def _out_dtype(name: str, op, dt) -> str:
     return dt.input if name in op.inouts else dt.output
 
 
+def _held(name: str, op, spec) -> list:
+    """The inputs an output's buffer also is: itself if in-out, the input it is written over (outputs_alias)."""
+    return ([name] if name in op.inouts else []) + [a for a in [getattr(spec, "outputs_alias", {}).get(name)] if a]
+
+
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outcome:
     M, N = inputs_np["x"].shape
     bufs = {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt)
-        middle = inputs_np[name] if name in op.inouts else None
+        held = _held(name, op, spec)
+        middle = inputs_np[held[0]] if held else None
         bufs[name] = guarded(op.shape_of(name, M, N), dtype, _POISON[dtype][which], middle)
     body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
     after = body(run, spec, op, inputs_np, bufs, dt, params, device)
-    return _judge(bufs, after, op)
+    out = _judge(bufs, after, op, getattr(spec, "outputs_alias", {}))
+    for name, src in getattr(spec, "outputs_alias", {}).items():
+        out.unchanged[name] = _bits_equal(out.outputs[name], inputs_np[src])
+    return out
+
+
+def _bits_equal(a, b) -> np.ndarray:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    view = _INT_VIEW[a.dtype.itemsize]
+    return a.view(view) == b.astype(a.dtype, copy=False).view(view)
 
 
 def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
@@ -162,8 +179,8 @@ def _launch_torch(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
         host = torch.from_numpy(b.host.copy()).view(_dt.torch_dtype(b.dtype))
         buf = host.to(device) if device != "cpu" else host
         view = buf[b.g:b.g + b.n].view(b.shape)
-        if name in op.inouts:  # the kernel updates it in place
-            inputs[name] = view
+        for held in _held(name, op, spec):  # the kernel updates it in place / writes the output over it
+            inputs[held] = view
         outputs[name] = view
         whole[name] = buf
     try:
@@ -188,8 +205,9 @@ def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
     dev = []
     try:
         inputs, outputs = {}, {}
+        held = {h for name in bufs for h in _held(name, op, spec)}
         for k, v in inputs_np.items():
-            if k not in bufs:
+            if k not in held:
                 a = np.ascontiguousarray(v)
                 dev.append(cd.DeviceBuffer.from_array(a))
                 inputs[k] = DeviceArray(dev[-1], a.shape)
@@ -198,8 +216,8 @@ def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
             whole[name] = cd.DeviceBuffer.from_array(b.host)
             dev.append(whole[name])
             view = DeviceArray(whole[name], b.shape, b.g * b.host.itemsize)
-            if name in op.inouts:  # the kernel updates it in place
-                inputs[name] = view
+            for h in _held(name, op, spec):  # the kernel updates it in place / writes the output over it
+                inputs[h] = view
             outputs[name] = view
         try:
             run(spec, inputs, outputs, params, dt, device)
@@ -215,10 +233,10 @@ def _launch_device(run, spec, op, inputs_np, bufs, dt, params, device) -> dict:
             d.close()
 
 
-def _judge(bufs: dict, after: dict, op) -> Outcome:
+def _judge(bufs: dict, after: dict, op, aliases=None) -> Outcome:
     """Guards and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
-    writes, middle elements still holding the poison are unwritten (in-out tensors: never, the kernel may keep
-    a value)."""
+    writes, middle elements still holding the poison are unwritten (in-out tensors and outputs written over an
+    input: never, their buffer started with values, not the poison)."""
     result = Outcome(outputs={})
     for name, b in bufs.items():
         bits = after[name]
@@ -230,7 +248,7 @@ def _judge(bufs: dict, after: dict, op) -> Outcome:
         hits += [("after", int(i) * itemsize) for i in np.nonzero(hi != p)[0][:8]]
         if hits:
             result.guard_hits[name] = hits
-        if name not in op.inouts:
+        if name not in op.inouts and name not in (aliases or {}):
             mask = (body == p).reshape(b.shape)
             if mask.any():
                 result.unwritten[name] = mask

@@ -17,7 +17,8 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import record_fault, run_case
-from verifier.declare.usercode import UserCodeError
+from verifier.declare.usercode import UserCodeError, spec_error
+from verifier.errors import SpecError
 from verifier.gpu import pinning as gpu_pinning
 from verifier.launch import runnable_reason
 from verifier.launch.harness import KernelFault
@@ -49,7 +50,10 @@ class Checker:
         if closed is not None:  # the battery's gate, the battery's words
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
         report = self._report(spec)
-        self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report))
+        try:
+            self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report))
+        except gate.NotRun as e:  # ran in the interpreter, which cannot run it faithfully: the battery's words
+            self._skip(e.closed.reason)
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):
@@ -137,6 +141,8 @@ class Checker:
             step()
         except UserCodeError as e:
             self._spec_error(e)
+        except SpecError as e:  # the spec is malformed (found while running it): this kernel's error
+            self._spec_error(spec_error(report.spec, e))
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)
