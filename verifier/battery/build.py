@@ -15,6 +15,7 @@ from verifier.launch import cuda as cuda_runner
 from verifier.launch import runnable_reason
 from verifier.launch import triton as triton_runner
 from verifier.launch.harness import KernelFault
+from verifier.launch.symbols import cubin_entries, resolve_launch_entries
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
 from verifier.results.options import Options, repro_line
@@ -49,7 +50,8 @@ def build_and_resources(spec, opts, report, dts) -> bool:
         entries = _entries(spec, group)
         for arch in arches:
             try:
-                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
+                                    include_dirs=spec.include_paths())
             except ToolMissing as e:
                 why = f"{e.message}; fix: {e.fix}" if e.fix else e.message  # name the tool and the fix
                 for dt in dts:
@@ -59,13 +61,12 @@ def build_and_resources(spec, opts, report, dts) -> bool:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro_line(spec, opts)))
                 return False
-            missing = sorted(e for e in entries if e not in res.resources)
-            for e in missing:
-                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
+            found, missing = resolve_launch_entries(sorted(entries), cubin_entries(res), f"the cubin of {spec.source}")
+            for e, err in missing.items():  # a mangled name, an extern "C" one or a C++ name with its template args
+                report.add(Finding("build", f"[{arch}] the spec's launches use {err}",
                                    kernel=spec.name, repro=repro_line(spec, opts)))
             ok = ok and not missing
-            _check_resources(spec, opts, report, group, arch,
-                             {e: res.resources[e] for e in entries if e in res.resources})
+            _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
