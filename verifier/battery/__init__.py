@@ -75,6 +75,9 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
     try:
         say(f"{spec.name}: build")
         if not build_and_resources(spec, opts, report, tags):
+            if spec.unavailable():  # a package it needs is missing: every cell says so, nothing runs
+                report.skip_all([dt.tag for dt in tags], RUN_CHECKS, spec.unavailable())
+                report.notes.append(f"not checked: {spec.unavailable()}")
             return report
         if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
             say(f"{spec.name}: static")

@@ -33,6 +33,12 @@ def _entries(spec: CudaKernel, dts) -> set:
 
 
 def build_and_resources(spec, opts, report, dts) -> bool:
+    missing = spec.unavailable()
+    if missing:  # its package is not installed here (requires=): nothing to build, said once per cell
+        for dt in dts:
+            for check in ("build", "resources") + (("static",) if spec.kind == "cuda" else ()):
+                report.mark(dt.tag, check, skipped(missing))
+        return False
     if spec.kind != "cuda":
         for dt in dts:
             report.mark(dt.tag, "build", skipped("not a CUDA source"))
@@ -80,7 +86,8 @@ def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelRep
     A KernelFault (Triton compiling on a GPU) propagates."""
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     dts = list(dts)
-    build_and_resources(spec, opts, report, dts)
+    if not build_and_resources(spec, opts, report, dts) and spec.unavailable():
+        return report
     if spec.kind == "triton" and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
         triton_resources(spec, opts, report, dts)
     return report

@@ -32,7 +32,7 @@ from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrins
 from verifier.numerics.ulp import ulp
 from verifier.ops import OPS, get_op
 
-__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "table_markdown"]
+__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "declared_output_ulps", "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,13 @@ def _merge_overrides(op, entry: dict[str, Tol], overrides) -> tuple[dict[str, fl
             raise UsageError(f"unknown tolerance override {key!r} for op {op.name!r}",
                              fix=f"allowed keys: 'base_ulps', 'online', or an output name ({', '.join(entry)})")
     return base, online
+
+
+def declared_output_ulps(op: str, dtypes: Dtypes, math_mode: str, overrides: dict | None) -> float:
+    """The largest base ULPs of an output after the spec's overrides: the output rounding the kernel declares
+    (2 for a kernel that rounds twice at the output), which the invariants allow too."""
+    base, _ = _merge_overrides(get_op(op), lookup(op, dtypes.output, dtypes.acc, math_mode), overrides)
+    return max(base.values()) if base else 1.0
 
 
 def _exact_outputs(ref) -> dict:

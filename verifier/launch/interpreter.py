@@ -9,8 +9,13 @@ says nothing about the kernel.
 :func:`watch` (the Triton runner wraps every interpreted launch in it) records each such op: the interpreter's
 builder and its reduce / scan implementations are wrapped once, and record only while a :func:`recording` is
 open. verifier.battery.gate turns a record into an interpreter caveat (a note and a skipped cell, never the
-kernel's finding). Conversions to and from bfloat16 are exact in the interpreter and are not recorded, nor are
-selections (``where``) and bitwise ops, which do not read the value.
+kernel's finding). Selections (``where``) and bitwise ops do not read the value and are not recorded.
+
+Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
+zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded
+before the weight multiply) can be 3 ULPs off in the interpreter and within 2 compiled. :func:`faithful_rounding`
+makes those conversions round to nearest even (ml_dtypes); the values step replays a failing case under it
+(verifier.battery.values), so only a failure the interpreter's rounding alone produces becomes a caveat.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import contextlib
 from typing import Optional
 
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
+ROUNDED = "fp32->bf16 conversion"  # recorded for a float32 -> bfloat16 conversion (not arithmetic)
+_faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
 _wrapped = False
 
@@ -52,15 +59,48 @@ def _wrap_builder() -> None:
             return orig(self, input)
         return apply
 
+    def cast(orig):
+        def cast_impl(self, src, dst_type):
+            if str(getattr(src.dtype, "scalar", src.dtype)) == "fp32" and str(dst_type.scalar) == "bf16":
+                if _record is not None:
+                    _record.add(ROUNDED)
+                if _faithful:
+                    return _to_bf16_nearest(interp, src, dst_type)
+            return orig(self, src, dst_type)
+        return cast_impl
+
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
         if hasattr(builder, name):
             setattr(builder, name, elementwise(getattr(builder, name)))
+    if hasattr(builder, "cast_impl"):  # create_fp_trunc and implicit casts at a store go through it
+        builder.cast_impl = cast(builder.cast_impl)
     for cls, what in (("ReduceOps", "reduction"), ("ScanOps", "scan")):
         klass = getattr(interp, cls, None)
         if klass is not None and hasattr(klass, "apply"):
             klass.apply = reduction(klass.apply, what)
     _wrapped = True
+
+
+def _to_bf16_nearest(interp, src, dst_type):
+    import ml_dtypes
+    import numpy as np
+
+    data = np.asarray(src.data, dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    return interp.TensorHandle(data, dst_type.scalar)
+
+
+@contextlib.contextmanager
+def faithful_rounding():
+    """Inside the block, the interpreter's float32 -> bfloat16 conversions round to nearest even, as compiled
+    Triton's do."""
+    global _faithful
+    _wrap_builder()
+    before, _faithful = _faithful, True
+    try:
+        yield
+    finally:
+        _faithful = before
 
 
 @contextlib.contextmanager

@@ -78,6 +78,8 @@ class Checker:
         if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
             self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
                                                  else "a Python callable"))
+        if spec.unavailable():
+            self._skip(spec.unavailable())
         report = self._report(spec)
         self._guarded(report, lambda: check_build(spec, self.opts, spec.dtypes, report))
         for note in report.notes:
@@ -96,6 +98,8 @@ class Checker:
         if spec.kind != "cuda":
             self._skip("static analysis reads the PTX of CUDA sources; this is "
                        + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
+        if spec.unavailable():  # a package it needs (its headers) is not installed here
+            self._skip(spec.unavailable())
         report = self._report(spec)
         static_hook(spec, self.opts, report, spec.dtypes)
         for f in report.findings:
