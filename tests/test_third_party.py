@@ -72,4 +72,4 @@ def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(t
     for r in reports:
         why = by_name[r["name"]].unavailable()
         if why:  # a package that cannot install here: skipped with the pip command, never an error
-            assert r["verdict"] == "skipped" and "pip install" in json.dumps(r["cells"]), r
+            assert r["verdict"] == "skipped" and "pip install" in json.dumps(r["checks"]), r

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.constants import SANITIZER_TOOLS
-from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
+from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.launch.cuda import launches_for
 from verifier.results.findings import Finding
-from verifier.results.kernel import FAIL, PASS, skipped
+from verifier.results.kernel import FAIL, PASS, USER_ERROR, skipped
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
@@ -424,6 +424,10 @@ def finish_kernel(pending: Optional[PendingKernel]) -> float:
             continue
         except SanitizerFailed as e:
             report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
+            continue
+        except SpecError as e:  # the spec is malformed (an entry no function of the cubin matches): its error
+            report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
+            report.error_kind = USER_ERROR
             continue
         seen += run.findings
         seconds += run.seconds
