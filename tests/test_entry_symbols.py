@@ -87,5 +87,38 @@ def test_a_templated_kernel_builds_and_lints_under_its_cpp_name(tmp_path, monkey
     (tmp_path / "bad").mkdir()
     bad = _check(tmp_path / "bad", "ns::rms<float, 512>")
     found = [f for f in bad.findings if f.check == "build"]  # one per arch built
-    assert found and all("entry 'ns::rms<float, 512>' is not a __global__ function" in f.message
-                         and "closest: ns::rms<float, 256>" in f.message for f in found), found
+    assert found and all("entry ns::rms<float, 512> used by the spec's launches is not in the cubin" in f.message
+                         and "closest: ns::rms<float, 256>" in f.message and "must" not in f.message
+                         for f in found), found
+
+
+INC_SPEC = '''
+from verifier.spec import CudaKernel, Launch, dtypes
+KERNELS = [CudaKernel(name="inc-rms", op="rmsnorm", source="src/k.cu", include_dirs=["vendor/include"],
+                      dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch("ns::rms<float, 256>", (M,), (256,),
+                                                           ("x", "w", "y", "N", "eps"))])]
+'''
+
+
+@pytest.mark.skipif(nvcc.nvcc_version() is None, reason="nvcc is not installed")
+def test_include_dirs_are_relative_to_the_spec_file_and_their_headers_key_the_build(tmp_path, monkeypatch):
+    """CudaKernel(include_dirs=...) resolves like source (beside the spec file); an edit to a header found there
+    rebuilds: a syntax error in it is a build finding, not a cached pass."""
+    from verifier.declare.registry import load_spec_file
+
+    monkeypatch.setenv("VERIFIER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path.parent)  # not the spec's folder: relative paths must not depend on the cwd
+    (tmp_path / "src").mkdir()
+    (tmp_path / "vendor" / "include").mkdir(parents=True)
+    header = tmp_path / "vendor" / "include" / "vendor_rms.cuh"
+    header.write_text(SOURCE)
+    (tmp_path / "src" / "k.cu").write_text("#include <vendor_rms.cuh>\n")
+    (tmp_path / "inc_spec.py").write_text(INC_SPEC)
+    spec = load_spec_file(str(tmp_path / "inc_spec.py"))[0]
+    assert spec.include_paths() == (tmp_path / "vendor" / "include",)
+    report = check_kernel(spec, Options(level="quick", device="cpu"))
+    assert report.cells[("f32", "build")].status == "pass" and not report.findings, report.findings
+    header.write_text(SOURCE.replace("float acc = 0.f;", "float acc = 0.f"))  # a syntax error in the header
+    broken = check_kernel(spec, Options(level="quick", device="cpu"))
+    assert [f.check for f in broken.findings] == ["build"] and "vendor_rms.cuh" in broken.findings[0].message

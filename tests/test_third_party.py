@@ -53,6 +53,7 @@ def test_no_spec_is_longer_than_15_lines_per_kernel():
         assert _code_lines(Path(f)) <= 15 * n, (f, _code_lines(Path(f)), n)
 
 
+@pytest.mark.verifier_spread  # about a minute of the Triton interpreter: started early, on its own worker
 def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(tmp_path):
     kernels = _kernels()
     if all(k.unavailable() for k in kernels):

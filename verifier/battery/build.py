@@ -69,7 +69,8 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                 return False
             found, missing = resolve_launch_entries(sorted(entries), cubin_entries(res), f"the cubin of {spec.source}")
             for e, err in missing.items():  # a mangled name, an extern "C" one or a C++ name with its template args
-                report.add(Finding("build", f"[{arch}] the spec's launches use {err}",
+                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin "
+                                   f"({err.detail})\n  fix: {err.fix}",
                                    kernel=spec.name, repro=repro_line(spec, opts)))
             ok = ok and not missing
             _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})

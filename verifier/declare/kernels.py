@@ -270,11 +270,9 @@ class KernelSpec:
             if isinstance(reason, str) and reason:
                 return reason
             # A bool here would be read as a refusal reason for True and False alike: every shape refused.
-            # The spec's own code is wrong: this kernel's error (exit 1), never the run's end.
-            from verifier.declare.usercode import UserCodeError
-
+            # A SpecError: found while the kernel runs, it is this kernel's error (exit 1), never the run's end.
             name = getattr(fn, "__qualname__", None) or repr(fn)
-            raise UserCodeError(
+            raise SpecError(
                 f"kernel {self.name!r}: supports function {name} returned {reason!r} ({type(reason).__name__}) for "
                 f"M={M}, N={N}, {dt.tag}; it must return None (shape supported) or a non-empty str (the reason it is not)",
                 fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",

@@ -83,7 +83,8 @@ def spec_error(spec, e) -> UserCodeError:
     """A SpecError found while the battery ran ``spec`` (a launcher that launched nothing, a bool supports(), an
     entry the cubin lacks): that kernel's error, with the spec file named."""
     origin = getattr(spec, "origin", None) or "<spec not loaded from a file>"
-    text = e.message if e.message.startswith(f"kernel {spec.name}") else f"kernel {spec.name}: {e.message}"
+    named = e.message.startswith((f"kernel {spec.name}", f"kernel {spec.name!r}"))
+    text = e.message if named else f"kernel {spec.name}: {e.message}"
     return UserCodeError(f"{text} (spec file {origin})", fix=e.fix or f"fix the spec in {origin}")
 
 

@@ -23,7 +23,12 @@ _PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\
 
 
 class EntryNotFound(SpecError):
-    """A launch's entry names no function of the cubin (or several): the message lists the candidates."""
+    """A launch's entry names no function of the cubin (or several): the message lists the candidates, which
+    ``detail`` holds alone ('closest: ...' or 'it matches ...')."""
+
+    def __init__(self, message: str, *, fix: str, detail: str):
+        super().__init__(message, fix=fix)
+        self.detail = detail
 
 
 def _split_top(text: str, sep: str) -> list[str]:
@@ -90,7 +95,8 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
     if hits:
         listing = "; ".join(shown[s] for s in hits)
         raise EntryNotFound(f"entry {entry!r} matches {len(hits)} functions of {where}: {listing}",
-                            fix="write the template arguments (or the parameter list) that single one out")
+                            fix="write the template arguments (or the parameter list) that single one out",
+                            detail=f"it matches {len(hits)}: {listing}")
     bare = want.split("(")[0]
 
     def score(s):
@@ -101,7 +107,7 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
     close = [_no_params(shown[s]) for s in ranked if score(s) >= 0.5][:5] or [_no_params(shown[s]) for s in ranked[:5]]
     listing = "; ".join(close) if close else "(none: the source defines no __global__ function)"
     raise EntryNotFound(
-        f"entry {entry!r} is not a __global__ function of {where}; closest: {listing}",
+        f"entry {entry!r} is not a __global__ function of {where}; closest: {listing}", detail=f"closest: {listing}",
         fix="name the kernel as written in C++ with its template arguments (e.g. 'ns::kernel<float, 256>'), its "
             "extern \"C\" name, or its mangled symbol; a template is in the cubin only once instantiated (an "
             "explicit `template __global__ void ns::kernel<float, 256>(...);` line, or a launch in the source)")

@@ -68,7 +68,7 @@ def _compiled_with(handles: list) -> list:
     from triton.compiler.compiler import CompiledKernel
 
     by_fn = {}
-    for obj in gc.get_objects():
-        if isinstance(obj, CompiledKernel) and getattr(obj, "function", None) in handles:
+    for obj in gc.get_objects():  # type(), not isinstance(): some objects warn when their __class__ is read
+        if issubclass(type(obj), CompiledKernel) and getattr(obj, "function", None) in handles:
             by_fn.setdefault(obj.function, obj)
     return [by_fn[h] for h in handles if h in by_fn]

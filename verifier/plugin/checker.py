@@ -46,6 +46,8 @@ class Checker:
             closed = gate.before_inputs(spec, dt, case.name, case.M, case.N)
         except UserCodeError as e:
             self._spec_error(e)
+        except SpecError as e:  # a supports() returning a bool
+            self._spec_error(spec_error(spec, e))
         closed = closed or gate.after_inputs(spec, dt, case.name, inputs, self.opts.device)
         if closed is not None:  # the battery's gate, the battery's words
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)

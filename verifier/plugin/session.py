@@ -16,7 +16,7 @@ import pytest
 from verifier.constants import DEVICES, SANITIZER_TOOLS
 from verifier.declare import registry
 from verifier.declare.usercode import UserCodeError
-from verifier.errors import UsageError
+from verifier.errors import SpecError, UsageError
 from verifier.gpu.probe import resolve_device
 from verifier.inputs.cases import cases_for
 from verifier.report.text import format_finding
@@ -177,7 +177,7 @@ def suite_params(config, op: str, names: tuple) -> list:
             for vals, ident in variants:
                 try:
                     cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["level"])]
-                except UserCodeError as e:  # this kernel's error, one failing test; the others are collected
+                except (UserCodeError, SpecError) as e:  # this kernel's error: one failing test, the others run
                     params.append(pytest.param(*vals, None, id=f"{ident}-spec-error",
                                                marks=[pytest.mark.verifier_spec_error(str(e))]))
             variants = cased
