@@ -96,11 +96,23 @@ def _globals_of(e: BaseException):
 
 
 def _uses_libdevice(e: BaseException) -> bool:
-    for g in _globals_of(e):
-        for v in list(g.values()):
-            mod = getattr(v, "__module__", None) if callable(v) else getattr(v, "__name__", None)
-            if isinstance(mod, str) and mod.startswith("triton.language.extra") and "libdevice" in mod:
-                return True
+    """Whether a module the exception passed through holds a libdevice function or module (``rsqrt`` imported
+    from triton.language.extra.libdevice, or the module itself)."""
+    import types
+    import warnings
+
+    with warnings.catch_warnings():  # reading attributes of arbitrary globals: some warn
+        warnings.simplefilter("ignore")
+        for g in _globals_of(e):
+            for v in list(g.values()):
+                if isinstance(v, types.ModuleType):
+                    mod = v.__name__
+                elif isinstance(v, types.FunctionType):
+                    mod = v.__module__
+                else:
+                    continue
+                if isinstance(mod, str) and mod.startswith("triton.language.extra") and "libdevice" in mod:
+                    return True
     return False
 
 
