@@ -15,7 +15,7 @@ from verifier.errors import Unsupported
 from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.launch import runner_for
-from verifier.launch.harness import KernelFault, execute
+from verifier.launch.harness import KernelFault, execute, same_bits
 from verifier.launch.interpreter import ROUNDED, faithful_rounding, recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
@@ -45,12 +45,6 @@ def evaluate(spec, run, dt, opts, xs, name: str = "") -> tuple:
         if verdict.ok:
             raise gate.NotRun(gate.rounding_caveat(spec, dt, name))
     return outcome, verdict
-
-
-def _same_bits(a, b) -> np.ndarray:
-    b = np.asarray(b).astype(a.dtype, copy=False)
-    view = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    return np.ascontiguousarray(a).view(view) == np.ascontiguousarray(b).view(view)
 
 
 def record_raised(spec, opts, report, e: KernelFault, ctx: dict) -> None:
@@ -112,7 +106,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         ref = verdict.reference.rounded.get(name)
         if ref is None or t.ok:
             continue  # keeping the input's bits where that is an acceptable result is not a defect
-        left = mask & ~_same_bits(np.asarray(ref), xs[src])
+        left = mask & ~same_bits(np.asarray(ref), xs[src])
         if left.any():
             idx = np.argwhere(left)
             report.add(Finding("unwritten", f"output {name!r} (written over input {src!r}): {len(idx)} of {left.size} "

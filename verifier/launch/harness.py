@@ -157,11 +157,12 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int) -> Outco
     after = body(run, spec, op, inputs_np, bufs, dt, params, device)
     out = _judge(bufs, after, op, getattr(spec, "outputs_alias", {}))
     for name, src in getattr(spec, "outputs_alias", {}).items():
-        out.unchanged[name] = _bits_equal(out.outputs[name], inputs_np[src])
+        out.unchanged[name] = same_bits(out.outputs[name], inputs_np[src])
     return out
 
 
-def _bits_equal(a, b) -> np.ndarray:
+def same_bits(a, b) -> np.ndarray:
+    """Elementwise: ``b`` (converted to ``a``'s dtype) has the same bits as ``a``."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     view = _INT_VIEW[a.dtype.itemsize]
     return a.view(view) == b.astype(a.dtype, copy=False).view(view)
