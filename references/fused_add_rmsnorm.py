@@ -1,4 +1,5 @@
-"""fused_add_rmsnorm: r = x + residual; residual_out = r; y = rmsnorm(r) * w  (vLLM's fused_add_rms_norm).
+"""fused_add_rmsnorm: r = x + residual; residual_out = r; y = rmsnorm(r) * (offset + w)  (vLLM's
+fused_add_rms_norm; offset = 1 is the Gemma form).
 
 Which r feeds y (decided here, as vLLM does it): vLLM adds in fp32, stores the sum rounded to the residual
 (= input) dtype, and normalises the unrounded fp32 sum. The reference uses the EXACT sum r for y, and the
@@ -35,9 +36,10 @@ def float64(inputs: dict, params: dict):
     """(values, bounds): {'y', 'residual'} in float64 and their absolute error bounds."""
     x = as_f64(inputs["x"])
     res = as_f64(inputs["residual"])
-    w = as_f64(inputs["w"])
+    w, w_rel = rmsnorm.weights(inputs, params)
     r, r_err = _two_sum(x, res)
-    y, yb = rmsnorm.core(r, np.where(np.isfinite(r_err), r_err, 0.0), w, float(params["eps"]), sq_exact=False)
+    y, yb = rmsnorm.core(r, np.where(np.isfinite(r_err), r_err, 0.0), w, float(params["eps"]), sq_exact=False,
+                         w_rel=w_rel)
     yb = np.where(np.all(np.isfinite(r_err), axis=1)[:, None], yb, np.inf)
     return {"y": y, "residual": r}, {"y": yb, "residual": r_err}
 
@@ -46,7 +48,6 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     """{'y', 'residual'}: object arrays [len(rows), N] of mpf; 'residual' is the exact sum."""
     x = as_f64(inputs["x"])
     res = as_f64(inputs["residual"])
-    w = [mpmath.mpf(v) for v in as_f64(inputs["w"]).tolist()]
     M, N = x.shape
     rows = rows_of(rows, M)
     sums = [[mpmath.fadd(a, b, exact=True) for a, b in zip(xa, ra)]
@@ -54,6 +55,7 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     ys = np.empty((len(rows), N), dtype=object)
     rs = np.empty((len(rows), N), dtype=object)
     with mpmath.workdps(dps):
+        w = rmsnorm.mp_weights(inputs, params)
         for i, yr in enumerate(rmsnorm.mp_rows(sums, w, mpmath.mpf(float(params["eps"])), N)):
             ys[i] = yr
             rs[i] = sums[i]

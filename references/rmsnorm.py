@@ -1,4 +1,5 @@
-"""rmsnorm: y = x / sqrt(mean(x**2) + eps) * w per row (eps inside the root), torch semantics.
+"""rmsnorm: y = x / sqrt(mean(x**2) + eps) * (offset + w) per row (eps inside the root), torch semantics;
+offset = 0 is the usual form, offset = 1 the Gemma one (weights stored as w - 1).
 
 Semantics = torch.nn.functional.rms_norm, i.e. the formula in IEEE arithmetic: a zero row gives 0 when
 eps > 0 and NaN when eps == 0 (0 * inf); a NaN in a row gives a NaN row; an inf in a row makes the root
@@ -18,8 +19,23 @@ import numpy as np
 from references._common import SLACK, SUB, TINY, U, as_f64, mpf_rows, row_scale, rows_of, rowsum, squares_exact
 
 
-def core(x: np.ndarray, x_err: np.ndarray, w: np.ndarray, eps: float, sq_exact: bool):
-    """y and its absolute bound for float64 rows x known to within x_err (elementwise, absolute)."""
+def weights(inputs: dict, params: dict):
+    """(offset + w in float64, its relative rounding error): exact for offset 0, within u otherwise."""
+    w = as_f64(inputs["w"])
+    off = float(params.get("offset", 0.0))
+    with np.errstate(all="ignore"):
+        return (w + off, U) if off else (w, 0.0)
+
+
+def mp_weights(inputs: dict, params: dict) -> list:
+    """offset + w as mpf values (exact: call inside a workdps context of enough digits)."""
+    off = mpmath.mpf(float(params.get("offset", 0.0)))
+    return [mpmath.mpf(v) + off for v in as_f64(inputs["w"]).tolist()]
+
+
+def core(x: np.ndarray, x_err: np.ndarray, w: np.ndarray, eps: float, sq_exact: bool, w_rel: float = 0.0):
+    """y and its absolute bound for float64 rows x known to within x_err (elementwise, absolute); the weights
+    ``w`` known to within ``w_rel`` relatively."""
     M, N = x.shape
     k = row_scale(x)
     with np.errstate(all="ignore"):
@@ -35,7 +51,7 @@ def core(x: np.ndarray, x_err: np.ndarray, w: np.ndarray, eps: float, sq_exact: 
         rho = (q_err / q) * 0.5 * SLACK + 2 * U
         y = (xs * r[:, None]) * w
         rw = r[:, None] * np.abs(w)
-        b = ((np.abs(y) * (rho[:, None] + 2 * U) + es * rw) * SLACK + TINY * (1 + rw))
+        b = ((np.abs(y) * (rho[:, None] + 2 * U + w_rel) + es * rw) * SLACK + TINY * (1 + rw))
     finite_in = np.all(np.isfinite(x), axis=1)[:, None] & np.isfinite(w)[None, :]
     # Non-finite inputs: the IEEE value is the semantics (exact). Finite inputs but a non-finite value or
     # bound (eps == 0 with an underflowed sum, ...): untrusted, recompute.
@@ -49,8 +65,8 @@ def core(x: np.ndarray, x_err: np.ndarray, w: np.ndarray, eps: float, sq_exact: 
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'y': rmsnorm in float64}, {'y': absolute error bound}."""
     x = as_f64(inputs["x"])
-    w = as_f64(inputs["w"])
-    y, b = core(x, np.zeros_like(x), w, float(params["eps"]), squares_exact(inputs["x"]))
+    w, w_rel = weights(inputs, params)
+    y, b = core(x, np.zeros_like(x), w, float(params["eps"]), squares_exact(inputs["x"]), w_rel)
     return {"y": y}, {"y": b}
 
 
@@ -67,10 +83,10 @@ def mp_rows(xrows: list, w: list, eps, N: int) -> list:
 def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     """{'y': object array [len(rows), N] of mpf} evaluated at ``dps`` digits."""
     x = as_f64(inputs["x"])
-    w = [mpmath.mpf(v) for v in as_f64(inputs["w"]).tolist()]
     rows = rows_of(rows, x.shape[0])
     out = np.empty((len(rows), x.shape[1]), dtype=object)
     with mpmath.workdps(dps):
+        w = mp_weights(inputs, params)
         for i, yr in enumerate(mp_rows(mpf_rows(x, rows), w, mpmath.mpf(float(params["eps"])), x.shape[1])):
             out[i] = yr
     return {"y": out}

@@ -104,15 +104,18 @@ def test_cache_key_covers_includes_defines_flags_and_arch(tmp_path):
     (tmp_path / "b.h").write_text("")
     (inc / "lib.h").write_text("")
     src = (tmp_path / "k.cu").resolve()
+    # the fallback when nvcc writes no dependency file: a scan of the includes
     files = build._local_files(src, [inc.resolve()])
     assert files[0] == src and sorted(f.name for f in files) == ["a.h", "b.h", "k.cu", "lib.h"]
-    base = dict(source=src, inc_dirs=[inc.resolve()], arch="sm_90", dflags=["-DX=1"], flags=[], version="v")
+    # the command's key (file contents are the second step: verifier.toolchain.deps, tested with nvcc above)
+    cmd = ["nvcc", *build.BASE_FLAGS, "-arch=sm_90", "-DX=1"]
+    base = dict(source=src, inc_dirs=[inc.resolve()], base=cmd, base_flags=build.BASE_FLAGS, version="v")
     key = build._cache_key(**base)
     assert key == build._cache_key(**base)
-    for change in (dict(arch="sm_90a"), dict(dflags=["-DX=2"]), dict(flags=["-maxrregcount=32"]), dict(version="w")):
+    for change in (dict(base=[*cmd[:-2], "-arch=sm_90a", "-DX=1"]), dict(base=[*cmd[:-1], "-DX=2"]),
+                   dict(base=[*cmd, "-maxrregcount=32"]), dict(version="w"), dict(inc_dirs=[]),
+                   dict(base_flags=build.PTX_FLAGS)):
         assert build._cache_key(**{**base, **change}) != key, change
-    (inc / "lib.h").write_text("// edited\n")
-    assert build._cache_key(**base) != key
 
 
 def test_missing_nvcc_says_how_to_install(tmp_path, monkeypatch):
@@ -136,3 +139,40 @@ def test_bad_arch_and_define_are_usage_errors():
         build.compile_cubin(FIXTURE, defines={"1X": 1})
     with pytest.raises(UsageError, match="clash"):
         build.compile_cubin(FIXTURE, flags=("-arch=sm_80",))
+
+
+@needs_nvcc
+def test_a_header_reached_through_a_flag_include_dir_invalidates(tmp_path):
+    """Issue #23: the key ignored headers found through -I in extra flags, so a syntax error written into one still
+    read as a passing build from the cache. The key now covers every file nvcc's dependency output lists."""
+    lib = tmp_path / "vendor" / "include"
+    lib.mkdir(parents=True)
+    (lib / "norm.cuh").write_text("#pragma once\n#define SCALE 2.0f\n")
+    (tmp_path / "k.cu").write_text('#include <norm.cuh>\n__global__ void k(float* y) { y[threadIdx.x] *= SCALE; }\n')
+    flags = (f"-I{lib}",)
+    a = build.compile_cubin(tmp_path / "k.cu", flags=flags)
+    assert build.compile_cubin(tmp_path / "k.cu", flags=flags).cached
+    (lib / "norm.cuh").write_text("#pragma once\n#define SCALE 2.0f +\n")  # a syntax error in the header
+    with pytest.raises(BuildError, match="norm.cuh|expected an expression"):
+        build.compile_cubin(tmp_path / "k.cu", flags=flags)
+    (lib / "norm.cuh").write_text("#pragma once\n#define SCALE 2.0f\n")  # fixed again: the first cubin is reused
+    again = build.compile_cubin(tmp_path / "k.cu", flags=flags)
+    assert again.cached and again.cubin == a.cubin
+    # include_dirs= is the same search path; a header added to the list later is seen too
+    (lib / "extra.cuh").write_text("#pragma once\n#define BIAS 1.0f\n")
+    (tmp_path / "k.cu").write_text('#include <norm.cuh>\n#include "extra.cuh"\n'
+                                   '__global__ void k(float* y) { y[threadIdx.x] = y[threadIdx.x] * SCALE + BIAS; }\n')
+    b = build.compile_cubin(tmp_path / "k.cu", include_dirs=(lib,))
+    (lib / "extra.cuh").write_text("#pragma once\n#define BIAS 2.0f\n")
+    c = build.compile_cubin(tmp_path / "k.cu", include_dirs=(lib,))
+    assert not b.cached and not c.cached and b.cubin != c.cubin
+
+
+def test_dependency_files_are_parsed_and_the_toolkit_left_out(tmp_path):
+    from verifier.toolchain import deps
+
+    text = ("out.cubin : /src/k.cu \\\n    /usr/local/cuda-13.0/include/cuda_runtime.h \\\n"
+            "    /opt/vendor/a\\ b.cuh /src/k.cu\n")
+    files = deps.parse(text)
+    assert [str(f) for f in files] == ["/src/k.cu", "/usr/local/cuda-13.0/include/cuda_runtime.h", "/opt/vendor/a b.cuh"]
+    assert deps.outside(files, Path("/usr/local/cuda-13.0")) == ["/opt/vendor/a b.cuh", "/src/k.cu"]

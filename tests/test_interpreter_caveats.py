@@ -50,3 +50,156 @@ def test_caveat_applies_only_to_bf16_subnormals_in_interpreter():
     assert interpreter_caveat(spec, dtypes("bf16"), sub, "cpu")
     assert interpreter_caveat(spec, dtypes("bf16"), normal, "cpu") is None
     assert interpreter_caveat(spec, dtypes("bf16"), sub, "cuda") is None
+
+
+# ---- gaps seen after a run (verifier.battery.gate.after_run): a note and a skipped cell, never a finding ----------
+GAPS_MODULE = '''
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+cast = tl.cast  # an alias the interpreter does not patch
+
+
+@triton.jit
+def _rms(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, GAP: tl.constexpr):
+    row = tl.program_id(0)
+    o = tl.arange(0, BLOCK)
+    m = o < N
+    x = tl.load(x_ptr + row * N + o, mask=m, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + o, mask=m, other=0.0)
+    if GAP == 1:
+        e = eps.to(tl.float32)  # a Python float in the interpreter
+    else:
+        e = eps
+    ms = tl.sum(x * x, 0) / N + e
+    if GAP == 2:
+        r = libdevice.rsqrt(ms)  # an empty stub in the interpreter
+    else:
+        r = 1.0 / tl.sqrt(ms)
+    if GAP == 3:
+        y = cast(x, tl.float32) * r * w.to(tl.float32)
+    elif GAP == 4:
+        y = (x * r).to(tl.bfloat16) * w  # bf16 arithmetic: done on raw bits in the interpreter
+    elif GAP == 5:
+        y = (x * r).to(tl.bfloat16).to(tl.float32) * w.to(tl.float32)  # rounds twice (Llama's RMSNorm)
+    else:
+        y = x * r * w.to(tl.float32)
+    tl.store(y_ptr + row * N + o, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+def _launch(gap):
+    def launch(inputs, outputs, params, dt):
+        x = inputs["x"]
+        M, N = x.shape
+        _rms[(M,)](x, inputs["w"], outputs["y"], N, float(params["eps"]), BLOCK=triton.next_power_of_2(N), GAP=gap)
+    return launch
+
+
+plain, float_arg, libdevice_stub, alias, bf16_math, twice = (_launch(g) for g in range(6))
+'''
+
+
+def _gap_spec(tmp_path, launcher, dt):
+    from verifier.spec import TritonKernel, dtypes
+
+    path = tmp_path / "gaps.py"
+    path.write_text(GAPS_MODULE)
+    return TritonKernel(name=f"gap-{launcher}", op="rmsnorm", module=str(path), launcher=launcher,
+                        dtypes=[dtypes(dt)], supports=lambda M, N, d: None if N <= 4096 else "N > 4096")
+
+
+@pytest.mark.parametrize("launcher, dt, words", [
+    ("float_arg", "f32", "Python float argument"),
+    ("libdevice_stub", "f32", "libdevice functions"),
+    ("alias", "f32", "through a name the interpreter does not patch"),
+    ("bf16_math", "bf16", "computes in bfloat16 (multiply)"),
+])
+def test_an_interpreter_gap_is_a_caveat_not_a_finding(tl_kernels, tmp_path, launcher, dt, words):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    report = check_kernel(_gap_spec(tmp_path, launcher, dt), Options(level="quick", device="cpu"))
+    assert report.findings == [] and report.error is None, (report.findings, report.error)
+    value = report.cells[(dt, "value")]
+    assert value.skipped and "interpreter gap" in value.reason and words in value.reason, value
+    assert any(words in str(n) for n in report.notes)
+    assert report.cells[(dt, "refusal")].status == "pass"  # what ran is still checked: refusals need no values
+
+
+def test_the_same_kernel_without_the_gap_is_judged(tl_kernels, tmp_path):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    for dt in ("f32", "bf16"):
+        report = check_kernel(_gap_spec(tmp_path, "plain", dt), Options(level="quick", device="cpu"))
+        assert report.verdict == "pass" and not report.findings, report.findings
+        assert not any("interpreter gap" in str(n) for n in report.notes)
+
+
+def test_a_python_exception_in_the_launcher_is_not_an_interpreter_gap(tl_kernels):
+    """Only exceptions the interpreter raised while running a kernel (InterpreterError) are gaps."""
+    from verifier.battery.gate import after_run
+    from verifier.launch.harness import KernelFault
+    from verifier.spec import TritonKernel, dtypes
+
+    spec = TritonKernel(name="t", op="rmsnorm", module="m.py", launcher="launch", dtypes=[dtypes("f32")])
+    try:
+        (1.0).to  # noqa: B018 - the launcher's own AttributeError, outside any kernel
+    except AttributeError as e:
+        assert after_run(spec, dtypes("f32"), "c", "cpu", fault=KernelFault(e)) is None
+    assert after_run(spec, dtypes("f32"), "c", "cpu", bf16_ops={"add"}) is not None
+    assert after_run(spec, dtypes("f32"), "c", "cuda", bf16_ops={"add"}) is None  # compiled: nothing to excuse
+
+
+def test_interpreter_still_does_bf16_arithmetic_on_raw_bits(tl_kernels):
+    """Pins the fact behind the bf16 caveat (verifier.launch.interpreter)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x, y):
+        o = tl.arange(0, 4)
+        v = tl.load(x + o)
+        tl.store(y + o, v + v)
+
+    x = torch.tensor([1.0, 2.0, 3.0, -1.5], dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    add[(1,)](x, y)
+    assert y[0].item() != 2.0
+
+
+def test_interpreter_still_rounds_fp32_to_bf16_toward_zero(tl_kernels):
+    """Pins the fact behind the rounding replay (verifier.launch.interpreter.faithful_rounding)."""
+    import triton
+    import triton.language as tl
+
+    from verifier.launch.interpreter import faithful_rounding
+
+    @triton.jit
+    def down(x, y):
+        o = tl.arange(0, 4)
+        tl.store(y + o, tl.load(x + o).to(tl.bfloat16))
+
+    x = torch.tensor([1.0 + 2**-8 + 2**-12, -1.0 - 2**-8 - 2**-12, 1 / 3, 1.0], dtype=torch.float32)
+    y = torch.empty(4, dtype=torch.bfloat16)
+    down[(1,)](x, y)
+    assert y[0].item() == 1.0 and y[1].item() == -1.0  # toward zero: round-to-nearest gives 1 + 2**-7
+    with faithful_rounding():
+        down[(1,)](x, y)
+    assert torch.equal(y, x.to(torch.bfloat16))  # torch rounds to nearest even, as compiled Triton does
+
+
+def test_a_kernel_rounding_twice_is_judged_as_compiled_triton_rounds(tl_kernels, tmp_path):
+    """Rounding x·rstd to bf16 before the weight (declared base_ulps 2): the interpreter's truncations would put
+    it 3 ULPs off; replayed with round-to-nearest it passes, so those cases are caveats, never findings."""
+    from dataclasses import replace
+
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    spec = replace(_gap_spec(tmp_path, "twice", "bf16"), tolerance={"base_ulps": 2})
+    report = check_kernel(spec, Options(level="ci", device="cpu"))
+    assert not report.findings and report.error is None, [f.message for f in report.findings][:3]
+    assert report.cells[("bf16", "value")].status in ("pass", "skipped")

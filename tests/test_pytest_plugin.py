@@ -303,6 +303,16 @@ def test_n_auto_asks_for_one_worker_per_gpu(pytester, fake_nvidia_smi, monkeypat
     assert config.hook.pytest_xdist_auto_num_workers(config=config) == 1
 
 
+def test_n_auto_with_a_bad_workers_per_gpu_is_a_usage_error(pytester, fake_nvidia_smi, monkeypatch):
+    # The hook caught UsageError without importing it: a bad value gave NameError instead of the message.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.setenv("VERIFIER_WORKERS_PER_GPU", "lots")
+    config = pytester.parseconfigure("-p", "xdist")
+    with pytest.raises(pytest.UsageError, match="VERIFIER_WORKERS_PER_GPU"):
+        config.hook.pytest_xdist_auto_num_workers(config=config)
+
+
 def test_worker_is_pinned_before_conftest_imports(tmp_path, fake_nvidia_smi):
     (tmp_path / "conftest.py").write_text("import os\nSEEN = os.environ.get('CUDA_VISIBLE_DEVICES')\n")
     (tmp_path / "test_pin.py").write_text("from conftest import SEEN\n\ndef test_pin():\n    assert SEEN == '1', SEEN\n")

@@ -44,3 +44,16 @@ def test_verbose_lists_every_note_and_json_keeps_them():
     assert saved == data["kernels"][0]["notes"]
     assert [kind(n) for n in saved] == ["case-not-run", "info", "contract"]  # kinds survive the round trip
     assert render(from_dict(data), "text") == render(_result(False), "text")
+
+
+def test_merge_keeps_every_note_once():
+    """verifier.results.run.merge (tools/pr_report.py joins `check` and `sanitize` results) dropped notes: a case not
+    run in one result vanished from the merged report."""
+    from verifier.results.run import merge
+
+    a, b = _result(False), _result(False)
+    b.reports[0].notes.append(case_not_run("[f32] case n1 (1x1) not run: only in the second result"))
+    merged = merge([a, b]).reports[0].notes
+    assert merged == a.reports[0].notes + [b.reports[0].notes[-1]]
+    assert [kind(n) for n in merged] == ["case-not-run", "info", "contract", "case-not-run"]
+    assert merge([a]).reports[0].notes == a.reports[0].notes

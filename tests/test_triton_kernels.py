@@ -382,3 +382,32 @@ def test_mode_conflicts_are_refused_with_a_fix(tmp_path):
     assert "REFUSED asked for Triton interpreter mode, but triton.knobs.runtime.interpret was set" in out
     assert "twice (from module helper) were decorated for compiled mode" in out
     assert out.count("fix:") == 2
+
+
+def test_capture_finds_compiled_kernels_through_the_jit_and_the_launch_hook(monkeypatch):
+    """verifier.launch.triton_capture (issue #23): a launcher that returns its outputs, not the compiled kernel —
+    the kernels are found through JITFunction.run and, for a compiled kernel launched directly, the launch hook."""
+    import gc
+
+    from triton import knobs
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.jit import JITFunction
+
+    from verifier.launch.triton_capture import launches
+
+    a, b = object.__new__(CompiledKernel), object.__new__(CompiledKernel)
+    for k, fn in ((a, 11), (b, 22)):
+        k.function, k.module = fn, None  # no module loaded: nothing to unload when collected
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, grid, warmup, **kw: a)
+    before, hooks = JITFunction.run, list(knobs.runtime.launch_enter_hook.calls)
+    with launches() as found:
+        JITFunction.run(None, grid=(1,), warmup=False)  # kernel[grid](...) through the JIT
+        JITFunction.run(None, grid=(1,), warmup=True)  # a warmup compiles, launches nothing
+        knobs.runtime.launch_enter_hook({"function": 22})  # compiled[grid](...): only the hook sees it
+    assert found == [a, b]
+    assert JITFunction.run is before and knobs.runtime.launch_enter_hook.calls == hooks  # all restored
+    with launches(enabled=False) as nothing:
+        JITFunction.run(None, grid=(1,), warmup=False)
+    assert nothing == []
+    del a, b
+    gc.collect()

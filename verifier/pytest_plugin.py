@@ -44,6 +44,7 @@ import pytest
 
 from verifier.constants import DEFAULT_LEVEL as SUITE_LEVEL
 from verifier.constants import MARKERS
+from verifier.errors import UsageError
 from verifier.gpu import pinning as gpu_pinning
 from verifier.gpu.probe import physical_gpu_count
 

@@ -15,8 +15,9 @@ catalogue case, ``hypothesis:MxN:rngS`` (a Hypothesis-drawn shape and its value 
 A Python exception raised by the kernel (callable, launcher) on a shape supports() accepts is a **refusal**
 finding for that input (with the fix: declare it in supports()) and the battery goes on; raised on every
 input, or a TypeError / NameError, it is the kernel's error; a CUDA fault is a **crash** (verifier.declare.usercode).
-An exception in the spec's own supports / launches / defines is that kernel's error (verdict 'error', exit 1),
-and the run goes on with the other kernels; a UsageError (a malformed spec or option) propagates: exit 2.
+An exception in the spec's own supports / launches / defines, or a spec found malformed while it runs (a
+SpecError: a launcher that launched nothing, an entry the cubin lacks), is that kernel's error (verdict 'error',
+exit 1), and the run goes on with the other kernels; any other UsageError (a bad option) propagates: exit 2.
 Undeclared resource use (spills, stack) is a **resources** warning; declared contracts
 (verifier.declare.contracts) leave out inputs and let flushed subnormals pass.
 
@@ -38,7 +39,7 @@ from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.declare.usercode import UserCodeError
-from verifier.errors import UsageError, VerifierError
+from verifier.errors import SpecError, UsageError, VerifierError
 from verifier.inputs.cases import draw, selected_cases
 from verifier.launch import runnable_reason, runner_for
 from verifier.launch.harness import KernelFault
@@ -74,6 +75,9 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
     try:
         say(f"{spec.name}: build")
         if not build_and_resources(spec, opts, report, tags):
+            if spec.unavailable():  # a package it needs is missing: every cell says so, nothing runs
+                report.skip_all([dt.tag for dt in tags], RUN_CHECKS, spec.unavailable())
+                report.notes.append(f"not checked: {spec.unavailable()}")
             return report
         if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
             say(f"{spec.name}: static")
@@ -108,8 +112,10 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
     except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
         usercode.blame(report, e)
+    except SpecError as e:  # this kernel's spec is malformed (found while running it): its error, the run goes on
+        usercode.blame(report, usercode.spec_error(spec, e))
     except UsageError:
-        raise  # a malformed spec (or option) found while running it: exit 2, fix the spec
+        raise  # a bad option (or a process-wide setting such as the Triton mode): exit 2
     except KernelFault as e:  # recorded once; nothing more of this kernel can run meaningfully
         record_fault(spec, opts, report, e)
     except VerifierError as e:
@@ -121,7 +127,7 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
 
 def _check_values(spec, run, dt, opts, report, say):
     cases = selected_cases(spec, dt, opts)
-    ran, left_out, judged_before = 0, None, report.judged.get(dt.tag, 0)
+    ran, left_out, caveat, judged_before = 0, None, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
         closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device)
@@ -131,14 +137,19 @@ def _check_values(spec, run, dt, opts, report, say):
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
             left_out = closed.reason if closed.kind in (gate.CONTRACT, gate.DEVICE) else left_out
             continue
-        run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)
+        try:
+            run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)
+        except gate.NotRun as e:  # ran, but only the interpreter fails this way: a caveat, not a finding
+            report.notes.append(case_not_run(f"[{dt.tag}] {e.closed.text}"))
+            caveat = e.closed.reason
+            continue
         ran += 1
     if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)
     checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before
-    why = (left_out or "every case refused by supports") if not ran else \
+    why = (left_out or caveat or "every case refused by supports") if not ran else \
         "no input ran through this check: the kernel raised on every input it was given (see its crash findings)"
     for check in checks:
         report.mark(dt.tag, check, PASS if judged else skipped(why))

@@ -14,6 +14,8 @@ from verifier.inputs.cases import probe_lengths
 from verifier.launch import cuda as cuda_runner
 from verifier.launch import runnable_reason
 from verifier.launch import triton as triton_runner
+from verifier.launch.harness import KernelFault
+from verifier.launch.symbols import cubin_entries, resolve_launch_entries
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
 from verifier.results.options import Options, repro_line
@@ -31,6 +33,12 @@ def _entries(spec: CudaKernel, dts) -> set:
 
 
 def build_and_resources(spec, opts, report, dts) -> bool:
+    missing = spec.unavailable()
+    if missing:  # its package is not installed here (requires=): nothing to build, said once per cell
+        for dt in dts:
+            for check in ("build", "resources") + (("static",) if spec.kind == "cuda" else ()):
+                report.mark(dt.tag, check, skipped(missing))
+        return False
     if spec.kind != "cuda":
         for dt in dts:
             report.mark(dt.tag, "build", skipped("not a CUDA source"))
@@ -48,7 +56,8 @@ def build_and_resources(spec, opts, report, dts) -> bool:
         entries = _entries(spec, group)
         for arch in arches:
             try:
-                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+                res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
+                                    include_dirs=spec.include_paths())
             except ToolMissing as e:
                 why = f"{e.message}; fix: {e.fix}" if e.fix else e.message  # name the tool and the fix
                 for dt in dts:
@@ -58,13 +67,13 @@ def build_and_resources(spec, opts, report, dts) -> bool:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro_line(spec, opts)))
                 return False
-            missing = sorted(e for e in entries if e not in res.resources)
-            for e in missing:
-                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin",
+            found, missing = resolve_launch_entries(sorted(entries), cubin_entries(res), f"the cubin of {spec.source}")
+            for e, err in missing.items():  # a mangled name, an extern "C" one or a C++ name with its template args
+                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin "
+                                   f"({err.detail})\n  fix: {err.fix}",
                                    kernel=spec.name, repro=repro_line(spec, opts)))
             ok = ok and not missing
-            _check_resources(spec, opts, report, group, arch,
-                             {e: res.resources[e] for e in entries if e in res.resources})
+            _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
@@ -78,7 +87,8 @@ def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelRep
     A KernelFault (Triton compiling on a GPU) propagates."""
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     dts = list(dts)
-    build_and_resources(spec, opts, report, dts)
+    if not build_and_resources(spec, opts, report, dts) and spec.unavailable():
+        return report
     if spec.kind == "triton" and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
         triton_resources(spec, opts, report, dts)
     return report
@@ -110,10 +120,16 @@ def triton_resources(spec, opts, report, dts):
             try:
                 res = triton_runner.compiled_resources(spec, 4, n, dt, spec.op_params(), device="cuda")
             except UsageError:
-                raise  # a malformed spec: the user must fix it, not read a skipped cell
+                raise  # a malformed spec: the kernel's error (verifier.battery), not a skipped cell
             except VerifierError as e:
                 report.mark(dt.tag, "resources", skipped(e.message))  # mark() keeps it over the PASS below
                 break
+            except KernelFault as e:  # the launcher raised: a compiler limit is a refusal, the rest a crash
+                if e.cuda or usercode.classify(spec, e) != "refusal":
+                    raise
+                report.add(Finding("refusal", usercode.refusal_message(e), kernel=spec.name, dtype=dt.tag,
+                                   input="resources", shape=(4, n), repro=repro_line(spec, opts, dt.tag)))
+                continue
             for k in res["kernels"]:
                 r = KernelResources(name=k["name"], demangled=k["name"], demangled_with="not-mangled", arch=None,
                                     is_entry=True, registers=k["registers"], smem_bytes=k["shared_bytes"],

@@ -6,6 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from verifier.battery import gate
 from verifier.battery.values import record_raised
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
@@ -13,8 +14,10 @@ from verifier.inputs.cases import random_inputs
 from verifier.judge import Criteria, judge
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute
+from verifier.launch.interpreter import recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
+from verifier.results.notes import case_not_run
 from verifier.results.options import Options, derived_seed, repro_line
 
 
@@ -38,18 +41,30 @@ def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[Kern
     ctx = dict(kernel=spec.name, dtype=dt.tag, input="determinism", shape=shape, seed=opts.seed,
                repro=repro_line(spec, opts, dt.tag, "determinism"))
     try:
-        runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
-                for _ in range(opts.run_level.repeats)]
+        with recording() as bf16_ops:
+            runs = [execute(run, spec, xs, dt, params, opts.device, check_poison=False).outputs
+                    for _ in range(opts.run_level.repeats)]
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
     except KernelFault as e:
+        closed = gate.after_run(spec, dt, "determinism", opts.device, fault=e)
+        if closed is not None:  # only the interpreter fails this way: a caveat, not a finding
+            report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
+            report.mark(dt.tag, "determinism", skipped(closed.reason))
+            return report
         record_raised(spec, opts, report, e, ctx)
         report.mark(dt.tag, "determinism", skipped("the kernel raised on the probe shape"))
         if e.cuda:
             e.reported = True
             raise
         return report
+    closed = gate.after_run(spec, dt, "determinism", opts.device, bf16_ops=bf16_ops)
+    if closed is not None and not spec.expectations.deterministic:  # bitwise repeats hold even so; values do not
+        report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
+        report.mark(dt.tag, "determinism", skipped(closed.reason))
+        return report
+
     def bits(a):
         return a.reshape(-1).view(np.uint8)
 

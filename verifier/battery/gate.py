@@ -7,6 +7,12 @@ unaligned one for a kernel declaring ``alignment=16``, the large-index case with
 interpreter's known gaps (what the interpreter cannot represent is not the kernel's fault; the compiled path on a
 GPU checks it), the declared contracts (inputs holding NaN / inf a kernel declares unsupported). Nothing is
 dropped silently: each reason is said where the case would have run.
+
+Some interpreter gaps show only once the kernel has run (:func:`after_run`): an exception only the interpreter
+raises (a table of known ones, each pinned by tests/test_interpreter_caveats.py), or bfloat16 arithmetic the
+interpreter did on raw bit patterns (verifier.launch.interpreter records it). The case is then not judged: it
+raises :class:`NotRun`, which every step that runs cases turns into a note (``verifier check``) or a skipped
+test (the pytest plugin), and a cell no input ran through is skipped with that reason.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.declare import contracts as _contracts
 from verifier.inputs import layouts as _lay
+from verifier.launch.interpreter import ROUNDED
 
 REFUSED, INTERPRETER, CONTRACT, DEVICE = "refused", "interpreter", "contract", "device"
 NO_STRIDE = "not checked: the launch passes no row stride (name one, e.g. 'x.stride', to be checked on strided rows)"
@@ -106,3 +113,107 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
             return (f"input {name!r} holds bf16 subnormals, which the Triton interpreter decodes wrongly "
                     "(6.5e-39 loads as 1.3e-39); run compiled on a GPU to check them")
     return None
+
+
+class NotRun(Exception):
+    """Raised by a step for a case it ran but must not judge (an interpreter gap after the run): ``closed`` says why."""
+
+    def __init__(self, closed: Closed):
+        super().__init__(closed.text)
+        self.closed = closed
+
+
+def _causes(e: BaseException):
+    seen = []
+    while e is not None and all(e is not s for s in seen):
+        seen.append(e)
+        yield e
+        e = e.__cause__ or e.__context__
+
+
+def _globals_of(e: BaseException):
+    """The module globals of every frame the exception passed through (the kernel's among them)."""
+    for c in _causes(e):
+        tb = c.__traceback__
+        while tb is not None:
+            yield tb.tb_frame.f_globals
+            tb = tb.tb_next
+
+
+def _uses_libdevice(e: BaseException) -> bool:
+    """Whether a module the exception passed through holds a libdevice function or module (``rsqrt`` imported
+    from triton.language.extra.libdevice, or the module itself)."""
+    import types
+    import warnings
+
+    with warnings.catch_warnings():  # reading attributes of arbitrary globals: some warn
+        warnings.simplefilter("ignore")
+        for g in _globals_of(e):
+            for v in list(g.values()):
+                if isinstance(v, types.ModuleType):
+                    mod = v.__name__
+                elif isinstance(v, types.FunctionType):
+                    mod = v.__module__
+                else:
+                    continue
+                if isinstance(mod, str) and mod.startswith("triton.language.extra") and "libdevice" in mod:
+                    return True
+    return False
+
+
+# Exceptions only the interpreter raises on a kernel compiled Triton runs: (test on the exception chain, why).
+# Each is pinned by tests/test_interpreter_caveats.py: a Triton release that fixes one fails its test there.
+INTERPRETER_GAPS = (
+    (lambda e: any(isinstance(c, AttributeError) and str(c).startswith("'float' object has no attribute")
+                   for c in _causes(e)),
+     "the kernel uses a Python float argument as a Triton scalar (eps.to(...)): compiled Triton passes it as an "
+     "fp32 scalar, the interpreter as a plain float, which has no such attribute"),
+    (lambda e: any("NoneType" in str(c) or "cannot convert None" in str(c) for c in _causes(e)) and _uses_libdevice(e),
+     "the kernel calls libdevice functions (rsqrt, ...), which the interpreter leaves unimplemented (they return "
+     "None)"),
+    (lambda e: any("_semantic` argument must be provided outside of JIT functions" in str(c) for c in _causes(e)),
+     "the kernel calls a Triton builtin through a name the interpreter does not patch (an alias such as "
+     "cast = tl.cast at module level): compiled Triton resolves it, the interpreter calls the bare function"),
+)
+
+
+def _triton_version() -> str:
+    import sys
+
+    return getattr(sys.modules.get("triton"), "__version__", "?")
+
+
+def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Optional[Closed]:
+    """The gate after a case ran in the Triton interpreter: the kernel raised ``fault`` (a
+    verifier.launch.harness.KernelFault) in a way only the interpreter does, or the interpreter did bfloat16
+    arithmetic on raw bits (``bf16_ops``, from verifier.launch.interpreter.recording). None: judge the case."""
+    if spec.kind != "triton" or device != "cpu":
+        return None
+    how = "run compiled on a GPU to check it"
+    if fault is not None:
+        original = getattr(fault, "original", fault)
+        if not any(type(c).__name__ == "InterpreterError" for c in _causes(original)):
+            return None  # raised outside a kernel (the launcher's own Python): not the interpreter's doing
+        for applies, why in INTERPRETER_GAPS:
+            if applies(original):
+                reason = (f"Triton {_triton_version()} interpreter gap: {why} ({type(original).__name__}: "
+                          f"{str(original).splitlines()[0][:160]}); {how}")
+                return Closed(INTERPRETER, reason, f"case {name} not run: {reason}")
+        return None
+    bf16_ops = sorted(op for op in bf16_ops if op != ROUNDED)  # conversions: verifier.battery.values replays them
+    if bf16_ops:
+        ops = ", ".join(bf16_ops)
+        reason = (f"Triton {_triton_version()} interpreter gap: the kernel computes in bfloat16 ({ops}), which the "
+                  f"interpreter does on the raw 16-bit patterns (1 + 1 gives 1.7e38), so its values say nothing "
+                  f"about the kernel; {how}")
+        return Closed(INTERPRETER, reason, f"case {name} not judged: {reason}")
+    return None
+
+
+def rounding_caveat(spec, dt, name: str) -> Closed:
+    """A case that failed in the interpreter and passed when replayed with float32 -> bfloat16 conversions rounded
+    to nearest even, as compiled Triton rounds them (verifier.launch.interpreter.faithful_rounding)."""
+    reason = (f"Triton {_triton_version()} interpreter gap: the interpreter rounds float32 -> bfloat16 toward zero "
+              "where compiled Triton rounds to nearest even; replayed with round-to-nearest, this case passes; "
+              "run compiled on a GPU to check it")
+    return Closed(INTERPRETER, reason, f"case {name} not judged: {reason}")

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional
 
+import numpy as np
+
+from verifier.battery import gate
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
@@ -16,7 +19,8 @@ from verifier.inputs import layouts as _lay
 from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.launch import runner_for
-from verifier.launch.harness import KernelFault, execute, unwritten_summary
+from verifier.launch.harness import KernelFault, execute, same_bits, unwritten_summary
+from verifier.launch.interpreter import ROUNDED, faithful_rounding, recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
@@ -34,10 +38,29 @@ _HINTS = {
 }
 
 
-def evaluate(spec, run, dt, opts, xs, layout=None) -> tuple:
-    """Run once and judge (verifier.judge): returns (outcome, judgement)."""
-    outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
-    return outcome, judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
+def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
+    """Run once and judge (verifier.judge): returns (outcome, judgement). Raises gate.NotRun for a case the
+    Triton interpreter cannot run faithfully (verifier.battery.gate.after_run): it is not judged."""
+    with recording() as bf16_ops:
+        try:
+            outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
+        except KernelFault as e:
+            closed = gate.after_run(spec, dt, name, opts.device, fault=e)
+            if closed is not None:
+                raise gate.NotRun(closed) from None
+            raise
+    closed = gate.after_run(spec, dt, name, opts.device, bf16_ops=bf16_ops)
+    if closed is not None:
+        raise gate.NotRun(closed)
+    verdict = judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
+    if not verdict.ok and ROUNDED in bf16_ops and spec.kind == "triton" and opts.device == "cpu":
+        # the interpreter rounded float32 -> bfloat16 toward zero: replay as compiled Triton rounds
+        with faithful_rounding():
+            outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
+        verdict = judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
+        if verdict.ok:
+            raise gate.NotRun(gate.rounding_caveat(spec, dt, name))
+    return outcome, verdict
 
 
 def _hint(layout, shape) -> str:
@@ -77,7 +100,8 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              repro: Optional[str] = None, layout=None) -> KernelReport:
     """One input through the value, invariant, nan-inf, unwritten and out-of-range-write checks (a refusal
     inside supports() is a **refusal** finding, an exception a **crash**). Findings go to ``report`` (a new
-    one if None), returned; cells are not marked: a check passes over all of its inputs, not one.
+    one if None), returned; cells are not marked: a check passes over all of its inputs, not one. A case the
+    Triton interpreter cannot run faithfully raises gate.NotRun (nothing is recorded: the caller says why).
     ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
     to the spec kind's runner; ``layout`` (verifier.inputs.layouts.Layout) how the harness lays the tensors out.
     After a CUDA fault the crash is recorded and the KernelFault re-raised, marked ``reported``."""
@@ -89,7 +113,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
     hint = _hint(layout, shape)
     try:
-        outcome, verdict = evaluate(spec, run, dt, opts, xs, layout)
+        outcome, verdict = evaluate(spec, run, dt, opts, xs, case_name, layout)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
@@ -106,6 +130,18 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         count, size, where = unwritten_summary(mask)
         found.append(Finding("unwritten", f"output {name!r}: {count} of {size} elements left unwritten "
                              f"(still poisoned), {where}", score=1e9 + count, **ctx))
+    for name, mask in outcome.unchanged.items():  # written over an input: poison cannot see what was left
+        src, t = spec.outputs_alias[name], verdict.comparison[name]
+        ref = verdict.reference.rounded.get(name)
+        if ref is None or t.ok:
+            continue  # keeping the input's bits where that is an acceptable result is not a defect
+        left = mask & ~same_bits(np.asarray(ref), xs[src])
+        if left.any():
+            idx = np.argwhere(left)
+            found.append(Finding("unwritten", f"output {name!r} (written over input {src!r}): {len(idx)} of "
+                                 f"{left.size} elements still hold the input where the result differs, first at index "
+                                 f"{tuple(int(i) for i in idx[0])}; the output is over its budget",
+                                 score=1e9 + len(idx), **ctx))
     for name, hits in outcome.guard_hits.items():
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])

@@ -36,7 +36,7 @@ def bytes_moved(op: str, M: int, N: int, dt) -> int:
     o = OPS[op]
     total = 0
     for name in o.inputs:
-        total += _count(o, name, M, N) * element_size(dt.input)
+        total += _count(o, name, M, N) * element_size(o.input_dtype(name, dt))
     for name in o.outputs:
         total += _count(o, name, M, N) * element_size(dt.output if name not in o.inouts else dt.input)
     return total

@@ -68,7 +68,7 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
         t = torch.randn(o.shape_of(n, M, N), generator=g, device="cuda")
         if n in o.vector_inputs:
             t = 1 + 0.1 * t
-        inputs[n] = t.to(torch_dtype(dt.input))
+        inputs[n] = t.to(torch_dtype(o.input_dtype(n, dt)))  # weights in their own dtype (Dtypes.weight)
     outputs = {}
     for n in o.outputs:
         outputs[n] = inputs[n] if n in o.inouts else torch.full(o.shape_of(n, M, N), float("nan"), device="cuda",
@@ -166,6 +166,8 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
     row = Row(spec.name, role, op, dt.tag, M, N, nbytes, copy_ms=copy_ms)
     try:
         inputs, outputs = make_inputs(op, M, N, dt)
+        for out, src in getattr(spec, "outputs_alias", {}).items():  # written over the input: one tensor
+            outputs[out] = inputs[src]
         fn = launcher(spec, inputs, outputs, dt)
         row.stats = summarize(timer.time(fn))
     except Unsupported as e:

@@ -19,7 +19,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
 from verifier.declare.contracts import Contracts
+from verifier.declare.aliases import check_aliases
 from verifier.declare.device import capability_reason, check_capability
+from verifier.declare.packages import check_requires
+from verifier.declare.packages import missing as missing_package
 from verifier.declare.sizing import SizeClasses
 from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
@@ -204,6 +207,8 @@ class KernelSpec:
     online: bool = False  # keeps a running max / sum and rescales it (online softmax): the budget adds those roundings
     sizes: Optional[SizeClasses] = None  # the size classes the launches pick from: rows past the last are refused
     min_capability: Optional[tuple] = None  # (major, minor) the GPU must have, e.g. (9, 0); refused below it
+    requires: dict = field(default_factory=dict)  # {module: pip requirement} of another project's package
+    outputs_alias: dict = field(default_factory=dict)  # {output: input} written over it, e.g. {"y": "x"}
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -261,6 +266,9 @@ class KernelSpec:
             with_online = ", ".join(o.name for o in OPS.values() if o.online_override)
             raise SpecError(f"kernel {self.name!r}: online=True does not apply to op {self.op!r}",
                             fix=f"declare it only for kernels with an online normalizer ({with_online})")
+        object.__setattr__(self, "requires", check_requires(self.name, self.requires))
+        object.__setattr__(self, "outputs_alias", check_aliases(self.name, OPS[self.op], self.outputs_alias,
+                                                                 self.dtypes))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             raise SpecError(
@@ -270,6 +278,10 @@ class KernelSpec:
 
     def op_params(self) -> dict:
         return {**OPS[self.op].params, **self.params}
+
+    def unavailable(self) -> Optional[str]:
+        """Why this kernel cannot be checked on this machine at all (a package it requires is missing), or None."""
+        return missing_package(self.requires)
 
     def check_supported(self, M: int, N: int, dt: Dtypes) -> Optional[str]:
         """Reason the kernel refuses (M, N, dt), or None. Rows = 0 and unknown dtypes are always refused."""
@@ -286,6 +298,7 @@ class KernelSpec:
             if isinstance(reason, str) and reason:
                 return reason
             # A bool here would be read as a refusal reason for True and False alike: every shape refused.
+            # A SpecError: found while the kernel runs, it is this kernel's error (exit 1), never the run's end.
             name = getattr(fn, "__qualname__", None) or repr(fn)
             raise SpecError(
                 f"kernel {self.name!r}: supports function {name} returned {reason!r} ({type(reason).__name__}) for "
@@ -311,12 +324,14 @@ class CudaKernel(KernelSpec):
     source: path of the .cu file (relative paths are relative to the spec file).
     launches: function (M, N, dtypes, params) -> list[Launch]; several launches for multi-pass kernels.
     defines: function (dtypes) -> dict of -D macros selecting the variant (one cubin per dtypes).
+    include_dirs: header search paths (-I), relative to the spec file like ``source``.
     """
 
     source: str = ""
     launches: Optional[Callable] = None
     defines: Callable[[Dtypes], dict] = lambda dt: {}
     extra_flags: tuple = ()
+    include_dirs: tuple = ()
     kind: str = field(default="cuda", init=False)
 
     def __post_init__(self):
@@ -325,12 +340,24 @@ class CudaKernel(KernelSpec):
             raise SpecError(f"kernel {self.name!r}: field 'source' is empty", fix="give the path of the .cu file")
         _check_callable(self.launches, "launches", self.name, "launches(M, N, dtypes, params) -> list[Launch]")
         _check_callable(self.defines, "defines", self.name, "defines(dtypes) -> dict")
+        dirs = (self.include_dirs,) if isinstance(self.include_dirs, (str, Path)) else self.include_dirs
+        if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, (str, Path)) and str(d) for d in dirs):
+            raise SpecError(f"kernel {self.name!r}: field 'include_dirs' must be a list of paths",
+                            fix="e.g. include_dirs=['include', package_path('flashinfer', 'data', 'include')]")
+        object.__setattr__(self, "include_dirs", tuple(str(d) for d in dirs))
 
-    def source_path(self) -> Path:
-        p = Path(self.source)
+    def _beside_spec(self, path) -> Path:
+        p = Path(path)
         if not p.is_absolute() and self.origin:
             p = Path(self.origin).parent / p
         return p
+
+    def source_path(self) -> Path:
+        return self._beside_spec(self.source)
+
+    def include_paths(self) -> tuple:
+        """The include dirs, relative ones resolved against the spec file (as ``source`` is)."""
+        return tuple(self._beside_spec(d) for d in self.include_dirs)
 
 
 @dataclass(frozen=True)

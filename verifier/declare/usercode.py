@@ -10,7 +10,9 @@ An exception raised *by the kernel* while it runs (``fn`` / ``launcher``) is jud
   (declare it in supports());
 - raised on every input the battery gave it, or a TypeError / NameError from calling the user's function:
   the kernel's **error** (it cannot be checked at all);
-- a CUDA fault, or an exception from Triton's compiler or runtime: a **crash** (not a Python refusal).
+- a CUDA fault, or an exception from Triton's compiler or runtime: a **crash** (not a Python refusal), except the
+  compiler's per-shape resource limit (``OutOfResources``: shared memory past the hardware's), a **refusal** that
+  quotes the compiler and says to declare the limit in supports().
 """
 from __future__ import annotations
 
@@ -77,6 +79,15 @@ def error_for(spec, function: str, e: BaseException) -> UserCodeError:
         fix=f"fix {function}() in {origin}; the other kernels were checked")
 
 
+def spec_error(spec, e) -> UserCodeError:
+    """A SpecError found while the battery ran ``spec`` (a launcher that launched nothing, a bool supports(), an
+    entry the cubin lacks): that kernel's error, with the spec file named."""
+    origin = getattr(spec, "origin", None) or "<spec not loaded from a file>"
+    named = e.message.startswith((f"kernel {spec.name}", f"kernel {spec.name!r}"))
+    text = e.message if named else f"kernel {spec.name}: {e.message}"
+    return UserCodeError(f"{text} (spec file {origin})", fix=e.fix or f"fix the spec in {origin}")
+
+
 def call(spec, function: str, fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, a function of the user's spec; an exception it raises becomes a
     UserCodeError naming the spec file, ``function`` and the user's frame. The verifier's own errors
@@ -99,11 +110,26 @@ def _from_triton(e: BaseException) -> bool:
     return (type(e).__module__ or "").split(".")[0] == "triton"
 
 
+def compiler_limit(e: BaseException) -> Optional[BaseException]:
+    """The Triton compiler's refusal of one shape (``OutOfResources``: shared memory, registers, threads) in
+    ``e``'s chain, or None: a per-shape resource limit, which supports() should declare."""
+    seen = []
+    while e is not None and all(e is not s for s in seen):
+        seen.append(e)
+        if type(e).__name__ == "OutOfResources" and _from_triton(e):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def classify(spec, fault) -> str:
     """How the battery records a kernel that raised ``fault`` (a verifier.launch.harness.KernelFault) on an input
     supports() accepts: 'crash' (a CUDA fault, a failure inside Triton) or 'refusal' (a Python exception
-    from the user's function). A TypeError or NameError is the kernel's error: UserCodeError is raised."""
+    from the user's function, or the Triton compiler's resource limit for that shape). A TypeError or NameError
+    is the kernel's error: UserCodeError is raised."""
     original = fault.original
+    if not fault.cuda and compiler_limit(original) is not None:
+        return "refusal"
     if fault.cuda or _from_triton(original):
         return "crash"
     if isinstance(original, PROGRAMMING_ERRORS):
@@ -114,7 +140,15 @@ def classify(spec, fault) -> str:
 _REFUSAL_HEAD = "refused a shape its supports() accepts: the kernel raised a Python exception (not a CUDA fault): "
 
 
+_LIMIT_HEAD = "refused a shape its supports() accepts: the Triton compiler cannot build the kernel for it: "
+LIMIT_FIX = ("declare the limit in supports() (return the compiler's reason for the shapes past it), so that they "
+             "are refused before launch")
+
+
 def refusal_message(fault) -> str:
+    limit = compiler_limit(fault.original)
+    if limit is not None:
+        return f"{_LIMIT_HEAD}{type(limit).__name__}: {limit}\n  fix: {LIMIT_FIX}"
     return f"{_REFUSAL_HEAD}{describe(fault.original)}\n  fix: {REFUSAL_FIX}"
 
 
@@ -140,7 +174,8 @@ def blame_everywhere(report, e: UserCodeError, checks) -> None:
     """The kernel raised on every input: one error instead of a refusal per input, and the cells of
     ``checks`` skipped, since no input ran through them."""
     blame(report, e)
-    report.findings[:] = [f for f in report.findings if not (f.check == "refusal" and f.message.startswith(_REFUSAL_HEAD))]
+    report.findings[:] = [f for f in report.findings
+                          if not (f.check == "refusal" and f.message.startswith((_REFUSAL_HEAD, _LIMIT_HEAD)))]
     why = skipped("the kernel raised on every input")
     for (tag, check), v in list(report.cells.items()):
         if check in checks and not v.skipped:

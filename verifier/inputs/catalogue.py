@@ -309,7 +309,7 @@ def maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampl
                 v = 1.0 + 0.1 * rng.standard_normal(N)
             else:  # bias
                 v = 0.1 * rng.standard_normal(N)
-            out[t] = _cast(v, dt)
+            out[t] = _cast(v, opdef.input_dtype(t, _as_dtypes(dtypes), params))  # weights: their own dtype
         return out
     return make
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 from verifier.battery import check_kernel
 from verifier.declare.usercode import UserCodeError
-from verifier.errors import UsageError
+from verifier.errors import SpecError, UsageError
 from verifier.inputs.cases import find_case
 from verifier.isolation import forked as _forked
 from verifier.isolation.children import check_in_child
@@ -36,7 +36,7 @@ def _selection(spec, opts) -> Optional[str]:
     """_not_selected, with a spec whose supports() raises counted as selected: its battery reports the error."""
     try:
         return _not_selected(spec, opts)
-    except UserCodeError:
+    except (UserCodeError, SpecError):  # a supports() that raises or returns a bool: its battery says so
         return None
 
 

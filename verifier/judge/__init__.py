@@ -62,7 +62,8 @@ class Judgement:
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
     budget = _tol.budget(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
     comparison = compare(outputs, ref, budget, c.dtypes.output, context=context)
-    violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online) \
+    violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
+                            out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
         if invariants else []
     return Judgement(comparison, violations, ref)
 

@@ -41,12 +41,13 @@ __all__ = ["Violation", "check", "violations_to_findings"]
 
 
 def check(op: str, inputs: dict, outputs: dict, dtypes: Dtypes, params: dict | None = None, *,
-          math_mode: str | None = None, online: bool | None = None) -> list[Violation]:
+          math_mode: str | None = None, online: bool | None = None, out_ulps: float = 1.0) -> list[Violation]:
     """All invariants of ``op`` that ``outputs`` break (an empty list when none).
 
     ``inputs`` / ``outputs``: numpy arrays (ml_dtypes included) or torch tensors, named as in
     ``verifier.ops``. ``math_mode`` (one of spec.MATH_MODES) and ``online`` (the kernel rescales a
-    running softmax sum) tighten the bounds; ``None`` assumes the worst case of each.
+    running softmax sum) tighten the bounds; ``None`` assumes the worst case of each. ``out_ulps``: the output
+    rounding the kernel declares (its tolerance base_ulps; verifier.judge.tolerance.declared_output_ulps).
     """
     opdef = get_op(op)
     if not isinstance(dtypes, Dtypes):
@@ -67,7 +68,7 @@ def check(op: str, inputs: dict, outputs: dict, dtypes: Dtypes, params: dict | N
         if v.shape != opdef.shape_of(t, M, N):
             raise UsageError(f"invariants.check({op!r}): output {t!r} has shape {v.shape}, expected "
                              f"{opdef.shape_of(t, M, N)}", fix="pass the kernel's outputs unreshaped")
-    c = invariant_ctx(dtypes, math_mode, online)
+    c = invariant_ctx(dtypes, math_mode, online, out_ulps)
     if opdef.invariants is None:
         raise UsageError(f"invariants.check: no invariants for op {op!r}",
                          fix=f"give OpDef {op!r} invariants= in verifier/ops/{op}.py")

@@ -27,12 +27,12 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.declare.kernels import Dtypes
-from verifier.errors import UsageError
+from verifier.errors import SpecError, UsageError
 from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
 from verifier.numerics.ulp import ulp
 from verifier.ops import OPS, get_op
 
-__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "table_markdown"]
+__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "declared_output_ulps", "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def lookup(op: str, out: str, acc: str, math_mode: str) -> dict[str, Tol]:
     if key not in TABLE:
         have = sorted({(o, a) for (p, o, a, m) in TABLE if p == op and m == math_mode})
         listing = ", ".join(f"output {o} with {a} accumulation" for o, a in have)
-        raise UsageError(
+        raise SpecError(  # a UsageError; found while a kernel runs, that kernel's error (verifier.battery)
             f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}",
             fix=f"declare a supported combination: {listing}",
         )
@@ -124,6 +124,13 @@ def _merge_overrides(op, entry: dict[str, Tol], overrides) -> tuple[dict[str, fl
     return base, online
 
 
+def declared_output_ulps(op: str, dtypes: Dtypes, math_mode: str, overrides: dict | None) -> float:
+    """The largest base ULPs of an output after the spec's overrides: the output rounding the kernel declares
+    (2 for a kernel that rounds twice at the output), which the invariants allow too."""
+    base, _ = _merge_overrides(get_op(op), lookup(op, dtypes.output, dtypes.acc, math_mode), overrides)
+    return max(base.values()) if base else 1.0
+
+
 def _exact_outputs(ref) -> dict:
     return {k: np.asarray(v, dtype=np.float64) for k, v in ref.exact.items()}
 
@@ -154,7 +161,8 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     if fin_acc is not None:
         u = _dt.unit_roundoff(acc)
         eta = float(fin_acc.smallest_normal) if any_tol.math.flush else float(fin_acc.smallest_subnormal)
-        c_in = 1.0 if (_dt.is_float(dtypes.input) and _dt.finfo(dtypes.input).nmant > fin_acc.nmant) else 0.0
+        read = [dtypes.input] + [d for d in [getattr(dtypes, "weight", None)] if d]  # weights in their own dtype
+        c_in = 1.0 if any(_dt.is_float(d) and _dt.finfo(d).nmant > fin_acc.nmant for d in read) else 0.0
     else:
         u, eta, c_in = 0.0, 0.0, 0.0
     out_dt = {t: _dt.canonical(getattr(ref, "dtypes", {}).get(t, dtypes.output)) for t in entry}

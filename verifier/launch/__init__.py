@@ -26,6 +26,9 @@ def runner_for(spec) -> Callable:
 
 def runnable_reason(spec, device: str) -> Optional[str]:
     """Why this kernel's launches cannot run on ``device`` (None if they can)."""
+    missing = spec.unavailable() if hasattr(spec, "unavailable") else None
+    if missing:  # another project's package it needs is not installed (verifier.declare.packages)
+        return missing
     if spec.kind == "cuda" and device != "cuda":
         return "no CUDA GPU: CUDA kernels are built and resource-checked only"
     if spec.kind == "callable" and spec.device not in ("any", device):

@@ -23,6 +23,7 @@ from verifier.declare.kernels import Launch, Scalar, stride_of, workspace_of
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
+from verifier.launch.symbols import cubin_entries, resolve
 
 _SMEM_DEFAULT = 48 * 1024  # dynamic shared memory above this needs the function's attribute raised
 
@@ -33,7 +34,8 @@ def build(spec, arch: str, dt=None):
     from verifier.toolchain.nvcc import compile_cubin
 
     defines = call(spec, "defines", spec.defines, dt) if dt is not None else {}
-    return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags))
+    return compile_cubin(spec.source_path(), arch=arch, defines=defines, flags=tuple(spec.extra_flags),
+                         include_dirs=spec.include_paths())
 
 
 def scalar_arg(kind: str, value):
@@ -182,14 +184,19 @@ class Prepared:
         self.workspaces = {}
 
 
-def _function(spec, cubin, entry: str) -> int:
+def _function(spec, res, entry: str) -> int:
+    """The CUDA function of ``entry`` (an extern "C" name, a C++ name with its template arguments, or the mangled
+    symbol: verifier.launch.symbols) in the built cubin ``res``."""
+    known = getattr(res, "resources", None) or {}  # empty: nothing to resolve against (a stand-in build)
+    symbol = entry if not known or entry in known else resolve(entry, cubin_entries(res), f"{spec.source}")
     try:
-        return cd.function(cubin, entry)
+        return cd.function(res.cubin, symbol)
     except cd.DriverError as e:
         if "CUDA_ERROR_NOT_FOUND" not in e.text:
             raise
-        raise SpecError(f"kernel {spec.name}: entry {entry!r} not found in {spec.source}: {e.text}",
-                        fix="the entry must be an extern \"C\" __global__ function of that name") from None
+        raise SpecError(f"kernel {spec.name}: entry {entry!r} ({symbol}) not found in {spec.source}: {e.text}",
+                        fix="name a __global__ function of the source: its extern \"C\" name, its C++ name with "
+                            "template arguments (ns::kernel<float, 256>), or its mangled symbol") from None
 
 
 def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] = None,
@@ -205,7 +212,7 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     pointers = {n: np.uint64(address(n, t)) for n, t in tensors.items()}
     strides = {n: row_stride(t) for n, t in tensors.items() if row_stride(t) is not None}
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
-    cubin = build(spec, arch or probe.device_arch(), dt).cubin
+    res = build(spec, arch or probe.device_arch(), dt)
 
     def workspace_pointer(ws):
         if ws.name not in prepared.workspaces:  # uninitialized, as torch.empty leaves it
@@ -217,7 +224,7 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     try:
         for launch in launches_for(spec, M, N, dt, params):
             args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer, strides)
-            fn = _function(spec, cubin, launch.entry)
+            fn = _function(spec, res, launch.entry)
             if launch.smem > _SMEM_DEFAULT:
                 cd.set_max_dynamic_smem(fn, launch.smem, launch.entry)
             b = Bound(fn, launch, args)

@@ -165,6 +165,11 @@ def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poi
     return out
 
 
+def _held(name: str, op, spec) -> list:
+    """The inputs an output's buffer also is: itself if in-out, the input it is written over (outputs_alias)."""
+    return ([name] if name in op.inouts else []) + [a for a in [getattr(spec, "outputs_alias", {}).get(name)] if a]
+
+
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_lay.DEFAULT) -> Outcome:
     M, N = inputs_np["x"].shape
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
@@ -172,20 +177,34 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt)
         shape = op.shape_of(name, M, N)
+        held = _held(name, op, spec)
         middle, gap = None, None
-        if name in op.inouts:  # its gaps hold what an input's do: read into a row, they change its result
-            middle, gap = inputs_np[name], value_bits(_lay.gap_value(dtype), dtype)
+        if held:  # starts as an input's values; its gaps hold what an input's do (read into a row, they change it)
+            middle, gap = inputs_np[held[0]], value_bits(_lay.gap_value(dtype), dtype)
+        lays = strided | ({name} if any(h in strided for h in held) else set())  # written over a strided input
         bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap,
-                             **_layout_of(name, shape, dtype, strided, layout))
+                             **_layout_of(name, shape, dtype, lays, layout))
+    held_all = {h for name in bufs for h in _held(name, op, spec)}
     for name, v in inputs_np.items():
-        if name not in bufs:
+        if name not in bufs and name not in held_all:
             dtype = _dt.canonical(v.dtype)
             fill = value_bits(_lay.gap_value(dtype), dtype)
             ins[name] = guarded(v.shape, dtype, fill, v, guard=False, **_layout_of(name, v.shape, dtype, strided,
                                                                                     layout))
     body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
     after = body(run, spec, op, ins, bufs, dt, params, device)
-    return _judge(bufs, after, op)
+    aliases = getattr(spec, "outputs_alias", {})
+    out = _judge(bufs, after, op, aliases)
+    for name, src in aliases.items():
+        out.unchanged[name] = same_bits(out.outputs[name], inputs_np[src])
+    return out
+
+
+def same_bits(a, b) -> np.ndarray:
+    """Elementwise: ``b`` (converted to ``a``'s dtype) has the same bits as ``a``."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    view = _INT_VIEW[a.dtype.itemsize]
+    return a.view(view) == b.astype(a.dtype, copy=False).view(view)
 
 
 def _torch_view(buf, b: Guarded):
@@ -227,8 +246,8 @@ def _launch_torch(run, spec, op, ins, bufs, dt, params, device) -> dict:
     for name, b in bufs.items():
         buf = _to_device(b, device)
         view = _torch_view(buf, b)
-        if name in op.inouts:  # the kernel updates it in place
-            inputs[name] = view
+        for held in _held(name, op, spec):  # the kernel updates it in place / writes the output over it
+            inputs[held] = view
         outputs[name] = view
         whole[name] = buf
     try:
@@ -263,8 +282,8 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
         for name, b in bufs.items():
             view = device_array(b)
             whole[name] = view.buffer
-            if name in op.inouts:  # the kernel updates it in place
-                inputs[name] = view
+            for h in _held(name, op, spec):  # the kernel updates it in place / writes the output over it
+                inputs[h] = view
             outputs[name] = view
         try:
             run(spec, inputs, outputs, params, dt, device)
@@ -280,10 +299,10 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
             d.close()
 
 
-def _judge(bufs: dict, after: dict, op) -> Outcome:
+def _judge(bufs: dict, after: dict, op, aliases=None) -> Outcome:
     """Guards, gaps and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
     writes, and so are changed gap elements (strided); elements still holding the poison are unwritten (in-out
-    tensors: never, the kernel may keep a value)."""
+    tensors and outputs written over an input: never, their buffer started with values, not the poison)."""
     result = Outcome(outputs={})
     for name, b in bufs.items():
         bits = after[name]
@@ -301,7 +320,7 @@ def _judge(bufs: dict, after: dict, op) -> Outcome:
             if len(changed):
                 result.gap_hits[name] = (len(changed), (int(changed[0][0]), int(changed[0][1]) + b.shape[1]))
         body = b.elements(bits)
-        if name not in op.inouts:
+        if name not in op.inouts and name not in (aliases or {}):
             mask = body == p
             if mask.any():
                 result.unwritten[name] = mask

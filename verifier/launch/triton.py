@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from verifier.dtypes import from_numpy
-from verifier.errors import ToolMissing, Unsupported, UsageError
+from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import probe
 from verifier.inputs.catalogue import maker, rand_normal
 from verifier.ops import OPS
@@ -144,7 +144,7 @@ def load_module(spec, mode: str | None = None):
     mode = activate(mode)
     path = spec.module_path().resolve()
     if not path.is_file():
-        raise UsageError(f"kernel {spec.name}: Triton module {path} does not exist",
+        raise SpecError(f"kernel {spec.name}: Triton module {path} does not exist",
                          fix="set module= to the kernel file, relative to the spec file")
     key = (str(path), path.stat().st_mtime_ns, mode)
     if key in _modules:
@@ -159,11 +159,11 @@ def load_module(spec, mode: str | None = None):
         del sys.modules[name]
         here = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path]
         loc = f"{path}:{here[-1].lineno}" if here else str(path)
-        raise UsageError(f"kernel {spec.name}: {loc} failed to import: {type(e).__name__}: {e}",
+        raise SpecError(f"kernel {spec.name}: {loc} failed to import: {type(e).__name__}: {e}",
                          fix=f"fix the kernel module (python {path} shows the traceback)") from None
     _check_decorations(mod, path, mode)
     if not callable(getattr(mod, spec.launcher, None)):
-        raise UsageError(f"kernel {spec.name}: {path} has no function {spec.launcher!r}",
+        raise SpecError(f"kernel {spec.name}: {path} has no function {spec.launcher!r}",
                          fix="define launcher(inputs, outputs, params, dtypes) there, or fix launcher=")
     _modules[key] = mod
     return mod
@@ -207,7 +207,9 @@ def _check_tensors(spec, inputs, outputs, dt, device, mode, params):
     return M, N
 
 
-def _launch(spec, inputs, outputs, params, dt, device, mode):
+def _launch(spec, inputs, outputs, params, dt, device, mode, capture: bool = False) -> list:
+    """Launch; with ``capture``, return the compiled kernels the launcher launched (verifier.launch.triton_capture:
+    found through Triton's launch hook and JIT, whatever the launcher returns), else []."""
     mode = triton_mode(mode)
     # Refuse before anything else: an unsupported shape (M = 0 included) is not a tensor error.
     M, N = inputs["x"].shape[0], inputs["x"].shape[-1]
@@ -219,16 +221,23 @@ def _launch(spec, inputs, outputs, params, dt, device, mode):
     mod = load_module(spec, mode)
     launcher = getattr(mod, spec.launcher)
     if mode == "interpreter":
-        with np.errstate(all="ignore"):  # the interpreter computes in numpy; inf/NaN are expected inputs
-            handles = launcher(inputs, outputs, params, dt)
-    else:
-        import torch
+        from verifier.launch.interpreter import watch
 
-        handles = launcher(inputs, outputs, params, dt)
-        torch.cuda.synchronize()  # surface launch errors here, not at the next unrelated call
-    if handles is None:
+        with np.errstate(all="ignore"), watch():  # numpy computes; inf/NaN are expected inputs
+            launcher(inputs, outputs, params, dt)
         return []
-    return list(handles) if isinstance(handles, (list, tuple)) else [handles]
+    import torch
+
+    from verifier.launch.triton_capture import launches
+
+    with launches(enabled=capture) as launched:
+        returned = launcher(inputs, outputs, params, dt)
+        torch.cuda.synchronize()  # surface launch errors here, not at the next unrelated call
+    if not capture:
+        return []
+    returned = list(returned) if isinstance(returned, (list, tuple)) else [returned]
+    kernels = [h for h in returned if hasattr(h, "n_regs")]  # an older launcher's kernel[grid](...) results
+    return kernels + [k for k in launched if not any(k is h for h in kernels)]
 
 
 def run_triton(spec, inputs, outputs, params, dtypes, device, mode: str | None = None) -> None:
@@ -241,38 +250,46 @@ def run_triton(spec, inputs, outputs, params, dtypes, device, mode: str | None =
 def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = "cuda") -> dict:
     """Registers, local memory and shared memory of the compiled kernel(s) for one (M, N, dtypes).
 
-    Launches once on random data (Triton compiles per specialization). ``local_bytes`` is
-    CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (Triton's ``n_spills`` * 4): spills plus stack frame.
-    Returns the per-kernel list under 'kernels' and the maxima at the top level."""
+    Launches once on random data (Triton compiles per specialization) and takes the kernels launched from
+    Triton itself, so a launcher may return anything (a library wrapper returns its outputs). ``local_bytes``
+    is CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (Triton's ``n_spills`` * 4): spills plus stack frame. Returns the
+    per-kernel list under 'kernels' and the maxima at the top level. An exception the launcher raises is a
+    verifier.launch.harness.KernelFault (the battery decides: a compiler limit is a refusal)."""
     if not probe.cuda_available():
         raise ToolMissing("no GPU: resources of compiled Triton kernels need one",
                           fix="run on a machine with a CUDA GPU (the interpreter has no registers to count)")
     import torch
 
+    from verifier.errors import VerifierError
+    from verifier.launch.harness import KernelFault
+
     if triton_mode() != "compiled":
         raise UsageError("compiled_resources needs compiled Triton, but this process is in interpreter mode",
                          fix=f"unset TRITON_INTERPRET / set {MODE_ENV}=compiled in a fresh process")
     op = OPS[spec.op]
-    drawn = maker(M, N, rand_normal)(np.random.default_rng(0), dtypes, spec.op, {**spec.op_params(), **(params or {})})
+    params = {**spec.op_params(), **(params or {})}
+    drawn = maker(M, N, rand_normal)(np.random.default_rng(0), dtypes, spec.op, params)
     inputs = {n: from_numpy(a, device) for n, a in drawn.items()}  # every role in its dtype (labels too)
-    outputs = {n: inputs[n] if n in op.inouts else torch.empty(op.shape_of(n, M, N), device=device,
-                                                                dtype=getattr(torch, dtypes.output))
+    held = {n: n if n in op.inouts else spec.outputs_alias.get(n) for n in op.outputs}  # updated in place
+    outputs = {n: inputs[held[n]] if held[n] else torch.empty(op.shape_of(n, M, N), device=device,
+                                                              dtype=getattr(torch, dtypes.output))
                for n in op.outputs}
-    handles = _launch(spec, inputs, outputs, params, dtypes, device, "compiled")
-    kernels = []
-    for h in handles:
-        if not hasattr(h, "n_regs"):
-            raise UsageError(f"kernel {spec.name}: launcher returned {type(h).__name__}, not a compiled kernel",
-                             fix="return the result of kernel[grid](...) (a list of them for several launches)")
-        kernels.append({
-            "name": h.name,
-            "registers": int(h.n_regs),
-            "local_bytes": int(h.n_spills) * 4,
-            "shared_bytes": int(h.metadata.shared),
-            "num_warps": int(h.metadata.num_warps),
-        })
+    try:
+        handles = _launch(spec, inputs, outputs, params, dtypes, device, "compiled", capture=True)
+    except VerifierError:
+        raise
+    except Exception as e:
+        raise KernelFault(e) from e
+    kernels = [{
+        "name": h.name,
+        "registers": int(h.n_regs),
+        "local_bytes": int(h.n_spills) * 4,
+        "shared_bytes": int(h.metadata.shared),
+        "num_warps": int(h.metadata.num_warps),
+    } for h in handles]
     if not kernels:
-        raise UsageError(f"kernel {spec.name}: launcher returned no compiled kernel",
-                         fix="return the result of kernel[grid](...) from the launcher")
+        raise SpecError(f"kernel {spec.name}: launcher {spec.launcher}() launched no Triton kernel for M={M}, N={N}, "
+                        f"{dtypes.tag}", fix="launch the Triton kernel (directly or through its library's function) "
+                        "from the launcher")
     top = {k: max(d[k] for d in kernels) for k in ("registers", "local_bytes", "shared_bytes")}
     return {**top, "kernels": kernels}

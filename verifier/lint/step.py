@@ -24,6 +24,20 @@ CHECK = "static"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
 
 
+def in_ptx(path, facts: dict) -> dict:
+    """``facts`` keyed by the PTX's own symbols: an entry written as a C++ name (``ns::k<float, 256>``) becomes its
+    mangled symbol (verifier.launch.symbols); one the PTX lacks keeps its name (reported as not in the PTX)."""
+    from verifier.launch.symbols import EntryNotFound, ptx_entries, resolve
+
+    out = {}
+    for e, f in facts.items():
+        try:
+            out[resolve(e, ptx_entries(path), "the PTX")] = f
+        except EntryNotFound:
+            out[e] = f
+    return out
+
+
 def launch_facts(spec, dts) -> dict:
     """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts."""
     from verifier.inputs.cases import probe_lengths
@@ -130,10 +144,12 @@ def plan(spec, dts, arches) -> list:
         facts = launch_facts(spec, group)
         for arch in arches:
             try:
-                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
+                                   include_dirs=spec.include_paths())
             except (ToolMissing, BuildError):
                 return jobs  # lint_spec reports it
-            jobs += [(str(path), frozenset(facts), e, f) for e, f in sorted(facts.items())]
+            here = in_ptx(path, facts)
+            jobs += [(str(path), frozenset(here), e, f) for e, f in sorted(here.items())]
     return jobs
 
 
@@ -226,7 +242,8 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
         merged: dict = {}
         for arch in arches:
             try:
-                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags))
+                path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
+                                   include_dirs=spec.include_paths())
             except ToolMissing as e:
                 for dt in group:
                     report.mark(dt.tag, CHECK, skipped(e.message))
@@ -235,8 +252,9 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
                 return
-            for entry, f in sorted(facts.items()):
-                resolved = entry_result(str(path), frozenset(facts), entry, f)
+            here = in_ptx(path, facts)  # keyed by the PTX's symbols (a C++ entry name resolved)
+            for entry, f in sorted(here.items()):
+                resolved = entry_result(str(path), frozenset(here), entry, f)
                 if resolved is None:
                     report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
                                        "of its source; nothing of it could be analysed", kernel=spec.name,

@@ -97,6 +97,7 @@ class Ctx:
     N: int = 0
     out: str = "float32"
     inp: str = "float32"
+    out_ulps: float = 1.0  # the output rounding the kernel declares (tolerance base_ulps): invariants allow as much
 
 
 def gamma(k, u):
@@ -115,9 +116,11 @@ def worst_intrinsics(acc: str) -> Intrinsics:
         log_rel=max(i.log_rel for i in table), flush=True, source="worst of all math modes")
 
 
-def invariant_ctx(dtypes, math_mode, online) -> Ctx:
+def invariant_ctx(dtypes, math_mode, online, out_ulps: float = 1.0) -> Ctx:
     """The context of the invariants: ``math_mode`` None (unknown) takes the worst mode, so a correct
-    kernel is never rejected for using approximate intrinsics; eta is always the smallest normal."""
+    kernel is never rejected for using approximate intrinsics; eta is always the smallest normal. ``out_ulps``:
+    the output rounding a kernel declares (``tolerance={"base_ulps": 2}``: it rounds twice at the output), which
+    every invariant's per-element output term then allows too."""
     acc = dtypes.acc
     if math_mode is None:
         intr = worst_intrinsics(acc)
@@ -133,7 +136,7 @@ def invariant_ctx(dtypes, math_mode, online) -> Ctx:
     else:
         u, eta = 0.0, 0.0
     return Ctx(u=u, eta=eta, intr=intr, online=True if online is None else bool(online),
-               out=dtypes.output, inp=dtypes.input)
+               out=dtypes.output, inp=dtypes.input, out_ulps=max(1.0, float(out_ulps)))
 
 
 def mul(g, v):

@@ -32,8 +32,10 @@ def inv1m(g):
 
 
 def ulp_out(y, c):
-    """One ulp of the output dtype at y (1 for integer outputs)."""
-    return ulp(y, c.out) if _dt.is_float(c.out) else np.where(np.isfinite(y), 1.0, np.nan)
+    """The output rounding at y: one ulp of the output dtype (1 for integer outputs), times the output ULPs the
+    kernel declares (``Ctx.out_ulps``, its tolerance base_ulps)."""
+    one = ulp(y, c.out) if _dt.is_float(c.out) else np.where(np.isfinite(y), 1.0, np.nan)
+    return one * getattr(c, "out_ulps", 1.0)
 
 
 def round_out(v, dtype):

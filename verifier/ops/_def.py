@@ -101,9 +101,12 @@ class OpDef:
         return {"rows": (M, N), "vector": (N,), "row": (M,)}[shape]
 
     def input_dtype(self, tensor: str, dt, params: Optional[dict] = None) -> str:
-        """The dtype a kernel reads ``tensor`` in: its role's dtype param, else the input dtype."""
+        """The dtype a kernel reads ``tensor`` in: its role's dtype param, the variant's weight dtype for weights
+        and biases (``Dtypes.weight``, when declared), else the input dtype."""
         r = self.role(tensor)
         if r.dtype_param is None:
+            if r.kind in ("weight", "bias") and getattr(dt, "weight", None):
+                return dt.weight
             return dt.input
         return {**self.params, **(params or {})}[r.dtype_param]
 

@@ -1,5 +1,7 @@
-"""cross_entropy: logits x[M,N], labels[M] (int64 or int32) -> loss[M] in float32, per row, no
-reduction: loss = logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactly 0.
+"""cross_entropy: logits x[M,N], labels[M] (int64 or int32) -> loss[M] per row, no reduction: loss =
+logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactly 0. The loss is float32
+(``dtypes("bf16", "f32")``) or, declared so, in the logits' dtype (``dtypes("bf16")``: Liger, FlagGems): the
+budget is the same error bound before the kernel's rounding to the output dtype.
 params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels).
 """
 from __future__ import annotations
@@ -219,6 +221,6 @@ OPDEF = OpDef(
     roles=(Role("labels", "row", "labels", dtype_param="label_dtype", make=make_labels),),
     reference="cross_entropy",
     recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
-    out_dtypes=("float32",), float64=False, online_override=True, exp_family=True,
+    out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES,
 )

@@ -1,5 +1,6 @@
 """fused_add_rmsnorm: x[M,N], residual[M,N], w[N] -> y[M,N], residual[M,N] (updated in place):
-h = x + residual is stored into residual, y = h·w / sqrt(mean(h²) + eps); params eps=1e-6."""
+h = x + residual is stored into residual, y = h·(offset + w) / sqrt(mean(h²) + eps); params eps=1e-6, offset=0
+(offset=1: the Gemma form)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.ulp import ulp
 from verifier.ops._def import OpDef
-from verifier.ops.rmsnorm import check_rms, rms_units
+from verifier.ops.rmsnorm import check_rms, offset_units, rms_units, weights
 
 
 def k_add_residual(x, h, p, c, xs):
@@ -22,7 +23,7 @@ def k_add_rmsnorm_y(x, y, p, c, xs):
     h = xs["x"] + xs["residual"]
     k_h = 1 + c.c_in
     r_units = rms_units(h, p["eps"], c, k_h)
-    k = r_units + 2 + k_h + c.c_in + 2 * c.u_res / c.u
+    k = r_units + 2 + k_h + c.c_in + 2 * c.u_res / c.u + offset_units(p)
     return mul(gamma(k, c.u), np.abs(y)) + c.eta
 
 
@@ -35,12 +36,13 @@ def check(x_raw, inp, ys, params, dtypes, c):
     u_in = _dt.unit_roundoff(dtypes.input) if _dt.is_float(dtypes.input) else 0.0
     k_h = 1.0 + (2 * u_in / c.u if c.u else 0.0)
     h_abs = ulp(h, dtypes.input) if _dt.is_float(dtypes.input) else 0.0
-    return check_rms("fused_add_rmsnorm", h, inp["w"], ys["y"], params["eps"], c,
-                     k_h=k_h, h_abs=h_abs, consistent=True)
+    return check_rms("fused_add_rmsnorm", h, weights(inp, params), ys["y"], params["eps"], c,
+                     k_h=k_h, h_abs=h_abs, consistent=True, k_w=offset_units(params))
 
 
 OPDEF = OpDef(
-    "fused_add_rmsnorm", ("x", "residual", "w"), ("y", "residual"), inouts=("residual",), params={"eps": 1e-6},
+    "fused_add_rmsnorm", ("x", "residual", "w"), ("y", "residual"), inouts=("residual",),
+    params={"eps": 1e-6, "offset": 0.0},
     vector_inputs=("w",), reference="fused_add_rmsnorm",
     recipe={"y": (1.0, "add_rmsnorm_y"), "residual": (1.0, "add_residual")},
     kappas={"add_rmsnorm_y": k_add_rmsnorm_y, "add_residual": k_add_residual},

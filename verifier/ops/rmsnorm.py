@@ -1,4 +1,5 @@
-"""rmsnorm: x[M,N], w[N] -> y[M,N], y = x·w / sqrt(mean(x²) + eps); params eps=1e-6.
+"""rmsnorm: x[M,N], w[N] -> y[M,N], y = x·(offset + w) / sqrt(mean(x²) + eps); params eps=1e-6, offset=0
+(offset=1: the Gemma form, weights stored as w - 1; the kernel's offset + w costs one rounding in acc).
 
 Also the normalizations' shared pieces (the error of 1/rms, the seminorm comparison), used by
 fused_add_rmsnorm and layernorm.
@@ -28,10 +29,21 @@ def rms_units(h, eps, c, k_h):
     return v_rel / 2 / c.u + c.intr.rsqrt
 
 
+def offset_units(p) -> float:
+    """The rounding of offset + w in acc (y = x·r·(offset + w)): one unit of the weight factor, none without an
+    offset."""
+    return 1.0 if float(p.get("offset", 0.0)) else 0.0
+
+
+def weights(inp, p):
+    """offset + w in float64 (the invariants' weight factor)."""
+    return inp["w"] + float(p.get("offset", 0.0))
+
+
 def k_rmsnorm(x, y, p, c, xs):
     r_units = rms_units(x, p["eps"], c, c.c_in)
-    # y = x·r·w: two products; x and w converted to acc.
-    return mul(gamma(r_units + 2 + 2 * c.c_in, c.u), np.abs(y)) + c.eta
+    # y = x·r·(offset + w): two products; x and w converted to acc; offset + w rounded once.
+    return mul(gamma(r_units + 2 + 2 * c.c_in + offset_units(p), c.u), np.abs(y)) + c.eta
 
 
 # --------------------------------------------------------------------------- invariants
@@ -79,7 +91,7 @@ def rms_gs(x, eps, c, k_h=0.0):
     return ms, v_rel / 2 + c.intr.rsqrt * c.u
 
 
-def check_rms(name, x, w, y, eps, c, k_h=0.0, h_abs=None, consistent=False):
+def check_rms(name, x, w, y, eps, c, k_h=0.0, h_abs=None, consistent=False, k_w=0.0):
     """y = x·w/sqrt(ms + eps), ms = mean(x²). On the columns J where w != 0 the exact
     a_j = x_j/sqrt(ms + eps) has rms = sqrt(ms_J/(ms + eps)) (= sqrt(ms/(ms + eps)) when no w is 0:
     the eps effect). Per element, z_j = y_j/w_j errs from (1 + theta_s)·a_j by: the two products
@@ -95,7 +107,7 @@ def check_rms(name, x, w, y, eps, c, k_h=0.0, h_abs=None, consistent=False):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         a = x / rho
         z = y / np.where(w != 0, w, 1.0)
-        e = (np.abs(a) * gamma(2 + k_h, c.u) + (ulp_out(y, c) / wsafe + c.eta / rho) * inv1m(g_s)[:, None]
+        e = (np.abs(a) * gamma(2 + k_h + k_w, c.u) + (ulp_out(y, c) / wsafe + c.eta / rho) * inv1m(g_s)[:, None]
              + (0.0 if h_abs is None else h_abs / rho))
     out += scale_violation(f"{name}.rms", ok, z, a, e, g_s, J, "rms")
     if consistent:
@@ -112,7 +124,8 @@ def check_rms(name, x, w, y, eps, c, k_h=0.0, h_abs=None, consistent=False):
 
 
 OPDEF = OpDef(
-    "rmsnorm", ("x", "w"), ("y",), params={"eps": 1e-6}, vector_inputs=("w",), reference="rmsnorm",
+    "rmsnorm", ("x", "w"), ("y",), params={"eps": 1e-6, "offset": 0.0}, vector_inputs=("w",), reference="rmsnorm",
     recipe={"y": (1.0, "rmsnorm")}, kappas={"rmsnorm": k_rmsnorm},
-    invariants=lambda x_raw, inp, ys, p, dt, c: check_rms("rmsnorm", inp["x"], inp["w"], ys["y"], p["eps"], c),
+    invariants=lambda x_raw, inp, ys, p, dt, c: check_rms("rmsnorm", inp["x"], weights(inp, p), ys["y"], p["eps"], c,
+                                                          k_w=offset_units(p)),
 )

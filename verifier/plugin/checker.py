@@ -17,7 +17,8 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import record_fault, run_case
-from verifier.declare.usercode import UserCodeError
+from verifier.declare.usercode import UserCodeError, spec_error
+from verifier.errors import SpecError
 from verifier.gpu import pinning as gpu_pinning
 from verifier.launch import runnable_reason
 from verifier.launch.harness import KernelFault
@@ -45,11 +46,16 @@ class Checker:
             closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, self.opts.device)
         except UserCodeError as e:
             self._spec_error(e)
+        except SpecError as e:  # a supports() returning a bool
+            self._spec_error(spec_error(spec, e))
         closed = closed or gate.after_inputs(spec, dt, case.name, inputs, self.opts.device)
         if closed is not None:  # the battery's gate, the battery's words
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
         report = self._report(spec)
-        self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report, layout=case.layout))
+        try:
+            self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report, layout=case.layout))
+        except gate.NotRun as e:  # ran in the interpreter, which cannot run it faithfully: the battery's words
+            self._skip(e.closed.reason)
         self._conclude(report, "value")
 
     def shapes(self, spec, dt):
@@ -74,6 +80,8 @@ class Checker:
         if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
             self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
                                                  else "a Python callable"))
+        if spec.unavailable():
+            self._skip(spec.unavailable())
         report = self._report(spec)
         self._guarded(report, lambda: check_build(spec, self.opts, spec.dtypes, report))
         for note in report.notes:
@@ -92,6 +100,8 @@ class Checker:
         if spec.kind != "cuda":
             self._skip("static analysis reads the PTX of CUDA sources; this is "
                        + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
+        if spec.unavailable():  # a package it needs (its headers) is not installed here
+            self._skip(spec.unavailable())
         report = self._report(spec)
         static_hook(spec, self.opts, report, spec.dtypes)
         for f in report.findings:
@@ -137,6 +147,8 @@ class Checker:
             step()
         except UserCodeError as e:
             self._spec_error(e)
+        except SpecError as e:  # the spec is malformed (found while running it): this kernel's error
+            self._spec_error(spec_error(report.spec, e))
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)

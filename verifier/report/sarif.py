@@ -27,8 +27,8 @@ RULES = {
     "build": ("CUDA source does not build",
               "nvcc failed on the kernel's source, or an entry point named by the spec's launches is missing "
               "from the cubin.",
-              "Read the compiler diagnostics in the message; check that Launch.entry names match extern \"C\" "
-              "__global__ functions."),
+              "Read the compiler diagnostics in the message; check that each Launch.entry names a __global__ "
+              "function of the cubin (extern \"C\" name, C++ name with template arguments, or mangled symbol)."),
     "resources": ("Resource usage over the spec's expectations, or undeclared",
                   "ptxas (or the compiled Triton kernel) reports registers, spill bytes or stack bytes above "
                   "what the spec's Expectations allow (an error), or spills / stack use while the spec declares "

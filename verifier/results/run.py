@@ -105,7 +105,8 @@ def nothing_checked_message(result, command: str = "verifier") -> str:
 
 def merge(results) -> Result:
     """One Result from several (e.g. `verifier check` and `verifier sanitize` of one change): a kernel in
-    more than one keeps all its distinct findings, its cells (FAIL over pass over skipped) and its worst verdict."""
+    more than one keeps all its distinct findings and notes, its cells (FAIL over pass over skipped) and its worst
+    verdict."""
     results = list(results)
     by_name: dict = {}
     for res in results:
@@ -113,12 +114,13 @@ def merge(results) -> Result:
             have = by_name.get(r.spec.name)
             if have is None:
                 by_name[r.spec.name] = KernelReport(spec=r.spec, device=r.device, findings=list(r.findings),
-                                                    cells=dict(r.cells), seconds=r.seconds, error=r.error,
-                                                    error_kind=r.error_kind)
+                                                    cells=dict(r.cells), notes=list(r.notes), seconds=r.seconds,
+                                                    error=r.error, error_kind=r.error_kind)
                 continue
             for key, v in r.cells.items():
                 have.cells[key] = merged(have.cells.get(key), v)
             have.findings += [f for f in r.findings if f not in have.findings]  # the same file given twice
+            have.notes += [n for n in r.notes if n not in have.notes]  # typed notes compare by kind and text
             have.seconds += r.seconds
             if r.error:  # an internal error anywhere keeps the merged one internal
                 kinds = {r.error_kind} | ({have.error_kind} if have.error else set())

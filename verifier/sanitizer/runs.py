@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Optional
 
 from verifier.constants import SANITIZER_TOOLS
-from verifier.errors import ToolMissing, Unsupported, UsageError, VerifierError
+from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError, VerifierError
 from verifier.launch.cuda import launches_for
 from verifier.results.findings import Finding
-from verifier.results.kernel import FAIL, PASS, skipped
+from verifier.results.kernel import FAIL, PASS, USER_ERROR, skipped
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import UNREADABLE, judge_xml, suppressed
@@ -180,11 +180,30 @@ def tail_shapes(spec, dt) -> list:
 def kernel_filters(spec, dt, shapes) -> list:
     if spec.kind == "cuda":
         entries = {l.entry for M, N in shapes for l in launches_for(spec, M, N, dt, spec.op_params())}
-        return [KernelFilter(e, True) for e in sorted(entries)]
+        return [KernelFilter(e, True) for e in sorted(_symbols(spec, dt, entries))]
     # Triton: no include filter. A name filter that missed the launched kernel (one imported from another
     # module, a renamed specialization) would report a clean run of nothing; the only other kernels in the
     # child are torch's, which EXCLUDE_SUBSTRINGS drops.
     return []
+
+
+def _symbols(spec, dt, entries) -> set:
+    """The mangled symbols of ``entries`` (kne= matches mangled names; an entry may be a C++ name): resolved
+    against the cubin built for this GPU, each entry kept as it is where that cannot be done."""
+    from verifier.launch.cuda import build
+    from verifier.launch.symbols import cubin_entries, resolve_launch_entries
+
+    from verifier.errors import BuildError
+    from verifier.gpu.probe import device_arch
+
+    try:
+        res = build(spec, device_arch(), dt)
+    except (ToolMissing, BuildError):  # no nvcc / a broken source: the child's run reports it
+        return set(entries)
+    found, missing = resolve_launch_entries(entries, cubin_entries(res), spec.source)
+    if missing:  # a filter naming no kernel would report a clean run of nothing
+        raise next(iter(missing.values()))
+    return set(found.values())
 
 
 def _child_env(device: str, visible: Optional[str] = None) -> dict:
@@ -405,6 +424,10 @@ def finish_kernel(pending: Optional[PendingKernel]) -> float:
             continue
         except SanitizerFailed as e:
             report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
+            continue
+        except SpecError as e:  # the spec is malformed (an entry no function of the cubin matches): its error
+            report.error = (report.error + "\n" if report.error else "") + f"[{dt.tag}] {tool}: {e}"
+            report.error_kind = USER_ERROR
             continue
         seen += run.findings
         seconds += run.seconds

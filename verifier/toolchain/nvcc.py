@@ -1,10 +1,11 @@
 """Compile CUDA sources to cubins with nvcc, cached on disk.
 
-The cache key covers everything that changes the cubin: source bytes and path (``-lineinfo``
-records the path), the bytes of every local ``#include`` reached from it, flags, defines,
-include dirs, arch, and the ``nvcc --version`` text. Concurrent builds of one key (``pytest -n
-auto``) serialise on a per-key file lock; files land with ``os.replace`` so a reader never sees
-a partial cubin. Failed builds are not cached.
+The cache key covers everything that changes the cubin: the command (source path — ``-lineinfo`` records it —,
+flags, defines, include dirs, arch, the ``nvcc --version`` text) and the bytes of every file the compile read, as
+nvcc's own dependency output lists them (``-MD``: headers reached through ``-I`` in any flag, ``include_dirs`` or
+``<...>`` included; verifier.toolchain.deps keeps the list per command, the toolkit's own headers stand in the
+version text). Concurrent builds of one command (``pytest -n auto``) serialise on a per-command file lock; files
+land with ``os.replace`` so a reader never sees a partial cubin. Failed builds are not cached.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Mapping, Optional, Sequence
 from filelock import FileLock
 
 from verifier.errors import BuildError, ToolMissing, UsageError
-from verifier.toolchain import ptxas
+from verifier.toolchain import deps, ptxas
 
 BASE_FLAGS = ("-cubin", "-lineinfo", "-Xptxas", "-v", "-std=c++17", "-O3")
 PTX_FLAGS = ("-ptx", "-lineinfo", "-std=c++17", "-O3")  # compile_ptx: the same front end, stopped at PTX
@@ -96,25 +97,15 @@ def compile_cubin(source: Path, *, arch: str = "sm_90", defines: Optional[Mappin
                   flags: Sequence[str] = (), include_dirs: Sequence[Path] = ()) -> BuildResult:
     """Compile ``source`` to a cubin for ``arch`` (cached); raises BuildError on compiler errors.
 
-    ``defines`` maps macro names to values (None or True: ``-DNAME``); ``flags`` are extra nvcc flags.
+    ``defines`` maps macro names to values (None or True: ``-DNAME``); ``flags`` are extra nvcc flags;
+    ``include_dirs`` are searched for headers (``-I``).
     """
     source, inc_dirs, dflags, flags, nvcc = _checked_inputs(source, arch, defines, flags, include_dirs)
-    key = _cache_key(source, inc_dirs, arch, dflags, flags, _version_text(nvcc))
-    root = cache_dir()
-    out_dir = root / "cubin" / key[:2]
-    cubin, log_path = out_dir / f"{key}.cubin", out_dir / f"{key}.ptxas.log"
     base = [nvcc, *BASE_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
-    cmd = [*base, "-o", str(cubin), str(source)]
-    cached = True
-    if not cubin.exists():  # the cubin lands last, so its presence means the log is there too
-        (root / "locks").mkdir(parents=True, exist_ok=True)
-        with FileLock(str(root / "locks" / f"{key}.lock")):
-            if not cubin.exists():
-                _build(base, source, cubin, log_path)
-                cached = False
+    cubin, log_path, cached = _cached("cubin", ".cubin", ".ptxas.log", base, source, inc_dirs, BASE_FLAGS, nvcc)
     log = log_path.read_text()
     return BuildResult(cubin=cubin, ptxas_log=log, resources=ptxas.parse(log, arch=arch),
-                       command=cmd, cached=cached)
+                       command=[*base, "-o", str(cubin), str(source)], cached=cached)
 
 
 def _checked_inputs(source, arch, defines, flags, include_dirs) -> tuple:
@@ -139,41 +130,76 @@ def compile_ptx(source: Path, *, arch: str = "sm_90", defines: Optional[Mapping[
     """The PTX nvcc emits for ``source`` (with -lineinfo: .loc lines), cached like compile_cubin's cubins;
     what verifier.lint analyses. Raises BuildError on compiler errors."""
     source, inc_dirs, dflags, flags, nvcc = _checked_inputs(source, arch, defines, flags, include_dirs)
-    key = _cache_key(source, inc_dirs, arch, dflags, flags, _version_text(nvcc), base=PTX_FLAGS)
+    base = [nvcc, *PTX_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
+    return _cached("ptx", ".ptx", ".nvcc.log", base, source, inc_dirs, PTX_FLAGS, nvcc)[0]
+
+
+def _cached(kind: str, suffix: str, log_suffix: str, base: list, source: Path, inc_dirs: list, base_flags: tuple,
+            nvcc: str) -> tuple:
+    """(output, log, cached): the output of ``base`` on ``source`` from the cache, or built now. The command names
+    a manifest of the files its last compile read (verifier.toolchain.deps); their bytes name the output."""
+    command_key = _cache_key(source, inc_dirs, base, base_flags, _version_text(nvcc))
     root = cache_dir()
-    out_dir = root / "ptx" / key[:2]
-    ptx_path = out_dir / f"{key}.ptx"
-    if not ptx_path.exists():
-        (root / "locks").mkdir(parents=True, exist_ok=True)
-        with FileLock(str(root / "locks" / f"{key}.lock")):
-            if not ptx_path.exists():
-                base = [nvcc, *PTX_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
-                _build(base, source, ptx_path, out_dir / f"{key}.nvcc.log")
-    return ptx_path
+    manifest = root / "deps" / command_key[:2] / f"{command_key}.json"
+
+    def outputs(files):
+        key = hashlib.sha256(json.dumps({"command": command_key, "files": deps.digest(files)},
+                                        sort_keys=True).encode()).hexdigest()
+        return root / kind / key[:2] / f"{key}{suffix}", root / kind / key[:2] / f"{key}{log_suffix}"
+
+    def hit():
+        files = deps.read_manifest(manifest)
+        out = outputs(files) if files is not None else None
+        return out if out is not None and out[0].exists() else None  # the output lands last: its log is there
+
+    found = hit()
+    if found is not None:
+        return (*found, True)
+    (root / "locks").mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / "locks" / f"{command_key}.lock")):
+        found = hit()
+        if found is not None:
+            return (*found, True)
+        (root / kind).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=root / kind, prefix=".build-") as tmp:
+            out_tmp, log_tmp, read = _build(base, source, Path(tmp), suffix, log_suffix)
+            files = deps.outside([source, *read], _toolkit_root(nvcc))
+            out, log = outputs(files)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(log_tmp, log)
+            os.replace(out_tmp, out)
+        deps.write_manifest(manifest, files)
+    return out, log, False
 
 
-def _build(base: list, source: Path, cubin: Path, log_path: Path) -> None:
-    cubin.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cubin.parent, prefix=".build-") as tmp:
-        tmp_cubin = Path(tmp) / cubin.name
-        run = [*base, "-o", str(tmp_cubin), str(source)]
-        shown = shlex.join([*base, "-o", str(cubin), str(source)])  # reproduces the build outside the cache
-        try:
-            proc = subprocess.run(run, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise BuildError(f"nvcc did not finish within {_COMPILE_TIMEOUT_S} s compiling {_shown(str(source))}\n"
-                             f"  command: {shown}",
-                             fix="simplify the kernel or check for runaway template/unroll expansion") from None
-        output = proc.stderr + proc.stdout
-        if proc.returncode != 0 or not tmp_cubin.is_file():
-            raise BuildError(
-                f"nvcc failed (exit {proc.returncode}) compiling {_shown(str(source))}:\n"
-                f"{_diagnostics(output)}\n  command: {shown}",
-                fix="fix the errors above (file:line); the command reproduces them")
-        tmp_log = Path(tmp) / log_path.name
-        tmp_log.write_text(output)
-        os.replace(tmp_log, log_path)
-        os.replace(tmp_cubin, cubin)
+def _toolkit_root(nvcc: str) -> Optional[Path]:
+    """The CUDA toolkit nvcc belongs to (``<root>/bin/nvcc``): its headers are keyed by the version text."""
+    return Path(os.path.realpath(nvcc)).parent.parent
+
+
+def _build(base: list, source: Path, tmp: Path, suffix: str, log_suffix: str) -> tuple:
+    """Run nvcc into ``tmp``: (output, log, the files it read). Raises BuildError (nothing is cached)."""
+    out, log_path, dep_file = tmp / f"out{suffix}", tmp / f"out{log_suffix}", tmp / "out.d"
+    run = [*base, "-MD", "-MF", str(dep_file), "-o", str(out), str(source)]
+    shown = shlex.join([*base, "-o", f"{source.stem}{suffix}", str(source)])  # reproduces the build
+    try:
+        proc = subprocess.run(run, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"nvcc did not finish within {_COMPILE_TIMEOUT_S} s compiling {_shown(str(source))}\n"
+                         f"  command: {shown}",
+                         fix="simplify the kernel or check for runaway template/unroll expansion") from None
+    output = proc.stderr + proc.stdout
+    if proc.returncode != 0 or not out.is_file():
+        raise BuildError(
+            f"nvcc failed (exit {proc.returncode}) compiling {_shown(str(source))}:\n"
+            f"{_diagnostics(output)}\n  command: {shown}",
+            fix="fix the errors above (file:line); the command reproduces them")
+    log_path.write_text(output)
+    try:
+        read = deps.parse(dep_file.read_text())
+    except OSError:  # an nvcc that wrote no dependency file: the includes a scan of the sources finds
+        read = _local_files(source, [Path(a[2:]) for a in base if a.startswith("-I") and len(a) > 2])
+    return out, log_path, read
 
 
 def _diagnostics(output: str, max_lines: int = 60) -> str:
@@ -199,19 +225,18 @@ def _define_flags(defines: Mapping[str, object]) -> list:
     return out
 
 
-def _cache_key(source: Path, inc_dirs: list, arch: str, dflags: list, flags: list, version: str,
-               base: tuple = BASE_FLAGS) -> str:
-    files = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in _local_files(source, inc_dirs)}
-    blob = json.dumps({"files": files, "source": str(source), "include_dirs": [str(d) for d in inc_dirs],
-                       "arch": arch, "defines": dflags, "flags": flags, "base": base, "nvcc": version},
-                      sort_keys=True)
+def _cache_key(source: Path, inc_dirs: list, base: list, base_flags: tuple, version: str) -> str:
+    """The command's key: everything but the contents of the files it reads (verifier.toolchain.deps)."""
+    blob = json.dumps({"source": str(source), "include_dirs": [str(d) for d in inc_dirs], "command": base[1:],
+                       "base": list(base_flags), "nvcc": version}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _local_files(source: Path, inc_dirs: list) -> list:
     """``source`` and every header it reaches through "..." includes (searched beside the including
-    file, then in the include dirs) or <...> includes found in the include dirs. Conditional
-    includes are followed too: hashing a header that is not used only costs a rebuild."""
+    file, then in the include dirs) or <...> includes found in the include dirs: the fallback when nvcc wrote no
+    dependency file. Conditional includes are followed too: hashing a header that is not used only costs a
+    rebuild."""
     seen, todo = [], [source]
     while todo:
         f = todo.pop()

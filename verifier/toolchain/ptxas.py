@@ -188,6 +188,11 @@ def _demangle(names: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def demangle_names(names: list[str]) -> dict[str, tuple[str, str]]:
+    """name -> (demangled, tool) for symbols of a cubin or PTX (verifier.launch.symbols resolves entries with it)."""
+    return _demangle(list(names))
+
+
 @functools.lru_cache(maxsize=None)
 def _demangler() -> Optional[str]:
     # cu++filt ships beside nvcc in full toolkits; binutils' c++filt reads the same Itanium

@@ -1,0 +1,124 @@
+"""Entries named as C++ is written (issue #23): ``entry="ns::rms<float, 256>"`` resolves to the mangled symbol of
+the cubin and the PTX; none matching lists the close candidates, several list them all, and nothing says the
+entry must be extern "C"."""
+import textwrap
+
+import pytest
+
+from verifier.battery import check_kernel
+from verifier.launch.symbols import EntryNotFound, resolve
+from verifier.results.options import Options
+from verifier.spec import CudaKernel, Launch, dtypes
+from verifier.toolchain import nvcc
+
+SYMBOLS = {
+    "_ZN2ns3rmsIfLi256EEEvPKfS2_Pfif": "void ns::rms<float, 256>(float const*, float const*, float*, int, float)",
+    "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if":
+        "void ns::rms<__half, 256>(__half const*, __half const*, __half*, int, float)",
+    "_ZN2ns4warpILj4EfEEvPf": "void ns::warp<4u, float>(float*)",
+    "plain_c_kernel": "plain_c_kernel",
+}
+
+
+@pytest.mark.parametrize("entry, symbol", [
+    ("ns::rms<float, 256>", "_ZN2ns3rmsIfLi256EEEvPKfS2_Pfif"),
+    ("rms<float,256>", "_ZN2ns3rmsIfLi256EEEvPKfS2_Pfif"),
+    ("ns::rms<__half, 256>(__half const*, __half const*, __half*, int, float)", "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if"),
+    ("warp<4, float>", "_ZN2ns4warpILj4EfEEvPf"),  # 4u as written: 4
+    ("ns::warp<(unsigned int)4, float>", "_ZN2ns4warpILj4EfEEvPf"),
+    ("warp", "_ZN2ns4warpILj4EfEEvPf"),  # the only instantiation of that template
+    ("plain_c_kernel", "plain_c_kernel"),
+    ("_ZN2ns4warpILj4EfEEvPf", "_ZN2ns4warpILj4EfEEvPf"),
+])
+def test_cpp_names_resolve_to_the_mangled_symbol(entry, symbol):
+    assert resolve(entry, SYMBOLS) == symbol
+
+
+def test_no_match_lists_close_candidates_and_several_list_every_match():
+    with pytest.raises(EntryNotFound) as e:
+        resolve("ns::rms<float, 128>", SYMBOLS)
+    assert "closest: ns::rms<float, 256>;" in e.value.message and "ns::rms<__half, 256>" in e.value.message
+    assert "must" not in str(e.value) and "template arguments" in e.value.fix
+    with pytest.raises(EntryNotFound, match="matches 2 functions.*rms<__half, 256>.*rms<float, 256>"):
+        resolve("rms", SYMBOLS)
+
+
+SOURCE = r"""
+namespace ns {
+template <typename T, int BLOCK>
+__global__ void rms(const T* x, const T* w, T* y, int n, float eps) {
+  __shared__ float s[BLOCK];
+  float acc = 0.f;
+  for (int i = threadIdx.x; i < n; i += BLOCK) { float v = (float)x[blockIdx.x * n + i]; acc += v * v; }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int k = BLOCK / 2; k > 0; k /= 2) { if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k]; __syncthreads(); }
+  float r = rsqrtf(s[0] / n + eps);
+  for (int i = threadIdx.x; i < n; i += BLOCK)
+    y[blockIdx.x * n + i] = (T)((float)x[blockIdx.x * n + i] * r * (float)w[i]);
+}
+template __global__ void rms<float, 256>(const float*, const float*, float*, int, float);
+}  // namespace ns
+"""
+
+SPEC = '''
+from verifier.spec import CudaKernel, Launch, dtypes
+KERNELS = [CudaKernel(name="tmpl-rms", op="rmsnorm", source="k.cu", dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch("{entry}", (M,), (256,), ("x", "w", "y", "N", "eps"))])]
+'''
+
+
+def _check(tmp_path, entry):
+    from verifier.declare.registry import load_spec_file
+
+    (tmp_path / "k.cu").write_text(SOURCE)
+    (tmp_path / "k_spec.py").write_text(SPEC.format(entry=entry))
+    spec = load_spec_file(str(tmp_path / "k_spec.py"))[0]
+    return check_kernel(spec, Options(level="quick", device="cpu"))
+
+
+@pytest.mark.skipif(nvcc.nvcc_version() is None, reason="nvcc is not installed")
+def test_a_templated_kernel_builds_and_lints_under_its_cpp_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFIER_CACHE_DIR", str(tmp_path / "cache"))
+    report = _check(tmp_path, "ns::rms<float, 256>")
+    assert not report.findings and report.error is None, report.findings
+    assert {report.cells[("f32", c)].status for c in ("build", "resources", "static")} == {"pass"}
+    assert any("_ZN2ns3rmsIfLi256E" in str(n) for n in report.notes)  # its resources, by symbol
+    (tmp_path / "bad").mkdir()
+    bad = _check(tmp_path / "bad", "ns::rms<float, 512>")
+    found = [f for f in bad.findings if f.check == "build"]  # one per arch built
+    assert found and all("entry ns::rms<float, 512> used by the spec's launches is not in the cubin" in f.message
+                         and "closest: ns::rms<float, 256>" in f.message and "must" not in f.message
+                         for f in found), found
+
+
+INC_SPEC = '''
+from verifier.spec import CudaKernel, Launch, dtypes
+KERNELS = [CudaKernel(name="inc-rms", op="rmsnorm", source="src/k.cu", include_dirs=["vendor/include"],
+                      dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch("ns::rms<float, 256>", (M,), (256,),
+                                                           ("x", "w", "y", "N", "eps"))])]
+'''
+
+
+@pytest.mark.skipif(nvcc.nvcc_version() is None, reason="nvcc is not installed")
+def test_include_dirs_are_relative_to_the_spec_file_and_their_headers_key_the_build(tmp_path, monkeypatch):
+    """CudaKernel(include_dirs=...) resolves like source (beside the spec file); an edit to a header found there
+    rebuilds: a syntax error in it is a build finding, not a cached pass."""
+    from verifier.declare.registry import load_spec_file
+
+    monkeypatch.setenv("VERIFIER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path.parent)  # not the spec's folder: relative paths must not depend on the cwd
+    (tmp_path / "src").mkdir()
+    (tmp_path / "vendor" / "include").mkdir(parents=True)
+    header = tmp_path / "vendor" / "include" / "vendor_rms.cuh"
+    header.write_text(SOURCE)
+    (tmp_path / "src" / "k.cu").write_text("#include <vendor_rms.cuh>\n")
+    (tmp_path / "inc_spec.py").write_text(INC_SPEC)
+    spec = load_spec_file(str(tmp_path / "inc_spec.py"))[0]
+    assert spec.include_paths() == (tmp_path / "vendor" / "include",)
+    report = check_kernel(spec, Options(level="quick", device="cpu"))
+    assert report.cells[("f32", "build")].status == "pass" and not report.findings, report.findings
+    header.write_text(SOURCE.replace("float acc = 0.f;", "float acc = 0.f"))  # a syntax error in the header
+    broken = check_kernel(spec, Options(level="quick", device="cpu"))
+    assert [f.check for f in broken.findings] == ["build"] and "vendor_rms.cuh" in broken.findings[0].message

@@ -1,0 +1,42 @@
+"""Outputs written over an input (``outputs_alias={"y": "x"}``): a kernel that normalizes x in place.
+
+The harness then gives the kernel one buffer for both names, holding x on entry and, when the kernel is done, y
+(guard bands around it as around any output; verifier.launch.harness). The value checks compare it with the
+reference of the original x. Poison cannot tell an unwritten element there (the buffer starts as x, not as a
+poison), so the unwritten check asks instead whether an element still holds its input bits where the correctly
+rounded result differs from them (verifier.battery.values).
+"""
+from __future__ import annotations
+
+from verifier.errors import SpecError
+
+
+def check_aliases(kernel: str, op, aliases, dts) -> dict:
+    """``aliases`` validated against the op's tensors and every declared Dtypes (same shape, same dtype)."""
+    if not aliases:
+        return {}
+    if not isinstance(aliases, dict):
+        raise SpecError(f"kernel {kernel!r}: field 'outputs_alias' must be a dict output -> input",
+                        fix="e.g. outputs_alias={'y': 'x'} for a kernel that writes y over x")
+    seen = set()
+    for out, src in aliases.items():
+        where = f"kernel {kernel!r}: outputs_alias {out!r} -> {src!r}"
+        if out not in op.outputs or out in op.inouts:
+            raise SpecError(f"{where}: {out!r} is not an output of op {op.name}",
+                            fix=f"alias one of {[o for o in op.outputs if o not in op.inouts]}")
+        if src not in op.inputs or src in op.inouts or src in seen:
+            raise SpecError(f"{where}: {src!r} is not an input of op {op.name} that another output can take",
+                            fix=f"name one of {[i for i in op.inputs if i not in op.inouts]}, each once")
+        if op.shape_of(out, 3, 5) != op.shape_of(src, 3, 5):
+            raise SpecError(f"{where}: the two have different shapes", fix="alias tensors of one shape")
+        for dt in dts:
+            if dt.output != op.input_dtype(src, dt):
+                raise SpecError(f"{where}: dtypes {dt.tag} give {out!r} in {dt.output} but {src!r} in "
+                                f"{op.input_dtype(src, dt)}", fix="an output written over an input has its dtype")
+        seen.add(src)
+    return dict(aliases)
+
+
+def aliased_inputs(spec) -> dict:
+    """input -> the output written over it."""
+    return {src: out for out, src in getattr(spec, "outputs_alias", {}).items()}

@@ -1,0 +1,169 @@
+"""A launch's ``entry`` resolved to the symbol in the cubin (or PTX): the name ``extern "C"`` gives, the mangled
+symbol, or the C++ name as a person writes it (``entry="rms_norm_kernel<__nv_bfloat16, 256>"``,
+``"flashinfer::norm::RMSNormKernel<8, __nv_bfloat16>"``).
+
+A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_...``).
+Its demangled form (from the toolkit's cu++filt, else binutils' c++filt: verifier.toolchain.ptxas) is matched
+against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
+(``8u``, ``(unsigned char)8``), with or without the parameter list, qualified or not (``RMSNormKernel<8,
+__nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``). Exactly one symbol must match;
+none lists the close candidates, several list them all.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from verifier.errors import SpecError
+
+_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.I)
+_CAST = re.compile(r"\((?:unsigned|signed|char|short|int|long|bool|\s)+\)(-?\d+)")
+_PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.M)
+
+
+class EntryNotFound(SpecError):
+    """A launch's entry names no function of the cubin (or several): the message lists the candidates, which
+    ``detail`` holds alone ('closest: ...' or 'it matches ...')."""
+
+    def __init__(self, message: str, *, fix: str, detail: str):
+        super().__init__(message, fix=fix)
+        self.detail = detail
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside <...>, (...) and [...]."""
+    out, depth, cur = [], 0, ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "<([":
+            depth += 1
+        elif c in ">)]":
+            depth -= 1
+        if depth == 0 and text.startswith(sep, i):
+            out.append(cur)
+            cur = ""
+            i += len(sep)
+            continue
+        cur += c
+        i += 1
+    out.append(cur)
+    return out
+
+
+def _normal(text: str) -> str:
+    text = _CAST.sub(r"\1", text)
+    text = _SUFFIX.sub(r"\1", text)
+    return re.sub(r"\s+", "", text)
+
+
+def forms(demangled: str) -> set:
+    """The spellings of one demangled symbol an entry may use (normalized)."""
+    head, params = demangled, ""
+    depth = 0
+    for i, c in enumerate(demangled):  # the parameter list: the first '(' outside template arguments
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            head, params = demangled[:i], demangled[i:]
+            break
+    name = _split_top(head.strip(), " ")[-1]  # drops a return type ("void ...")
+    parts = _split_top(name, "::")
+    out = set()
+    for k in range(len(parts)):
+        q = "::".join(parts[k:])
+        out.add(_normal(q))
+        out.add(_normal(q.split("<")[0]))  # a template named without its arguments: fine if it is the only one
+        if params:
+            out.add(_normal(q + params))
+    return out
+
+
+def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
+    """The symbol ``entry`` names among ``symbols`` (symbol -> demangled form, entries only). Raises EntryNotFound
+    with the close candidates (none match) or all matches (several do)."""
+    if entry in symbols:
+        return entry
+    want = _normal(entry)
+    hits = sorted(s for s, d in symbols.items() if want in forms(d))
+    if len(hits) == 1:
+        return hits[0]
+    shown = {s: _display(d) for s, d in symbols.items()}
+    if hits:
+        listing = "; ".join(shown[s] for s in hits)
+        raise EntryNotFound(f"entry {entry!r} matches {len(hits)} functions of {where}: {listing}",
+                            fix="write the template arguments (or the parameter list) that single one out",
+                            detail=f"it matches {len(hits)}: {listing}")
+    bare = want.split("(")[0]
+
+    def score(s):
+        names = [_normal(n) for n in (_no_params(shown[s]), _no_params(shown[s]).split("::")[-1])]
+        return max(difflib.SequenceMatcher(None, bare, n).ratio() for n in names)
+
+    ranked = sorted(symbols, key=lambda s: (-score(s), shown[s]))
+    close = [_no_params(shown[s]) for s in ranked if score(s) >= 0.5][:5] or [_no_params(shown[s]) for s in ranked[:5]]
+    listing = "; ".join(close) if close else "(none: the source defines no __global__ function)"
+    raise EntryNotFound(
+        f"entry {entry!r} is not a __global__ function of {where}; closest: {listing}", detail=f"closest: {listing}",
+        fix="name the kernel as written in C++ with its template arguments (e.g. 'ns::kernel<float, 256>'), its "
+            "extern \"C\" name, or its mangled symbol; a template is in the cubin only once instantiated (an "
+            "explicit `template __global__ void ns::kernel<float, 256>(...);` line, or a launch in the source)")
+
+
+def _display(demangled: str) -> str:
+    """A demangled symbol as an entry would name it: without its return type."""
+    depth = 0
+    for i, c in enumerate(demangled):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            return _split_top(demangled[:i].strip(), " ")[-1] + demangled[i:]
+    return _split_top(demangled.strip(), " ")[-1]
+
+
+def _no_params(display: str) -> str:
+    depth = 0
+    for i, c in enumerate(display):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            return display[:i]
+    return display
+
+
+def cubin_entries(build) -> dict:
+    """symbol -> demangled form of the entries of a verifier.toolchain.nvcc.BuildResult."""
+    return {m: r.demangled for m, r in build.resources.items() if r.is_entry}
+
+
+_PTX: dict = {}
+
+
+def ptx_entries(path) -> dict:
+    """symbol -> demangled form of the ``.entry`` functions of a PTX file (cached per path and size)."""
+    from verifier.toolchain.ptxas import demangle_names
+
+    p = Path(path)
+    key = (str(p), p.stat().st_size)
+    if key not in _PTX:
+        names = _PTX_ENTRY.findall(p.read_text(errors="replace"))
+        _PTX[key] = {n: d for n, (d, _) in demangle_names(names).items()}
+    return _PTX[key]
+
+
+def resolve_launch_entries(entries, symbols: dict, where: str) -> tuple:
+    """({entry: symbol} for those found, {entry: EntryNotFound} for the others)."""
+    found, missing = {}, {}
+    for e in entries:
+        try:
+            found[e] = resolve(e, symbols, where)
+        except EntryNotFound as err:
+            missing[e] = err
+    return found, missing
