@@ -69,15 +69,18 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) ->
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
     M, N = inputs_np["x"].shape
     inputs, outputs = {}, {}
+    aliases = getattr(spec, "outputs_alias", {})
+    held = {t: t if t in op.inouts else aliases.get(t) for t in op.outputs}  # the input an output's buffer also is
     for name, v in inputs_np.items():
-        if name not in op.outputs:
+        if name not in op.outputs and name not in held.values():
             inputs[name] = mem.tensor(v)
     for name in op.outputs:
         dtype = out_dtype(name, op, dt)
+        src = held[name]
         outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
-                                   inputs_np[name] if name in op.inouts else None)
-        if name in op.inouts:  # the kernel updates it in place
-            inputs[name] = outputs[name]
+                                   inputs_np[src] if src else None)
+        if src:  # the kernel updates it in place / writes the output over it
+            inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)
     result, counts = Outcome(outputs={}), {}
     for name in op.outputs:
@@ -85,7 +88,7 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
         hits = mem.guard_hits(outputs[name])
         if hits:
             result.guard_hits[name] = hits
-        if name not in op.inouts:
+        if not held[name]:  # a buffer that started with values holds no poison to count
             counts[name] = mem.poison_counts(outputs[name])
         if len(op.shape_of(name, M, N)) == 2:
             result.outputs[name] = _lay.SparseRows((M, N), _dt.numpy_dtype(dtype),
