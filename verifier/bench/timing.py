@@ -88,8 +88,15 @@ def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
 
         prepared = cu.prepare(spec, inputs, outputs, params, dt)  # its workspaces live as long as the lambda
         cu.launch(prepared, sync=True)
-        # on torch's stream of the moment: a CUDA graph captures on a stream of its own
-        return lambda: cu.launch(dataclasses.replace(prepared, stream=cu.current_stream(inputs)), sync=False)
+        by_stream = {prepared.stream: prepared}  # the same launches on another stream share the workspaces
+
+        def call():  # on torch's stream of the moment: a CUDA graph captures on a stream of its own
+            stream = cu.current_stream(inputs)
+            if stream not in by_stream:
+                by_stream[stream] = dataclasses.replace(prepared, stream=stream)
+            cu.launch(by_stream[stream], sync=False)
+
+        return call
     if spec.kind == "triton":
         from verifier.launch import triton as tr
 
