@@ -60,20 +60,26 @@ def _texts(reports):
     return render(result, "text"), kernels, data["summary"], result.exit_code()
 
 
-@pytest.mark.parametrize("isolate", [None, True], ids=["forks", "children"])
-def test_jobs_give_the_report_of_one_after_another(specs, isolate):
-    chosen = [specs[n] for n in ("slow", "exits", "good", "wrong")] if isolate is None else \
-        [specs[n] for n in ("slow", "good")]  # a child process imports torch: two are enough here
-    one = check_all(chosen, OPTS, isolate=isolate, jobs=1)
-    many = check_all(chosen, OPTS, isolate=isolate, jobs=3)
+@pytest.fixture(scope="module")
+def one_after_another(specs):
+    return check_all([specs[n] for n in ("slow", "exits", "good", "wrong")], OPTS, jobs=1)
+
+
+def test_forks_at_once_give_the_report_of_one_after_another(specs, one_after_another):
+    chosen = [specs[n] for n in ("slow", "exits", "good", "wrong")]
+    many = check_all(chosen, OPTS, jobs=3)
     assert [r.name for r in many] == [s.name for s in chosen]
-    assert _texts(many) == _texts(one)
+    assert _texts(many) == _texts(one_after_another)
     verdicts = {r.name: r.verdict for r in many}
-    assert verdicts["slow"] == "pass" and verdicts["good"] == "pass"
-    if isolate is None:
-        assert verdicts["exits"] == "fail" and verdicts["wrong"] == "fail"
-        (crash,) = [r for r in many if r.name == "exits"][0].findings
-        assert crash.check == "crash" and "exit status 7" in crash.message
+    assert verdicts == {"slow": "pass", "exits": "fail", "good": "pass", "wrong": "fail"}
+    (crash,) = many[1].findings
+    assert crash.check == "crash" and "exit status 7" in crash.message
+
+
+def test_child_processes_at_once_give_the_same_reports(specs, one_after_another):
+    # two fresh interpreters at once (each imports torch: two are enough); the same reports as the forks gave
+    many = check_all([specs["slow"], specs["good"]], OPTS, isolate=True, jobs=2)
+    assert _texts(many) == _texts([one_after_another[0], one_after_another[2]])
 
 
 def test_a_usage_error_is_raised_as_at_one_job(specs):
