@@ -382,3 +382,16 @@ def test_mode_conflicts_are_refused_with_a_fix(tmp_path):
     assert "REFUSED asked for Triton interpreter mode, but triton.knobs.runtime.interpret was set" in out
     assert "twice (from module helper) were decorated for compiled mode" in out
     assert out.count("fix:") == 2
+
+
+@pytest.mark.parametrize("name", ["triton-softmax", "triton-rmsnorm", "triton-layernorm", "triton-fused-add-rmsnorm"])
+def test_one_block_kernels_refuse_the_rows_that_would_spill_and_forbid_local_memory(name):
+    # the limits are where the row stops fitting in registers on sm_90 (benchmarks/triton_spills.py): past them the
+    # kernel would spill, so it refuses, and any local memory at a supported N is a resources error, not a warning
+    spec = KERNELS[name]
+    limit = runner.load_module(spec, "interpreter").MAX_N
+    assert limit == {"triton-softmax": 32768, "triton-layernorm": 8192}.get(name, 16384)
+    for tag in ("f32", "f16", "bf16"):
+        assert spec.check_supported(1, limit, dtypes(tag)) is None
+        assert "register-resident one-block limit" in spec.check_supported(1, limit + 1, dtypes(tag))
+    assert spec.expectations.max_spill_bytes == 0 and spec.expectations.max_stack_bytes == 0

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 # The row is held in registers: up to 16384 columns (32 warps at BLOCK = 16384) no local memory on sm_90;
-# past it the row spills (ptxas, Triton 3.6: 8 to 1696 bytes at 32768, 304 to 4288 at 65536).
+# past it the row spills (ptxas, Triton 3.6: up to 488 bytes at 32768, 568 to 3680 at 65536).
 MAX_N = 16384
 
 
@@ -25,8 +25,8 @@ def fused_add_rmsnorm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, N, stride_x, stride_r, 
 
 
 def num_warps(block: int) -> int:
-    # 16 warps hold up to 8192 columns without spilling; at 16384 they spill 16-64 bytes when N is not a
-    # multiple of 16 (unvectorized loads), 32 warps (1024 threads) do not.
+    # 16 warps hold up to 8192 columns without spilling; at 16384 they can spill (32 bytes for RMSNorm in f16
+    # when N is not a multiple of 16: unvectorized loads), 32 warps (1024 threads) do not.
     return 32 if block > 8192 else max(1, min(16, block // 256))
 
 

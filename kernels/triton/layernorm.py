@@ -6,9 +6,9 @@ not E[x^2] - E[x]^2), so rows with mean >> std keep their accuracy."""
 import triton
 import triton.language as tl
 
-# The row is held in registers: up to 16384 columns (32 warps at BLOCK = 16384) no local memory on sm_90;
-# past it the row spills (ptxas, Triton 3.6: 8 to 1696 bytes at 32768, 304 to 4288 at 65536).
-MAX_N = 16384
+# The row (and its centred copy) is held in registers: up to 8192 columns no local memory on sm_90; past it the
+# row spills (ptxas, Triton 3.6: 24 bytes at N = 16383 in f32 even with 32 warps, 120 to 1696 at 32768).
+MAX_N = 8192
 
 
 @triton.jit
@@ -26,9 +26,7 @@ def layernorm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, stride_x, stride_y, eps, BLO
 
 
 def num_warps(block: int) -> int:
-    # 16 warps hold up to 8192 columns without spilling; at 16384 they spill 16-64 bytes when N is not a
-    # multiple of 16 (unvectorized loads), 32 warps (1024 threads) do not.
-    return 32 if block > 8192 else max(1, min(16, block // 256))
+    return max(1, min(16, block // 256))
 
 
 def launch(inputs, outputs, params, dtypes):
