@@ -104,7 +104,7 @@ def measure(target, args, work: str) -> tuple:
     cold = os.path.join(work, f"cache-cold-{target[1]}")  # empty build and Triton caches
     shutil.rmtree(cold, ignore_errors=True)
     rows["quick, cold caches"] = check(target, cold, "quick")[:2]
-    warm = os.path.join(work, "cache-warm")
+    warm = args.warm_cache or os.path.join(work, "cache-warm")
     check(target, warm, "quick")  # warm the caches (untimed)
     runs = [check(target, warm, "quick")[:2] for _ in range(args.repeats)]
     rows["quick, warm caches"] = (statistics.median(w for w, _ in runs), max(rc for _, rc in runs))
@@ -124,6 +124,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick-only", action="store_true", help="only quick, cold and warm (and its phases)")
     ap.add_argument("--no-sanitize", action="store_true", help="leave out thorough --sanitize")
     ap.add_argument("--out", help="folder for the phase marks and profiles (default: a temporary one)")
+    ap.add_argument("--warm-cache", metavar="DIR", help="the warm build and Triton cache to use (VERIFIER_CACHE_DIR; "
+                                                        "default: one of its own under --out, warmed first)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from verifier.declare import registry

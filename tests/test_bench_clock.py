@@ -170,3 +170,32 @@ def test_host_bound_rows_are_flagged_with_both_times_in_every_format():
     back = from_dict(d)
     assert back.rows[0].host_ms == 0.131 and back.rows[0].host_bound
     assert "HOST-BOUND" not in text(_result(0.010))
+
+
+def test_a_row_carries_the_timing_and_checks_what_the_call_returned(monkeypatch):
+    """verifier.bench.timing._time_one with a stand-in timer: the tensors a replay is checked on are what the call
+    returned (a callable that returns its output), else its outputs; the row carries host time, method and note."""
+    import torch
+
+    from verifier.bench import timing
+    from verifier.spec import CallableKernel, dtypes
+
+    x, y = torch.randn(4, 8), torch.full((4, 8), float("nan"))
+    monkeypatch.setattr(timing, "make_inputs", lambda op, M, N, dt: ({"x": x}, {"y": y}))
+    returned = torch.empty(4, 8)
+    spec = CallableKernel(name="ret", op="softmax", fn=lambda i, o, p, d: {"y": returned}, dtypes=[dtypes("f32")])
+    monkeypatch.setattr(timing, "launcher", lambda spec, inputs, outputs, dt: lambda: spec.fn(inputs, outputs, {}, dt))
+    seen = []
+
+    class Timer:
+        def time(self, fn, written):
+            seen.append(written(fn()))
+            return clock.Timing([0.02, 0.02, 0.03], 0.05, clock.DELAY, "not captured in a CUDA graph (x)")
+
+    row = timing._time_one(Timer(), spec, "against", "softmax", dtypes("f32"), 4, 8, 256, 0.01)
+    assert seen == [[returned]]
+    assert (row.status, row.host_ms, row.method, row.note) == ("ok", 0.05, "delay", "not captured in a CUDA graph (x)")
+    assert row.host_bound and row.stats.median_ms == 0.02
+    spec2 = CallableKernel(name="writes", op="softmax", fn=lambda i, o, p, d: None, dtypes=[dtypes("f32")])
+    timing._time_one(Timer(), spec2, "against", "softmax", dtypes("f32"), 4, 8, 256, 0.01)
+    assert seen[-1] == [y]  # nothing returned: its outputs

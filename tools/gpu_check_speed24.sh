@@ -96,7 +96,7 @@ EOF
 }
 
 verdict_step() {
-  "$PY" benchmarks/verdict_time.py --quick-only --repeats 1 --out "$W/verdict" \
+  "$PY" benchmarks/verdict_time.py --quick-only --repeats 1 --out "$W/verdict" --warm-cache "$W/cache-check" \
     --target kernels/cuda/rmsnorm_spec.py:cuda-rmsnorm-n3 --target kernels/triton/spec.py:triton-softmax \
     --target kernels/torch/spec.py:torch-softmax || true
 }
