@@ -22,7 +22,10 @@ and spec modules named by the ``kernel_verifier.specs`` entry point group), by t
 (``NAME-TAG-CASE``, the cases of :func:`verifier.inputs.cases.cases_for`). Kernel names are kept whole: a name
 shortened only while unique would change the ids of bundled kernels when a user kernel joins.
 The ``verifier_check`` fixture runs one battery step and fails with the framework's report and repro lines
-(verifier.plugin.checker).
+(verifier.plugin.checker). A generated suite test (marked ``verifier(op=..., step=...)``, as suites/test_ops.py
+does) that could only skip on this machine — a CUDA kernel's launches without a GPU, a case the kernel's
+supports() refuses, a sanitizer re-run without a GPU — is not generated; the session's last line counts them,
+with the reasons (verifier.plugin.session.known_skip).
 
 Inert in a session that selects no verifier test: no Hypothesis profile, no environment change. The process
 is committed to compiled or interpreted Triton (TRITON_INTERPRET) only when a suite module is parametrized or
