@@ -3,7 +3,8 @@ class, and every correct twin passes the same battery.
 
 CPU entries (Triton in the interpreter, ptxas resources via the local nvcc) run everywhere; the
 others need a CUDA GPU (`gpu`) and, for racecheck/memcheck/synccheck/initcheck, compute-sanitizer
-(`sanitizer`), and skip here with the reason. Seed fixed at 0; the device is resolved once ('auto').
+(`sanitizer`), and are not generated where they could only skip (the session's last line counts them, with
+the reason). Seed fixed at 0; the device is resolved once ('auto').
 `tools/detection_table.py run` writes the same results as JSON for docs/detection-matrix.md.
 """
 import importlib.util
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from verifier.gpu.probe import resolve_device
+from verifier.plugin.session import NOT_GENERATED
 
 _PATH = Path(__file__).resolve().parents[1] / "kernels" / "defects" / "matrix.py"
 _spec = importlib.util.spec_from_file_location("kernel_defect_matrix", _PATH)
@@ -57,7 +59,22 @@ def _twin_params():
     return params
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in ENTRIES])
+def _not_generated(why: str, n: int) -> None:
+    """Tests that could only skip here are not generated; the plugin's last line counts them (with the reason)."""
+    NOT_GENERATED[why] += n
+
+
+def _defect_params():
+    params = []
+    for e in ENTRIES:
+        if matrix.skip_reason(e, DEVICE):
+            _not_generated("detection-matrix defects whose check needs a CUDA GPU or compute-sanitizer", 1)
+        else:
+            params.append(pytest.param(e, id=e.name, marks=_marks(e)))
+    return params
+
+
+@pytest.mark.parametrize("entry", _defect_params())
 def test_defect_is_caught_by_its_declared_class(entry):
     why = matrix.skip_reason(entry, DEVICE)
     if why:
@@ -89,17 +106,24 @@ def test_twin_passes_every_case(twin, entries):
     _check_twin(twin, entries, whole_battery=DEVICE == "cuda")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("twin, entries", _twin_params())
-def test_twin_passes_whole_battery_on_cpu(twin, entries):
-    """The whole quick battery (refusal, boundary row, determinism) in the Triton interpreter: minutes
-    for the loop-heavy twins, hence `slow`; on a GPU test_twin_passes_every_case already runs it."""
-    if DEVICE == "cuda":
-        pytest.skip("covered by test_twin_passes_every_case on the GPU")
-    if os.environ.get(SLOW_ENV) != "1":
-        pytest.skip(f"minutes per twin in the Triton interpreter; set {SLOW_ENV}=1 to run it "
-                    "(tools/detection_table.py run does, and records the result)")
-    _check_twin(twin, entries, whole_battery=True)
+def _whole_battery_params():
+    if DEVICE == "cuda" or os.environ.get(SLOW_ENV) != "1":
+        why = ("detection-matrix whole-battery twin runs: " + ("on a GPU test_twin_passes_every_case runs them"
+               if DEVICE == "cuda" else f"minutes each in the Triton interpreter; set {SLOW_ENV}=1 "
+               "(tools/detection_table.py run does, and records the result)"))
+        _not_generated(why, len(_twin_params()))
+        return []
+    return _twin_params()
+
+
+_WHOLE = _whole_battery_params()
+if _WHOLE:  # else not generated at all: an empty parametrization would be one skipped item
+    @pytest.mark.slow
+    @pytest.mark.parametrize("twin, entries", _WHOLE)
+    def test_twin_passes_whole_battery_on_cpu(twin, entries):
+        """The whole quick battery (refusal, boundary row, determinism) in the Triton interpreter: minutes
+        for the loop-heavy twins, hence `slow`; on a GPU test_twin_passes_every_case already runs it."""
+        _check_twin(twin, entries, whole_battery=True)
 
 
 def test_catalogue_holds_at_least_15_defects_with_a_ci_runnable_core():

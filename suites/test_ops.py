@@ -9,7 +9,9 @@ kernels/defects/, --verifier-specs PATH, and the kernel_verifier.specs entry poi
     test_<op>_build[KERNEL]            compiles (CUDA: ptxas)
     test_<op>_static[KERNEL]           lint and resource contracts
 
-Each test is one battery step (verifier.plugin.checker.Checker). One op's suite: ``pytest suites/test_ops.py
+Each test is one battery step (verifier.plugin.checker.Checker). A test that could only skip on this machine (a
+CUDA kernel's launches without a GPU, a case the kernel refuses, a Triton build without a GPU) is not generated:
+one line at the end of the session counts them, with the reasons (verifier.plugin.session.known_skip). One op's suite: ``pytest suites/test_ops.py
 -k test_softmax`` (-k matches names as substrings: test_softmax does not select test_log_softmax). A new op in
 verifier/ops needs no file here.
 """
@@ -43,7 +45,8 @@ def _suite(op: str) -> dict:
     for suffix, fn in tests.items():
         name = f"test_{op}{suffix}"
         fn.__name__ = fn.__qualname__ = name
-        out[name] = pytest.mark.verifier(op=op)(fn)
+        # step: the plugin does not generate a test that could only skip here (it says how many in one line)
+        out[name] = pytest.mark.verifier(op=op, step=suffix[1:] or "values")(fn)
     return out
 
 

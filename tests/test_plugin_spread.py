@@ -37,6 +37,6 @@ def test_the_detection_matrix_is_spread_through_the_suites():
                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     ids = [line for line in out.stdout.splitlines() if "::" in line]
     where = [i for i, nodeid in enumerate(ids) if nodeid.startswith("suites/test_detection_matrix.py")]
-    assert len(where) >= 40, out.stdout[-2000:] + out.stderr[-2000:]
+    assert len(where) >= 30, out.stdout[-2000:] + out.stderr[-2000:]  # tests that could only skip are not collected
     gaps = [b - a for a, b in zip(where, where[1:])]
     assert min(gaps) >= len(ids) // len(where) - 1  # never two matrix tests in a row, as collected alone

@@ -97,19 +97,22 @@ def _ids(pytester, *args):
         args += ("--verifier-kernels", "torch-softmax,cuda-softmax-s3")
     r = pytester.inline_run("--co", str(REPO / "suites" / "test_ops.py"), f"--rootdir={REPO}", "-p", "no:xdist",
                             "-k", "test_softmax", *args)
-    items = [rep for rep in r.getreports("pytest_collectreport") if rep.passed]
-    assert r.ret == 0 and items
-    return [i.nodeid.split("::", 1)[1] for rep in items for i in rep.result if "::" in i.nodeid]
+    (finish,) = r.getcalls("pytest_collection_finish")  # the items after the plugin dropped empty suites
+    assert r.ret == 0 and finish.session.items
+    return [i.nodeid.split("::", 1)[1] for i in finish.session.items]
 
 
 def test_ids_are_readable_and_stable(pytester):
     ids = _ids(pytester)
-    for want in ("test_softmax[cuda-softmax-s3-f32-d7_below_warp]", "test_softmax[torch-softmax-bf16-fully_masked_rows]",
-                 "test_softmax_shapes[torch-softmax-f16]", "test_softmax_refusal[cuda-softmax-s3-bf16]",
-                 "test_softmax_determinism[torch-softmax-f32]", "test_softmax_build[cuda-softmax-s3]"):
+    for want in ("test_softmax[torch-softmax-f32-d7_below_warp]", "test_softmax[torch-softmax-bf16-fully_masked_rows]",
+                 "test_softmax_shapes[torch-softmax-f16]", "test_softmax_refusal[torch-softmax-bf16]",
+                 "test_softmax_determinism[torch-softmax-f32]", "test_softmax_build[cuda-softmax-s3]",
+                 "test_softmax_static[cuda-softmax-s3]"):
         assert want in ids
+    # a CUDA kernel's launches are generated only where a GPU is (test_suite_params_on_a_gpu below)
+    assert not any(i.startswith(("test_softmax[cuda-", "test_softmax_refusal[cuda-")) for i in ids)
     # the boundary case (longest supported probe row) is one of the cases
-    assert any(i.startswith("test_softmax[cuda-softmax-s3-f32-boundary_n") for i in ids)
+    assert any(i.startswith("test_softmax[torch-softmax-f32-boundary_n") for i in ids)
     assert len(ids) == len(set(ids))
     assert _ids(pytester, "--verifier-seed", "7") == ids  # seed changes the draws, not the ids
     quick = _ids(pytester, "--verifier-budget", "quick")
@@ -164,11 +167,11 @@ def test_failing_user_kernel_shows_the_ulp_report_and_repro(user_run):
     assert cases["test_softmax[user-good-f32-normal_small]"][2]["check"] == ["value"]
 
 
-def test_cuda_tests_skip_on_cpu_with_the_exact_reason_and_still_build(user_run):
+def test_cuda_launch_tests_are_not_generated_on_cpu_but_counted_and_still_build(user_run):
     r, cases, _ = user_run
-    for name in ("test_softmax[cuda-softmax-s1-f32-normal_small]", "test_softmax_determinism[cuda-softmax-s1-bf16]"):
-        kind, text, _ = cases[name]
-        assert kind == "skipped" and NO_GPU in text
+    assert not any(n.startswith(("test_softmax[cuda-", "test_softmax_determinism[cuda-")) for n in cases)
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("kernel-verifier: ")]
+    assert "suite tests not generated on this machine, where they could only skip" in line and NO_GPU in line
     kind, _, props = cases["test_softmax_build[cuda-softmax-s1]"]
     if kind == "skipped":
         pytest.skip("nvcc is not installed here")
@@ -176,12 +179,36 @@ def test_cuda_tests_skip_on_cpu_with_the_exact_reason_and_still_build(user_run):
     assert any("[sm_80]" in n for n in props["note"]) and any("[sm_90]" in n for n in props["note"])
 
 
-def test_sanitizer_reruns_are_items_that_skip_on_cpu(user_run):
+def test_sanitizer_reruns_are_not_generated_on_cpu_but_counted(user_run):
     r, cases, _ = user_run
-    kind, text, props = cases["test_softmax[cuda-softmax-s1-f32-normal_small-memcheck]"]
-    assert kind == "skipped" and "no CUDA GPU: compute-sanitizer re-runs need one" in text
-    assert props["check"] == ["memcheck"]
-    assert not any(n.endswith("-memcheck]") and "user-" in n for n in cases)  # callables are not sanitized
+    assert not any(n.endswith("-memcheck]") for n in cases)  # callables are not sanitized; no GPU for the rest
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("kernel-verifier: ")]
+    assert "no CUDA GPU: compute-sanitizer re-runs need one" in line
+
+
+def test_suite_params_on_a_gpu_generate_every_launch_and_rerun():
+    from types import SimpleNamespace
+
+    from verifier.declare.registry import load_spec_file
+    from verifier.plugin import session
+
+    kernels = [k for k in load_spec_file(REPO / "kernels" / "cuda" / "softmax_spec.py") if k.name == "cuda-softmax-s3"]
+    v = {"device": "auto", "resolved": "cuda", "level": "ci", "kernels": kernels, "sanitize": True,
+         "tools": ["memcheck"], "globs": [], "specs": []}
+    config = SimpleNamespace(_verifier=v)
+    refused = "a case the kernel's supports() refuses (verifier check notes it)"
+    before = session.NOT_GENERATED[refused]
+    ids = [p.id for p in session.suite_params(config, "softmax", session.PARAMS, "values")]
+    n_refused = session.NOT_GENERATED[refused] - before  # refused cases are never generated
+    before = dict(session.NOT_GENERATED)
+    assert "cuda-softmax-s3-f32-d7_below_warp" in ids and "cuda-softmax-s3-f32-d7_below_warp-memcheck" in ids
+    assert [p.id for p in session.suite_params(config, "softmax", session.PARAMS[:2], "refusal")][0] == \
+        "cuda-softmax-s3-f32"
+    v["resolved"] = "cpu"  # the same kernel without a GPU: nothing but the count
+    assert session.suite_params(config, "softmax", session.PARAMS, "values") == []
+    gained = {k: n - before.get(k, 0) for k, n in session.NOT_GENERATED.items() if n != before.get(k, 0)}
+    assert gained[NO_GPU] == len(ids) // 2 + n_refused  # every case: supports() is not asked without a GPU
+    assert gained["no CUDA GPU: compute-sanitizer re-runs need one"] == gained[NO_GPU]
 
 
 def test_cuda_fault_moves_later_tests_to_a_child_process(crash_run):
@@ -204,14 +231,17 @@ def test_a_fault_in_one_xdist_worker_leaves_the_other_untouched(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_ops.py",
                         "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
-                        "--verifier-device", "cpu", "-k", "test_softmax and (user-crash-f32-normal_small or user-good)",
+                        "--verifier-device", "cpu", "-k",
+                        # the crash and six good tests: xdist's first batch gives each worker two, the faulted one
+                        # runs at least one later test in a child (each child is a pytest process: few of them)
+                        "test_softmax and (user-crash-f32-normal_small or user-good-f32-d)",
                         f"--junitxml={junit}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     cases = _cases(junit)
     kind, text, props = cases.pop("test_softmax[user-crash-f32-normal_small]")
     assert kind == "failure" and "- [crash] user-crash" in text and "isolated" not in props, r.stdout
     (faulted,) = props["worker"]
     cases = {n: c for n, c in cases.items() if c[0] != "skipped"}  # cases the kernel refuses by design
-    assert len(cases) > 10 and all(k == "passed" for k, _, _ in cases.values()), r.stdout
+    assert len(cases) == 6 and all(k == "passed" for k, _, _ in cases.values()), r.stdout
     other = [p for _, _, p in cases.values() if p["worker"] != [faulted]]
     assert other and not any("isolated" in p for p in other)  # the other worker: in-process throughout
     mine = [p for _, _, p in cases.values() if p["worker"] == [faulted]]
@@ -336,7 +366,7 @@ def test_entry_point_spec_module_joins_the_suites(pytester, tmp_path, monkeypatc
     monkeypatch.setattr(importlib.metadata, "entry_points",
                         lambda **kw: [ep] if kw.get("group") == "kernel_verifier.specs" else real(**kw))
     ids = _ids(pytester, "--verifier-kernels", "user-good")
-    assert "test_softmax[user-good-f32-d7_below_warp]" in ids and "test_softmax_build[user-good]" in ids
+    assert "test_softmax[user-good-f32-d7_below_warp]" in ids and "test_softmax_determinism[user-good-f32]" in ids
     assert not any("torch-softmax" in i for i in ids)
     bad = importlib.metadata.EntryPoint(name="typo", value="userpkg.no_such_spec", group="kernel_verifier.specs")
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: [bad])

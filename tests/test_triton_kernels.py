@@ -170,12 +170,12 @@ def test_online_softmax_refuses_a_tile_that_is_not_a_power_of_two():
 
 def test_one_block_softmax_refuses_long_rows_before_launch():
     spec = KERNELS["triton-softmax"]
-    x = torch.zeros(1, 65537)
+    x = torch.zeros(1, 32769)
     y = torch.full_like(x, 7.0)
     with pytest.raises(Unsupported, match="triton-online-softmax"):
         runner.run_triton(spec, {"x": x}, {"y": y}, {}, dtypes("f32"), "cpu", mode="interpreter")
     assert y.eq(7.0).all()  # nothing launched
-    assert spec.check_supported(1, 65536, dtypes("f32")) is None
+    assert spec.check_supported(1, 32768, dtypes("f32")) is None
     assert KERNELS["triton-online-softmax"].check_supported(1, 152064, dtypes("bf16")) is None
 
 
@@ -411,3 +411,16 @@ def test_capture_finds_compiled_kernels_through_the_jit_and_the_launch_hook(monk
     assert nothing == []
     del a, b
     gc.collect()
+
+
+@pytest.mark.parametrize("name", ["triton-softmax", "triton-rmsnorm", "triton-layernorm", "triton-fused-add-rmsnorm"])
+def test_one_block_kernels_refuse_the_rows_that_would_spill_and_forbid_local_memory(name):
+    # the limits are where the row stops fitting in registers on sm_90 (benchmarks/triton_spills.py): past them the
+    # kernel would spill, so it refuses, and any local memory at a supported N is a resources error, not a warning
+    spec = KERNELS[name]
+    limit = runner.load_module(spec, "interpreter").MAX_N
+    assert limit == {"triton-softmax": 32768, "triton-layernorm": 8192}.get(name, 16384)
+    for tag in ("f32", "f16", "bf16"):
+        assert spec.check_supported(1, limit, dtypes(tag)) is None
+        assert "register-resident one-block limit" in spec.check_supported(1, limit + 1, dtypes(tag))
+    assert spec.expectations.max_spill_bytes == 0 and spec.expectations.max_stack_bytes == 0

@@ -22,7 +22,10 @@ and spec modules named by the ``kernel_verifier.specs`` entry point group), by t
 (``NAME-TAG-CASE``, the cases of :func:`verifier.inputs.cases.cases_for`). Kernel names are kept whole: a name
 shortened only while unique would change the ids of bundled kernels when a user kernel joins.
 The ``verifier_check`` fixture runs one battery step and fails with the framework's report and repro lines
-(verifier.plugin.checker).
+(verifier.plugin.checker). A generated suite test (marked ``verifier(op=..., step=...)``, as suites/test_ops.py
+does) that could only skip on this machine — a CUDA kernel's launches without a GPU, a case the kernel's
+supports() refuses, a sanitizer re-run without a GPU — is not generated; the session's last line counts them,
+with the reasons (verifier.plugin.session.known_skip).
 
 Inert in a session that selects no verifier test: no Hypothesis profile, no environment change. The process
 is committed to compiled or interpreted Triton (TRITON_INTERPRET) only when a suite module is parametrized or
@@ -133,11 +136,15 @@ def pytest_collection(session):
 def pytest_collection_modifyitems(session, config, items):
     """A collected test that uses the plugin commits the process to compiled or interpreted Triton before any
     test runs (a suite module already did while it was parametrized); other sessions are left as they are.
+    A generated suite test left with no kernel to run here is dropped (counted in the session's last line).
     Tests marked ``verifier_spread`` are spread through the collection (verifier.plugin.spread)."""
     if any(item.get_closest_marker("verifier") or _FIXTURES & set(getattr(item, "fixturenames", ())) for item in items):
         from verifier.plugin.session import activate_triton
 
         activate_triton(config._verifier["device"])
+    from verifier.plugin.session import drop_empty_suites
+
+    drop_empty_suites(items)
     if any(item.get_closest_marker("verifier_spread") for item in items):
         from verifier.plugin.spread import spread
 
@@ -148,7 +155,7 @@ def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("verifier")
     if marker is None:
         return
-    from verifier.plugin.session import PARAMS, suite_params
+    from verifier.plugin.session import PARAMS, STEPS, suite_params
 
     op = marker.kwargs.get("op") or (marker.args[0] if marker.args else None)
     names = tuple(n for n in PARAMS if n in metafunc.fixturenames)
@@ -157,7 +164,39 @@ def pytest_generate_tests(metafunc):
     if names != PARAMS[:len(names)]:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a suite test takes verifier_kernel, then "
                                 "verifier_dtypes, then verifier_case (each needs the ones before it)")
-    metafunc.parametrize(names, suite_params(metafunc.config, op, names))
+    step = marker.kwargs.get("step")
+    if step is not None and step not in STEPS:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: verifier(step={step!r}) is not a step; use one of "
+                                f"{', '.join(STEPS)}")
+    metafunc.parametrize(names, suite_params(metafunc.config, op, names, step))
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker hands the count of suite tests it did not generate to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        from verifier.plugin.session import NOT_GENERATED
+
+        session.config.workeroutput["verifier_not_generated"] = dict(NOT_GENERATED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller: every worker collects the same tests, so one worker's count is the session's."""
+    counts = getattr(node, "workeroutput", {}).get("verifier_not_generated")
+    if counts:
+        node.config._verifier.setdefault("not_generated", counts)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """One line: the suite tests not generated because on this machine they could only skip, and why."""
+    from verifier.plugin.session import NOT_GENERATED, not_generated_line
+
+    v = getattr(config, "_verifier", None)
+    if v is None:
+        return
+    line = not_generated_line(v.get("not_generated") or NOT_GENERATED)
+    if line:
+        terminalreporter.write_line(line)
 
 
 def _not_parametrized(name):

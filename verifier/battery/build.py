@@ -115,7 +115,8 @@ def triton_resources(spec, opts, report, dts):
     object, for each dtype at a few row lengths. Triton reports local memory as one figure (spills and
     stack together), so it is checked against both max_spill_bytes and max_stack_bytes."""
     for dt in dts:
-        sizes = [n for n in (1024, 4096, 8192, 65536, 152064) if spec.check_supported(4, n, dt) is None]
+        # the three longest supported rows: a one-block kernel's local memory grows with its row
+        sizes = [n for n in (1024, 4096, 8192, 16384, 32768, 65536, 152064) if spec.check_supported(4, n, dt) is None]
         for n in sizes[-3:]:
             try:
                 res = triton_runner.compiled_resources(spec, 4, n, dt, spec.op_params(), device="cuda")

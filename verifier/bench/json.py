@@ -1,4 +1,5 @@
-"""JSON document of a BenchResult (schema 1): every row with its statistics, warnings and environment."""
+"""JSON document of a BenchResult (schema 1): every row with its statistics (and, since issue #24, its host
+launch time, how it was timed and whether it is host-bound: absent in older documents), warnings and environment."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ def to_dict(result: BenchResult) -> dict:
              "bytes": r.bytes, "status": r.status, "note": r.note}
         if r.stats:
             d.update(runs=r.stats.runs, median_ms=r.stats.median_ms, p10_ms=r.stats.p10_ms, p90_ms=r.stats.p90_ms,
-                     min_ms=r.stats.min_ms, gbs=r.gbs, copy_ms=r.copy_ms, ratio_to_copy=r.ratio)
+                     min_ms=r.stats.min_ms, gbs=r.gbs, copy_ms=r.copy_ms, ratio_to_copy=r.ratio,
+                     host_ms=r.host_ms, method=r.method, host_bound=r.host_bound)
         rows.append(d)
     return {"schema": SCHEMA, "gpu": result.gpu, "l2_bytes": result.l2_bytes, "runs": result.runs,
             "warmup": result.warmup, "date": result.date, "environment": result.environment, "rows": rows,
@@ -32,7 +34,8 @@ def from_dict(doc: dict) -> BenchResult:
     for d in doc["rows"]:
         stats = Stats(d["runs"], d["median_ms"], d["p10_ms"], d["p90_ms"], d["min_ms"]) if "runs" in d else None
         rows.append(Row(d["kernel"], d["role"], d["op"], d["dtype"], d["M"], d["N"], d["bytes"], status=d["status"],
-                        stats=stats, copy_ms=d.get("copy_ms"), note=d.get("note", "")))
+                        stats=stats, copy_ms=d.get("copy_ms"), note=d.get("note", ""), host_ms=d.get("host_ms"),
+                        method=d.get("method", "")))
     return BenchResult(rows=rows, warnings=[(w["M"], w["N"], w["dtype"], w["message"]) for w in doc["warnings"]],
                        environment=doc.get("environment") or {}, gpu=doc["gpu"], l2_bytes=doc["l2_bytes"],
                        runs=doc["runs"], warmup=doc["warmup"], date=doc["date"])

@@ -102,6 +102,14 @@ class Row:
     stats: Optional[Stats] = None
     copy_ms: Optional[float] = None
     note: str = ""
+    host_ms: Optional[float] = None  # median host time of one eager call (its launch)
+    method: str = ""  # how the timed runs ran: 'graph' (a CUDA graph replay) or 'delay' (behind a GPU-side delay)
+
+    @property
+    def host_bound(self) -> bool:
+        """The launch takes longer on the host than the kernel on the GPU: called eagerly, it runs at the
+        speed of its launch (verifier.bench.clock)."""
+        return self.stats is not None and self.host_ms is not None and self.host_ms > self.stats.median_ms
 
     @property
     def gbs(self) -> Optional[float]:

@@ -1,5 +1,6 @@
-"""Timing on a CUDA GPU: CUDA events around each launch, the L2 flushed before every timed launch, and a
-device-to-device copy of the same bytes timed in the same run as the yardstick."""
+"""Timing on a CUDA GPU: CUDA events around each run of the kernel (a CUDA graph replay, or the call behind a
+GPU-side delay: verifier.bench.clock), the L2 flushed before every timed run, the host launch timed on its own,
+and a device-to-device copy of the same bytes timed in the same run as the yardstick."""
 from __future__ import annotations
 
 import datetime
@@ -21,34 +22,33 @@ def gpu_available() -> bool:
 
 
 class Timer:
-    """Median-of-runs timing with a cold L2: a scrub buffer several times the L2 is overwritten before each
-    timed launch, outside the timed region; the GPU is still busy with it while the host enqueues the launch,
-    so host-side launch cost is not timed."""
+    """Median-of-runs timing of the kernel, not of its launch (verifier.bench.clock holds the rules):
 
-    def __init__(self, runs: int, warmup: int):
-        import torch
+    - the L2 is cold: a scrub buffer several times the L2 is overwritten before each timed run, outside the
+      timed region;
+    - the host launch is outside the timed region: the call is captured once in a CUDA graph and each run
+      replays it (its outputs are poisoned and must be written again by a replay, else the capture missed the
+      work and is not used); where capture fails (a callable that synchronizes, launches on another stream) the
+      call itself is enqueued behind a GPU-side delay longer than its host launch, so the GPU reaches the start
+      event with the kernels already queued;
+    - the host time of one call (the launch a user pays when calling it eagerly) is measured on its own; a
+      kernel whose launch takes longer than its run on the GPU is host-bound, and the table says so."""
+
+    def __init__(self, runs: int, warmup: int, device=None):
+        from verifier.bench import clock
 
         self.runs, self.warmup = runs, warmup
-        self.l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
-        self.scrub = torch.empty(max(4 * self.l2_bytes, 256 << 20), dtype=torch.uint8, device="cuda")
+        self.device = device or clock.TorchDevice()
+        self.l2_bytes = self.device.l2_bytes
 
     def flush(self):
-        self.scrub.fill_(1)
+        self.device.flush()
 
-    def time(self, fn: Callable[[], None]) -> list:
-        import torch
+    def time(self, fn: Callable[[], object], written: Callable[[object], list] = lambda ret: []):
+        """A clock.Timing of ``fn`` (``written(ret)``: the tensors a call writes, given what it returned)."""
+        from verifier.bench import clock
 
-        for _ in range(self.warmup):
-            fn()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.runs)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.runs)]
-        for s, e in zip(starts, ends):
-            self.flush()
-            s.record()
-            fn()
-            e.record()
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        return clock.measure(self.device, fn, written, self.runs, self.warmup)
 
 
 def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
@@ -84,9 +84,19 @@ def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
     if spec.kind == "cuda":
         from verifier.launch import cuda as cu
 
+        import dataclasses
+
         prepared = cu.prepare(spec, inputs, outputs, params, dt)  # its workspaces live as long as the lambda
         cu.launch(prepared, sync=True)
-        return lambda: cu.launch(prepared, sync=False)
+        by_stream = {prepared.stream: prepared}  # the same launches on another stream share the workspaces
+
+        def call():  # on torch's stream of the moment: a CUDA graph captures on a stream of its own
+            stream = cu.current_stream(inputs)
+            if stream not in by_stream:
+                by_stream[stream] = dataclasses.replace(prepared, stream=stream)
+            cu.launch(by_stream[stream], sync=False)
+
+        return call
     if spec.kind == "triton":
         from verifier.launch import triton as tr
 
@@ -100,15 +110,15 @@ def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
     return lambda: spec.fn(inputs, outputs, params, dt)
 
 
-def _copy_stats(timer: Timer, nbytes: int, cache: dict):
-    """Times of a device-to-device copy moving ``nbytes`` in all (half read, half written), once per size."""
+def _copy_timing(timer: Timer, nbytes: int, cache: dict):
+    """The timing of a device-to-device copy moving ``nbytes`` in all (half read, half written), once per size."""
     import torch
 
     if nbytes not in cache:
         half = max(nbytes // 2, 1)
         src = torch.randint(0, 255, (half,), dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
-        cache[nbytes] = summarize(timer.time(lambda: dst.copy_(src)))
+        cache[nbytes] = timer.time(lambda: dst.copy_(src), lambda ret: [dst])
     return cache[nbytes]
 
 
@@ -152,11 +162,13 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
                         if progress:
                             progress(f"{spec.name} {dt.tag} {M}x{N}")
                         if copy_ms is None:
-                            copy_ms = _copy_stats(timer, nbytes, copies).median_ms
+                            copy_ms = summarize(_copy_timing(timer, nbytes, copies).times_ms).median_ms
                         result.rows.append(_time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms))
                 if copy_ms is not None:
+                    copy = copies[nbytes]
                     result.rows.append(Row("d2d-copy", "copy", op, dt.tag, M, N, nbytes,
-                                           stats=copies[nbytes], copy_ms=copy_ms))
+                                           stats=summarize(copy.times_ms), copy_ms=copy_ms, host_ms=copy.host_ms,
+                                           method=copy.method, note=copy.note))
     return result
 
 
@@ -169,7 +181,10 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
         for out, src in getattr(spec, "outputs_alias", {}).items():  # written over the input: one tensor
             outputs[out] = inputs[src]
         fn = launcher(spec, inputs, outputs, dt)
-        row.stats = summarize(timer.time(fn))
+        outs = [t for n, t in outputs.items() if n not in OPS[op].inouts]  # poisoning an in-out would change inputs
+        timing = timer.time(fn, lambda ret: _tensors(ret) or outs)  # what the call returned, else its outputs
+        row.stats, row.host_ms, row.method, row.note = summarize(timing.times_ms), timing.host_ms, timing.method, \
+            timing.note
     except Unsupported as e:
         row.status, row.note = "refused", _one_line(e.message)
     except UsageError:
@@ -178,6 +193,15 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
         row.status, row.note = "error", _one_line(f"{type(e).__name__}: {e}")
         torch.cuda.synchronize()
     return row
+
+
+def _tensors(ret) -> list:
+    """The tensors a call returned (a callable may return its outputs instead of writing them)."""
+    if isinstance(ret, dict):
+        ret = list(ret.values())
+    if isinstance(ret, (list, tuple)):
+        return [t for r in ret for t in _tensors(r)]
+    return [ret] if hasattr(ret, "data_ptr") else []
 
 
 def _one_line(text: str) -> str:

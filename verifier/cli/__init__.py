@@ -43,7 +43,7 @@ def _env(name, default=None):
 
 # check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
 _ENV_OPTIONS = {"level": DEFAULT_LEVEL, "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
-                "case": None, "kernel_timeout": None}
+                "case": None, "kernel_timeout": None, "jobs": "auto"}
 _ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
 _ENV_ALIASES = {"level": ("LEVEL", "BUDGET")}  # VERIFIER_BUDGET: the older name of VERIFIER_LEVEL
 
@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
     c.add_argument("--kernel-timeout", metavar="SECONDS",
                    help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
+    c.add_argument("-j", "--jobs", metavar="N",
+                   help="kernels checked at once, each in its own process (default auto: one per CPU, capped by the "
+                        "GPUs' free memory, spread over the GPUs); the report is the same at any N")
     c.add_argument("--strict", action="store_true",
                    help="warnings (e.g. spills no Expectations limit covers) count as findings: exit 1")
     c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -143,7 +146,8 @@ def _validate(args):
         raise UsageError(f"{_option_source(args, 'device')} {args.device!r} is not a device", fix="use cpu, cuda or auto")
     from verifier.results.options import check_setting
 
-    for name, attr in (("level", "level"), ("seed", "seed"), ("timeout", "kernel_timeout")):  # before any loading
+    for name, attr in (("level", "level"), ("seed", "seed"), ("timeout", "kernel_timeout"),
+                       ("jobs", "jobs")):  # before any loading
         check_setting(name, getattr(args, attr), _option_source(args, attr))
     if args.output:
         parent = os.path.dirname(os.path.abspath(args.output))
@@ -153,25 +157,42 @@ def _validate(args):
 
 
 class _Progress:
-    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal): kernels done of all, and
+    the kernels running (one at -j 1, with its current step)."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.done, self.enabled = total, 0, enabled
         self.tty = sys.stderr.isatty()
         self.t0 = time.monotonic()
 
+    def _bar(self) -> str:
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        return f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {time.monotonic() - self.t0:5.0f}s"
+
     def __call__(self, msg: str):
+        """-j 1: '[i/n] NAME' when kernel i starts, then its steps."""
         if not self.enabled:
             return
         if msg.startswith("["):
             self.done = int(msg[1:msg.index("/")]) - 1
-        width = 24
-        filled = int(width * self.done / max(self.total, 1))
-        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {time.monotonic() - self.t0:5.0f}s {msg}"
+        line = f"{self._bar()} {msg}"
         if self.tty:
             sys.stderr.write("\r\033[K" + line[:160])
         elif msg.startswith("["):
             sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def kernels(self, done: int, total: int, running: list, finished=None):
+        """-j N: kernels done, and those running now (verifier.isolation.parallel)."""
+        if not self.enabled:
+            return
+        self.done, self.total = done, total
+        what = f"running {len(running)}: {', '.join(running)}" if running else "running none"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + f"{self._bar()} done, {what}"[:160])
+        elif finished:
+            sys.stderr.write(f"{self._bar()} done ({finished} finished); {what}\n")
         sys.stderr.flush()
 
     def close(self):
@@ -186,7 +207,7 @@ def cmd_check(args) -> int:
     from verifier.isolation import check_all
     from verifier.report import render
     from verifier.report.environment import environment
-    from verifier.results.options import Options
+    from verifier.results.options import Options, check_setting
     from verifier.results.run import Result
 
     _apply_environment(args)
@@ -203,7 +224,8 @@ def cmd_check(args) -> int:
         sys.stderr.write("verifier: no CUDA GPU; running on the CPU: Triton kernels in the interpreter, callables on "
                          "CPU tensors, CUDA kernels built and resource-checked only (their launches are skipped).\n")
     try:
-        reports = check_all(specs, opts, progress=progress, isolate=True if args.isolate else None)
+        reports = check_all(specs, opts, progress=progress, isolate=True if args.isolate else None,
+                            jobs=check_setting("jobs", args.jobs, _option_source(args, "jobs")))
     finally:
         progress.close()
     result = Result(reports=reports, environment=environment(),

@@ -112,6 +112,26 @@ def build_arches(opts) -> tuple:
     return CPU_BUILD_ARCHES
 
 
+def free_memory(run: Callable = subprocess.run) -> dict:
+    """Free device memory in bytes per GPU, keyed by both its index and its UUID (as CUDA_VISIBLE_DEVICES may
+    name it), from ``nvidia-smi`` in another process, never through CUDA here ({} without nvidia-smi)."""
+    if run is subprocess.run and shutil.which("nvidia-smi") is None:
+        return {}
+    try:
+        out = run(["nvidia-smi", "--query-gpu=index,uuid,memory.free", "--format=csv,noheader,nounits"],
+                  capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if out.returncode != 0:
+        return {}
+    free = {}
+    for line in out.stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and parts[0].isdigit() and parts[2].isdigit():
+            free[parts[0]] = free[parts[1]] = int(parts[2]) << 20  # MiB
+    return free
+
+
 def physical_gpu_count(run: Callable = subprocess.run) -> int:
     """GPUs listed by ``nvidia-smi -L`` (0 without nvidia-smi or a driver), never through CUDA in this process.
     MIG instances are listed under their GPU and not counted separately; restrict with CUDA_VISIBLE_DEVICES to

@@ -2,11 +2,12 @@
 
 A kernel's battery (verifier.battery.check_kernel) runs in this process, in a fork of it (verifier.isolation.forked,
 CPU) or in a child process (verifier.isolation.children, GPU: an illegal address poisons the CUDA context and a
-hung kernel never returns). Children answer through one protocol (verifier.isolation.children) and are killed
-on timeout as a process group.
+hung kernel never returns); several at once in forks or children (verifier.isolation.parallel, ``-j N``).
+Children answer through one protocol (verifier.isolation.children) and are killed on timeout as a process group.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from verifier.battery import check_kernel
@@ -14,6 +15,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError
 from verifier.inputs.cases import find_case
 from verifier.isolation import forked as _forked
+from verifier.isolation import parallel
 from verifier.isolation.children import check_in_child
 from verifier.launch import runnable_reason
 from verifier.launch.triton import activate
@@ -47,13 +49,44 @@ def _use_child(spec, opts, isolate: Optional[bool]) -> bool:
     return opts.device == "cuda" and not (spec.kind == "callable" and spec.device == "cpu")
 
 
-def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = None) -> list[KernelReport]:
+def _how(spec, opts, isolate: Optional[bool]) -> str:
+    """How one kernel is checked at -j 1: in a child process, a fork or this process."""
+    if _use_child(spec, opts, isolate):
+        return parallel.CHILD
+    if isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
+        # A kernel that kills its process (segfault, os._exit) costs only its own report.
+        return parallel.FORK
+    return parallel.HERE
+
+
+def _parallel_how(how: str, opts, isolate: Optional[bool], plan_has_child: bool) -> str:
+    """How one kernel is checked at -j N > 1: what runs in this process at -j 1 runs in a fork on the CPU (a
+    CUDA kernel's build and resources), or in a child where there is no fork; a CPU-only callable beside GPU
+    children stays here (its own thread)."""
+    if how != parallel.HERE or isolate is False:
+        return how
+    if plan_has_child:
+        return parallel.HERE
+    return parallel.FORK if _forked.available(opts.device) else parallel.CHILD
+
+
+def _unselected_report(spec, opts, why: str) -> KernelReport:
+    r = KernelReport(spec=spec, device=opts.device)
+    for check in ("build", "resources") + RUN_CHECKS:
+        r.mark("*", check, skipped(f"not selected: {why}"))
+    return r
+
+
+def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = None,
+              jobs: Optional[int] = 1) -> list[KernelReport]:
     """Run the battery on every kernel and go on after each, whatever it did.
 
     ``isolate``: run each kernel in a child process (verifier.isolation.children), so a fault is a **crash** finding
     and a hang a **timeout** finding (after ``opts.timeout`` s); None means: on a GPU, yes; on the CPU,
     callables and Triton kernels are checked in a fork of this process (verifier.isolation.forked: a kernel that kills
     its process is a crash finding); False: everything in this process.
+    ``jobs``: kernels checked at once, each in its own fork or child (verifier.isolation.parallel); None: one per
+    CPU, capped by the GPUs' free memory. The reports, their order and the exit code are those of ``jobs=1``.
     --dtype / --case select what exists: kernels without it are reported skipped; if no kernel has it,
     that is a usage error."""
     unselected = {s.name: _selection(s, opts) for s in specs}
@@ -67,23 +100,38 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     triton = next((s for s in in_process if s.kind == "triton"), None)
     if triton is not None and runnable_reason(triton, opts.device) is None:
         activate(opts.triton_mode or ("compiled" if opts.device == "cuda" else "interpreter"))
+    hows = {i: _how(s, opts, isolate) for i, s in enumerate(specs) if not unselected[s.name]}
+    n = jobs if jobs is not None else parallel.default_jobs(opts.device)
+    if n > 1 and len(hows) > 1 and isolate is not False:
+        return _check_parallel(specs, opts, progress, isolate, n, hows, unselected)
     reports = []
     for i, spec in enumerate(specs):
         if progress:
             progress(f"[{i + 1}/{len(specs)}] {spec.name}")
         if unselected[spec.name]:
-            r = KernelReport(spec=spec, device=opts.device)
-            for check in ("build", "resources") + RUN_CHECKS:
-                r.mark("*", check, skipped(f"not selected: {unselected[spec.name]}"))
-            reports.append(r)
-        elif _use_child(spec, opts, isolate):
+            reports.append(_unselected_report(spec, opts, unselected[spec.name]))
+        elif hows[i] == parallel.CHILD:
             reports.append(check_in_child(spec, opts, progress))
-        elif isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
-            # A kernel that kills its process (segfault, os._exit) costs only its own report.
+        elif hows[i] == parallel.FORK:
             reports.append(_forked.check_forked(spec, opts, progress))
         else:
             reports.append(check_kernel(spec, opts, progress))
     return reports
+
+
+def _check_parallel(specs, opts, progress, isolate, jobs, hows, unselected) -> list[KernelReport]:
+    has_child = parallel.CHILD in hows.values()
+    plan = [(i, specs[i], _parallel_how(h, opts, isolate, has_child)) for i, h in hows.items()]
+    devices = []
+    if opts.device == "cuda":
+        from verifier.gpu import pinning
+        from verifier.gpu.probe import physical_gpu_count
+
+        devices = pinning.visible_devices(os.environ, physical_gpu_count())
+    done = {i: _unselected_report(s, opts, unselected[s.name]) for i, s in enumerate(specs) if unselected[s.name]}
+    done.update(parallel.run_parallel(plan, opts, min(jobs, len(plan)), progress, done=len(done), total=len(specs),
+                                      devices=devices))
+    return [done[i] for i in range(len(specs))]
 
 
 __all__ = ["check_all"]

@@ -73,8 +73,9 @@ def dead_child_report(check: str, what: str, detail: str, spec, opts, output: st
     return r
 
 
-def check_in_child(spec, opts, progress=None, timeout: float | None = None) -> KernelReport:
-    """The battery of ``spec`` in ``python -m verifier.isolation.child``; a child that dies or hangs is a finding."""
+def check_in_child(spec, opts, progress=None, timeout: float | None = None, env=None) -> KernelReport:
+    """The battery of ``spec`` in ``python -m verifier.isolation.child``; a child that dies or hangs is a finding.
+    ``env``: the child's environment (None: this process's; verifier.isolation.parallel pins a GPU in it)."""
     timeout = timeout if timeout is not None else opts.kernel_timeout
     with tempfile.TemporaryDirectory(prefix="verifier-child-") as tmp:
         req, out = os.path.join(tmp, "request.json"), os.path.join(tmp, "answer.json")
@@ -82,7 +83,7 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None) -> K
             json.dump({"origin": spec.origin, "kernel": spec.name, "options": opts.to_dict(), "out": out}, fh)
         phases.mark("spawn")
         code, output = proc.run([sys.executable, "-m", "verifier.isolation.child", req], timeout,
-                                started=lambda line: line.startswith(STEP_PREFIX), grace=STARTUP_GRACE_S)
+                                started=lambda line: line.startswith(STEP_PREFIX), grace=STARTUP_GRACE_S, env=env)
         phases.mark("reaped")
         if code is None:
             return dead_child_report(

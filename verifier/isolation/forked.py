@@ -33,22 +33,57 @@ def available(device: str) -> bool:
 
 def check_forked(spec, opts, progress=None):
     """The battery of ``spec`` in a fork; a child that dies gives a crash report."""
-    with tempfile.TemporaryDirectory(prefix="verifier-fork-") as tmp:
-        out, steps = os.path.join(tmp, "answer.json"), os.path.join(tmp, "steps")
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()  # the child must not write the parent's buffered text a second time
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            _child(spec, opts, progress, out, steps)
-        _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
+    job = start_forked(spec, opts, progress)
+    _, status = os.waitpid(job.pid, 0)
+    return finish_forked(job, status)
+
+
+class ForkJob:
+    """A forked child checking one kernel: its pid and the folder of its answer and step lines."""
+
+    def __init__(self, spec, opts, pid: int, tmp):
+        self.spec, self.opts, self.pid, self.tmp = spec, opts, pid, tmp
+
+    def poll(self):
+        """The child's wait status once it has ended (reaped), else None."""
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        return status if pid else None
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def start_forked(spec, opts, progress=None) -> ForkJob:
+    """Fork a child running the battery of ``spec`` (``progress`` is called in the child); the caller reaps it
+    (``os.waitpid``) and hands the status to ``finish_forked``. Call it from a process with one thread."""
+    tmp = tempfile.TemporaryDirectory(prefix="verifier-fork-")
+    out, steps = os.path.join(tmp.name, "answer.json"), os.path.join(tmp.name, "steps")
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # the child must not write the parent's buffered text a second time
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(spec, opts, progress, out, steps)
+    return ForkJob(spec, opts, pid, tmp)
+
+
+def finish_forked(job: ForkJob, status: int):
+    """The report of a reaped forked child: its answer, or a crash report naming the step it died in."""
+    spec, opts = job.spec, job.opts
+    try:
+        out, steps = os.path.join(job.tmp.name, "answer.json"), os.path.join(job.tmp.name, "steps")
         answer = read_answer(out)
         if answer is not None:
             return report_from_answer(spec, opts, answer)
         lines = open(steps).read() if os.path.exists(steps) else ""
-        return dead_child_report("crash", f"the process checking this kernel died ({exit_status(code)})",
+        return dead_child_report("crash", f"the process checking this kernel died "
+                                          f"({exit_status(os.waitstatus_to_exitcode(status))})",
                                  f"; {ISOLATE_HINT}", spec, opts,
                                  "".join(STEP_PREFIX + ln + "\n" for ln in lines.splitlines()))
+    finally:
+        job.tmp.cleanup()
 
 
 def _child(spec, opts, progress, out, steps):

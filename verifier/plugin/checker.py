@@ -20,10 +20,10 @@ from verifier.battery.values import record_fault, run_case
 from verifier.declare.usercode import UserCodeError, spec_error
 from verifier.errors import SpecError
 from verifier.gpu import pinning as gpu_pinning
-from verifier.launch import runnable_reason
 from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
-from verifier.plugin.session import STATE, VerifierWarning, format_findings, repro_command, worker_property
+from verifier.plugin.session import (STATE, VerifierWarning, format_findings, known_skip, repro_command,
+                                     worker_property)
 from verifier.results.kernel import KernelReport
 from verifier.results.run import sorted_findings
 
@@ -62,10 +62,7 @@ class Checker:
         """Hypothesis-drawn shapes with random values (verifier.battery.hypothesis: the examples of the level
         table, the same step as ``verifier check``); a failure is shrunk to the smallest failing shape and
         reported with its repro case."""
-        self._start(spec, dt, "value", "hypothesis")
-        if not self.opts.run_level.hypothesis:
-            self._skip(f"level {self.opts.level} draws no Hypothesis shapes (verifier.results.levels); "
-                       "use --verifier-level ci or thorough")
+        self._start(spec, dt, "value", "hypothesis", step="shapes")
         report = self._report(spec)
         self._guarded(report, lambda: check_shapes(spec, dt, self.opts, report))
         self._conclude(report, "value")
@@ -77,11 +74,9 @@ class Checker:
         for k, val in worker_property():
             self.record(k, val)
         self.record("kernel", spec.name)
-        if spec.kind != "cuda" and not (spec.kind == "triton" and self.opts.device == "cuda"):
-            self._skip("nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
-                                                 else "a Python callable"))
-        if spec.unavailable():
-            self._skip(spec.unavailable())
+        why = known_skip(spec, "build", self.opts.device, self.opts.level)
+        if why:
+            self._skip(why)
         report = self._report(spec)
         self._guarded(report, lambda: check_build(spec, self.opts, spec.dtypes, report))
         for note in report.notes:
@@ -97,11 +92,9 @@ class Checker:
         for k, val in worker_property():
             self.record(k, val)
         self.record("kernel", spec.name)
-        if spec.kind != "cuda":
-            self._skip("static analysis reads the PTX of CUDA sources; this is "
-                       + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
-        if spec.unavailable():  # a package it needs (its headers) is not installed here
-            self._skip(spec.unavailable())
+        why = known_skip(spec, "static", self.opts.device, self.opts.level)
+        if why:
+            self._skip(why)
         report = self._report(spec)
         static_hook(spec, self.opts, report, spec.dtypes)
         for f in report.findings:
@@ -126,7 +119,7 @@ class Checker:
         self._conclude(report, "determinism")
 
     # helpers
-    def _start(self, spec, dt, check, case):
+    def _start(self, spec, dt, check, case, step: str = "values"):
         self.check = check
         for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
             self.record(k, val)
@@ -134,7 +127,7 @@ class Checker:
             self.record(k, val)
         if self.opts.device == "cuda":  # which GPU this worker was pinned to
             self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
-        why = runnable_reason(spec, self.opts.device)
+        why = known_skip(spec, step, self.opts.device, self.opts.level)  # the words of a test not generated
         if why:
             self._skip(why)
 

@@ -19,13 +19,13 @@ from verifier.errors import ToolMissing, UsageError
 from verifier.inputs.cases import PROBE_N
 from verifier.launch import runnable_reason
 from verifier.plugin import worker_crash
+from verifier.plugin.session import NO_SANITIZER_GPU as NO_GPU_SANITIZE
 from verifier.plugin.session import CHILD_ENV, STATE, format_findings, repro_command, resolved_device, worker_property
 from verifier.results.options import Options, environment_timeout, repro_line
 from verifier.sanitizer import runs as driver
 from verifier.sanitizer.verdict import judge_rerun
 from verifier.toolchain.proc import run_killable
 
-NO_GPU_SANITIZE = "no CUDA GPU: compute-sanitizer re-runs need one"
 try:  # a bad value is reported by session.validated() as a usage error naming the variable, not at import
     CHILD_TIMEOUT_S = environment_timeout()
 except UsageError:

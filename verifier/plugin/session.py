@@ -9,17 +9,22 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
+from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
+from verifier.battery import gate
 from verifier.constants import DEVICES, SANITIZER_TOOLS
 from verifier.declare import registry
 from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError
 from verifier.gpu.probe import resolve_device
 from verifier.inputs.cases import cases_for
+from verifier.launch import runnable_reason
 from verifier.report.text import format_finding
+from verifier.results.levels import TABLE as LEVELS
 from verifier.results.options import Options, check_setting, environment_timeout
 from verifier.results.run import sorted_findings
 
@@ -163,31 +168,133 @@ def _marks(spec, device: str) -> list:
     return [pytest.mark.interpreter] if spec.kind == "triton" else []
 
 
-def suite_params(config, op: str, names: tuple) -> list:
+# The steps of a generated suite (suites/test_ops.py marks each test ``verifier(op=..., step=...)``).
+STEPS = ("values", "shapes", "refusal", "determinism", "build", "static")
+NO_SANITIZER_GPU = "no CUDA GPU: compute-sanitizer re-runs need one"
+# Suite tests not generated because on this machine they could only skip: reason -> count. Shown in one line at
+# the end of the session (pytest_terminal_summary); an xdist worker hands its count to the controller.
+NOT_GENERATED: Counter = Counter()
+
+
+def known_skip(spec, step: str, device: str, level: str) -> Optional[str]:
+    """Why test ``step`` of ``spec`` can only skip on ``device`` at ``level``, known before it runs (None: it runs).
+    The checker skips with these words; a generated suite does not generate such a test at all."""
+    missing = spec.unavailable() if hasattr(spec, "unavailable") else None
+    if missing:  # a package it needs (its headers, its kernels) is not installed here
+        return missing
+    if step == "build":
+        if spec.kind != "cuda" and not (spec.kind == "triton" and device == "cuda"):
+            return "nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
+                                           else "a Python callable")
+        return None
+    if step == "static":
+        if spec.kind != "cuda":
+            return ("static analysis reads the PTX of CUDA sources; this is "
+                    + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
+        return None
+    why = runnable_reason(spec, device)
+    if why:
+        return why
+    if step == "shapes" and not LEVELS[level].hypothesis:
+        return f"level {level} draws no Hypothesis shapes (verifier.results.levels); use --verifier-level ci or thorough"
+    return None
+
+
+def _refused(spec, dt, case, device: str) -> Optional[str]:
+    """Why the per-case gate closes ``case`` before its inputs are drawn (supports()'s refusal, a declared layout,
+    a device that cannot hold it), or None; a spec error is left to its test."""
+    try:
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, device)
+    except (UserCodeError, SpecError):
+        return None
+    if closed is None:
+        return None
+    if closed.kind == gate.REFUSED:
+        return "a case the kernel's supports() refuses (verifier check notes it)"
+    return f"a case not checked here ({closed.reason}; verifier check notes it)"
+
+
+def suite_params(config, op: str, names: tuple, step: Optional[str] = None) -> list:
     """The pytest.params of a suite test of ``op`` taking ``names`` (a prefix of PARAMS): one per registered
-    kernel (x dtype (x case)), ids ``NAME[-TAG[-CASE]]``, plus a ``-TOOL`` re-run per sanitizer tool asked for."""
+    kernel (x dtype (x case)), ids ``NAME[-TAG[-CASE]]``, plus a ``-TOOL`` re-run per sanitizer tool asked for.
+    With ``step`` (one of STEPS: a generated suite), a test that could only skip here (known_skip, a refused
+    case, a sanitizer re-run without a GPU) is not generated; NOT_GENERATED counts it, with the reason."""
     device, v = resolved_device(config), config._verifier
     params = []
     for k in registered_kernels(config):
         if k.op != op:
             continue
+        why = known_skip(k, step, device, v["level"]) if step else None
         variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]
+        if why:
+            n = _count(k, variants, names, v["level"])
+            NOT_GENERATED[why] += n
+            if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
+                NOT_GENERATED[NO_SANITIZER_GPU] += n * len(v["tools"])
+            continue
         if len(names) == 3:
             cased = []
             for vals, ident in variants:
                 try:
-                    cased += [(vals + (c,), f"{ident}-{c.name}") for c in cases_for(k, vals[1], v["level"])]
+                    cases = cases_for(k, vals[1], v["level"])
                 except (UserCodeError, SpecError) as e:  # this kernel's error: one failing test, the others run
                     params.append(pytest.param(*vals, None, id=f"{ident}-spec-error",
                                                marks=[pytest.mark.verifier_spec_error(str(e))]))
+                    continue
+                for c in cases:
+                    refused = _refused(k, vals[1], c, device) if step else None
+                    if refused:
+                        NOT_GENERATED[refused] += 1
+                    else:
+                        cased.append((vals + (c,), f"{ident}-{c.name}"))
             variants = cased
         for vals, ident in variants:
             params.append(pytest.param(*vals, id=ident, marks=_marks(k, device)))
             if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
+                if step and device != "cuda":
+                    NOT_GENERATED[NO_SANITIZER_GPU] += len(v["tools"])
+                    continue
                 params += [pytest.param(*vals, id=f"{ident}-{tool}", marks=[
                     pytest.mark.gpu, pytest.mark.sanitizer, pytest.mark.verifier_rerun(tool)])
                     for tool in v["tools"]]
     return params
+
+
+def _count(k, variants, names, level) -> int:
+    """Tests a kernel's variants stand for (its cases for a values test, with their sanitizer re-runs)."""
+    if len(names) < 3:
+        return len(variants)
+    n = 0
+    for vals, _ in variants:
+        try:
+            n += len(cases_for(k, vals[1], level))
+        except UserCodeError:
+            n += 1
+    return n
+
+
+def drop_empty_suites(items: list) -> None:
+    """Remove the one skipped item pytest makes for a generated suite test with no parameters (every kernel's
+    test of that step could only skip here): it is counted with the others instead."""
+    keep = []
+    for item in items:
+        marker = item.get_closest_marker("verifier")
+        skip = item.get_closest_marker("skip")
+        if marker is not None and marker.kwargs.get("step") and skip is not None and \
+                str(skip.kwargs.get("reason", "")).startswith("got empty parameter set"):
+            NOT_GENERATED["generated suite tests left with no kernel that runs here"] += 1
+            continue
+        keep.append(item)
+    items[:] = keep
+
+
+def not_generated_line(counts) -> Optional[str]:
+    """The one summary line of the suite tests not generated here, or None when every test was generated."""
+    total = sum(counts.values())
+    if not total:
+        return None
+    parts = "; ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"kernel-verifier: {total} suite tests not generated on this machine, where they could only skip: {parts}"
 
 
 class _State:

@@ -83,7 +83,17 @@ def check_setting(name: str, raw, source: Optional[str] = None):
         if raw is None:
             return None
         return _positive_seconds(raw, source, "e.g. --kernel-timeout 600")
-    raise UsageError(f"Options has no setting {name!r}", fix=f"use one of {', '.join(f.name for f in dataclasses.fields(Options))}")
+    if name == "jobs":  # kernels checked at once (verifier.isolation.check_all); None: 'auto'
+        if raw is None or raw == "auto":
+            return None
+        if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str) and raw.strip().isdigit())) \
+                or int(raw) < 1:
+            raise UsageError(f"{source} {raw!r} is not a positive whole number of kernels at once",
+                             fix="pass e.g. -j 8, -j 1 for one kernel after another, or -j auto (one per CPU, "
+                                 "capped by the GPUs' free memory)")
+        return int(raw)
+    raise UsageError(f"Options has no setting {name!r}",
+                     fix=f"use one of {', '.join([f.name for f in dataclasses.fields(Options)] + ['jobs'])}")
 
 
 def environment_timeout(default: float = DEFAULT_TIMEOUT_S) -> float:

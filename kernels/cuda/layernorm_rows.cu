@@ -1,0 +1,88 @@
+// LayerNorm, rows rung (layernorm_rows_spec.py): y = (x - mean) / sqrt(var + eps) * w + b, population variance,
+// fp32 math, I/O f32 / f16 / bf16, 16-byte vectors.
+// The row in registers as 16-byte vectors over as many threads as it needs (a warp for short rows, several rows
+// per 256-thread block: rows.cuh, the layout of softmax_fast.cu's S5), every load in flight before the first
+// use; the two-pass statistics and the output formula of layernorm.cu's tp. Table: LN_ROWS_16 / LN_ROWS_32 at
+// the end (the spec's ROWS_16 / ROWS_32 must match).
+// Precise math: IEEE division and sqrtf.
+#include "rows.cuh"
+
+namespace {
+
+// ---- rows ---------------------------------------------------------------------------------
+// Slots past the row's end hold 0: they add nothing to the sum, and the variance skips them per vector (the
+// spec refuses N % W != 0, so a vector is wholly inside the row or wholly past it). w and b are read per vector
+// in the output loop (every row reads them: L1 / L2 hits), so they take no registers during the reductions.
+template <typename T, int TPR, int VECS>
+__device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                        T* __restrict__ y, int M, int N, float eps) {
+    using V = kvrows::Vec16<T>;
+    constexpr int W = V::W;
+    constexpr int ROWS = kvrows::rows_per_block<TPR>();
+    constexpr int WARPS = TPR / 32;
+    if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
+    __shared__ float part_s[ROWS][WARPS], part_q[ROWS][WARPS];
+    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int row = blockIdx.x * ROWS + slot;
+    // A block's last rows may lie past M: they load and store nothing, but take part in the barriers.
+    const int nvec = row < M ? N / W : 0;
+    const T* xr = x + (size_t)row * N;
+    uint4 raw[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) raw[c] = kvrows::load16_or_zero<T>(xr, t + c * TPR, nvec);  // all in flight
+    float v[VECS][W], part[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        kvrows::unpack16<T>(raw[c], v[c]);
+        part[c] = kvrows::tree_sum(v[c]);
+    }
+    const float mean = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_s[slot]) / (float)N;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        float q[W];
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+            const float d = v[c][k] - mean;
+            q[k] = d * d;
+        }
+        part[c] = t + c * TPR < nvec ? kvrows::tree_sum(q) : 0.f;  // padding must not add mean^2
+    }
+    const float var = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_q[slot]) / (float)N;
+    const float rstd = 1.0f / sqrtf(var + eps);
+    T* yr = y + (size_t)row * N;
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) {
+        const int j = t + c * TPR;
+        if (j < nvec) {
+            float wv[W], bv[W];
+            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(w + (size_t)j * W)), wv);
+            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(b + (size_t)j * W)), bv);
+            typename V::U u;
+#pragma unroll
+            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(fmaf((v[c][k] - mean) * rstd, wv[k], bv[k]));
+            __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
+        }
+    }
+}
+
+}  // namespace
+
+// layernorm_rows_t<TPR>_v<VECS>_<io>; the spec's ROWS_16 / ROWS_32 tables pick one per (N, dtype).
+#define LN_ROWS(T, tag, TPR, VECS)                                                                    \
+    extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)        \
+        layernorm_rows_t##TPR##_v##VECS##_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, \
+                                                float eps) {                                          \
+        ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps);                                                 \
+    }
+// (threads per row, 16-byte vectors per thread), smallest first: a row of N <= TPR * VECS * W columns.
+// Taken from S5's tuned tables (the same loads and layout; not yet tuned for LayerNorm on a GPU).
+#define LN_ROWS_16(T, tag)                                                                            \
+    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 32, 8)       \
+    LN_ROWS(T, tag, 64, 8) LN_ROWS(T, tag, 128, 8) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+#define LN_ROWS_32(T, tag)                                                                            \
+    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
+    LN_ROWS(T, tag, 64, 8) LN_ROWS(T, tag, 128, 8) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+
+LN_ROWS_32(float, f32)
+LN_ROWS_16(__half, f16)
+LN_ROWS_16(__nv_bfloat16, bf16)

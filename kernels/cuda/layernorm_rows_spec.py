@@ -1,0 +1,32 @@
+"""LayerNorm, rows rung (layernorm_rows.cu): the row in registers as 16-byte vectors over as many threads as it needs
+(a warp for short rows, several rows per 256-thread block), all loads in flight first; the two-pass statistics and
+output formula of cuda-layernorm-twopass. y = (x - mean) / sqrt(var + eps) * w + b, population variance, fp32 math.
+
+The size classes are LN_ROWS_16 / LN_ROWS_32 at the end of layernorm_rows.cu (the build step reports a class whose
+entry the .cu lacks); taken from S5's H200 tables (softmax_fast_spec.py), not yet tuned for LayerNorm on a GPU.
+"""
+from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, register_resident, whole_vectors
+
+BLOCK = 256  # kvrows::kBlock in rows.cuh: a row of fewer threads shares its block with BLOCK // threads others
+ARGS = ("x", "w", "b", "y", "M", "N", "eps")
+# (threads per row, 16-byte vectors per thread), smallest first: a class holds rows of N <= threads x vectors x width.
+ROWS_16 = ((32, 1), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8), (512, 8))
+ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (64, 8), (128, 8), (256, 8), (512, 8))
+ROWS = SizeClasses({"f32": ROWS_32, "f16": ROWS_16, "bf16": ROWS_16}, entry="layernorm_rows_{c}_{tag}",
+                   instead="cuda-layernorm-welford")
+
+
+def _launch(M, N, dt, params):
+    tpr = ROWS.of(N, dt).threads
+    rows = max(1, BLOCK // tpr)
+    return [Launch(entry=ROWS.entry(N, dt), grid=(-(-M // rows),), block=(tpr * rows,), args=ARGS)]
+
+
+KERNELS = [
+    CudaKernel(name="cuda-layernorm-rows", op="layernorm", source="layernorm_rows.cu", dtypes=FLOAT_IO,
+               launches=_launch, sizes=ROWS, supports=whole_vectors("cuda-layernorm-twopass"),
+               expectations=register_resident(),
+               description="row in registers as 16-byte vectors, threads per row sized to N (a warp up to 2048 "
+                           "16-bit columns, several rows per block), loads all in flight first; the two-pass "
+                           "statistics of twopass; N % width == 0, N <= 32768 (16-bit) / 16384 (f32)"),
+]
