@@ -420,6 +420,6 @@ def test_every_bundled_cuda_launch_matches_its_entry_and_passes_the_strides_its_
     unstrided = names - strided
     assert all(n.startswith(("cuda-softmax-s5", "cuda-softmax-split", "cuda-softmax-cluster", "cuda-allreduce",
                              "defect-cuda-ce"))
-               for n in unstrided), sorted(unstrided)
+               for n in unstrided), sorted(n for n in unstrided if not n.startswith("cuda-allreduce"))
     assert {"cuda-rmsnorm-n1", "cuda-fused-add-rmsnorm", "cuda-layernorm-welford", "cuda-softmax-s4",
             "cuda-online-softmax-warp", "cuda-cross-entropy"} <= strided

@@ -15,7 +15,7 @@ namespace {
 // in the output loop (every row reads them: L1 / L2 hits), so they take no registers during the reductions.
 template <typename T, int TPR, int VECS>
 __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                        T* __restrict__ y, int M, int N, float eps) {
+                        T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
     using V = kvrows::Vec16<T>;
     constexpr int W = V::W;
     constexpr int ROWS = kvrows::rows_per_block<TPR>();
@@ -26,7 +26,7 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
     const int row = blockIdx.x * ROWS + slot;
     // A block's last rows may lie past M: they load and store nothing, but take part in the barriers.
     const int nvec = row < M ? N / W : 0;
-    const T* xr = x + (size_t)row * N;
+    const T* xr = x + (size_t)row * sx;  // row strides in elements (contiguous rows: N)
     uint4 raw[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) raw[c] = kvrows::load16_or_zero<T>(xr, t + c * TPR, nvec);  // all in flight
@@ -49,7 +49,7 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
     }
     const float var = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_q[slot]) / (float)N;
     const float rstd = 1.0f / sqrtf(var + eps);
-    T* yr = y + (size_t)row * N;
+    T* yr = y + (size_t)row * sy;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
@@ -71,8 +71,8 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
 #define LN_ROWS(T, tag, TPR, VECS)                                                                    \
     extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)        \
         layernorm_rows_t##TPR##_v##VECS##_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, \
-                                                float eps) {                                          \
-        ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps);                                                 \
+                                                float eps, long long sx, long long sy) {              \
+        ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                               \
     }
 // (threads per row, 16-byte vectors per thread), smallest first: a row of N <= TPR * VECS * W columns.
 // Taken from S5's tuned tables (the same loads and layout; not yet tuned for LayerNorm on a GPU).

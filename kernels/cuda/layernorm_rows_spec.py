@@ -5,10 +5,11 @@ output formula of cuda-layernorm-twopass. y = (x - mean) / sqrt(var + eps) * w +
 The size classes are LN_ROWS_16 / LN_ROWS_32 at the end of layernorm_rows.cu (the build step reports a class whose
 entry the .cu lacks); taken from S5's H200 tables (softmax_fast_spec.py), not yet tuned for LayerNorm on a GPU.
 """
-from verifier.spec import FLOAT_IO, CudaKernel, Launch, SizeClasses, register_resident, whole_vectors
+from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, SizeClasses, Stride, register_resident,
+                           whole_vectors)
 
 BLOCK = 256  # kvrows::kBlock in rows.cuh: a row of fewer threads shares its block with BLOCK // threads others
-ARGS = ("x", "w", "b", "y", "M", "N", "eps")
+ARGS = ("x", "w", "b", "y", "M", "N", "eps", Stride("x", "int64"), Stride("y", "int64"))  # row strides: views checked
 # (threads per row, 16-byte vectors per thread), smallest first: a class holds rows of N <= threads x vectors x width.
 ROWS_16 = ((32, 1), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8), (512, 8))
 ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (64, 8), (128, 8), (256, 8), (512, 8))
@@ -25,7 +26,7 @@ def _launch(M, N, dt, params):
 KERNELS = [
     CudaKernel(name="cuda-layernorm-rows", op="layernorm", source="layernorm_rows.cu", dtypes=FLOAT_IO,
                launches=_launch, sizes=ROWS, supports=whole_vectors("cuda-layernorm-twopass"),
-               expectations=register_resident(),
+               expectations=register_resident(), contracts=Contracts(alignment=16),  # 16-byte vector loads
                description="row in registers as 16-byte vectors, threads per row sized to N (a warp up to 2048 "
                            "16-bit columns, several rows per block), loads all in flight first; the two-pass "
                            "statistics of twopass; N % width == 0, N <= 32768 (16-bit) / 16384 (f32)"),

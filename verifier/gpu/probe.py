@@ -112,7 +112,7 @@ def build_arches(opts) -> tuple:
     return CPU_BUILD_ARCHES
 
 
-def free_memory(run: Callable = subprocess.run) -> dict:
+def free_memory_per_gpu(run: Callable = subprocess.run) -> dict:
     """Free device memory in bytes per GPU, keyed by both its index and its UUID (as CUDA_VISIBLE_DEVICES may
     name it), from ``nvidia-smi`` in another process, never through CUDA here ({} without nvidia-smi)."""
     if run is subprocess.run and shutil.which("nvidia-smi") is None:

@@ -46,7 +46,7 @@ def default_jobs(device: str, env=None, cpus: Optional[int] = None, physical: Op
 
     env = os.environ if env is None else env
     devices = pinning.visible_devices(env, probe.physical_gpu_count() if physical is None else physical)
-    free = probe.free_memory() if free is None else free
+    free = probe.free_memory_per_gpu() if free is None else free
     known = [free[d] for d in devices if d in free]
     if not known:  # no nvidia-smi answer: the CPUs decide
         return max(1, cpus)
