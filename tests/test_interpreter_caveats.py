@@ -63,11 +63,11 @@ cast = tl.cast  # an alias the interpreter does not patch
 
 
 @triton.jit
-def _rms(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, GAP: tl.constexpr):
+def _rms(x_ptr, w_ptr, y_ptr, N, sx, sy, eps, BLOCK: tl.constexpr, GAP: tl.constexpr):
     row = tl.program_id(0)
     o = tl.arange(0, BLOCK)
     m = o < N
-    x = tl.load(x_ptr + row * N + o, mask=m, other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + row * sx + o, mask=m, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + o, mask=m, other=0.0)
     if GAP == 1:
         e = eps.to(tl.float32)  # a Python float in the interpreter
@@ -86,14 +86,14 @@ def _rms(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, GAP: tl.constexpr):
         y = (x * r).to(tl.bfloat16).to(tl.float32) * w.to(tl.float32)  # rounds twice (Llama's RMSNorm)
     else:
         y = x * r * w.to(tl.float32)
-    tl.store(y_ptr + row * N + o, y.to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + row * sy + o, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
 def _launch(gap):
     def launch(inputs, outputs, params, dt):
         x = inputs["x"]
         M, N = x.shape
-        _rms[(M,)](x, inputs["w"], outputs["y"], N, float(params["eps"]), BLOCK=triton.next_power_of_2(N), GAP=gap)
+        _rms[(M,)](x, inputs["w"], outputs["y"], N, x.stride(0), outputs["y"].stride(0), float(params["eps"]), BLOCK=triton.next_power_of_2(N), GAP=gap)
     return launch
 
 
