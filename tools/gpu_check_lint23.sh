@@ -32,9 +32,11 @@ step() {  # step NAME CMD...: CMD's output to the terminal and to $OUT/NAME.log,
 lint_tests() {
   "$PY" -m pytest -q -p no:randomly -p no:cacheprovider tests/test_lint_ptx.py tests/test_lint_warpsync.py \
     tests/test_lint_checks.py tests/test_lint_cli.py -rs | tee "$TMP/lint_tests.txt"
+  local rc=${PIPESTATUS[0]}  # a failed test fails the step (the grep below decides only the skips)
   if grep -E "^SKIPPED" "$TMP/lint_tests.txt" | grep -qv "flashinfer"; then
     echo "lint-tests: a test skipped (above) other than FlashInfer's" >&2; return 1
   fi
+  return "$rc"
 }
 
 sanitize_ok() {  # no record for the twins and the cub kernels; the defects' records printed

@@ -55,7 +55,9 @@ EOF
 
 tests() {  # GPU tests must run: a skip for want of a GPU, nvcc or a package fails the step
   "$PY" -m pytest -q -p no:randomly -p no:cacheprovider -rs tests/test_third_party_gpu.py | tee "$WORK/tests.txt"
+  local rc=${PIPESTATUS[0]}  # a failed test fails the step (the grep below decides only the skips)
   if grep -qE "^SKIPPED" "$WORK/tests.txt"; then echo "tests skipped (above)" >&2; return 1; fi
+  return "$rc"
 }
 
 check() {  # one verifier check per kernel, in parallel (each isolates its kernel in a child as usual)

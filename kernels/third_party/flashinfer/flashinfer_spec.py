@@ -5,7 +5,7 @@ code launches them: block (32, warps), VEC_SIZE = gcd(16 / sizeof(T), d). Instal
 """
 from math import gcd
 
-from verifier.spec import (FLOAT_IO, CudaKernel, Launch, Scalar, dtypes, max_row, package_path,
+from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, Scalar, Stride, dtypes, max_row, package_path,
                            register_resident)
 
 REQUIRES = {"flashinfer": "flashinfer-python==0.7.4 --no-deps"}
@@ -24,18 +24,21 @@ def _shape(N, dt):
 def rmsnorm(M, N, dt, p):
     t, block, warps = _shape(N, dt)
     return [Launch(f"flashinfer::norm::RMSNormKernel{t}", (M,), block,
-                   ("x", "w", "y", "N", "N", "N", Scalar("float32", p["offset"]), "eps"), smem=4 * warps)]
+                   ("x", "w", "y", "N", Stride("x", "int32"), Stride("y", "int32"), Scalar("float32", p["offset"]), "eps"), smem=4 * warps)]
 
 
 def fused_add(M, N, dt, p):  # y is written over x (the kernel's `input`); residual <- x + residual
     t, block, warps = _shape(N, dt)
     return [Launch(f"flashinfer::norm::FusedAddRMSNormKernel{t}", (M,), block,
-                   ("y", "residual", "w", "N", "N", "N", Scalar("float32", p["offset"]), "eps"),
+                   ("y", "residual", "w", "N", Stride("y", "int32"), Stride("residual", "int32"),
+                    Scalar("float32", p["offset"]), "eps"),
                    smem=4 * ((-(-warps // 4)) * 4 + N))]
 
 
+# FlashInfer passes each tensor's row stride (uint32: int32 bits) and loads VEC_SIZE elements at a time from
+# pointers it assumes aligned (torch's allocations are): a view one element into a buffer is outside its contract.
 _COMMON = dict(source="norm.cu", include_dirs=INCLUDE, extra_flags=FLAGS, requires=REQUIRES, math_mode="fast",
-               expectations=register_resident())
+               expectations=register_resident(), contracts=Contracts(alignment=16))
 KERNELS = [
     CudaKernel(name="flashinfer-rmsnorm", op="rmsnorm", launches=rmsnorm, dtypes=FLOAT_IO, **_COMMON),
     CudaKernel(name="flashinfer-gemma-rmsnorm", op="rmsnorm", launches=rmsnorm, dtypes=FLOAT_IO,
