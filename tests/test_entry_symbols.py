@@ -17,6 +17,9 @@ SYMBOLS = {
         "void ns::rms<__half, 256>(__half const*, __half const*, __half*, int, float)",
     "_ZN2ns4warpILj4EfEEvPf": "void ns::warp<4u, float>(float*)",
     "plain_c_kernel": "plain_c_kernel",
+    # cu++filt (CUDA 13, as on the H200) writes a bool template argument as a cast: (bool)0, not false
+    "_ZN2ns11rms_inplaceIfLi256ELb0EEEvPT_PKS1_iif": "void ns::rms_inplace<float, 256, (bool)0>(float*, float const*, int, int, float)",
+    "_ZN2ns11rms_inplaceIfLi256ELb1EEEvPT_PKS1_iif": "void ns::rms_inplace<float, 256, true>(float*, float const*, int, int, float)",
 }
 
 
@@ -28,6 +31,8 @@ SYMBOLS = {
     ("ns::warp<(unsigned int)4, float>", "_ZN2ns4warpILj4EfEEvPf"),
     ("warp", "_ZN2ns4warpILj4EfEEvPf"),  # the only instantiation of that template
     ("plain_c_kernel", "plain_c_kernel"),
+    ("ns::rms_inplace<float, 256, false>", "_ZN2ns11rms_inplaceIfLi256ELb0EEEvPT_PKS1_iif"),
+    ("ns::rms_inplace<float, 256, (bool)1>", "_ZN2ns11rms_inplaceIfLi256ELb1EEEvPT_PKS1_iif"),
     ("_ZN2ns4warpILj4EfEEvPf", "_ZN2ns4warpILj4EfEEvPf"),
 ])
 def test_cpp_names_resolve_to_the_mangled_symbol(entry, symbol):

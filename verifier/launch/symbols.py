@@ -5,7 +5,7 @@ symbol, or the C++ name as a person writes it (``entry="rms_norm_kernel<__nv_bfl
 A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_...``).
 Its demangled form (from the toolkit's cu++filt, else binutils' c++filt: verifier.toolchain.ptxas) is matched
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
-(``8u``, ``(unsigned char)8``), with or without the parameter list, qualified or not (``RMSNormKernel<8,
+(``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), with or without the parameter list, qualified or not (``RMSNormKernel<8,
 __nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``). Exactly one symbol must match;
 none lists the close candidates, several list them all.
 """
@@ -19,6 +19,7 @@ from verifier.errors import SpecError
 
 _SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.I)
 _CAST = re.compile(r"\((?:unsigned|signed|char|short|int|long|bool|\s)+\)(-?\d+)")
+_BOOL = re.compile(r"(?<![\w.])(true|false)(?![\w.])")  # cu++filt writes (bool)0 where c++filt writes false
 _PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.M)
 
 
@@ -53,6 +54,7 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 
 def _normal(text: str) -> str:
+    text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
     text = _SUFFIX.sub(r"\1", text)
     return re.sub(r"\s+", "", text)
