@@ -170,3 +170,23 @@ def test_unknown_record_kind_is_kept_as_an_error():
           b"</ComputeSanitizerOutput>"
     (r,) = parse(xml, "memcheck").records
     assert (r.kind, r.severity, r.text) == ("Brandnew", "error", "odd thing")
+
+
+def test_a_host_api_initcheck_record_behind_a_python_launcher_is_a_warning_naming_the_host_code():
+    """The H200 run of Liger-Kernel 0.8.5's cross entropy (docs/gpu-runs/2026-12-01-merged.md): initcheck reported
+    "Host API uninitialized memory access" 16 times and nothing in the Triton kernel. Behind a Python launcher that
+    is the host code's (the library's .item() copies), a warning; in a CUDA spec, or beside a device record, an
+    error still."""
+    from types import SimpleNamespace
+
+    from verifier.results.findings import Finding
+    from verifier.sanitizer.verdict import _host_side
+
+    api = Finding("initcheck", "InitcheckApiError: Host API uninitialized memory access at an unknown location",
+                  severity="error", kernel="k")
+    device = Finding("initcheck", "UninitializedGlobalRead: Uninitialized __global__ memory read of size 4",
+                     severity="error", kernel="k")
+    (w,) = _host_side(SimpleNamespace(kind="triton"), [api])
+    assert w.severity == "warning" and "in host code" in w.message and "--show-backtrace yes" in w.message
+    assert _host_side(SimpleNamespace(kind="cuda"), [api]) == [api]
+    assert [f.severity for f in _host_side(SimpleNamespace(kind="callable"), [api, device])] == ["error", "error"]

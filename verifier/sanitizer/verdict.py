@@ -8,13 +8,14 @@ where the raw log is.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from verifier.results.findings import Finding
 from verifier.sanitizer import suppressions as _supp
 from verifier.sanitizer.suppressions import default_suppressions
-from verifier.sanitizer.xmlparse import Parsed, SourceMap, parse, to_findings
+from verifier.sanitizer.xmlparse import Parsed, SourceMap, finding_kind, parse, to_findings
 
 ERROR_EXITCODE = 86  # --error-exitcode passed on every run (verifier.sanitizer.runs)
 UNREADABLE = "UnreadableXML"  # first word of the finding's message (the suppression 'kind' it would have)
@@ -48,9 +49,30 @@ def judge_xml(spec, tool: str, code: Optional[int], xml_path, log_path, launched
     own (--check-exit-code), so no unreadable-XML error is added (the caller reports that failure)."""
     parsed = parse(str(xml_path), tool)
     root = repo_root(spec)
-    findings = to_findings(parsed.records, SourceMap(root, sources(spec)), **ctx)
+    findings = _host_side(spec, to_findings(parsed.records, SourceMap(root, sources(spec)), **ctx))
     bad = unreadable_finding(tool, code, parsed, findings, xml_path, log_path, **ctx) if launched_ok else None
     return parsed, findings + ([bad] if bad else [])
+
+
+HOST_API = "InitcheckApiError"  # initcheck: a host API call (a copy) read device memory no kernel or copy wrote
+
+
+def _host_side(spec, findings: list) -> list:
+    """A Triton kernel or callable runs behind Python host code (its launcher, the library it wraps, torch): an
+    initcheck record of a host API call, beside no record in device code, is that host code's, not the kernel's.
+    It stays in the report as a warning saying so (seen on an H200 with Liger-Kernel 0.8.5's cross entropy,
+    whose wrapper copies scalars to the host with .item()); in a CUDA spec the host code is the harness's, whose
+    copies read only buffers it wrote, so there it stays an error."""
+    if spec.kind == "cuda" or any(f.severity == "error" and finding_kind(f).rstrip(":") != HOST_API for f in findings):
+        return findings
+    out = []
+    for f in findings:
+        if finding_kind(f).rstrip(":") == HOST_API and f.severity == "error":
+            f = replace(f, severity="warning", message=f.message + "\n  in host code (the launcher, the library it "
+                        "calls or torch), not in the kernel's device code, which has no record; to see where, run "
+                        "the launcher under compute-sanitizer --tool initcheck --show-backtrace yes")
+        out.append(f)
+    return out
 
 
 def suppressed(spec, findings: list, entries: Optional[list] = None) -> list:
