@@ -25,7 +25,7 @@ V="$PY -m verifier.cli"
 W=${WORK:-/tmp/speed24}
 LOGS=${OUT:-$W/logs}
 mkdir -p "$W" "$LOGS"
-steps=${*:-env jauto verdict bench sanitize jseq}
+steps=${*:-env jauto jseq verdict bench sanitize}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 secs() { local ms=$(( $(now_ms) - $1 )); printf '%d.%03d' $(( ms / 1000 )) $(( ms % 1000 )); }
@@ -102,7 +102,7 @@ verdict_step() {
 }
 
 bench_run() {
-  $V bench kernels/cuda/layernorm_spec.py kernels/cuda/rmsnorm_spec.py kernels/cuda/softmax_fast_spec.py \
+  $V bench kernels/cuda/layernorm_spec.py kernels/cuda/layernorm_rows_spec.py kernels/cuda/rmsnorm_spec.py kernels/cuda/softmax_fast_spec.py \
     --kernel cuda-layernorm-rows --kernel cuda-layernorm-twopass --kernel cuda-rmsnorm-n4 --kernel cuda-softmax-s5 \
     --against kernels/torch --against benchmarks/liger_spec.py --dtype bf16 --dtype f16 \
     --shape 8192x2048 --shape 8192x4096 --shape 8192x8192 --runs 50 --format json --output "$W/bench_$1.json" \
@@ -156,7 +156,7 @@ EOF
 }
 
 sanitize_step() {
-  $V sanitize kernels/cuda/layernorm_spec.py --kernel cuda-layernorm-rows -j 12
+  $V sanitize kernels/cuda/layernorm_rows_spec.py --kernel cuda-layernorm-rows -j 12
 }
 
 jseq_step() {
@@ -179,11 +179,11 @@ liger > "$LOGS/liger.log"  # here, not in a pipeline: its PYTHONPATH must reach 
 cat "$LOGS/liger.log"
 has env && step env env_step
 has jauto && step jauto jauto_step
+has jseq && step jseq jseq_step  # right after jauto: the side-by-side figure, on the same warm caches
 has verdict && step verdict verdict_step
 has bench && step bench bench_step
 has sanitize && step sanitize sanitize_step
-has jseq && step jseq jseq_step
 echo "== summary"
-for s in env jauto verdict bench sanitize jseq; do
+for s in env jauto jseq verdict bench sanitize; do
   grep -hE "^(PASS|FAIL)|side by side|^verifier sanitize:" "$LOGS/$s.log" 2>/dev/null || true
 done
