@@ -173,7 +173,7 @@ def test_unknown_record_kind_is_kept_as_an_error():
 
 
 def test_a_host_api_initcheck_record_behind_a_python_launcher_is_a_warning_naming_the_host_code():
-    """The H200 run of Liger-Kernel 0.8.5's cross entropy (docs/gpu-runs/2026-12-01-merged.md): initcheck reported
+    """The H200 run of Liger-Kernel 0.8.5's cross entropy (docs/gpu-runs/2026-12-01-issues-23-24-25.md, runs 23 and 26): initcheck reported
     "Host API uninitialized memory access" 16 times and nothing in the Triton kernel. Behind a Python launcher that
     is the host code's (the library's .item() copies), a warning; in a CUDA spec, or beside a device record, an
     error still."""

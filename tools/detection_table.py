@@ -15,8 +15,9 @@
     # 5. the table (per defect the first file that ran it counts: GPU results first; tests/test_defects_table.py
     #    checks that docs/detection-matrix.md is this rendering of the committed files)
     python tools/detection_table.py render --battery kernels/defects/results/detection-gpu.json \
-        --battery kernels/defects/results/detection-gpu-triton.json --battery kernels/defects/results/detection-cpu.json \
-        --assert-close kernels/defects/results/assert-close-gpu.json --assert-close kernels/defects/results/assert-close-cpu.json \
+        --battery kernels/defects/results/detection-gpu-triton.json --battery kernels/defects/results/detection-gpu-inputs.json \
+        --battery kernels/defects/results/detection-cpu.json --assert-close kernels/defects/results/assert-close-gpu.json \
+        --assert-close kernels/defects/results/assert-close-gpu-inputs.json --assert-close kernels/defects/results/assert-close-cpu.json \
         --lint kernels/defects/results/lint-cpu.json --out docs/detection-matrix.md
 
 `run` checks each defect with the whole battery (budget 'ci' by default, seed 0) and each twin with

@@ -117,18 +117,12 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
 
 def _display(demangled: str) -> str:
     """A demangled symbol as an entry would name it: without its return type."""
-    depth = 0
-    for i, c in enumerate(demangled):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-        elif c == "(" and depth == 0 and i > 0:
-            return _split_top(demangled[:i].strip(), " ")[-1] + demangled[i:]
-    return _split_top(demangled.strip(), " ")[-1]
+    head = _no_params(demangled)
+    return _split_top(head.strip(), " ")[-1] + demangled[len(head):]
 
 
 def _no_params(display: str) -> str:
+    """``display`` up to its parameter list (the first '(' outside <...>)."""
     depth = 0
     for i, c in enumerate(display):
         if c == "<":
