@@ -423,3 +423,11 @@ def test_every_bundled_cuda_launch_matches_its_entry_and_passes_the_strides_its_
                for n in unstrided), sorted(n for n in unstrided if not n.startswith("cuda-allreduce"))
     assert {"cuda-rmsnorm-n1", "cuda-fused-add-rmsnorm", "cuda-layernorm-welford", "cuda-softmax-s4",
             "cuda-online-softmax-warp", "cuda-cross-entropy"} <= strided
+
+
+def test_the_large_case_draws_weights_in_their_own_dtype():
+    # a kernel declaring f32 weights with bf16 activations (dtypes("bf16", weight="f32")) gets them in the large
+    # case as in every other: drawn by the catalogue's one input loop
+    case = C.large_case(N=4096, wrap=1 << 16)
+    xs = case.make(np.random.default_rng(0), dtypes("bf16", weight="f32"), "layernorm", {})
+    assert xs["w"].dtype == np.float32 and xs["b"].dtype == np.float32 and xs["x"].dtype == ml_dtypes.bfloat16

@@ -295,23 +295,27 @@ def maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampl
     ``policy`` (the case's label placement, None: random)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
-        opdef = get_op(op)
-        out = {}
-        for t in opdef.inputs:
-            role = opdef.role(t)
-            if role.kind == "labels":
-                p = {**opdef.params, **(params or {})}
-                out[t] = role.make(rng, np.asarray(out["x"], dtype=np.float64), p, policy)
-                continue
-            if role.kind == "data":
-                v = sampler_factory(rng)((M, N), dt)
-            elif role.kind == "weight":
-                v = 1.0 + 0.1 * rng.standard_normal(N)
-            else:  # bias
-                v = 0.1 * rng.standard_normal(N)
-            out[t] = _cast(v, opdef.input_dtype(t, _as_dtypes(dtypes), params))  # weights: their own dtype
-        return out
+        return _inputs(rng, dtypes, op, params, N, lambda t, dtype: _cast(sampler_factory(rng)((M, N), dt), dtype),
+                       lambda out: np.asarray(out["x"], dtype=np.float64), policy)
     return make
+
+
+def _inputs(rng, dtypes, op: str, params, N: int, data: Callable, label_rows: Callable, policy) -> dict:
+    """Every input of ``op``, in its order (the draws' order is the seed's contract): ``data(name, dtype)`` for the
+    data roles, weights and biases of length N in their own dtype, labels from their role's maker given
+    ``label_rows(inputs so far)``."""
+    dts, opdef, out = _as_dtypes(dtypes), get_op(op), {}
+    for t in opdef.inputs:
+        role = opdef.role(t)
+        dtype = opdef.input_dtype(t, dts, params)  # weights: their own dtype
+        if role.kind == "labels":
+            out[t] = role.make(rng, label_rows(out), {**opdef.params, **(params or {})}, policy)
+        elif role.kind == "data":
+            out[t] = data(t, dtype)
+        else:
+            v = 1.0 + 0.1 * rng.standard_normal(N) if role.kind == "weight" else 0.1 * rng.standard_normal(N)
+            out[t] = _cast(v, dtype)
+    return out
 
 
 _EXP = "exp"  # ops: every op whose OpDef has exp_family (the softmax family, cross entropy)
@@ -401,22 +405,14 @@ def _large_maker(M: int, N: int, wrap: int):
     drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
-        opdef = get_op(op)
-        out = {}
-        for t in opdef.inputs:
-            role = opdef.role(t)
-            if role.kind == "labels":
-                p = {**opdef.params, **(params or {})}
-                out[t] = role.make(rng, np.broadcast_to(np.float64(0.0), (M, N)), p, None)
-            elif role.kind == "data":
-                block = _cast(rand_normal(rng)((_lay.BLOCK_ROWS, N), dt), dt)
-                judged = _lay.judged_rows(M, N, wrap)
-                own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
-                out[t] = _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
-            else:
-                v = 1.0 + 0.1 * rng.standard_normal(N) if role.kind == "weight" else 0.1 * rng.standard_normal(N)
-                out[t] = _cast(v, dt)
-        return out
+
+        def data(t, dtype):
+            block = _cast(rand_normal(rng)((_lay.BLOCK_ROWS, N), dt), dt)
+            judged = _lay.judged_rows(M, N, wrap)
+            own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
+            return _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
+
+        return _inputs(rng, dtypes, op, params, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
     return make
 
 
