@@ -66,4 +66,14 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return warp_max(v);
 }
 
+// 16-byte vectors: W = 16 / sizeof(T) elements, as raw bits or as elements.
+template <typename T>
+struct Vec16 {
+    static constexpr int W = 16 / sizeof(T);
+    union U {
+        uint4 raw;
+        T e[W];
+    };
+};
+
 }  // namespace kv

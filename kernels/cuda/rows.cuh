@@ -1,5 +1,5 @@
 // A row held in registers as 16-byte vectors over TPR threads (a multiple of 32), 256 / TPR rows per block when
-// a row takes fewer threads: the layout of softmax_fast.cu's S5, for the other row ops (layernorm.cu's rows).
+// a row takes fewer threads: the layout of softmax_fast.cu's S5, which uses these helpers, and of layernorm_rows.cu.
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
 #pragma once
 #include "common.cuh"
@@ -12,13 +12,7 @@ template <int TPR>
 __host__ __device__ constexpr int rows_per_block() { return TPR >= kBlock ? 1 : kBlock / TPR; }
 
 template <typename T>
-struct Vec16 {
-    static constexpr int W = 16 / sizeof(T);
-    union U {
-        uint4 raw;
-        T e[W];
-    };
-};
+using Vec16 = kv::Vec16<T>;
 
 template <typename T>
 __device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[Vec16<T>::W]) {
@@ -48,12 +42,20 @@ __device__ __forceinline__ float tree_sum(const float (&a)[N]) {
     }
 }
 
-// Sum over the TPR threads of a row (WARPS = TPR / 32): shuffles, then, when the row spans several warps, one
-// barrier and a read of the row's per-warp partials in a fixed order (every thread of the row gets the same
-// bits). `part` is this row's WARPS-float slice of shared memory, used by this one reduction only.
-template <int WARPS>
-__device__ __forceinline__ float row_sum(float v, float* part) {
-    v = kv::warp_sum(v);
+// Row-wide reduction over TPR threads (WARPS = TPR / 32): shuffles, then, when the row spans several warps, one
+// barrier and a read of the row's per-warp partials in a fixed order (every thread of the row gets the same bits).
+// `part` is this row's WARPS-float slice of shared memory, used by this one reduction only.
+struct MaxOp {
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+    __device__ __forceinline__ float warp(float v) const { return kv::warp_max(v); }
+};
+struct SumOp {
+    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+    __device__ __forceinline__ float warp(float v) const { return kv::warp_sum(v); }
+};
+template <int WARPS, typename Op>
+__device__ __forceinline__ float row_reduce(float v, float* part, Op op) {
+    v = op.warp(v);
     if constexpr (WARPS == 1) {
         return v;
     } else {
@@ -62,9 +64,11 @@ __device__ __forceinline__ float row_sum(float v, float* part) {
         __syncthreads();
         v = part[0];
 #pragma unroll
-        for (int k = 1; k < WARPS; ++k) v += part[k];
+        for (int k = 1; k < WARPS; ++k) v = op(v, part[k]);
         return v;
     }
 }
+template <int WARPS>
+__device__ __forceinline__ float row_sum(float v, float* part) { return row_reduce<WARPS>(v, part, SumOp{}); }
 
 }  // namespace kvrows

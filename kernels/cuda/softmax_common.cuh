@@ -89,15 +89,7 @@ __device__ __forceinline__ MS block_ms(MS a, float* sm, float* ss) {
 // exp(NaN) = NaN; a NaN/+inf row has s = NaN.
 __device__ __forceinline__ float softmax_out(float x, float m, float s) { return expf(x - m) / s; }
 
-// ---- 16-byte vectors: W = 16 / sizeof(T) elements -----------------------------------------
-template <typename T>
-struct Vec16 {
-    static constexpr int W = 16 / sizeof(T);
-    union U {
-        uint4 raw;
-        T e[W];
-    };
-};
+// ---- 16-byte vectors (kv::Vec16, common.cuh) ------------------------------------------------
 template <typename T>
 __device__ __forceinline__ void load16(const T* p, float (&out)[Vec16<T>::W]) {
     typename Vec16<T>::U u;

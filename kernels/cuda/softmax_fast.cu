@@ -23,49 +23,27 @@
 //   subnormal, which the precise tolerance counts for underflow).
 #include <cooperative_groups.h>
 
+#include "rows.cuh"
 #include "softmax_common.cuh"
 
 namespace {
 
-constexpr int kBlock = 256;  // S5 block size when a row takes fewer threads: ROWS = kBlock / TPR
+using kvrows::kBlock;  // S5 block size when a row takes fewer threads: ROWS = kBlock / TPR
+using kvrows::tree_sum;
+using kvrows::unpack16;
 
 __device__ __forceinline__ float div_rn(float e, float s, float r) {
     const float q = __fmul_rn(e, r);
     return fmaf(fmaf(-q, s, e), r, q);
 }
 
-// Row-wide reduction over TPR threads (a multiple of 32): shuffles, then, when the row spans several
-// warps, one barrier and a read of the row's per-warp partials in a fixed order (every thread of the
-// row gets the same bits). `part` is this row's WARPS-float slice of shared memory, used once.
-struct MaxOp {
-    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
-    __device__ __forceinline__ float warp(float v) const { return kv::warp_max(v); }
-};
-struct SumOp {
-    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
-    __device__ __forceinline__ float warp(float v) const { return kv::warp_sum(v); }
-};
-template <int WARPS, typename Op>
-__device__ __forceinline__ float row_reduce(float v, float* part, Op op) {
-    v = op.warp(v);
-    if constexpr (WARPS == 1) {
-        return v;
-    } else {
-        const int w = (threadIdx.x >> 5) % WARPS;
-        if ((threadIdx.x & 31) == 0) part[w] = v;
-        __syncthreads();
-        v = part[0];
-#pragma unroll
-        for (int k = 1; k < WARPS; ++k) v = op(v, part[k]);
-        return v;
-    }
+template <int WARPS>
+__device__ __forceinline__ float row_max(float v, float* part) {
+    return kvrows::row_reduce<WARPS>(v, part, kvrows::MaxOp{});
 }
-template <int WARPS>
-__device__ __forceinline__ float row_max(float v, float* part) { return row_reduce<WARPS>(v, part, MaxOp{}); }
-template <int WARPS>
-__device__ __forceinline__ float row_sum(float v, float* part) { return row_reduce<WARPS>(v, part, SumOp{}); }
+using kvrows::row_sum;
 
-// Pairwise (tree) max and sum over a thread's registers: a dependency chain of log2(n) instead of n,
+// Pairwise (tree) max over a thread's registers (the sum: kvrows::tree_sum): a dependency chain of log2(n) instead of n,
 // which is what limits a 16-bit row (twice the elements per byte of f32) when latency is not hidden.
 template <int N>
 __device__ __forceinline__ float tree_max(const float (&a)[N]) {
@@ -79,27 +57,6 @@ __device__ __forceinline__ float tree_max(const float (&a)[N]) {
         return tree_max(b);
     }
 }
-template <int N>
-__device__ __forceinline__ float tree_sum(const float (&a)[N]) {
-    if constexpr (N == 1) {
-        return a[0];
-    } else {
-        float b[(N + 1) / 2];
-#pragma unroll
-        for (int i = 0; i < N / 2; ++i) b[i] = a[2 * i] + a[2 * i + 1];
-        if constexpr (N % 2) b[N / 2] = a[N - 1];
-        return tree_sum(b);
-    }
-}
-
-template <typename T>
-__device__ __forceinline__ void unpack16(const uint4& raw, float (&out)[kv::Vec16<T>::W]) {
-    typename kv::Vec16<T>::U u;
-    u.raw = raw;
-#pragma unroll
-    for (int k = 0; k < kv::Vec16<T>::W; ++k) out[k] = kv::to_float(u.e[k]);
-}
-
 // ---- S5 ----------------------------------------------------------------------------------
 // Thread t of a row holds vectors t, t + TPR, ... (coalesced across the row's warps).
 // LOAD selects the load instruction (0: ld.global.cs, 1: ld.global.nc, 2: ld.global).
