@@ -47,7 +47,8 @@ def test_launch_covers_every_column_and_row_once(tag, N):
     assert why is None
     (launch,) = K.launches(M, N, dt, {})
     tile = R.ROWS.of(N, dt)
-    assert launch.entry == f"layernorm_rows_t{tile.threads}_v{tile.vectors}_{tag}"
+    m = f"_m{tile.min_blocks}" if tile.min_blocks else ""
+    assert launch.entry == f"layernorm_rows_t{tile.threads}_v{tile.vectors}{m}_{tag}"
     rows = max(1, R.BLOCK // tile.threads)
     assert launch.block == (tile.threads * rows,) and launch.grid[0] * rows >= M > (launch.grid[0] - 1) * rows
     assert tile.threads * tile.vectors * w >= N  # every column has a slot

@@ -13,7 +13,9 @@ namespace {
 // Slots past the row's end hold 0: they add nothing to the sum, and the variance skips them per vector (the
 // spec refuses N % W != 0, so a vector is wholly inside the row or wholly past it). w and b are read per vector
 // in the output loop (every row reads them: L1 / L2 hits), so they take no registers during the reductions.
-template <typename T, int TPR, int VECS>
+// PRE: w and b loaded with x, before the reductions (their latency hidden behind x's; registers held longer);
+// else in the output loop.
+template <typename T, int TPR, int VECS, bool PRE = false>
 __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                         T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
     using V = kvrows::Vec16<T>;
@@ -30,6 +32,14 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
     uint4 raw[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) raw[c] = kvrows::load16_or_zero<T>(xr, t + c * TPR, nvec);  // all in flight
+    uint4 wraw[PRE ? VECS : 1], braw[PRE ? VECS : 1];
+    if constexpr (PRE) {
+#pragma unroll
+        for (int c = 0; c < VECS; ++c) {
+            wraw[c] = kvrows::load16_or_zero<T>(w, t + c * TPR, nvec);
+            braw[c] = kvrows::load16_or_zero<T>(b, t + c * TPR, nvec);
+        }
+    }
     float v[VECS][W], part[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
@@ -55,8 +65,13 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
         const int j = t + c * TPR;
         if (j < nvec) {
             float wv[W], bv[W];
-            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(w + (size_t)j * W)), wv);
-            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(b + (size_t)j * W)), bv);
+            if constexpr (PRE) {
+                kvrows::unpack16<T>(wraw[c], wv);
+                kvrows::unpack16<T>(braw[c], bv);
+            } else {
+                kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(w + (size_t)j * W)), wv);
+                kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(b + (size_t)j * W)), bv);
+            }
             typename V::U u;
 #pragma unroll
             for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(fmaf((v[c][k] - mean) * rstd, wv[k], bv[k]));
@@ -67,22 +82,57 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
 
 }  // namespace
 
-// layernorm_rows_t<TPR>_v<VECS>_<io>; the spec's ROWS_16 / ROWS_32 tables pick one per (N, dtype).
+// layernorm_rows_t<TPR>_v<VECS>[_m<MINB>]_<io>; the spec's ROWS_16 / ROWS_32 tables pick one per (N, dtype).
 #define LN_ROWS(T, tag, TPR, VECS)                                                                    \
     extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)        \
         layernorm_rows_t##TPR##_v##VECS##_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, \
                                                 float eps, long long sx, long long sy) {              \
         ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                               \
     }
-// (threads per row, 16-byte vectors per thread), smallest first: a row of N <= TPR * VECS * W columns.
-// Taken from S5's tuned tables (the same loads and layout; not yet tuned for LayerNorm on a GPU).
+// At least MINB blocks resident per SM (a register cap for ptxas): more rows in flight at once.
+#define LN_ROWS_M(T, tag, TPR, VECS, MINB)                                                                \
+    extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock, MINB)      \
+        layernorm_rows_t##TPR##_v##VECS##_m##MINB##_##tag(const T* x, const T* w, const T* b, T* y, int M,  \
+                                                          int N, float eps, long long sx, long long sy) {   \
+        ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                               \
+    }
+// (threads per row, 16-byte vectors per thread[, min blocks]), smallest first: a row of N <= TPR * VECS * W
+// columns. Picked by benchmarks/layernorm_tune.py on the H200 (docs/benchmarks.md): 16-bit rows of 2048-8192
+// want 2-4 vectors a thread over 128-256 threads (38-56 registers) rather than S5's 8 over a warp or two.
 #define LN_ROWS_16(T, tag)                                                                            \
-    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 32, 8)       \
-    LN_ROWS(T, tag, 64, 8) LN_ROWS(T, tag, 128, 8) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 128, 2)      \
+    LN_ROWS_M(T, tag, 128, 4, 4) LN_ROWS_M(T, tag, 256, 4, 3) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
 #define LN_ROWS_32(T, tag)                                                                            \
     LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
-    LN_ROWS(T, tag, 64, 8) LN_ROWS(T, tag, 128, 8) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+    LN_ROWS(T, tag, 128, 4) LN_ROWS(T, tag, 256, 4) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
 
 LN_ROWS_32(float, f32)
 LN_ROWS_16(__half, f16)
 LN_ROWS_16(__nv_bfloat16, bf16)
+
+// benchmarks/layernorm_tune.py builds with -DKV_LN_TUNE: a grid of (TPR, VECS, PRE, MINB) beside the tables.
+// layernorm_rowsx_t<TPR>_v<VECS>_p<PRE>_m<MINB>_<io> (MINB 0: no minimum blocks per SM asked of ptxas).
+#ifdef KV_LN_TUNE
+#define LN_BOUNDS_0(TPR) __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)
+#define LN_BOUNDS_M(TPR, MINB) __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock, MINB)
+#define LN_X(T, tag, TPR, VECS, PRE, MINB, BOUNDS)                                                      \
+    extern "C" __global__ void BOUNDS layernorm_rowsx_t##TPR##_v##VECS##_p##PRE##_m##MINB##_##tag(    \
+        const T* x, const T* w, const T* b, T* y, int M, int N, float eps, long long sx, long long sy) { \
+        ln_rows<T, TPR, VECS, PRE>(x, w, b, y, M, N, eps, sx, sy);                                      \
+    }
+#define LN_XP(T, tag, TPR, VECS) \
+    LN_X(T, tag, TPR, VECS, 0, 0, LN_BOUNDS_0(TPR)) LN_X(T, tag, TPR, VECS, 1, 0, LN_BOUNDS_0(TPR))
+#define LN_XM(T, tag, TPR, VECS, MINB) \
+    LN_X(T, tag, TPR, VECS, 0, MINB, LN_BOUNDS_M(TPR, MINB)) LN_X(T, tag, TPR, VECS, 1, MINB, LN_BOUNDS_M(TPR, MINB))
+#define LN_GRID(T, tag)                                                                                  \
+    LN_XP(T, tag, 32, 2) LN_XP(T, tag, 32, 4) LN_XP(T, tag, 32, 8)                                      \
+    LN_XP(T, tag, 64, 2) LN_XP(T, tag, 64, 4) LN_XP(T, tag, 64, 8) LN_XM(T, tag, 64, 8, 3)              \
+    LN_XP(T, tag, 128, 1) LN_XP(T, tag, 128, 2) LN_XP(T, tag, 128, 4) LN_XP(T, tag, 128, 8)             \
+    LN_XM(T, tag, 128, 8, 3) LN_XM(T, tag, 128, 4, 4)                                                    \
+    LN_XP(T, tag, 256, 1) LN_XP(T, tag, 256, 2) LN_XP(T, tag, 256, 4) LN_XM(T, tag, 256, 4, 3)          \
+    LN_XP(T, tag, 512, 1) LN_XP(T, tag, 512, 2) LN_XM(T, tag, 512, 2, 2) LN_XP(T, tag, 1024, 1)         \
+    LN_XP(T, tag, 1024, 2)
+LN_GRID(__half, f16)
+LN_GRID(__nv_bfloat16, bf16)
+LN_GRID(float, f32)
+#endif

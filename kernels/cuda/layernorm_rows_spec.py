@@ -3,7 +3,7 @@
 output formula of cuda-layernorm-twopass. y = (x - mean) / sqrt(var + eps) * w + b, population variance, fp32 math.
 
 The size classes are LN_ROWS_16 / LN_ROWS_32 at the end of layernorm_rows.cu (the build step reports a class whose
-entry the .cu lacks); taken from S5's H200 tables (softmax_fast_spec.py), not yet tuned for LayerNorm on a GPU.
+entry the .cu lacks), picked by benchmarks/layernorm_tune.py on the H200 (docs/benchmarks.md).
 """
 from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, SizeClasses, Stride, register_resident,
                            whole_vectors)
@@ -11,8 +11,9 @@ from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, SizeClasses,
 BLOCK = 256  # kvrows::kBlock in rows.cuh: a row of fewer threads shares its block with BLOCK // threads others
 ARGS = ("x", "w", "b", "y", "M", "N", "eps", Stride("x", "int64"), Stride("y", "int64"))  # row strides: views checked
 # (threads per row, 16-byte vectors per thread), smallest first: a class holds rows of N <= threads x vectors x width.
-ROWS_16 = ((32, 1), (32, 2), (32, 4), (32, 8), (64, 8), (128, 8), (256, 8), (512, 8))
-ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (64, 8), (128, 8), (256, 8), (512, 8))
+# (threads, vectors, min blocks per SM) where the entry asks ptxas for a minimum.
+ROWS_16 = ((32, 1), (32, 2), (32, 4), (128, 2), (128, 4, 4), (256, 4, 3), (256, 8), (512, 8))
+ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (256, 4), (256, 8), (512, 8))
 ROWS = SizeClasses({"f32": ROWS_32, "f16": ROWS_16, "bf16": ROWS_16}, entry="layernorm_rows_{c}_{tag}",
                    instead="cuda-layernorm-welford")
 
@@ -27,7 +28,7 @@ KERNELS = [
     CudaKernel(name="cuda-layernorm-rows", op="layernorm", source="layernorm_rows.cu", dtypes=FLOAT_IO,
                launches=_launch, sizes=ROWS, supports=whole_vectors("cuda-layernorm-twopass"),
                expectations=register_resident(), contracts=Contracts(alignment=16),  # 16-byte vector loads
-               description="row in registers as 16-byte vectors, threads per row sized to N (a warp up to 2048 "
+               description="row in registers as 16-byte vectors, threads per row sized to N (a warp up to 1024 "
                            "16-bit columns, several rows per block), loads all in flight first; the two-pass "
                            "statistics of twopass; N % width == 0, N <= 32768 (16-bit) / 16384 (f32)"),
 ]
