@@ -161,15 +161,20 @@ def test_cuda_probe(monkeypatch):
     def boom():
         raise AssertionError("the driver must not be asked for a CPU build")
 
-    monkeypatch.setattr(cuda_probe, "driver_device_count", boom)
+    monkeypatch.setattr(cuda_probe, "fork_safe_device_count", boom)
     monkeypatch.setattr(cuda_probe, "torch_version", lambda: "2.13.0+cpu")
     assert cuda_probe.cuda_available() is False
     monkeypatch.setattr(cuda_probe, "torch_version", lambda: None)
     assert cuda_probe.cuda_available() is False
     monkeypatch.setattr(cuda_probe, "torch_version", lambda: "2.11.0+cu130")
-    monkeypatch.setattr(cuda_probe, "driver_device_count", lambda: 0)
+    monkeypatch.setattr(cuda_probe, "fork_safe_device_count", lambda: 0)
     assert cuda_probe.cuda_available() is False
-    monkeypatch.setattr(cuda_probe, "driver_device_count", lambda: 2)
+    monkeypatch.setattr(cuda_probe, "fork_safe_device_count", lambda: 2)
+    assert cuda_probe.cuda_available() is True
+    # torch imported but its CUDA not yet up: the driver is asked the fork-safe way, not through torch (whose
+    # is_available would initialise the driver here and leave this process unfit to fork CUDA children)
+    up = types.SimpleNamespace(is_initialized=lambda: False, is_available=lambda: pytest.fail("torch asked"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=up, version=types.SimpleNamespace(cuda="13.0")))
     assert cuda_probe.cuda_available() is True
 
 

@@ -58,3 +58,50 @@ def test_the_triton_mode_the_sanitizer_and_bench_ask_the_probe(monkeypatch):
         runs._require_gpu()
     monkeypatch.setattr(probe, "cuda_available", lambda: True)
     runs._require_gpu()
+
+
+class _FakeDriver:
+    """libcuda's two calls the fork-safety probe makes: cuDeviceGetCount answers 3 (not initialised) until cuInit."""
+
+    def __init__(self, initialised: bool):
+        self.initialised, self.inits = initialised, 0
+
+    def cuInit(self, flags):
+        self.inits += 1
+        self.initialised = True
+        return 0
+
+    def cuDeviceGetCount(self, ref):
+        if not self.initialised:
+            return 3
+        ref._obj.value = 1
+        return 0
+
+
+def test_driver_initialized_asks_without_initialising(monkeypatch):
+    drv = _FakeDriver(initialised=False)
+    monkeypatch.setattr(cd, "_lib", lambda: drv)
+    assert probe.driver_initialized() is False and drv.inits == 0
+    drv.initialised = True
+    assert probe.driver_initialized() is True
+
+
+def test_fork_safe_count_leaves_an_uninitialised_driver_alone(monkeypatch, fresh):
+    import subprocess
+    import types
+
+    drv = _FakeDriver(initialised=False)
+    monkeypatch.setattr(cd, "_lib", lambda: drv)
+    monkeypatch.setattr(cd, "device_count", lambda: pytest.fail("cuInit asked in this process"))
+    asked = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: asked.append(cmd) or
+                        types.SimpleNamespace(returncode=0, stdout="2\n"))
+    probe.fork_safe_device_count.cache_clear()
+    try:
+        assert probe.fork_safe_device_count() == 2 and drv.inits == 0 and len(asked) == 1
+        probe.fork_safe_device_count.cache_clear()
+        drv.initialised = True  # already initialised here: nothing left to keep, the driver is asked in-process
+        monkeypatch.setattr(cd, "device_count", lambda: 3)
+        assert probe.fork_safe_device_count() == 3 and len(asked) == 1
+    finally:
+        probe.fork_safe_device_count.cache_clear()

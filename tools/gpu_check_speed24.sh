@@ -83,8 +83,9 @@ w = sys.argv[1]
 walls = dict(re.findall(r"check (\S+): exit \d+, wall ([\d.]+) s", open(f"{w}/jauto.txt").read()))
 cold, warm = float(walls["jauto-cold"]), float(walls["jauto-warm"])
 doc = json.load(open(f"{w}/check_jauto-warm.json"))
+# the bundled Triton kernels: third-party ones (Liger's) report their own spills, which are theirs to fix
 spills = [(k["name"], f["dtype"], f["message"][:90]) for k in doc["kernels"] if k["kind"] == "triton"
-          for f in k["findings"] if f["check"] == "resources"]
+          and "third_party" not in k.get("source", "") for f in k["findings"] if f["check"] == "resources"]
 for s in spills:
     print("  resources:", *s)
 print(f"{'PASS' if cold <= 60 else 'FAIL'} check kernels/ -j auto cold {cold:.1f} s (<= 60)")

@@ -271,7 +271,28 @@ def cmd_cases(args) -> int:
     return EXIT_OK
 
 
+def _keep_bytecode() -> None:
+    """With PYTHONDONTWRITEBYTECODE set (container images often set it) and no pycache prefix, Python compiles
+    every module it imports from source, every time: torch's thousands at 4-5 s a start on the H200 machine, in
+    this process and in each child it starts. Keep that bytecode under verifier's cache instead
+    (sys.pycache_prefix / PYTHONPYCACHEPREFIX: never beside the sources, which the setting guards), here and for
+    the children. VERIFIER_PYCACHE=0 leaves the setting as it is."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("VERIFIER_PYCACHE") == "0":
+        return
+    from verifier.toolchain.nvcc import cache_dir
+
+    prefix = str(cache_dir() / "pycache")
+    try:
+        os.makedirs(prefix, exist_ok=True)
+    except OSError:  # no writable cache: leave it as set
+        return
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def main(argv=None) -> int:
+    _keep_bytecode()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -5,9 +5,14 @@ Answered without importing torch, whose import alone takes 4-5 s on an H200 mach
 verdict speed): the parent of isolated checks never launches anything, and a CUDA kernel's child launches
 through the driver (verifier.launch.cuda), so neither needs torch for the answer.
 
-- ``cuda_available()``: torch already imported: its own answer. Otherwise no torch, or a CPU build of torch
-  ('+cpu' in its version), is no GPU (Triton kernels, callables and ``verifier bench`` run on torch tensors);
-  else the driver (libcuda, which honours CUDA_VISIBLE_DEVICES) is asked for a device count.
+- ``cuda_available()``: torch already imported and its CUDA initialised: its own answer. Otherwise no torch, or
+  a CPU build of torch ('+cpu' in its version), is no GPU (Triton kernels, callables and ``verifier bench`` run
+  on torch tensors); else the driver (libcuda, which honours CUDA_VISIBLE_DEVICES) is asked for a device count:
+  in this process if it has initialised the driver already, else in a short child process, so that this one
+  stays fit to fork children that use CUDA (``driver_initialized``).
+- ``driver_initialized()``: whether this process has called cuInit (itself, through torch, a spec file): a fork
+  of a process that has cannot use CUDA ("CUDA driver initialization failed"; seen on the H200,
+  docs/gpu-runs/2026-12-02-issue-24.md). Asked without initialising it.
 - ``capability()`` / ``device_arch()``: device 0's compute capability, from the driver.
 - ``physical_gpu_count()``: ``nvidia-smi -L`` in another process, for pinning pytest-xdist workers: the driver
   reads CUDA_VISIBLE_DEVICES once, at cuInit, so a worker must not ask it before it is pinned.
@@ -35,6 +40,45 @@ def torch_version():
         return None
 
 
+_CUDA_ERROR_NOT_INITIALIZED = 3
+_COUNT_CHILD = ("import ctypes\nl = ctypes.CDLL('libcuda.so.1'); c = ctypes.c_int(0)\n"
+                "print(c.value if l.cuInit(0) == 0 and l.cuDeviceGetCount(ctypes.byref(c)) == 0 else 0)")
+
+
+def driver_initialized() -> bool:
+    """Whether this process has initialised the CUDA driver (cuInit). cuDeviceGetCount answers
+    CUDA_ERROR_NOT_INITIALIZED before cuInit and initialises nothing; without a driver there is nothing to
+    initialise (False)."""
+    from verifier.gpu import libcuda
+
+    try:
+        lib = libcuda._lib()
+    except ToolMissing:
+        return False
+    count = libcuda.ctypes.c_int(0)
+    return lib.cuDeviceGetCount(libcuda.ctypes.byref(count)) != _CUDA_ERROR_NOT_INITIALIZED
+
+
+@lru_cache(maxsize=1)
+def fork_safe_device_count() -> int:
+    """driver_device_count(), without initialising the driver in this process when it has not been: asked of a
+    short child process then (one python -I -S start, tens of ms), so that forks of this one can use CUDA."""
+    from verifier.gpu import libcuda
+
+    try:
+        libcuda._lib()
+    except ToolMissing:
+        return 0
+    if driver_initialized():
+        return driver_device_count()
+    try:
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", _COUNT_CHILD], capture_output=True, text=True,
+                             timeout=60)
+        return int(out.stdout.strip() or 0) if out.returncode == 0 else 0
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return 0
+
+
 @lru_cache(maxsize=1)
 def driver_device_count() -> int:
     """Devices the CUDA driver sees (0 without a driver); no CUDA context is created."""
@@ -49,11 +93,13 @@ def driver_device_count() -> int:
 def cuda_available() -> bool:
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "cuda"):
-        return bool(torch.cuda.is_available())
+        up = getattr(torch.cuda, "is_initialized", lambda: True)()
+        if up or getattr(getattr(torch, "version", None), "cuda", "") is None:
+            return bool(torch.cuda.is_available())  # CUDA already up, or a CPU build: nothing to keep fork-safe
     version = torch_version()
     if version is None or "+cpu" in version:
         return False
-    return driver_device_count() > 0
+    return fork_safe_device_count() > 0
 
 
 @lru_cache(maxsize=1)

@@ -1,13 +1,16 @@
 """Checking many kernels, each where one kernel's failure costs only its own report: ``check_all``.
 
-A kernel's battery (verifier.battery.check_kernel) runs in this process, in a fork of it (verifier.isolation.forked,
-CPU) or in a child process (verifier.isolation.children, GPU: an illegal address poisons the CUDA context and a
-hung kernel never returns); several at once in forks or children (verifier.isolation.parallel, ``-j N``).
+A kernel's battery (verifier.battery.check_kernel) runs in this process, in a fork of it (verifier.isolation.forked)
+or in a fresh child process (verifier.isolation.children). On a GPU every kernel that may launch device code runs
+apart from this process (an illegal address poisons the CUDA context; a hung kernel never returns): in a fork while
+this process has not initialised CUDA (milliseconds: torch, Triton and the spec files are already loaded), else, or
+with ``--isolate``, in a fresh interpreter (seconds). Several at once: verifier.isolation.parallel, ``-j N``.
 Children answer through one protocol (verifier.isolation.children) and are killed on timeout as a process group.
 """
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional
 
 from verifier.battery import check_kernel
@@ -52,7 +55,8 @@ def _use_child(spec, opts, isolate: Optional[bool]) -> bool:
 def _how(spec, opts, isolate: Optional[bool]) -> str:
     """How one kernel is checked at -j 1: in a child process, a fork or this process."""
     if _use_child(spec, opts, isolate):
-        return parallel.CHILD
+        # --isolate asks for a fresh process; else a fork of this one where it can still use CUDA.
+        return parallel.FORK if isolate is None and _forked.available(opts.device) else parallel.CHILD
     if isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
         # A kernel that kills its process (segfault, os._exit) costs only its own report.
         return parallel.FORK
@@ -68,6 +72,32 @@ def _parallel_how(how: str, opts, isolate: Optional[bool], plan_has_child: bool)
     if plan_has_child:
         return parallel.HERE
     return parallel.FORK if _forked.available(opts.device) else parallel.CHILD
+
+
+def _preload(specs) -> None:
+    """Import here, once, what every forked GPU child would import on its own (seconds each on the H200: torch
+    alone 4-5 s): torch and Triton where a Triton kernel or a callable is checked, the references' modules, and
+    Triton's cache key of its own sources (it hashes them once a process). None of it initialises CUDA (checked
+    after: a fork of a process that has could not use it, and the children are then spawned instead)."""
+    import importlib
+
+    names = ["references", "mpmath"]
+    if any(s.kind in ("triton", "callable") for s in specs):
+        names[:0] = ["torch", "torch.nn.functional"]
+    if any(s.kind == "triton" for s in specs):
+        names += ["triton", "triton.language"]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a child that needs it says so in its own report
+            continue
+    if "triton" in sys.modules:
+        try:
+            from triton.runtime.cache import triton_key  # a private name: its absence costs only the speed-up
+
+            triton_key()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _unselected_report(spec, opts, why: str) -> KernelReport:
@@ -101,6 +131,10 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     if triton is not None and runnable_reason(triton, opts.device) is None:
         activate(opts.triton_mode or ("compiled" if opts.device == "cuda" else "interpreter"))
     hows = {i: _how(s, opts, isolate) for i, s in enumerate(specs) if not unselected[s.name]}
+    if opts.device == "cuda" and parallel.FORK in hows.values():
+        _preload([specs[i] for i, h in hows.items() if h == parallel.FORK])
+        if not _forked.available(opts.device):  # an import initialised CUDA: fresh processes instead of forks
+            hows = {i: parallel.CHILD if h == parallel.FORK else h for i, h in hows.items()}
     n = jobs if jobs is not None else parallel.default_jobs(opts.device)
     if n > 1 and len(hows) > 1 and isolate is not False:
         return _check_parallel(specs, opts, progress, isolate, n, hows, unselected)
@@ -112,8 +146,10 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
             reports.append(_unselected_report(spec, opts, unselected[spec.name]))
         elif hows[i] == parallel.CHILD:
             reports.append(check_in_child(spec, opts, progress))
-        elif hows[i] == parallel.FORK:
+        elif hows[i] == parallel.FORK and _forked.available(opts.device):
             reports.append(_forked.check_forked(spec, opts, progress))
+        elif hows[i] == parallel.FORK:  # this process initialised CUDA since (a spec's code): a fresh one now
+            reports.append(check_in_child(spec, opts, progress))
         else:
             reports.append(check_kernel(spec, opts, progress))
     return reports

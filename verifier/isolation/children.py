@@ -32,7 +32,7 @@ from verifier.toolchain import proc
 STARTUP_GRACE_S = 120.0  # the child's own start-up (Python, torch, the spec file), not counted in the timeout
 STEP_PREFIX = "verifier-step: "  # prefix of the child's progress lines
 _STEP_RE = re.compile(r"^(?P<kernel>\S+)(?: \[(?P<tag>[^\]]+)\])?: (?P<step>.+)$")
-_CUDA_ERR = re.compile(r"(CUDA_ERROR_\w+|cudaError\w+|an illegal [\w ]+|unspecified launch failure|"
+CUDA_ERROR = re.compile(r"(CUDA_ERROR_\w+|cudaError\w+|an illegal [\w ]+|unspecified launch failure|"
                        r"misaligned address|out of memory|device-side assert[\w ]*)", re.I)
 
 
@@ -92,7 +92,7 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None, env=
         answer = proc.read_answer(out)
         if answer is not None:
             return report_from_answer(spec, opts, answer)
-        m = _CUDA_ERR.search(output)
+        m = CUDA_ERROR.search(output)
         what = m.group(1) if m else proc.exit_status(code)
         tail = [ln for ln in output.strip().splitlines() if not ln.startswith(STEP_PREFIX)][-8:]
         return dead_child_report("crash", f"the child process checking this kernel died ({what})",

@@ -1,25 +1,35 @@
 """Check one kernel in a forked copy of this process, so a kernel that kills its process (a segfault in a
-callable's C extension, ``os._exit``, an abort) costs only its own report.
+callable's C extension, ``os._exit``, an abort, an illegal address) costs only its own report.
 
-On the CPU the battery runs callables and Triton kernels (interpreted) in a fork by default: forking costs
-milliseconds (nothing is imported or loaded again), where ``--isolate`` (verifier.isolation.children) starts a
-fresh interpreter per kernel, seconds each. The child runs the battery and answers as a spawned child does
-(verifier.toolchain.proc.write_answer, read back by verifier.isolation.children.report_from_answer); if it dies
-instead, the parent reports a **crash** naming the step the child was in (dtype and input, from its progress
-lines) and goes on with the next kernel.
+Forking costs milliseconds (nothing is imported or loaded again: torch, Triton, the spec files), where a fresh
+interpreter per kernel (verifier.isolation.children, ``--isolate``) costs seconds each: 4-5 s of ``import torch``
+on the H200 machine for every Triton kernel and callable. The child runs the battery and answers as a spawned
+child does (verifier.toolchain.proc.write_answer, read back by verifier.isolation.children.report_from_answer);
+if it dies instead, the parent reports a **crash** naming the step the child was in (dtype and input, from its
+progress lines) and goes on with the next kernel.
 
-Never used with a GPU (a CUDA context does not survive fork; there verifier.isolation.children is the default)
-nor where ``os.fork`` does not exist.
+- On the CPU: callables and Triton kernels (interpreted) by default.
+- On a GPU: every kernel, by default, while this process has not initialised the CUDA driver (a fork of one
+  that has cannot use CUDA; verifier.gpu.probe keeps the parent's questions away from cuInit). The child makes
+  its own CUDA context, so an illegal address poisons only it; it runs in its own process group with its output
+  captured (a crash report quotes the CUDA error) and is killed as a **timeout** after ``opts.kernel_timeout``
+  (a hung kernel). Where the driver is initialised here, verifier.isolation.children spawns fresh processes.
+Never used where ``os.fork`` does not exist.
 """
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import time
 
 from verifier.battery import check_kernel
+from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
-from verifier.isolation.children import STEP_PREFIX, dead_child_report, report_from_answer
+from verifier.isolation import phases
+from verifier.isolation.children import CUDA_ERROR, STEP_PREFIX, dead_child_report, report_from_answer
+from verifier.launch.harness import is_cuda_fault
 from verifier.results.serialize import kernel_entry
 from verifier.toolchain.proc import exit_status, read_answer, write_answer
 
@@ -27,61 +37,155 @@ ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isola
                 "fresh process with a timeout (--kernel-timeout), for hangs too")
 
 
+_POLL_S = 0.02
+
+
 def available(device: str) -> bool:
-    return device == "cpu" and hasattr(os, "fork")
+    if not hasattr(os, "fork"):
+        return False
+    if device == "cpu":
+        return True
+    from verifier.gpu.probe import driver_initialized
+
+    return device == "cuda" and sys.platform.startswith("linux") and not driver_initialized()
 
 
-def check_forked(spec, opts, progress=None):
-    """The battery of ``spec`` in a fork; a child that dies gives a crash report."""
-    job = start_forked(spec, opts, progress)
-    _, status = os.waitpid(job.pid, 0)
-    return finish_forked(job, status)
+def check_forked(spec, opts, progress=None, env=None):
+    """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs (GPU) a timeout."""
+    job = start_forked(spec, opts, None if opts.device == "cuda" else progress, env)
+    try:
+        while True:
+            status = job.poll()
+            if status is not None:
+                return finish_forked(job, status)
+            if job.expired():
+                return job.timed_out()
+            time.sleep(_POLL_S)
+    except BaseException:  # interrupted: the child is in its own process group, out of the terminal's reach
+        job.kill()
+        job.reap()
+        raise
 
 
 class ForkJob:
-    """A forked child checking one kernel: its pid and the folder of its answer and step lines."""
+    """A forked child checking one kernel: its pid, the folder of its answer, step lines and (GPU) output, and
+    its deadline (GPU: opts.kernel_timeout from the fork; None on the CPU, as -j 1 there)."""
 
-    def __init__(self, spec, opts, pid: int, tmp):
-        self.spec, self.opts, self.pid, self.tmp = spec, opts, pid, tmp
+    def __init__(self, spec, opts, pid: int, tmp, deadline=None):
+        self.spec, self.opts, self.pid, self.tmp, self.deadline = spec, opts, pid, tmp, deadline
+        self.group = opts.device == "cuda"  # the child leads its own process group
 
     def poll(self):
         """The child's wait status once it has ended (reaped), else None."""
         pid, status = os.waitpid(self.pid, os.WNOHANG)
         return status if pid else None
 
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
     def kill(self) -> None:
         try:
-            os.kill(self.pid, 9)
-        except ProcessLookupError:
+            if self.group:
+                os.killpg(self.pid, signal.SIGKILL)  # and what it started: nvcc, ptxas, the kernel's threads
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
 
+    def reap(self) -> None:
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
 
-def start_forked(spec, opts, progress=None) -> ForkJob:
-    """Fork a child running the battery of ``spec`` (``progress`` is called in the child); the caller reaps it
-    (``os.waitpid``) and hands the status to ``finish_forked``. Call it from a process with one thread."""
+    def output(self) -> str:
+        """What the child wrote to stdout and stderr (GPU; on the CPU it writes to this process's streams)."""
+        try:
+            with open(os.path.join(self.tmp.name, "output"), errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return ""
+
+    def steps(self) -> str:
+        try:
+            with open(os.path.join(self.tmp.name, "steps")) as fh:
+                return "".join(STEP_PREFIX + ln + "\n" for ln in fh.read().splitlines())
+        except OSError:
+            return ""
+
+    def timed_out(self):
+        """Kill the child (past its deadline) and give the timeout report naming the step it was in."""
+        self.kill()
+        self.reap()
+        try:
+            timeout = self.opts.kernel_timeout
+            return dead_child_report(
+                "timeout", f"the kernel's checks did not finish within {timeout:g} s and were killed",
+                f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)", self.spec,
+                self.opts, self.steps())
+        finally:
+            self.tmp.cleanup()
+
+
+def start_forked(spec, opts, progress=None, env=None) -> ForkJob:
+    """Fork a child running the battery of ``spec`` (``progress`` is called in the child; ``env``: variables set
+    in the child before anything there initialises CUDA, e.g. its GPU); the caller polls it (``poll``, ``expired``)
+    and hands the status to ``finish_forked`` or calls ``timed_out``. Call it from a process with one thread."""
     tmp = tempfile.TemporaryDirectory(prefix="verifier-fork-")
     out, steps = os.path.join(tmp.name, "answer.json"), os.path.join(tmp.name, "steps")
+    gpu = opts.device == "cuda"
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # the child must not write the parent's buffered text a second time
+    phases.mark("spawn")
     pid = os.fork()
     if pid == 0:  # the child: never returns
+        if gpu:
+            _own_group_and_output(os.path.join(tmp.name, "output"))
+        os.environ.update(env or {})
         _child(spec, opts, progress, out, steps)
-    return ForkJob(spec, opts, pid, tmp)
+    if gpu:
+        try:
+            os.setpgid(pid, pid)  # also here: a kill right after the fork must reach the group
+        except OSError:  # the child did it first, or has already ended
+            pass
+    return ForkJob(spec, opts, pid, tmp, time.monotonic() + opts.kernel_timeout if gpu else None)
+
+
+def _own_group_and_output(path: str) -> None:
+    """In a GPU child: lead a process group of its own (a timeout kills what it started too; a terminal's Ctrl-C
+    reaches the parent, which kills it), and write stdout / stderr to ``path`` (the CUDA error of a crash)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    # Python's streams too: a host (pytest's capture) may have replaced them with objects not on fds 1 and 2.
+    sys.stdout = open(1, "w", buffering=1, errors="replace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, errors="replace", closefd=False)
 
 
 def finish_forked(job: ForkJob, status: int):
-    """The report of a reaped forked child: its answer, or a crash report naming the step it died in."""
+    """The report of a reaped forked child: its answer, or a crash report naming the step it died in (and, on a
+    GPU, the CUDA error and the last lines it wrote)."""
     spec, opts = job.spec, job.opts
     try:
-        out, steps = os.path.join(job.tmp.name, "answer.json"), os.path.join(job.tmp.name, "steps")
-        answer = read_answer(out)
+        answer = read_answer(os.path.join(job.tmp.name, "answer.json"))
         if answer is not None:
             return report_from_answer(spec, opts, answer)
-        lines = open(steps).read() if os.path.exists(steps) else ""
-        return dead_child_report("crash", f"the process checking this kernel died "
-                                          f"({exit_status(os.waitstatus_to_exitcode(status))})",
-                                 f"; {ISOLATE_HINT}", spec, opts,
-                                 "".join(STEP_PREFIX + ln + "\n" for ln in lines.splitlines()))
+        code = os.waitstatus_to_exitcode(status)
+        if not job.group:
+            return dead_child_report("crash", f"the process checking this kernel died ({exit_status(code)})",
+                                     f"; {ISOLATE_HINT}", spec, opts, job.steps())
+        output = job.output()
+        m = CUDA_ERROR.search(output)
+        tail = [ln for ln in output.strip().splitlines() if not ln.startswith(STEP_PREFIX)][-8:]
+        return dead_child_report("crash", f"the child process checking this kernel died "
+                                          f"({m.group(1) if m else exit_status(code)})",
+                                 "; last output lines:\n" + ("\n".join(tail) or "(nothing)"), spec, opts,
+                                 job.steps())
     finally:
         job.tmp.cleanup()
 
@@ -101,12 +205,20 @@ def _child(spec, opts, progress, out, steps):
             if progress:
                 progress(msg)
 
-        report = check_kernel(spec, opts, say)
+        for name in ("child-start", "child-imported", "spec-loaded"):  # all inherited: benchmarks/verdict_time.py
+            phases.mark(name)
+        report = phases.profiled(check_kernel, spec, opts, say)
+        phases.mark("battery-done")
         write_answer(out, "report", report=kernel_entry(report))
     except UsageError as e:
         write_answer(out, "usage_error", message=e.message, fix=e.fix)
     except BaseException as e:  # noqa: BLE001 - a bug in the verifier: the parent reports an internal error
         import traceback
+
+        if is_cuda_fault(e):  # the kernel broke the CUDA context: die, the parent reports a crash with this error
+            sys.stderr.write(f"{type(e).__name__}: {e}\n")  # the error, under the kernel's own last output
+            code = 1
+            return
 
         last = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
         where = f" (at {last.filename}:{last.lineno})" if last else ""

@@ -1,5 +1,6 @@
-"""Many kernels at once (``verifier check -j N``): each kernel's battery in its own fork (CPU) or child process
-(GPU), N at a time, the reports in the order of the specs whatever order they finish in.
+"""Many kernels at once (``verifier check -j N``): each kernel's battery in its own fork (verifier.isolation.forked:
+on the CPU, and on a GPU while this process has not initialised CUDA) or spawned child process (``--isolate``, or a
+GPU where this process holds CUDA), N at a time, the reports in the order of the specs whatever order they finish in.
 
 What ``-j 1`` gives, ``-j N`` gives: the same reports in the same order, the same findings, the same exit code.
 Each kernel is checked by the same function as one after another (verifier.isolation.forked or .children), so
@@ -53,11 +54,15 @@ def default_jobs(device: str, env=None, cpus: Optional[int] = None, physical: Op
     return max(1, min(cpus, sum(b // CHILD_GPU_BYTES for b in known)))
 
 
+def lane_vars(lane: int, devices: list) -> dict:
+    """What a child of lane ``lane`` sets in its environment: its one GPU of several; nothing for one."""
+    return {pinning.VISIBLE: devices[lane % len(devices)]} if len(devices) >= 2 else {}
+
+
 def lane_env(lane: int, devices: list) -> Optional[dict]:
-    """The environment of a child of lane ``lane``: pinned to one of several GPUs; None (inherit) for one."""
-    if len(devices) < 2:
-        return None
-    return dict(os.environ, **{pinning.VISIBLE: devices[lane % len(devices)]})
+    """The environment of a spawned child of lane ``lane``: pinned to one of several GPUs; None (inherit) for one."""
+    extra = lane_vars(lane, devices)
+    return dict(os.environ, **extra) if extra else None
 
 
 class _Progress:
@@ -98,7 +103,7 @@ def run_parallel(plan: list, opts, jobs: int, progress: Optional[Callable] = Non
     def start(index, spec, how):
         lane = lanes.pop()
         if how == FORK:
-            handle = _forked.start_forked(spec, opts)
+            handle = _forked.start_forked(spec, opts, env=lane_vars(lane, devices))
         elif how == CHILD:
             handle = children.submit(check_in_child, spec, opts, None, None, lane_env(lane, devices))
             handle.verifier_child = True
@@ -113,9 +118,9 @@ def run_parallel(plan: list, opts, jobs: int, progress: Optional[Callable] = Non
         try:
             if isinstance(handle, _forked.ForkJob):
                 status = handle.poll()
-                if status is None:
+                if status is None and not handle.expired():
                     return False
-                report = _forked.finish_forked(handle, status)
+                report = handle.timed_out() if status is None else _forked.finish_forked(handle, status)
             else:
                 if not handle.done():
                     return False
@@ -172,10 +177,7 @@ def _stop(running: dict) -> None:
     for _spec, handle, _lane, _t0 in running.values():
         if isinstance(handle, _forked.ForkJob):
             handle.kill()
-            try:
-                os.waitpid(handle.pid, 0)
-            except ChildProcessError:
-                pass
+            handle.reap()
             handle.tmp.cleanup()
         elif getattr(handle, "verifier_child", False):
             futures.append(handle)
