@@ -1,5 +1,5 @@
 """Every cuda-layernorm-rows configuration of kernels/cuda/layernorm_rows.cu (built with -DKV_LN_TUNE: threads per
-row, 16-byte vectors a thread, rows per thread group, minimum blocks per SM) at every shape,
+row, 16-byte vectors a thread, cache hints of x's loads and y's stores, minimum blocks per SM) at every shape,
 timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a check
 against torch's layer_norm in float32. The table entries (layernorm_rows_t*_v*_<io>) are timed too. Picks the
 size-class tables LN_ROWS_16 / LN_ROWS_32 of layernorm_rows.cu and ROWS_16 / ROWS_32 of layernorm_rows_spec.py.
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     res = compile_cubin(ROOT / "kernels/cuda/layernorm_rows.cu", arch=device_arch(), defines={"KV_LN_TUNE": 1})
     timer = Timer(args.runs, 3)
     print(f"# {torch.cuda.get_device_name(0)} M={args.M}, median of {args.runs}, L2 flushed; "
-          f"ratio = copy time / kernel time; r: rows per thread group; m: min blocks per SM")
+          f"ratio = copy time / kernel time; h: cache hints (layernorm_rows.cu HINT); m: min blocks per SM")
     print(f"{'entry':40s} {'N':>6s} {'us':>8s} {'x copy':>7s} {'regs':>5s} {'spill':>5s} {'maxerr':>9s}")
     eps = 1e-5
 
@@ -57,13 +57,13 @@ def main(argv=None) -> int:
             copy_ms = summarize(timer.time(lambda: dst.copy_(src)).times_ms).median_ms
             best = None
             for e in sorted(res.resources):
-                m = re.match(rf"layernorm_rows(x?)_t(\d+)_v(\d+)(?:_r(\d))?(?:_m(\d))?_{tag}$", e)
+                m = re.match(rf"layernorm_rows(x?)_t(\d+)_v(\d+)(?:_h(\d))?(?:_m(\d))?_{tag}$", e)
                 if not m:
                     continue
-                tpr, vecs, per = int(m.group(2)), int(m.group(3)), int(m.group(4) or 1)
+                tpr, vecs = int(m.group(2)), int(m.group(3))
                 if not N <= tpr * vecs * width < 2 * N:
                     continue  # too small, or twice too large (more threads idle than working)
-                rows = max(1, 256 // tpr) * per  # rows a block
+                rows = max(1, 256 // tpr)  # rows a block
                 fn = cd.function(res.cubin, e)
                 y = torch.full_like(x, float("nan"))
                 params, keep = cd.kernel_params(
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
 
                 def go():
                     # torch's stream at call time: a CUDA graph captures on a stream of its own
-                    cd.launch(fn, (-(-M // rows),), (tpr * (rows // per),), params, 0,
+                    cd.launch(fn, (-(-M // rows),), (tpr * rows,), params, 0,
                               torch.cuda.current_stream().cuda_stream, e)
 
                 go()

@@ -1,10 +1,12 @@
 """Time to a verdict (issue #24: quick, 3 dtypes, on one H200: <= 3 s warm for a CUDA kernel, <= 5 s warm for a
-Triton kernel and a torch callable, <= 10 s cold for any). The check child launches CUDA kernels through the one
-CUDA launch path (the CUDA driver API, verifier.launch.cuda) and imports no torch; a Triton kernel or a callable
-needs torch (and Triton) in its child.
+Triton kernel and a torch callable, <= 10 s cold for any). The check runs in a fork of the `verifier` process
+(verifier.isolation.forked), which imports torch and Triton once where a Triton kernel or a callable needs them; a
+CUDA kernel launches through the CUDA driver API (verifier.launch.cuda) and needs no torch.
 
 For each target kernel: `verifier check SPEC --kernel K` at --level quick with empty build and Triton caches
-(cold), then with warm caches (median of --repeats); unless --quick-only, also ci, thorough and thorough
+(cold; where PYTHONDONTWRITEBYTECODE is set, first a run whose bytecode cache is empty too, shown apart: that
+cache belongs to the Python installation, as site-packages' __pycache__ does elsewhere), then with warm caches
+(median of --repeats); unless --quick-only, also ci, thorough and thorough
 --sanitize; then one more warm quick run with $VERIFIER_PHASES set, broken down into phases: parent start-up
 (interpreter, CLI, spec loading, up to the child's spawn), child interpreter start, child imports, spec loading,
 the battery (under cProfile: build cache, static lint, launches, references, torch's and Triton's imports, torch's
@@ -44,9 +46,11 @@ BATTERY = [("build cache (nvcc or cached cubin/PTX)", "verifier/toolchain/nvcc.p
            ("Triton launch path (jit run: specialize, cache, launch)", "triton/runtime/jit.py", ("run",))]
 
 
-def _env(cache: str, phases: str | None = None) -> dict:
+def _env(cache: str, phases: str | None = None, pycache: str | None = None) -> dict:
     env = dict(os.environ, VERIFIER_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"),
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if pycache:  # where PYTHONDONTWRITEBYTECODE is set: verifier's bytecode cache (verifier/cli _keep_bytecode)
+        env["VERIFIER_PYCACHE"] = pycache
     env.pop("VERIFIER_CUDA_LAUNCH", None)  # retired: it would only add a warning line
     env.pop("VERIFIER_PHASES", None)
     if phases:
@@ -54,12 +58,13 @@ def _env(cache: str, phases: str | None = None) -> dict:
     return env
 
 
-def check(target, cache: str, budget: str, extra=(), phases=None) -> tuple:
+def check(target, cache: str, budget: str, extra=(), phases=None, pycache=None) -> tuple:
     spec, kernel = target
     cmd = [sys.executable, "-m", "verifier.cli", "check", spec, "--kernel", kernel, "--level", budget,
            "--no-progress", *extra]
     t = time.time()
-    out = subprocess.run(cmd, cwd=ROOT, env=_env(cache, phases), capture_output=True, text=True, timeout=900)
+    out = subprocess.run(cmd, cwd=ROOT, env=_env(cache, phases, pycache), capture_output=True, text=True,
+                         timeout=900)
     wall = time.time() - t
     if out.returncode not in (0, 1):
         sys.stderr.write(f"{' '.join(cmd[2:])}: exit {out.returncode}\n{out.stderr[-2000:]}\n")
@@ -101,6 +106,11 @@ TARGETS = {"cuda": (3.0, 10.0), "triton": (5.0, 10.0), "callable": (5.0, 10.0)}
 
 def measure(target, args, work: str) -> tuple:
     rows: dict = {}
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):  # Python's own bytecode cache is verifier's to fill here too
+        first = os.path.join(work, f"cache-first-{target[1]}")
+        shutil.rmtree(first, ignore_errors=True)
+        rows["quick, first run (bytecode cache empty too)"] = check(target, first, "quick",
+                                                                    pycache=os.path.join(first, "pycache"))[:2]
     cold = os.path.join(work, f"cache-cold-{target[1]}")  # empty build and Triton caches
     shutil.rmtree(cold, ignore_errors=True)
     rows["quick, cold caches"] = check(target, cold, "quick")[:2]

@@ -13,101 +13,69 @@ namespace {
 // Slots past the row's end hold 0: they add nothing to the sum, and the variance skips them per vector (the
 // spec refuses N % W != 0, so a vector is wholly inside the row or wholly past it). w and b are read per vector
 // in the output loop (every row reads them: L1 / L2 hits), so they take no registers during the reductions.
-// R rows per group of TPR threads (consecutive rows), all loaded before the first use: their reductions share
-// the shuffles' latency and the barriers (R = 1: one row).
-
-// The R sums of this row group over its TPR = 32 * WARPS threads, in place; every thread of the group gets the
-// same bits (shuffles, then one barrier and the per-warp partials read in a fixed order). part: R * WARPS floats
-// of this group, used by this one reduction only.
-template <int WARPS, int R>
-__device__ __forceinline__ void row_sums(float (&v)[R], float* part) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) v[r] = kv::warp_sum(v[r]);
-    if constexpr (WARPS > 1) {
-        const int w = (threadIdx.x >> 5) % WARPS;
-        if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-            for (int r = 0; r < R; ++r) part[r * WARPS + w] = v[r];
-        }
-        __syncthreads();
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            float s = part[r * WARPS];
-#pragma unroll
-            for (int k = 1; k < WARPS; ++k) s += part[r * WARPS + k];
-            v[r] = s;
-        }
-    }
+// HINT: the cache policy of x's loads and y's stores (benchmarks/layernorm_tune.py): 0 read-only path (ld.global.nc)
+// and streaming stores (st.global.cs); 1 evict-first loads (ld.global.cs); 2 plain write-back stores.
+template <int HINT, typename T>
+__device__ __forceinline__ uint4 load_x(const T* xr, int j, int nvec) {
+    if (j >= nvec) return make_uint4(0u, 0u, 0u, 0u);
+    const uint4* p = reinterpret_cast<const uint4*>(xr + (size_t)j * kvrows::Vec16<T>::W);
+    if constexpr (HINT == 1) return __ldcs(p);
+    return __ldg(p);
+}
+template <int HINT>
+__device__ __forceinline__ void store_y(uint4* p, const uint4& v) {
+    if constexpr (HINT == 2) *p = v;
+    else __stcs(p, v);
 }
 
-template <typename T, int TPR, int VECS, int R = 1>
+template <typename T, int TPR, int VECS, int HINT = 0>
 __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                         T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
     using V = kvrows::Vec16<T>;
     constexpr int W = V::W;
-    constexpr int ROWS = kvrows::rows_per_block<TPR>();  // row groups per block
+    constexpr int ROWS = kvrows::rows_per_block<TPR>();
     constexpr int WARPS = TPR / 32;
     if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
-    __shared__ float part_s[ROWS][R * WARPS], part_q[ROWS][R * WARPS];
+    __shared__ float part_s[ROWS][WARPS], part_q[ROWS][WARPS];
     const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int row0 = (blockIdx.x * ROWS + slot) * R;
+    const int row = blockIdx.x * ROWS + slot;
     // A block's last rows may lie past M: they load and store nothing, but take part in the barriers.
-    int nvec[R];
-    uint4 raw[R][VECS];
+    const int nvec = row < M ? N / W : 0;
+    const T* xr = x + (size_t)row * sx;  // row strides in elements (contiguous rows: N)
+    uint4 raw[VECS];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        nvec[r] = row0 + r < M ? N / W : 0;
-        const T* xr = x + (size_t)(row0 + r) * sx;  // row strides in elements (contiguous rows: N)
+    for (int c = 0; c < VECS; ++c) raw[c] = load_x<HINT>(xr, t + c * TPR, nvec);  // all in flight
+    float v[VECS][W], part[VECS];
 #pragma unroll
-        for (int c = 0; c < VECS; ++c) raw[r][c] = kvrows::load16_or_zero<T>(xr, t + c * TPR, nvec[r]);  // in flight
+    for (int c = 0; c < VECS; ++c) {
+        kvrows::unpack16<T>(raw[c], v[c]);
+        part[c] = kvrows::tree_sum(v[c]);
     }
-    float v[R][VECS][W], stat[R];
+    const float mean = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_s[slot]) / (float)N;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        float part[VECS];
+    for (int c = 0; c < VECS; ++c) {
+        float q[W];
 #pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            kvrows::unpack16<T>(raw[r][c], v[r][c]);
-            part[c] = kvrows::tree_sum(v[r][c]);
+        for (int k = 0; k < W; ++k) {
+            const float d = v[c][k] - mean;
+            q[k] = d * d;
         }
-        stat[r] = kvrows::tree_sum(part);
+        part[c] = t + c * TPR < nvec ? kvrows::tree_sum(q) : 0.f;  // padding must not add mean^2
     }
-    row_sums<WARPS, R>(stat, part_s[slot]);
-    float mean[R];
+    const float var = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_q[slot]) / (float)N;
+    const float rstd = 1.0f / sqrtf(var + eps);
+    T* yr = y + (size_t)row * sy;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        mean[r] = stat[r] / (float)N;
-        float part[VECS];
+    for (int c = 0; c < VECS; ++c) {
+        const int j = t + c * TPR;
+        if (j < nvec) {
+            float wv[W], bv[W];
+            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(w + (size_t)j * W)), wv);
+            kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(b + (size_t)j * W)), bv);
+            typename V::U u;
 #pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            float q[W];
-#pragma unroll
-            for (int k = 0; k < W; ++k) {
-                const float d = v[r][c][k] - mean[r];
-                q[k] = d * d;
-            }
-            part[c] = t + c * TPR < nvec[r] ? kvrows::tree_sum(q) : 0.f;  // padding must not add mean^2
-        }
-        stat[r] = kvrows::tree_sum(part);
-    }
-    row_sums<WARPS, R>(stat, part_q[slot]);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const float rstd = 1.0f / sqrtf(stat[r] / (float)N + eps);
-        T* yr = y + (size_t)(row0 + r) * sy;
-#pragma unroll
-        for (int c = 0; c < VECS; ++c) {
-            const int j = t + c * TPR;
-            if (j < nvec[r]) {
-                float wv[W], bv[W];
-                kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(w + (size_t)j * W)), wv);
-                kvrows::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(b + (size_t)j * W)), bv);
-                typename V::U u;
-#pragma unroll
-                for (int k = 0; k < W; ++k)
-                    u.e[k] = kv::from_float<T>(fmaf((v[r][c][k] - mean[r]) * rstd, wv[k], bv[k]));
-                __stcs(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
-            }
+            for (int k = 0; k < W; ++k) u.e[k] = kv::from_float<T>(fmaf((v[c][k] - mean) * rstd, wv[k], bv[k]));
+            store_y<HINT>(reinterpret_cast<uint4*>(yr + (size_t)j * W), u.raw);
         }
     }
 }
@@ -142,25 +110,24 @@ LN_ROWS_32(float, f32)
 LN_ROWS_16(__half, f16)
 LN_ROWS_16(__nv_bfloat16, bf16)
 
-// benchmarks/layernorm_tune.py builds with -DKV_LN_TUNE: a grid of (TPR, VECS, R, MINB) beside the tables.
-// layernorm_rowsx_t<TPR>_v<VECS>_r<R>_m<MINB>_<io> (MINB 0: no minimum blocks per SM asked of ptxas).
+// benchmarks/layernorm_tune.py builds with -DKV_LN_TUNE: a grid of (TPR, VECS, HINT, MINB) beside the tables.
+// layernorm_rowsx_t<TPR>_v<VECS>_h<HINT>_m<MINB>_<io> (MINB 0: no minimum blocks per SM asked of ptxas).
 #ifdef KV_LN_TUNE
 #define LN_BOUNDS_0(TPR) __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)
 #define LN_BOUNDS_M(TPR, MINB) __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock, MINB)
-#define LN_X(T, tag, TPR, VECS, R, MINB, BOUNDS)                                                        \
-    extern "C" __global__ void BOUNDS layernorm_rowsx_t##TPR##_v##VECS##_r##R##_m##MINB##_##tag(      \
+#define LN_X(T, tag, TPR, VECS, H, MINB, BOUNDS)                                                        \
+    extern "C" __global__ void BOUNDS layernorm_rowsx_t##TPR##_v##VECS##_h##H##_m##MINB##_##tag(      \
         const T* x, const T* w, const T* b, T* y, int M, int N, float eps, long long sx, long long sy) { \
-        ln_rows<T, TPR, VECS, R>(x, w, b, y, M, N, eps, sx, sy);                                        \
+        ln_rows<T, TPR, VECS, H>(x, w, b, y, M, N, eps, sx, sy);                                        \
     }
-#define LN_XR(T, tag, TPR, VECS) \
+#define LN_XH(T, tag, TPR, VECS) LN_X(T, tag, TPR, VECS, 0, 0, LN_BOUNDS_0(TPR)) \
     LN_X(T, tag, TPR, VECS, 1, 0, LN_BOUNDS_0(TPR)) LN_X(T, tag, TPR, VECS, 2, 0, LN_BOUNDS_0(TPR))
-#define LN_XM(T, tag, TPR, VECS, MINB) \
+#define LN_XM(T, tag, TPR, VECS, MINB) LN_X(T, tag, TPR, VECS, 0, MINB, LN_BOUNDS_M(TPR, MINB)) \
     LN_X(T, tag, TPR, VECS, 1, MINB, LN_BOUNDS_M(TPR, MINB)) LN_X(T, tag, TPR, VECS, 2, MINB, LN_BOUNDS_M(TPR, MINB))
 #define LN_GRID(T, tag)                                                                                  \
-    LN_XR(T, tag, 32, 2) LN_XR(T, tag, 32, 4) LN_XR(T, tag, 64, 2) LN_XR(T, tag, 64, 4)                 \
-    LN_XM(T, tag, 64, 4, 4) LN_XR(T, tag, 128, 1) LN_XR(T, tag, 128, 2) LN_XM(T, tag, 128, 2, 4)        \
-    LN_XR(T, tag, 128, 4) LN_XM(T, tag, 128, 4, 4) LN_XR(T, tag, 256, 1) LN_XR(T, tag, 256, 2)          \
-    LN_XR(T, tag, 256, 4) LN_XM(T, tag, 256, 4, 3) LN_XR(T, tag, 512, 1) LN_XR(T, tag, 512, 2)
+    LN_XH(T, tag, 32, 4) LN_XH(T, tag, 64, 4) LN_XM(T, tag, 64, 4, 4) LN_XH(T, tag, 128, 2)             \
+    LN_XM(T, tag, 128, 2, 4) LN_XM(T, tag, 128, 2, 6) LN_XH(T, tag, 128, 4) LN_XM(T, tag, 128, 4, 4)    \
+    LN_XH(T, tag, 256, 2) LN_XH(T, tag, 256, 4) LN_XM(T, tag, 256, 4, 3) LN_XH(T, tag, 512, 2)
 LN_GRID(__half, f16)
 LN_GRID(__nv_bfloat16, bf16)
 LN_GRID(float, f32)

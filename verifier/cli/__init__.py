@@ -273,15 +273,17 @@ def cmd_cases(args) -> int:
 
 def _keep_bytecode() -> None:
     """With PYTHONDONTWRITEBYTECODE set (container images often set it) and no pycache prefix, Python compiles
-    every module it imports from source, every time: torch's thousands at 4-5 s a start on the H200 machine, in
-    this process and in each child it starts. Keep that bytecode under verifier's cache instead
+    every module it imports from source, every time: torch's thousands at 2-3 s a start on the H200 machine, in
+    this process and in each child it starts. Keep that bytecode in a cache of its own instead
     (sys.pycache_prefix / PYTHONPYCACHEPREFIX: never beside the sources, which the setting guards), here and for
-    the children. VERIFIER_PYCACHE=0 leaves the setting as it is."""
-    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("VERIFIER_PYCACHE") == "0":
+    the children: $VERIFIER_PYCACHE, else $XDG_CACHE_HOME/kernel-verifier/pycache (~/.cache without it). It belongs
+    to the Python installation, as site-packages' own __pycache__ would, so it sits apart from the build cache
+    ($VERIFIER_CACHE_DIR). VERIFIER_PYCACHE=0 leaves the setting as it is."""
+    where = os.environ.get("VERIFIER_PYCACHE", "")
+    if not sys.dont_write_bytecode or sys.pycache_prefix or where == "0":
         return
-    from verifier.toolchain.nvcc import cache_dir
-
-    prefix = str(cache_dir() / "pycache")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    prefix = where or os.path.join(base, "kernel-verifier", "pycache")
     try:
         os.makedirs(prefix, exist_ok=True)
     except OSError:  # no writable cache: leave it as set
