@@ -14,7 +14,9 @@ namespace {
 // spec refuses N % W != 0, so a vector is wholly inside the row or wholly past it). w and b are read per vector
 // in the output loop (every row reads them: L1 / L2 hits), so they take no registers during the reductions.
 // HINT: the cache policy of x's loads and y's stores (benchmarks/layernorm_tune.py): 0 read-only path (ld.global.nc)
-// and streaming stores (st.global.cs); 1 evict-first loads (ld.global.cs); 2 plain write-back stores.
+// and streaming stores (st.global.cs), the table's for f32; 1 evict-first loads (ld.global.cs); 2 read-only loads
+// and plain write-back stores, the table's for 16-bit I/O (1-2 % ahead of 0 at 8192 x 2048-8192 on the H200, run 4
+// of docs/gpu-runs/2026-12-02-issue-24.md; for f32 no gain, and ptxas spills 8 bytes of the 128 x 4 class on sm_80).
 template <int HINT, typename T>
 __device__ __forceinline__ uint4 load_x(const T* xr, int j, int nvec) {
     if (j >= nvec) return make_uint4(0u, 0u, 0u, 0u);
@@ -28,7 +30,10 @@ __device__ __forceinline__ void store_y(uint4* p, const uint4& v) {
     else __stcs(p, v);
 }
 
-template <typename T, int TPR, int VECS, int HINT = 0>
+template <typename T>
+constexpr int kHint = sizeof(T) == 2 ? 2 : 0;  // the table's cache policy
+
+template <typename T, int TPR, int VECS, int HINT = kHint<T>>
 __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                         T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
     using V = kvrows::Vec16<T>;
@@ -98,13 +103,13 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
     }
 // (threads per row, 16-byte vectors per thread[, min blocks]), smallest first: a row of N <= TPR * VECS * W
 // columns. Picked by benchmarks/layernorm_tune.py on the H200 (docs/benchmarks.md): 16-bit rows of 2048-8192
-// want 2-4 vectors a thread over 128-256 threads (38-56 registers) rather than S5's 8 over a warp or two.
+// want 4 vectors a thread over 64-256 threads (52-56 registers) rather than S5's 8 over a warp or two.
 #define LN_ROWS_16(T, tag)                                                                            \
-    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 128, 2)      \
-    LN_ROWS_M(T, tag, 128, 4, 4) LN_ROWS_M(T, tag, 256, 4, 3) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
+    LN_ROWS(T, tag, 128, 4) LN_ROWS_M(T, tag, 256, 4, 3) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
 #define LN_ROWS_32(T, tag)                                                                            \
     LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
-    LN_ROWS(T, tag, 128, 4) LN_ROWS(T, tag, 256, 4) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
+    LN_ROWS(T, tag, 128, 4) LN_ROWS_M(T, tag, 256, 4, 3) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
 
 LN_ROWS_32(float, f32)
 LN_ROWS_16(__half, f16)

@@ -12,8 +12,8 @@ BLOCK = 256  # kvrows::kBlock in rows.cuh: a row of fewer threads shares its blo
 ARGS = ("x", "w", "b", "y", "M", "N", "eps", Stride("x", "int64"), Stride("y", "int64"))  # row strides: views checked
 # (threads per row, 16-byte vectors per thread), smallest first: a class holds rows of N <= threads x vectors x width.
 # (threads, vectors, min blocks per SM) where the entry asks ptxas for a minimum.
-ROWS_16 = ((32, 1), (32, 2), (32, 4), (128, 2), (128, 4, 4), (256, 4, 3), (256, 8), (512, 8))
-ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (256, 4), (256, 8), (512, 8))
+ROWS_16 = ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (256, 4, 3), (256, 8), (512, 8))
+ROWS_32 = ((32, 1), (32, 2), (32, 4), (64, 4), (128, 4), (256, 4, 3), (256, 8), (512, 8))
 ROWS = SizeClasses({"f32": ROWS_32, "f16": ROWS_16, "bf16": ROWS_16}, entry="layernorm_rows_{c}_{tag}",
                    instead="cuda-layernorm-welford")
 
