@@ -162,3 +162,45 @@ def test_on_a_gpu_forks_find_the_crash_and_the_guard_defects(jobs):
     assert any("CUDA_ERROR_ILLEGAL_ADDRESS" in m for m in got["gpu-rmsnorm-illegal"][2]), got["gpu-rmsnorm-illegal"]
     assert "out-of-range-write" in got["gpu-rmsnorm-overrun"][1] and "unwritten" in got["gpu-rmsnorm-skip-last"][1]
     assert got["cuda-rmsnorm-n3"] == [None, [], []]  # the crash next to it cost it nothing
+
+
+TRITON_SPEC = """
+from verifier.spec import TritonKernel, dtypes
+KERNELS = [TritonKernel(name="t", op="softmax", module="tri.py", launcher="launch",
+                        dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")])]
+"""
+
+
+def test_a_triton_kernel_alone_gets_compile_helpers_that_die_with_its_check(monkeypatch, tmp_path):
+    from verifier.gpu import pinning
+
+    p = tmp_path / "tri_spec.py"
+    p.write_text(TRITON_SPEC)
+    (spec,) = load_spec_file(p)
+    seen = tmp_path / "seen"
+    seen.mkdir()
+
+    def battery(spec, opts, progress=None):
+        (seen / f"{opts.dtype or 'all'}-{os.getpid()}").write_text("")
+        if opts.dtype is not None:  # a helper: compiles for as long as it is let
+            time.sleep(60)
+        return KernelReport(spec=spec, device=opts.device)
+
+    monkeypatch.setattr(forked, "check_kernel", battery)
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: 16)
+    r = forked.check_forked(spec, _opts())
+    assert not r.findings and r.error is None  # the check's own report, whatever the helpers do
+    deadline = time.monotonic() + 5
+    while len(list(seen.iterdir())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    names = sorted(f.name.split("-")[0] for f in seen.iterdir())
+    assert names == ["all", "bf16", "f16"]  # one helper per dtype after the first
+    for f in seen.iterdir():
+        pid = int(f.name.split("-")[1])
+        deadline = time.monotonic() + 5
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid)
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: 2)  # no CPUs to spare: no helper
+    assert forked._compile_helpers(spec, _opts(), None) == []
+    assert forked._compile_helpers(spec, Options(level="quick", device="cpu"), None) == []

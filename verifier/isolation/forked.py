@@ -51,8 +51,10 @@ def available(device: str) -> bool:
 
 
 def check_forked(spec, opts, progress=None, env=None):
-    """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs (GPU) a timeout."""
+    """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs (GPU) a timeout.
+    A Triton kernel checked alone on a GPU gets compile helpers beside it (``_compile_helpers``)."""
     job = start_forked(spec, opts, None if opts.device == "cuda" else progress, env)
+    helpers = _compile_helpers(spec, opts, env)
     try:
         while True:
             status = job.poll()
@@ -65,6 +67,28 @@ def check_forked(spec, opts, progress=None, env=None):
         job.kill()
         job.reap()
         raise
+    finally:
+        for h in helpers:  # their reports are not wanted: the compiles they left in Triton's cache were
+            h.kill()
+            h.reap()
+            h.tmp.cleanup()
+
+
+def _compile_helpers(spec, opts, env) -> list:
+    """Triton compiles its kernels one after another, about 0.15 s each on the H200 (MLIR, LLVM, ptxas), and a quick
+    check of one Triton kernel compiles some 30 (every dtype, block size and argument specialization): most of a
+    cold verdict. A Triton kernel checked alone on a GPU (the verdict a kernel engineer waits for) with CPUs to
+    spare gets one helper fork per further dtype, running that dtype's battery only to fill Triton's on-disk cache
+    (its writes are atomic) while the check proper works through the first dtype; the check's report is its own,
+    the helpers are killed when it ends. Nothing else gets helpers (-j N already fills the CPUs)."""
+    from verifier.gpu.pinning import usable_cpus
+    from verifier.results.options import Options
+
+    tags = [d.tag for d in spec.dtypes if opts.dtype in (None, d.tag)]
+    if (spec.kind != "triton" or opts.device != "cuda" or len(tags) < 2 or opts.case is not None or opts.sanitize
+            or usable_cpus() < 2 * len(tags)):
+        return []
+    return [start_forked(spec, Options(**{**opts.to_dict(), "dtype": tag}), None, env) for tag in tags[1:]]
 
 
 class ForkJob:
