@@ -188,7 +188,7 @@ def test_a_triton_kernel_alone_gets_compile_helpers_that_die_with_its_check(monk
 
     monkeypatch.setattr(forked, "check_kernel", battery)
     monkeypatch.setattr(pinning, "usable_cpus", lambda: 16)
-    r = forked.check_forked(spec, _opts())
+    r = forked.check_forked(spec, _opts(), alone=True)
     assert not r.findings and r.error is None  # the check's own report, whatever the helpers do
     deadline = time.monotonic() + 5
     while len(list(seen.iterdir())) < 3 and time.monotonic() < deadline:

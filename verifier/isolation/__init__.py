@@ -147,7 +147,7 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
         elif hows[i] == parallel.CHILD:
             reports.append(check_in_child(spec, opts, progress))
         elif hows[i] == parallel.FORK and _forked.available(opts.device):
-            reports.append(_forked.check_forked(spec, opts, progress))
+            reports.append(_forked.check_forked(spec, opts, progress, alone=len(hows) == 1))
         elif hows[i] == parallel.FORK:  # this process initialised CUDA since (a spec's code): a fresh one now
             reports.append(check_in_child(spec, opts, progress))
         else:

@@ -50,11 +50,11 @@ def available(device: str) -> bool:
     return device == "cuda" and sys.platform.startswith("linux") and not driver_initialized()
 
 
-def check_forked(spec, opts, progress=None, env=None):
+def check_forked(spec, opts, progress=None, env=None, alone: bool = False):
     """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs (GPU) a timeout.
-    A Triton kernel checked alone on a GPU gets compile helpers beside it (``_compile_helpers``)."""
+    ``alone``: the only kernel of the run; a Triton kernel then gets compile helpers on a GPU (``_compile_helpers``)."""
     job = start_forked(spec, opts, None if opts.device == "cuda" else progress, env)
-    helpers = _compile_helpers(spec, opts, env)
+    helpers = _compile_helpers(spec, opts, env) if alone else []
     try:
         while True:
             status = job.poll()
