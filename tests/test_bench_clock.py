@@ -199,3 +199,23 @@ def test_a_row_carries_the_timing_and_checks_what_the_call_returned(monkeypatch)
     spec2 = CallableKernel(name="writes", op="softmax", fn=lambda i, o, p, d: None, dtypes=[dtypes("f32")])
     timing._time_one(Timer(), spec2, "against", "softmax", dtypes("f32"), 4, 8, 256, 0.01)
     assert seen[-1] == [y]  # nothing returned: its outputs
+
+
+def test_the_copy_baseline_can_be_checked_as_a_graph_replay_like_the_kernels():
+    """The copy beside every row is poisoned and checked as a kernel's outputs are, so it is timed from a CUDA graph
+    replay too, not behind the delay alone (run 5 of docs/gpu-runs/2026-12-02-issue-24.md: a uint8 copy never was)."""
+    import torch
+
+    from verifier.bench import clock
+    from verifier.bench.timing import copy_buffers
+
+    nbytes = 8192 * 2048 * 2 * 2 + 2 * 2048 * 2 + 6  # bf16 x and y, w and b, and a ragged tail
+    src, dst = copy_buffers(nbytes, device="cpu")
+    assert src.is_floating_point() and nbytes - 8 < src.numel() * 4 * 2 <= nbytes  # the same bytes, whole floats
+    assert not torch.isnan(src).any()
+    dev = clock.TorchDevice.__new__(clock.TorchDevice)
+    dev.torch = torch
+    dev.poison([dst])
+    assert not dev.all_written([dst])  # a replay that escaped the capture is seen
+    dst.copy_(src)
+    assert dev.all_written([dst])
