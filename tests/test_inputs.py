@@ -235,7 +235,8 @@ def test_size_edges():
 @given(st.data())
 def test_shapes_hit_edges_often(data):
     # the edge list is one of three equally likely branches, so edges show up without luck
-    hits = sum(data.draw(I.cols(4096)) in set(S._edges(4096)) for _ in range(30))
+    cols, edges = I.cols(4096), set(S._edges(4096))
+    hits = sum(data.draw(cols) in edges for _ in range(30))
     assert hits >= 3
 
 
