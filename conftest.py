@@ -4,7 +4,14 @@
 
 This repository's own tests follow the suites' rule: a test whose skip / skipif marks already say, at collection,
 that it can only skip on this machine (no GPU, an optional package or capture not installed) is not run; the
-plugin's last line counts it, with its reason, beside the suite tests it does not generate."""
+plugin's last line counts it, with its reason, beside the suite tests it does not generate.
+
+Under ``pytest -n``, the workers share one run's lint results (``$VERIFIER_LINT_SHARE``, verifier.lint.step): the
+suites' static tests and tests/test_lint_checks.py analyse the same bundled kernels, each entry once a run then."""
+import os
+import shutil
+import tempfile
+
 import pytest
 
 pytest_plugins = ["verifier.pytest_plugin"]
@@ -24,3 +31,20 @@ def pytest_collection_modifyitems(config, items):
         else:
             NOT_GENERATED[skipped.reason] += 1
     items[:] = keep
+
+
+_SHARE = "VERIFIER_LINT_SHARE"  # verifier.lint.step.SHARE_ENV (not imported: this module loads before the plugin)
+
+
+def pytest_configure(config):
+    """The xdist controller: a fresh directory for this run's lint results, inherited by the workers it starts."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput") and not os.environ.get(_SHARE):
+        config._lint_share = tempfile.mkdtemp(prefix="verifier-lint-share-")
+        os.environ[_SHARE] = config._lint_share
+
+
+def pytest_unconfigure(config):
+    share = getattr(config, "_lint_share", None)
+    if share:
+        os.environ.pop(_SHARE, None)
+        shutil.rmtree(share, ignore_errors=True)
