@@ -1,4 +1,50 @@
 """Loads the kernel-verifier pytest plugin in a checkout that is not installed (no ``pip install -e .``, so no
 ``pytest11`` entry point): the suites then collect with it, from ``PYTHONPATH=.`` or pytest's rootdir on
-``sys.path``. Installed, the entry point has the same name (the module path), and this second load is a no-op."""
+``sys.path``. Installed, the entry point has the same name (the module path), and this second load is a no-op.
+
+This repository's own tests follow the suites' rule: a test whose skip / skipif marks already say, at collection,
+that it can only skip on this machine (no GPU, an optional package or capture not installed) is not run; the
+plugin's last line counts it, with its reason, beside the suite tests it does not generate.
+
+Under ``pytest -n``, the workers share one run's lint results (``$VERIFIER_LINT_SHARE``, verifier.lint.step): the
+suites' static tests and tests/test_lint_checks.py analyse the same bundled kernels, each entry once a run then."""
+import os
+import shutil
+import tempfile
+
+import pytest
+
 pytest_plugins = ["verifier.pytest_plugin"]
+
+
+@pytest.hookimpl(trylast=True)  # after the plugin, which counts the suite tests it left without a kernel its own way
+def pytest_collection_modifyitems(config, items):
+    from _pytest.skipping import evaluate_skip_marks  # pytest's own reading of skip / skipif marks
+
+    from verifier.plugin.session import NOT_GENERATED
+
+    keep = []
+    for item in items:
+        skipped = evaluate_skip_marks(item)
+        if skipped is None:
+            keep.append(item)
+        else:
+            NOT_GENERATED[skipped.reason] += 1
+    items[:] = keep
+
+
+_SHARE = "VERIFIER_LINT_SHARE"  # verifier.lint.step.SHARE_ENV (not imported: this module loads before the plugin)
+
+
+def pytest_configure(config):
+    """The xdist controller: a fresh directory for this run's lint results, inherited by the workers it starts."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput") and not os.environ.get(_SHARE):
+        config._lint_share = tempfile.mkdtemp(prefix="verifier-lint-share-")
+        os.environ[_SHARE] = config._lint_share
+
+
+def pytest_unconfigure(config):
+    share = getattr(config, "_lint_share", None)
+    if share:
+        os.environ.pop(_SHARE, None)
+        shutil.rmtree(share, ignore_errors=True)

@@ -1,5 +1,6 @@
 """verifier bench without a GPU: shapes, bytes moved, statistics, the L2 warning, the dtype plan and the three
 renderings of a result (the timing itself needs a GPU and is exercised by tools/perf_run.sh)."""
+import importlib.util
 import json
 
 import pytest
@@ -136,8 +137,8 @@ def test_plot_panels_group_by_op_and_dtype():
     assert p["copy"][0] == pytest.approx(134217728 / 36e-6 / 1e9)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib is the optional extra [plot]")
 def test_plot_writes_a_png(tmp_path):
-    pytest.importorskip("matplotlib", reason="matplotlib is the optional extra [plot]")
     from verifier.bench.plot import write
 
     out = tmp_path / "b.png"

@@ -144,14 +144,16 @@ def _gpu_reason():
     return None
 
 
+_GPU_REASON = _gpu_reason()
+
+
+@pytest.mark.skipif(_GPU_REASON is not None, reason=_GPU_REASON or "")  # known at collection: not generated here
 @pytest.mark.parametrize("jobs", [1, 3])
 def test_on_a_gpu_forks_find_the_crash_and_the_guard_defects(jobs):
     import json
     import sys
     from pathlib import Path
 
-    if _gpu_reason():
-        pytest.skip(_gpu_reason())
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", _FORKED, str(root / "tests/data/gpu/guard_defects_spec.py"), str(jobs)],
                          cwd=root, capture_output=True, text=True, timeout=600)

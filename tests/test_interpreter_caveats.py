@@ -203,3 +203,59 @@ def test_a_kernel_rounding_twice_is_judged_as_compiled_triton_rounds(tl_kernels,
     report = check_kernel(spec, Options(level="ci", device="cpu"))
     assert not report.findings and report.error is None, [f.message for f in report.findings][:3]
     assert report.cells[("bf16", "value")].status in ("pass", "skipped")
+
+
+_HELPER_LOOP = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scaled_max(v, s):
+    return tl.max(v * s, axis=0)
+
+
+@triton.jit
+def helper_loop(x, y, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    v = tl.load(x + o)
+    acc = tl.sum(v, axis=0)
+    for i in range(8):
+        acc += _scaled_max(v, i * 0.5) + tl.sum(tl.exp(v - i), axis=0)
+    tl.store(y + o, v * acc)
+"""
+
+
+def test_device_function_calls_leave_out_only_a_repeated_patch(tl_kernels, tmp_path, monkeypatch):
+    """verifier.launch.interpreter._skip_repatching: a kernel's call of a @triton.jit helper does not patch
+    triton.language again inside a grid run that already did; the results are bit for bit Triton's own. If a
+    Triton release changes InterpretedFunction.__call__, the fast path is not installed and this fails: read the
+    new code, then adapt the check of its source."""
+    import importlib.util
+
+    import triton.runtime.interpreter as interp
+
+    from verifier.launch.interpreter import TRITON_CALLS, watch
+
+    with watch():
+        pass
+    assert TRITON_CALLS and interp.InterpretedFunction.__call__ is not TRITON_CALLS["device"]
+    (tmp_path / "helper_loop.py").write_text(_HELPER_LOOP)
+    imp = importlib.util.spec_from_file_location("verifier_test_helper_loop", tmp_path / "helper_loop.py")
+    mod = importlib.util.module_from_spec(imp)
+    monkeypatch.setitem(__import__("sys").modules, imp.name, mod)
+    imp.loader.exec_module(mod)
+
+    patches = []
+    real = interp._patch_lang
+    monkeypatch.setattr(interp, "_patch_lang", lambda fn: patches.append(fn) or real(fn))
+    x = torch.randn(16, dtype=torch.float32)
+    fast, own = torch.empty_like(x), torch.empty_like(x)
+    mod.helper_loop[(2,)](x, fast, BLOCK=16)
+    fast_patches, patches[:] = len(patches), []
+    monkeypatch.setattr(interp.InterpretedFunction, "__call__", TRITON_CALLS["device"])
+    monkeypatch.setattr(interp.GridExecutor, "__call__", TRITON_CALLS["grid"])
+    mod.helper_loop[(2,)](x, own, BLOCK=16)
+    assert torch.equal(fast.view(torch.int32), own.view(torch.int32))
+    # Triton's own path patches once a grid run and again at each helper call (tl.sum and tl.max are helpers too)
+    assert len(patches) >= 2 * 18 and fast_patches <= 2, (fast_patches, len(patches))

@@ -14,6 +14,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SYNC = ROOT / "kernels/defects/cuda/sync_defects.cu"
 
 
+def _flashinfer_include():
+    """The include directory of the installed flashinfer-python wheel's headers, or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("flashinfer")
+    include = Path(spec.submodule_search_locations[0]) / "data" / "include" if spec else None
+    return include if include is not None and (include / "flashinfer" / "norm.cuh").is_file() else None
+
+
+FI_INCLUDE = _flashinfer_include()  # known at collection: without it the FlashInfer tests are not generated
+
+
 def _ptx(source, arch="sm_90", defines=None, flags=(), include_dirs=()):
     from verifier.toolchain.nvcc import compile_ptx
 
@@ -224,17 +236,13 @@ template __global__ void fn::FusedAddRMSNormKernel<8, __half>(__half*, __half*, 
 """
 
 
+@pytest.mark.skipif(FI_INCLUDE is None, reason="flashinfer-python is not installed (pip install --no-deps "
+                    "flashinfer-python==0.7.4): its norm.cuh is what this test compiles")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_flashinfer_norm_kernels_are_read_whole(tmp_path, arch):
     """FlashInfer's RMSNorm kernels (headers of the installed flashinfer-python wheel, instantiated here; nothing
     of theirs is in the repository). norm.cuh includes cuBLAS and cuRAND headers it does not use: empty ones do."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("flashinfer")
-    include = Path(spec.submodule_search_locations[0]) / "data" / "include" if spec else None
-    if include is None or not (include / "flashinfer" / "norm.cuh").is_file():
-        pytest.skip("flashinfer-python is not installed (pip install --no-deps flashinfer-python==0.7.4): "
-                    "its norm.cuh is what this test compiles")
+    include = FI_INCLUDE
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     for h in ("cublasLt.h", "cublas_v2.h", "curand_kernel.h"):

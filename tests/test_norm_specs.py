@@ -1,7 +1,9 @@
 """CPU-side checks of the bundled norm / all-reduce CUDA specs against their compiled code.
 
-Each .cu under kernels/cuda/ owned here is compiled once for sm_90 (nvcc -keep, so the PTX and the
-ptxas -v report come from the same compile). The tests check that every Launch names an entry that
+Each .cu under kernels/cuda/ owned here is compiled for sm_90 through the verifier's build cache
+(verifier.toolchain.nvcc: keyed by the command, nvcc's version and the bytes of every file the compile read): the
+cubin's ptxas -v report, and the PTX of the same front end and flags (nvcc -ptx writes the PTX that nvcc -keep
+keeps from the cubin's compile, byte for byte). The tests check that every Launch names an entry that
 exists, with arguments matching the entry's PTX parameter list in count and kind; that register
 size classes cover the row; that `supports` accepts exactly what the kernels can do; that
 register-resident kernels neither spill nor use stack; that 'precise' kernels use no approximate
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,26 +63,21 @@ _ENTRY_RE = re.compile(r"\.entry\s+(\w+)\(([^)]*)\)\s*(?:\.maxntid\s+(\d+))?")
 _PARAM_RE = re.compile(r"\.param\s+\.(\w+)")
 
 
-def _compile(family, out):
-    out.mkdir()
-    cmd = [build.nvcc_path(), *build.BASE_FLAGS, f"-arch={ARCH}", "-keep", "-keep-dir", str(out),
-           "-o", str(out / f"{family}.cubin"), str(CUDA / f"{family}.cu")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{family}.cu does not compile:\n{proc.stderr[-3000:]}"
-    ptx = (out / f"{family}.ptx").read_text()
+def _compile(family):
+    cubin = build.compile_cubin(CUDA / f"{family}.cu", arch=ARCH)  # BuildError (the compiler's words) if it fails
+    ptx = build.compile_ptx(CUDA / f"{family}.cu", arch=ARCH).read_text()
     entries = {}
     for name, params, maxntid in _ENTRY_RE.findall(ptx):
         body = ptx[ptx.index(f".entry {name}("):].split(".entry", 2)[1]
         entries[name] = {"params": _PARAM_RE.findall(params), "maxntid": int(maxntid) if maxntid else 1024,
                          "approx": sorted(set(re.findall(r"\b[a-z0-9]+\.approx[.\w]*", body)))}
-    return {"entries": entries, "resources": ptxas.parse(proc.stderr, arch=ARCH)}
+    return {"entries": entries, "resources": ptxas.parse(cubin.ptxas_log, arch=ARCH)}
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("norm_specs")
+def built():
     with ThreadPoolExecutor(len(FAMILIES)) as pool:
-        futs = {f: pool.submit(_compile, f, root / f) for f in FAMILIES}
+        futs = {f: pool.submit(_compile, f) for f in FAMILIES}
         return {f: fut.result() for f, fut in futs.items()}
 
 

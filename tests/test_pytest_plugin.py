@@ -75,11 +75,14 @@ def _cases(junit: Path) -> dict:
     (["--verifier-sanitize-tool", "leakcheck"], "choose one of racecheck, memcheck, synccheck, initcheck"),
     (["--verifier-specs", "no/such/spec.py"], "--verifier-specs no/such/spec.py: no such file or directory"),
 ])
-def test_bad_option_is_a_usage_error_naming_the_choices(args, needle):
-    r = _pytest("--co", "-q", "tests/test_ulp.py", *args)
-    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
-    assert needle in r.stderr
-    assert "Traceback" not in r.stderr
+def test_bad_option_is_a_usage_error_naming_the_choices(args, needle, pytester, capsys):
+    # in this process (pytester), as pytest's own main runs it: a subprocess each would only add its start-up
+    r = pytester.inline_run("--co", "-q", str(REPO / "tests" / "test_ulp.py"), f"--rootdir={REPO}", "-p", "no:xdist",
+                            *args)
+    err = capsys.readouterr().err
+    assert r.ret == pytest.ExitCode.USAGE_ERROR, err
+    assert needle in err
+    assert "Traceback" not in err
 
 
 def test_kernel_glob_matching_nothing_is_a_usage_error(pytester, capsys):
@@ -135,12 +138,21 @@ def user_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def crash_run(tmp_path_factory):
-    """A kernel that raises a CUDA fault, then a good one, in one process."""
+    """`-n 2` with a kernel that raises a CUDA fault and three good tests: its worker runs its later test in a child
+    process (which passes); the other worker never faulted and runs its tests in-process. One run for both tests
+    below (each worker and child is a pytest process: seconds each)."""
     d = tmp_path_factory.mktemp("crash")
     (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
     junit = d / "junit.xml"
-    r = _pytest("suites/test_ops.py", "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels",
-                "user-crash,user-good", "--verifier-device", "cpu", "-k", "test_softmax and normal_small", f"--junitxml={junit}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_ops.py",
+                        "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
+                        "--verifier-device", "cpu", "-k",
+                        # the crash and three good tests (d31, d32, d33): xdist's first batch gives each worker two
+                        # consecutive ones, so the faulted worker runs the test after the crash in a child (a pytest
+                        # process: seconds) and the other worker runs two in-process
+                        "test_softmax and (user-crash-f32-normal_small or user-good-f32-d3)",
+                        f"--junitxml={junit}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     return r, _cases(junit)
 
 
@@ -171,7 +183,7 @@ def test_cuda_launch_tests_are_not_generated_on_cpu_but_counted_and_still_build(
     r, cases, _ = user_run
     assert not any(n.startswith(("test_softmax[cuda-", "test_softmax_determinism[cuda-")) for n in cases)
     (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("kernel-verifier: ")]
-    assert "suite tests not generated on this machine, where they could only skip" in line and NO_GPU in line
+    assert "tests not generated on this machine, where they could only skip" in line and NO_GPU in line
     kind, _, props = cases["test_softmax_build[cuda-softmax-s1]"]
     if kind == "skipped":
         pytest.skip("nvcc is not installed here")
@@ -193,7 +205,7 @@ def test_suite_params_on_a_gpu_generate_every_launch_and_rerun():
     from verifier.plugin import session
 
     kernels = [k for k in load_spec_file(REPO / "kernels" / "cuda" / "softmax_spec.py") if k.name == "cuda-softmax-s3"]
-    v = {"device": "auto", "resolved": "cuda", "level": "ci", "kernels": kernels, "sanitize": True,
+    v = {"device": "auto", "resolved": "cuda", "level": "ci", "seed": 0, "kernels": kernels, "sanitize": True,
          "tools": ["memcheck"], "globs": [], "specs": []}
     config = SimpleNamespace(_verifier=v)
     refused = "a case the kernel's supports() refuses (verifier check notes it)"
@@ -216,32 +228,25 @@ def test_cuda_fault_moves_later_tests_to_a_child_process(crash_run):
     kind, text, props = cases["test_softmax[user-crash-f32-normal_small]"]
     assert kind == "failure" and "- [crash] user-crash" in text and "illegal memory access" in text, r.stdout
     assert props["check"] == ["crash"] and "isolated" not in props
-    # the test after it in the same process ran in a child process, where it passed
-    kind, _, props = cases["test_softmax[user-good-f32-normal_small]"]
-    assert kind == "passed", r.stdout
-    assert props["isolated"][0].startswith("child process (this worker's CUDA context is unusable after:")
-    assert props["check"] == ["value"]  # the child's properties come back
+    # the tests after it in the same process (its xdist worker) ran in child processes, where they passed
+    (faulted,) = props["worker"]
+    later = [c for n, c in cases.items() if c[2].get("worker") == [faulted] and "user-good" in n and c[0] != "skipped"]
+    assert later, r.stdout
+    for kind, _, props in later:
+        assert kind == "passed", r.stdout
+        assert props["isolated"][0].startswith("child process (this worker's CUDA context is unusable after:")
+        assert props["check"] == ["value"]  # the child's properties come back
 
 
-def test_a_fault_in_one_xdist_worker_leaves_the_other_untouched(tmp_path):
+def test_a_fault_in_one_xdist_worker_leaves_the_other_untouched(crash_run):
     """`-n 2` with one faulting test: its worker re-runs its later tests in child processes (which pass);
     the other worker never faulted and runs its tests in-process."""
-    (tmp_path / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
-    junit = tmp_path / "junit.xml"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_ops.py",
-                        "--verifier-specs", str(tmp_path / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
-                        "--verifier-device", "cpu", "-k",
-                        # the crash and six good tests: xdist's first batch gives each worker two, the faulted one
-                        # runs at least one later test in a child (each child is a pytest process: few of them)
-                        "test_softmax and (user-crash-f32-normal_small or user-good-f32-d)",
-                        f"--junitxml={junit}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
-    cases = _cases(junit)
+    r, cases = crash_run
+    cases = dict(cases)
     kind, text, props = cases.pop("test_softmax[user-crash-f32-normal_small]")
     assert kind == "failure" and "- [crash] user-crash" in text and "isolated" not in props, r.stdout
     (faulted,) = props["worker"]
-    cases = {n: c for n, c in cases.items() if c[0] != "skipped"}  # cases the kernel refuses by design
-    assert len(cases) == 6 and all(k == "passed" for k, _, _ in cases.values()), r.stdout
+    assert len(cases) == 3 and all(k == "passed" for k, _, _ in cases.values()), r.stdout
     other = [p for _, _, p in cases.values() if p["worker"] != [faulted]]
     assert other and not any("isolated" in p for p in other)  # the other worker: in-process throughout
     mine = [p for _, _, p in cases.values() if p["worker"] == [faulted]]

@@ -1,6 +1,7 @@
 """CPU-side checks of the softmax-family CUDA specs (kernels/cuda/softmax_spec.py, online_softmax_spec.py).
 
-Compiles each .cu once for sm_90 with ptxas -v and checks: every Launch names an entry that exists, no entry
+Compiles each .cu for sm_90 (the verifier's cached build, verifier.toolchain.nvcc, whose ptxas -v report it reads)
+and checks: every Launch names an entry that exists, no entry
 is orphaned, launches are well formed (grid covers every row, workspaces shared between passes), size
 classes are the smallest that hold N, `supports` refuses what the kernels cannot do, and register-resident
 entries compile without spills or stack. Running the kernels needs a GPU and is the battery's job.
@@ -8,7 +9,6 @@ entries compile without spills or stack. Running the kernels needs a GPU and is 
 import importlib.util
 import re
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,15 +43,12 @@ def _source(k):
 
 
 def _ptxas(cu: Path):
-    """{entry: {'regs', 'stack', 'spill_st', 'spill_ld'}} from one sm_90 compile with ptxas -v."""
-    out = Path("/tmp") / f"kv_test_{cu.stem}.cubin"
-    p = subprocess.run(
-        ["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-O3", "-Xptxas", "-v", "-o", str(out), str(cu)],
-        capture_output=True, text=True,
-    )
-    assert p.returncode == 0, f"nvcc failed on {cu.name}:\n{p.stderr}"
+    """{entry: {'regs', 'stack', 'spill_st', 'spill_ld'}} from the ptxas -v report of one sm_90 compile (the build
+    cache's: the battery's flags, -lineinfo included, which changes no entry's registers, stack or spills)."""
+    from verifier.toolchain.nvcc import compile_cubin
+
     info, cur = {}, None
-    for line in p.stderr.splitlines():
+    for line in compile_cubin(cu, arch="sm_90").ptxas_log.splitlines():
         if m := re.search(r"Compiling entry function '(\w+)' for 'sm_90'", line):
             cur = info.setdefault(m.group(1), {})
         elif cur is not None and (m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)):

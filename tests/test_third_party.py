@@ -53,6 +53,23 @@ def test_no_spec_is_longer_than_15_lines_per_kernel():
         assert _code_lines(Path(f)) <= 15 * n, (f, _code_lines(Path(f)), n)
 
 
+# `verifier check` checks each Triton kernel in a fork of its process (verifier.isolation.forked); a fork imports
+# what the parent has not: torch, and through Liger's kernels torch._dynamo (2-3 s a fork, six forks). The CLI
+# loads them once before forking on a GPU only (verifier.isolation._preload); here its main() runs after loading
+# the kernel modules in the same process, so the forks share them. Same command line, same checks and report.
+_CHECK = """
+import sys
+from verifier.declare.registry import load
+from verifier.launch.triton import activate, load_module
+activate("interpreter")
+for spec in load([sys.argv[1]]):
+    if spec.kind == "triton" and not spec.unavailable():
+        load_module(spec)
+from verifier.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 @pytest.mark.verifier_spread  # about a minute of the Triton interpreter: started early, on its own worker
 def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(tmp_path):
     kernels = _kernels()
@@ -60,7 +77,7 @@ def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(t
         pytest.skip("no third-party package is installed here: pip install -e '.[triton,third-party]'")
     out = tmp_path / "third_party.json"
     env = {**os.environ, "VERIFIER_TRITON_MODE": "interpreter"}
-    proc = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(SUITE), "--device", "cpu",
+    proc = subprocess.run([sys.executable, "-c", _CHECK, str(SUITE), "check", str(SUITE), "--device", "cpu",
                            "--level", "quick", "--format", "json", "--output", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-4000:]

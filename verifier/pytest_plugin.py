@@ -188,7 +188,8 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """One line: the suite tests not generated because on this machine they could only skip, and why."""
+    """One line: the tests not generated because on this machine they could only skip, and why (the suites', and
+    any a conftest counts in verifier.plugin.session.NOT_GENERATED, as this repository's does for its own)."""
     from verifier.plugin.session import NOT_GENERATED, not_generated_line
 
     v = getattr(config, "_verifier", None)

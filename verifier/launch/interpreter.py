@@ -69,6 +69,7 @@ def _wrap_builder() -> None:
             return orig(self, src, dst_type)
         return cast_impl
 
+    _skip_repatching(interp)
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
         if hasattr(builder, name):
@@ -80,6 +81,66 @@ def _wrap_builder() -> None:
         if klass is not None and hasattr(klass, "apply"):
             klass.apply = reduction(klass.apply, what)
     _wrapped = True
+
+
+TRITON_CALLS: dict = {}  # Triton's own InterpretedFunction.__call__ ('device') and GridExecutor.__call__ ('grid')
+_patched: list = []  # per grid run in progress (innermost last): the triton.language modules patched in it
+
+
+def _lang_modules(fn, interp) -> frozenset:
+    """The modules Triton's _patch_lang patches for ``fn``: triton.language and triton.language.core, where its
+    globals name them."""
+    tl = interp.tl
+    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
+
+
+def _skip_repatching(interp) -> None:
+    """Speed only, not semantics. Triton 3.x's interpreter runs a kernel's call of another ``@triton.jit``
+    function (a device function: InterpretedFunction.__call__) by first patching triton.language again
+    (_patch_lang: inspect.getmembers over tl, tl.core, tl.tensor and tl.math, ~1.5 ms), although the grid run
+    around it (GridExecutor.__call__) patched those modules already and restores them when it ends. Here that
+    second patch is left out when the function's language modules were already patched in this grid run (by the
+    run itself, or by an earlier device call, whose patch Triton never undoes): it would set the same attributes
+    to equivalent functions (the builtins are already replaced, so it skips them). Kernels
+    calling helpers in loops spent most of their interpreted time there (suites/test_ops.py: about 40 % of it).
+    Installed only over the code it was written for (the source of __call__ is checked); otherwise Triton's own
+    path runs unchanged."""
+    import inspect
+
+    fn_cls, grid_cls = getattr(interp, "InterpretedFunction", None), getattr(interp, "GridExecutor", None)
+    if fn_cls is None or grid_cls is None or not hasattr(interp, "InterpreterError") or not hasattr(interp, "tl"):
+        return
+    try:
+        src = inspect.getsource(fn_cls.__call__)
+    except (OSError, TypeError):
+        return
+    body = [ln.strip() for ln in src.splitlines()[1:] if ln.strip() and not ln.strip().startswith("#")]
+    if body != ["_patch_lang(self.fn)", "fn = self.rewrite()", "try:", "return fn(*args, **kwargs)",
+                "except Exception as e:", "raise InterpreterError(repr(e)) from e"]:
+        return
+    device_call, grid_call = fn_cls.__call__, grid_cls.__call__
+    TRITON_CALLS.update(device=device_call, grid=grid_call)
+
+    def call(self, *args, **kwargs):
+        langs = _lang_modules(self.fn, interp)
+        if not langs or not _patched or not langs <= _patched[-1]:  # (none: Triton's own assertion says so)
+            if _patched:  # Triton patches them now and never restores that patch (the grid run's end restores
+                _patched[-1] |= langs  # what it patched itself): patched for the rest of this grid run
+            return device_call(self, *args, **kwargs)
+        fn = self.rewrite()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            raise interp.InterpreterError(repr(e)) from e
+
+    def run_grid(self, *args, **kwargs):
+        _patched.append(set(_lang_modules(self.fn, interp)))
+        try:
+            return grid_call(self, *args, **kwargs)
+        finally:
+            _patched.pop()
+
+    fn_cls.__call__, grid_cls.__call__ = call, run_grid
 
 
 def _to_bf16_nearest(interp, src, dst_type):

@@ -6,11 +6,19 @@ analysed for every block shape and the largest grid its launches use at probe sh
 battery's probe lengths, every size class included), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
 The same issue found at one pair of source lines (several unrolled copies, both arches, several entries)
 is one finding that says how many copies there were.
+
+Each entry's analysis is done once a process (cached by PTX path, entry and launch facts). ``$VERIFIER_LINT_SHARE``
+names a directory where the processes of one run share them as well (this repository's conftest.py gives each
+``pytest -n`` session a fresh one: its workers lint the same bundled kernels): an entry's result is stored under the
+digest of the PTX's bytes, the entry, its launch facts and the bytes of verifier.lint's own sources, and read back
+instead of analysing it again.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import pickle
 from pathlib import Path
 from typing import Optional
 
@@ -21,6 +29,7 @@ from verifier.results.cells import PASS, skipped
 from verifier.results.findings import Finding
 
 CHECK = "static"
+SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
 
 
@@ -83,6 +92,31 @@ def _entry_issues(mod: ptx.Module, fn: ptx.Function, facts: EntryFacts) -> list:
     return _BY_DIGEST[key]
 
 
+@functools.lru_cache(maxsize=1)
+def _lint_sources_digest() -> bytes:
+    """The bytes of verifier.lint's sources: a change to the analysis changes every shared result's name."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.digest()
+
+
+@functools.lru_cache(maxsize=256)
+def _ptx_digest(path: str) -> bytes:
+    return hashlib.sha256(Path(path).read_bytes()).digest()
+
+
+def _shared(path: str, entry: str, facts: EntryFacts) -> Optional[Path]:
+    """Where the processes of this run share the result of (path, entry, facts), or None ($VERIFIER_LINT_SHARE
+    unset)."""
+    where = os.environ.get(SHARE_ENV)
+    if not where:
+        return None
+    h = hashlib.sha256(_lint_sources_digest() + _ptx_digest(path))
+    h.update(repr((entry, facts, _toolkit_root(), os.getcwd())).encode())  # the texts name files relative to cwd
+    return Path(where) / f"{h.hexdigest()}.pickle"
+
+
 def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Optional[list]:
     """The issues of one entry of one PTX file, each with its program points placed in the user's sources:
     [(Issue, (path, line), 'at' text, (path, line) of the other point, its text)]; None if the PTX has no such
@@ -90,6 +124,27 @@ def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) ->
     key = (path, entry, facts)
     if key in _RESULTS:
         return _RESULTS[key]
+    shared = _shared(path, entry, facts)
+    if shared is not None and shared.is_file():
+        try:
+            _RESULTS[key] = pickle.loads(shared.read_bytes())
+            return _RESULTS[key]
+        except Exception:  # noqa: BLE001 - unreadable: analysed again below
+            pass
+    out = _analysed(path, wanted, entry, facts)
+    _RESULTS[key] = out
+    if shared is not None:
+        try:
+            shared.parent.mkdir(parents=True, exist_ok=True)
+            tmp = shared.with_name(f".{shared.name}.{os.getpid()}")
+            tmp.write_bytes(pickle.dumps(out))
+            os.replace(tmp, shared)  # a reader never sees a partial file
+        except OSError:
+            pass
+    return out
+
+
+def _analysed(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Optional[list]:
     mod = _module(path, wanted)
     fn = mod.functions.get(entry)
     out = None
@@ -104,7 +159,6 @@ def entry_result(path: str, wanted: frozenset, entry: str, facts: EntryFacts) ->
             if iss.other is not None:
                 other_pos, other_text = _where(mod, fn.instrs[iss.other], prefer)
             out.append((iss, pos, at_text, other_pos, other_text))
-    _RESULTS[key] = out
     return out
 
 

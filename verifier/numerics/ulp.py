@@ -54,20 +54,29 @@ def _round64(x: np.ndarray, name: str) -> np.ndarray:
     if name == "float64":
         return x.copy()
     p, emin, vmax = _float_params(name)
-    out = x.copy()
+    shape, x = np.shape(x), np.asarray(x).reshape(-1)  # 1-d: numpy gives a 0-d array's results as scalars
+    # Over the whole array (masking out the non-finite values first copied every array twice; on the long rows
+    # of the catalogue that was the judge's largest cost): inf and NaN go through the arithmetic harmlessly and
+    # are put back as given below.
+    _, ex = np.frexp(x)  # x = m * 2**ex, m in [0.5, 1): binade exponent is ex - 1
+    ex -= 1
+    np.maximum(ex, emin, out=ex)
+    ex -= p - 1
+    q = np.ldexp(1.0, ex)  # spacing of the target at x
+    # x / q and r * q are exact power-of-two scalings; rint is RNE and keeps the sign of zero.
+    r = np.divide(x, q)
+    np.rint(r, out=r)
+    r *= q
+    big = np.abs(r) > vmax  # unbounded-exponent rounding went past max: overflow (NaN compares False)
+    if big.any():
+        r[big] = np.copysign(vmax if name in _SATURATING else np.inf, r[big])
     fin = np.isfinite(x)
-    xf = x[fin]
-    _, ex = np.frexp(xf)  # xf = m * 2**ex, m in [0.5, 1): binade exponent is ex - 1
-    q = np.ldexp(1.0, np.maximum(ex - 1, emin) - p + 1)  # spacing of the target at xf
-    # xf / q and r * q are exact power-of-two scalings; rint is RNE and keeps the sign of zero.
-    r = np.rint(xf / q) * q
-    big = np.abs(r) > vmax  # unbounded-exponent rounding went past max: overflow
-    r[big] = np.copysign(vmax if name in _SATURATING else np.inf, r[big])
-    out[fin] = r
-    if name in _SATURATING:
-        inf = np.isinf(x)
-        out[inf] = np.copysign(vmax, x[inf])
-    return out
+    if not fin.all():
+        np.copyto(r, x, where=~fin)  # inf and NaN as given
+        if name in _SATURATING:
+            inf = np.isinf(x)
+            r[inf] = np.copysign(vmax, x[inf])
+    return r.reshape(shape)
 
 
 def round_to(x, dtype) -> np.ndarray:

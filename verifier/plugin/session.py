@@ -21,7 +21,8 @@ from verifier.declare import registry
 from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError
 from verifier.gpu.probe import resolve_device
-from verifier.inputs.cases import cases_for
+from verifier.declare import contracts as _contracts
+from verifier.inputs.cases import cases_for, draw
 from verifier.launch import runnable_reason
 from verifier.report.text import format_finding
 from verifier.results.levels import TABLE as LEVELS
@@ -214,11 +215,32 @@ def _refused(spec, dt, case, device: str) -> Optional[str]:
     return f"a case not checked here ({closed.reason}; verifier check notes it)"
 
 
+def _closed_by_inputs(spec, dt, case, device: str, seed) -> Optional[str]:
+    """Why the gate closes ``case`` once its inputs are drawn (an interpreter caveat: bf16 subnormals in the Triton
+    interpreter; a declared contract leaving NaN or inf inputs out), or None. Drawn here only where the gate can
+    close, with the test's own seed: the test would draw the same inputs and only skip."""
+    c, _ = _contracts.effective(spec)
+    may_close = (spec.kind == "triton" and device == "cpu" and dt.input == "bfloat16") or not (
+        c.nan_inputs == "propagate" and c.inf_inputs == "propagate")
+    if not may_close or getattr(case.layout, "large", False):
+        return None
+    try:
+        closed = gate.after_inputs(spec, dt, case.name, draw(spec, dt, case, seed), device)
+    except Exception:  # noqa: BLE001 - the spec's own code raised: its test reports it
+        return None
+    if closed is None:
+        return None
+    if closed.kind == gate.INTERPRETER:
+        return closed.reason
+    return f"a case whose inputs the kernel's declared contracts leave out ({closed.reason})"
+
+
 def suite_params(config, op: str, names: tuple, step: Optional[str] = None) -> list:
     """The pytest.params of a suite test of ``op`` taking ``names`` (a prefix of PARAMS): one per registered
     kernel (x dtype (x case)), ids ``NAME[-TAG[-CASE]]``, plus a ``-TOOL`` re-run per sanitizer tool asked for.
     With ``step`` (one of STEPS: a generated suite), a test that could only skip here (known_skip, a refused
-    case, a sanitizer re-run without a GPU) is not generated; NOT_GENERATED counts it, with the reason."""
+    case, a case whose drawn inputs the gate closes, a sanitizer re-run without a GPU) is not generated;
+    NOT_GENERATED counts it, with the reason."""
     device, v = resolved_device(config), config._verifier
     params = []
     for k in registered_kernels(config):
@@ -243,6 +265,8 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None) -> l
                     continue
                 for c in cases:
                     refused = _refused(k, vals[1], c, device) if step else None
+                    if step and not refused:
+                        refused = _closed_by_inputs(k, vals[1], c, device, v["seed"])
                     if refused:
                         NOT_GENERATED[refused] += 1
                     else:
@@ -289,12 +313,12 @@ def drop_empty_suites(items: list) -> None:
 
 
 def not_generated_line(counts) -> Optional[str]:
-    """The one summary line of the suite tests not generated here, or None when every test was generated."""
+    """The one summary line of the tests not generated here, or None when every test was generated."""
     total = sum(counts.values())
     if not total:
         return None
     parts = "; ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"kernel-verifier: {total} suite tests not generated on this machine, where they could only skip: {parts}"
+    return f"kernel-verifier: {total} tests not generated on this machine, where they could only skip: {parts}"
 
 
 class _State:
