@@ -7,12 +7,20 @@ that it can only skip on this machine (no GPU, an optional package or capture no
 plugin's last line counts it, with its reason, beside the suite tests it does not generate.
 
 Under ``pytest -n``, the workers share one run's lint results (``$VERIFIER_LINT_SHARE``, verifier.lint.step): the
-suites' static tests and tests/test_lint_checks.py analyse the same bundled kernels, each entry once a run then."""
+suites' static tests and tests/test_lint_checks.py analyse the same bundled kernels, each entry once a run then.
+
+Where PYTHONDONTWRITEBYTECODE is set, the session keeps bytecode under verifier's pycache, as ``verifier`` does
+(verifier/toolchain/bytecode.py): the workers, the test modules' assertion rewriting and the hundred-odd Python
+children the tests start (CLI runs, pytest sessions, isolation) then compile verifier and the tests once a machine."""
 import os
 import shutil
 import tempfile
 
 import pytest
+
+from verifier.toolchain.bytecode import keep_bytecode
+
+keep_bytecode()  # before the test modules are imported (rewritten) and before xdist starts its workers
 
 pytest_plugins = ["verifier.pytest_plugin"]
 

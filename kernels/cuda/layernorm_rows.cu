@@ -33,30 +33,25 @@ __device__ __forceinline__ void store_y(uint4* p, const uint4& v) {
 template <typename T>
 constexpr int kHint = sizeof(T) == 2 ? 2 : 0;  // the table's cache policy
 
-template <typename T, int TPR, int VECS, int HINT = kHint<T>>
-__device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                        T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
+// One row group of a block: `raw` holds this thread's vectors of row `row` (nvec > 0: in the row); `next` runs
+// once the vectors are unpacked (the persistent entries load their next row there, so it is in flight during the
+// reductions).
+template <typename T, int TPR, int VECS, int HINT, typename Next>
+__device__ __forceinline__ void ln_row(uint4 (&raw)[VECS], Next next, const T* __restrict__ w,
+                                       const T* __restrict__ b, T* __restrict__ yr, int nvec, int N, float eps,
+                                       float* ps, float* pq) {
     using V = kvrows::Vec16<T>;
     constexpr int W = V::W;
-    constexpr int ROWS = kvrows::rows_per_block<TPR>();
     constexpr int WARPS = TPR / 32;
-    if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
-    __shared__ float part_s[ROWS][WARPS], part_q[ROWS][WARPS];
-    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
-    const int row = blockIdx.x * ROWS + slot;
-    // A block's last rows may lie past M: they load and store nothing, but take part in the barriers.
-    const int nvec = row < M ? N / W : 0;
-    const T* xr = x + (size_t)row * sx;  // row strides in elements (contiguous rows: N)
-    uint4 raw[VECS];
-#pragma unroll
-    for (int c = 0; c < VECS; ++c) raw[c] = load_x<HINT>(xr, t + c * TPR, nvec);  // all in flight
+    const int t = threadIdx.x % TPR;
     float v[VECS][W], part[VECS];
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         kvrows::unpack16<T>(raw[c], v[c]);
         part[c] = kvrows::tree_sum(v[c]);
     }
-    const float mean = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_s[slot]) / (float)N;
+    next();
+    const float mean = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), ps) / (float)N;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         float q[W];
@@ -67,9 +62,8 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
         }
         part[c] = t + c * TPR < nvec ? kvrows::tree_sum(q) : 0.f;  // padding must not add mean^2
     }
-    const float var = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), part_q[slot]) / (float)N;
+    const float var = kvrows::row_sum<WARPS>(kvrows::tree_sum(part), pq) / (float)N;
     const float rstd = 1.0f / sqrtf(var + eps);
-    T* yr = y + (size_t)row * sy;
 #pragma unroll
     for (int c = 0; c < VECS; ++c) {
         const int j = t + c * TPR;
@@ -84,6 +78,55 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
         }
     }
 }
+
+template <typename T, int TPR, int VECS, int HINT = kHint<T>>
+__device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                        T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
+    constexpr int ROWS = kvrows::rows_per_block<TPR>();
+    constexpr int WARPS = TPR / 32;
+    if (blockDim.x != TPR * ROWS) __trap();  // a wrong launch would skip columns silently
+    __shared__ float part_s[ROWS][WARPS], part_q[ROWS][WARPS];
+    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int row = blockIdx.x * ROWS + slot;
+    // A block's last rows may lie past M: they load and store nothing, but take part in the barriers.
+    const int nvec = row < M ? N / kvrows::Vec16<T>::W : 0;
+    const T* xr = x + (size_t)row * sx;  // row strides in elements (contiguous rows: N)
+    uint4 raw[VECS];
+#pragma unroll
+    for (int c = 0; c < VECS; ++c) raw[c] = load_x<HINT>(xr, t + c * TPR, nvec);  // all in flight
+    ln_row<T, TPR, VECS, HINT>(raw, [] {}, w, b, y + (size_t)row * sy, nvec, N, eps, part_s[slot], part_q[slot]);
+}
+
+#ifdef KV_LN_TUNE
+// Persistent variant (tuning only): a block takes row groups blockIdx.x, + gridDim.x, ... and loads the next
+// group's vectors while it reduces the current one. Any grid size is correct; the tuner launches a few per SM.
+template <typename T, int TPR, int VECS, int HINT = kHint<T>>
+__device__ void ln_rows_p(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                          T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
+    constexpr int ROWS = kvrows::rows_per_block<TPR>();
+    constexpr int WARPS = TPR / 32;
+    if (blockDim.x != TPR * ROWS) __trap();
+    __shared__ float part_s[ROWS][WARPS], part_q[ROWS][WARPS];
+    const int slot = threadIdx.x / TPR, t = threadIdx.x % TPR;
+    const int groups = (M + ROWS - 1) / ROWS;
+    const int nv = N / kvrows::Vec16<T>::W;
+    uint4 raw[VECS];
+    int g = blockIdx.x;
+    auto load = [&](int gg) {
+        const int r = gg * ROWS + slot;
+        const int n = gg < groups && r < M ? nv : 0;
+#pragma unroll
+        for (int c = 0; c < VECS; ++c) raw[c] = load_x<HINT>(x + (size_t)r * sx, t + c * TPR, n);
+    };
+    load(g);
+    for (; g < groups; g += gridDim.x) {  // g is the block's: every thread takes the same trips (barriers)
+        const int row = g * ROWS + slot;
+        const int nvec = row < M ? nv : 0;
+        ln_row<T, TPR, VECS, HINT>(raw, [&] { load(g + gridDim.x); }, w, b, y + (size_t)row * sy, nvec, N, eps,
+                                   part_s[slot], part_q[slot]);
+    }
+}
+#endif
 
 }  // namespace
 
@@ -136,4 +179,14 @@ LN_ROWS_16(__nv_bfloat16, bf16)
 LN_GRID(__half, f16)
 LN_GRID(__nv_bfloat16, bf16)
 LN_GRID(float, f32)
+// layernorm_rowsp_t<TPR>_v<VECS>_h<HINT>_<io>: the persistent variant (ln_rows_p)
+#define LN_P(T, tag, TPR, VECS, H)                                                                       \
+    extern "C" __global__ void LN_BOUNDS_0(TPR) layernorm_rowsp_t##TPR##_v##VECS##_h##H##_##tag(         \
+        const T* x, const T* w, const T* b, T* y, int M, int N, float eps, long long sx, long long sy) { \
+        ln_rows_p<T, TPR, VECS, H>(x, w, b, y, M, N, eps, sx, sy);                                      \
+    }
+#define LN_PGRID(T, tag) LN_P(T, tag, 32, 8, 2) LN_P(T, tag, 64, 4, 2) LN_P(T, tag, 128, 2, 2) \
+    LN_P(T, tag, 64, 4, 0) LN_P(T, tag, 128, 4, 2) LN_P(T, tag, 256, 4, 2) LN_P(T, tag, 256, 2, 2)
+LN_PGRID(__half, f16)
+LN_PGRID(__nv_bfloat16, bf16)
 #endif

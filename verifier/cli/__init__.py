@@ -16,6 +16,7 @@ from verifier.cli.args import add_selection_args
 from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
                                 EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
 from verifier.errors import UsageError, VerifierError
+from verifier.toolchain.bytecode import keep_bytecode
 
 # Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
 # what they need (start-up time; none of those modules imports this one).
@@ -271,30 +272,8 @@ def cmd_cases(args) -> int:
     return EXIT_OK
 
 
-def _keep_bytecode() -> None:
-    """With PYTHONDONTWRITEBYTECODE set (container images often set it) and no pycache prefix, Python compiles
-    every module it imports from source, every time: torch's thousands at 2-3 s a start on the H200 machine, in
-    this process and in each child it starts. Keep that bytecode in a cache of its own instead
-    (sys.pycache_prefix / PYTHONPYCACHEPREFIX: never beside the sources, which the setting guards), here and for
-    the children: $VERIFIER_PYCACHE, else $XDG_CACHE_HOME/kernel-verifier/pycache (~/.cache without it). It belongs
-    to the Python installation, as site-packages' own __pycache__ would, so it sits apart from the build cache
-    ($VERIFIER_CACHE_DIR). VERIFIER_PYCACHE=0 leaves the setting as it is."""
-    where = os.environ.get("VERIFIER_PYCACHE", "")
-    if not sys.dont_write_bytecode or sys.pycache_prefix or where == "0":
-        return
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    prefix = where or os.path.join(base, "kernel-verifier", "pycache")
-    try:
-        os.makedirs(prefix, exist_ok=True)
-    except OSError:  # no writable cache: leave it as set
-        return
-    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-
-
 def main(argv=None) -> int:
-    _keep_bytecode()
+    keep_bytecode()  # verifier/toolchain/bytecode.py: its children start often
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
