@@ -37,6 +37,10 @@ def main(argv=None) -> int:
     if not gpu_available():
         print(NO_GPU[0], file=sys.stderr)
         return 2
+    from verifier.declare.registry import load_spec_file
+
+    spec = next(k for k in load_spec_file(str(ROOT / "kernels/cuda/layernorm_rows_spec.py"))
+                if k.name == "cuda-layernorm-rows")
     res = compile_cubin(ROOT / "kernels/cuda/layernorm_rows.cu", arch=device_arch(), defines={"KV_LN_TUNE": 1})
     timer = Timer(args.runs, 3)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -89,8 +93,13 @@ def main(argv=None) -> int:
                     continue  # too small, or twice too large (more threads idle than working)
                 rows = max(1, 256 // tpr)  # rows a block
                 fn = cd.function(res.cubin, e)
-                # persistent entries (rowsp): k blocks per SM, each striding over the row groups
-                for grid in ([sms * k for k in (1, 2, 3, 4)] if m.group(1) == "p" else [-(-M // rows)]):
+                # persistent entries (rowsp), each block striding over the row groups: k blocks per SM, or R groups a
+                # block (a grid that does not depend on the GPU)
+                groups = -(-M // rows)
+                grids = sorted({sms * k for k in (2, 3, 4, 5, 6)} | {-(-groups // r) for r in (4, 8, 16)})
+                if not m.group(1):  # a table entry: the spec's grid (its strided classes take fewer blocks)
+                    grids = [spec.launches(M, N, next(d for d in spec.dtypes if d.tag == tag), None)[0].grid[0]]
+                for grid in (grids if m.group(1) in ("p", "") else [groups]):
                     best = run_one(e, m, fn, grid, tpr, rows, N, best)
             print(f"best {tag} N={N}: {best}  (copy {copy_ms * 1e3:.1f} us)")
     return 0

@@ -36,9 +36,10 @@ def test_the_build_step_finds_every_class_entry_register_resident():
 
 
 @pytest.mark.parametrize("tag", IO)
-@pytest.mark.parametrize("N", [8, 128, 1000, 1024, 2048, 3584, 4096, 8192, 16384, 32768])
-def test_launch_covers_every_column_and_row_once(tag, N):
-    dt, M = dtypes(tag), 37
+@pytest.mark.parametrize("N", [8, 128, 1000, 1024, 1032, 2048, 3584, 4096, 8192, 16384, 32768])
+@pytest.mark.parametrize("M", [1, 37, 8192])
+def test_launch_covers_every_column_and_row_once(tag, N, M):
+    dt = dtypes(tag)
     w = vector_width(dt)
     why = K.check_supported(M, N, dt)
     if N % w or N > R.ROWS.lengths(dt)[-1]:
@@ -50,7 +51,12 @@ def test_launch_covers_every_column_and_row_once(tag, N):
     m = f"_m{tile.min_blocks}" if tile.min_blocks else ""
     assert launch.entry == f"layernorm_rows_t{tile.threads}_v{tile.vectors}{m}_{tag}"
     rows = max(1, R.BLOCK // tile.threads)
-    assert launch.block == (tile.threads * rows,) and launch.grid[0] * rows >= M > (launch.grid[0] - 1) * rows
+    groups = -(-M // rows)  # row groups of one block's width
+    per = R.GROUPS_PER_BLOCK if (tile.threads, tile.vectors) in R.STRIDED.get(tag, ()) else 1
+    G = launch.grid[0]
+    assert launch.block == (tile.threads * rows,) and G * per >= groups > (G - 1) * per
+    # ln_rows_p: block b takes groups b, b + G, ... (one block one group when not strided): each group once
+    assert sorted(g for b in range(G) for g in range(b, groups, G)) == list(range(groups))
     assert tile.threads * tile.vectors * w >= N  # every column has a slot
     assert all(c < N for c in R.ROWS.lengths(dt) if c < tile.capacity(dt))  # and no smaller class would do
 

@@ -97,9 +97,9 @@ __device__ void ln_rows(const T* __restrict__ x, const T* __restrict__ w, const 
     ln_row<T, TPR, VECS, HINT>(raw, [] {}, w, b, y + (size_t)row * sy, nvec, N, eps, part_s[slot], part_q[slot]);
 }
 
-#ifdef KV_LN_TUNE
-// Persistent variant (tuning only): a block takes row groups blockIdx.x, + gridDim.x, ... and loads the next
-// group's vectors while it reduces the current one. Any grid size is correct; the tuner launches a few per SM.
+// Strided variant: a block takes row groups blockIdx.x, + gridDim.x, ... and loads the next group's vectors while
+// it reduces the current one, so a row's loads are in flight during the other's barriers. Any grid size is
+// correct; the spec launches one block per GROUPS_PER_BLOCK groups (layernorm_rows_spec.py STRIDED).
 template <typename T, int TPR, int VECS, int HINT = kHint<T>>
 __device__ void ln_rows_p(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                           T* __restrict__ y, int M, int N, float eps, long long sx, long long sy) {
@@ -126,7 +126,6 @@ __device__ void ln_rows_p(const T* __restrict__ x, const T* __restrict__ w, cons
                                    part_s[slot], part_q[slot]);
     }
 }
-#endif
 
 }  // namespace
 
@@ -137,6 +136,13 @@ __device__ void ln_rows_p(const T* __restrict__ x, const T* __restrict__ w, cons
                                                 float eps, long long sx, long long sy) {              \
         ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                               \
     }
+// The strided entries (ln_rows_p), same name scheme: the spec's STRIDED lists them.
+#define LN_ROWS_P(T, tag, TPR, VECS)                                                                  \
+    extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock)        \
+        layernorm_rows_t##TPR##_v##VECS##_##tag(const T* x, const T* w, const T* b, T* y, int M, int N, \
+                                                float eps, long long sx, long long sy) {              \
+        ln_rows_p<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                       \
+    }
 // At least MINB blocks resident per SM (a register cap for ptxas): more rows in flight at once.
 #define LN_ROWS_M(T, tag, TPR, VECS, MINB)                                                                \
     extern "C" __global__ void __launch_bounds__(TPR >= kvrows::kBlock ? TPR : kvrows::kBlock, MINB)      \
@@ -145,10 +151,11 @@ __device__ void ln_rows_p(const T* __restrict__ x, const T* __restrict__ w, cons
         ln_rows<T, TPR, VECS>(x, w, b, y, M, N, eps, sx, sy);                                               \
     }
 // (threads per row, 16-byte vectors per thread[, min blocks]), smallest first: a row of N <= TPR * VECS * W
-// columns. Picked by benchmarks/layernorm_tune.py on the H200 (docs/benchmarks.md): 16-bit rows of 2048-8192
-// want 4 vectors a thread over 64-256 threads (52-56 registers) rather than S5's 8 over a warp or two.
+// columns. Picked by benchmarks/layernorm_tune.py on the H200 (docs/benchmarks.md): 16-bit rows of 4096-8192
+// want 4 vectors a thread over 128-256 threads (52-56 registers) rather than S5's 8 over a warp or two; 16-bit
+// rows of 1032-2048 take the strided entry, 2 vectors over 128 threads with the next rows' loads in flight.
 #define LN_ROWS_16(T, tag)                                                                            \
-    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
+    LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS_P(T, tag, 128, 2)    \
     LN_ROWS(T, tag, 128, 4) LN_ROWS_M(T, tag, 256, 4, 3) LN_ROWS(T, tag, 256, 8) LN_ROWS(T, tag, 512, 8)
 #define LN_ROWS_32(T, tag)                                                                            \
     LN_ROWS(T, tag, 32, 1) LN_ROWS(T, tag, 32, 2) LN_ROWS(T, tag, 32, 4) LN_ROWS(T, tag, 64, 4)       \
@@ -179,14 +186,18 @@ LN_ROWS_16(__nv_bfloat16, bf16)
 LN_GRID(__half, f16)
 LN_GRID(__nv_bfloat16, bf16)
 LN_GRID(float, f32)
-// layernorm_rowsp_t<TPR>_v<VECS>_h<HINT>_<io>: the persistent variant (ln_rows_p)
-#define LN_P(T, tag, TPR, VECS, H)                                                                       \
-    extern "C" __global__ void LN_BOUNDS_0(TPR) layernorm_rowsp_t##TPR##_v##VECS##_h##H##_##tag(         \
+// layernorm_rowsp_t<TPR>_v<VECS>_h<HINT>_m<MINB>_<io>: the persistent variant (ln_rows_p)
+#define LN_P(T, tag, TPR, VECS, H, MINB, BOUNDS)                                                          \
+    extern "C" __global__ void BOUNDS layernorm_rowsp_t##TPR##_v##VECS##_h##H##_m##MINB##_##tag(           \
         const T* x, const T* w, const T* b, T* y, int M, int N, float eps, long long sx, long long sy) { \
         ln_rows_p<T, TPR, VECS, H>(x, w, b, y, M, N, eps, sx, sy);                                      \
     }
-#define LN_PGRID(T, tag) LN_P(T, tag, 32, 8, 2) LN_P(T, tag, 64, 4, 2) LN_P(T, tag, 128, 2, 2) \
-    LN_P(T, tag, 64, 4, 0) LN_P(T, tag, 128, 4, 2) LN_P(T, tag, 256, 4, 2) LN_P(T, tag, 256, 2, 2)
+#define LN_PGRID(T, tag) LN_P(T, tag, 32, 8, 2, 0, LN_BOUNDS_0(32)) LN_P(T, tag, 64, 4, 2, 0, LN_BOUNDS_0(64)) \
+    LN_P(T, tag, 128, 2, 2, 0, LN_BOUNDS_0(128)) LN_P(T, tag, 128, 2, 0, 0, LN_BOUNDS_0(128))                \
+    LN_P(T, tag, 128, 2, 2, 5, LN_BOUNDS_M(128, 5)) LN_P(T, tag, 128, 2, 2, 6, LN_BOUNDS_M(128, 6))         \
+    LN_P(T, tag, 256, 1, 2, 0, LN_BOUNDS_0(256)) LN_P(T, tag, 256, 1, 2, 6, LN_BOUNDS_M(256, 6))            \
+    LN_P(T, tag, 64, 4, 2, 3, LN_BOUNDS_M(64, 3)) LN_P(T, tag, 128, 4, 2, 0, LN_BOUNDS_0(128))              \
+    LN_P(T, tag, 256, 2, 2, 0, LN_BOUNDS_0(256)) LN_P(T, tag, 256, 4, 2, 0, LN_BOUNDS_0(256))
 LN_PGRID(__half, f16)
 LN_PGRID(__nv_bfloat16, bf16)
 #endif
