@@ -206,3 +206,21 @@ def test_a_triton_kernel_alone_gets_compile_helpers_that_die_with_its_check(monk
     monkeypatch.setattr(pinning, "usable_cpus", lambda: 2)  # no CPUs to spare: no helper
     assert forked._compile_helpers(spec, _opts(), None) == []
     assert forked._compile_helpers(spec, Options(level="quick", device="cpu"), None) == []
+
+
+def test_the_longest_expected_check_starts_first_and_durations_are_kept(specs, monkeypatch, tmp_path):
+    from verifier.isolation import durations
+
+    monkeypatch.setenv("VERIFIER_CACHE_DIR", str(tmp_path))
+    started = []
+    real = forked.start_forked
+    monkeypatch.setattr(forked, "start_forked", lambda spec, opts, env=None: started.append(spec.name)
+                        or real(spec, opts, env=env))
+    monkeypatch.setattr(forked, "check_kernel", lambda spec, opts, progress=None: KernelReport(spec=spec, device="cuda"))
+    plan = [(0, specs["k"], parallel.FORK), (1, specs["j"], parallel.FORK)]
+    assert durations.expected([specs["k"], specs["j"]], _opts()) == [8.0, 8.0]  # no record: the kind's guess
+    reports = parallel.run_parallel(plan, _opts(), 1, expected={0: 1.0, 1: 5.0})
+    assert started == ["j", "k"] and set(reports) == {0, 1}  # longest first; reports keyed by spec index
+    durations.record([(specs["k"], 2.5), (specs["j"], 0.0)], _opts())
+    assert durations.expected([specs["k"], specs["j"]], _opts()) == [2.5, 8.0]  # no time measured: not kept
+    assert durations.expected([specs["k"]], Options(level="ci", device="cuda")) == [8.0]  # per level

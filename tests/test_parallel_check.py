@@ -89,7 +89,10 @@ def test_a_usage_error_is_raised_as_at_one_job(specs):
             check_all(chosen, OPTS, jobs=jobs)
 
 
-def test_progress_counts_kernels_done_and_names_those_running(specs):
+def test_progress_counts_kernels_done_and_names_those_running(specs, monkeypatch, tmp_path):
+    from verifier.isolation import durations
+
+    monkeypatch.setattr(durations, "_path", lambda: tmp_path / "none.json")  # no earlier run's order: the spec's
     seen = []
 
     class Bar:

@@ -18,7 +18,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError
 from verifier.inputs.cases import find_case
 from verifier.isolation import forked as _forked
-from verifier.isolation import parallel
+from verifier.isolation import durations, parallel
 from verifier.isolation.children import check_in_child
 from verifier.launch import runnable_reason
 from verifier.launch.triton import activate
@@ -165,8 +165,11 @@ def _check_parallel(specs, opts, progress, isolate, jobs, hows, unselected) -> l
 
         devices = pinning.visible_devices(os.environ, physical_gpu_count())
     done = {i: _unselected_report(s, opts, unselected[s.name]) for i, s in enumerate(specs) if unselected[s.name]}
-    done.update(parallel.run_parallel(plan, opts, min(jobs, len(plan)), progress, done=len(done), total=len(specs),
-                                      devices=devices))
+    guess = dict(zip((i for i, _, _ in plan), durations.expected([s for _, s, _ in plan], opts)))
+    ran = parallel.run_parallel(plan, opts, min(jobs, len(plan)), progress, done=len(done), total=len(specs),
+                                devices=devices, expected=guess)
+    durations.record([(specs[i], r.seconds) for i, r in ran.items()], opts)
+    done.update(ran)
     return [done[i] for i in range(len(specs))]
 
 

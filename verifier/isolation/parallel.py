@@ -82,17 +82,22 @@ class _Progress:
 
 
 def run_parallel(plan: list, opts, jobs: int, progress: Optional[Callable] = None, done: int = 0,
-                 total: Optional[int] = None, devices: Optional[list] = None) -> dict:
+                 total: Optional[int] = None, devices: Optional[list] = None,
+                 expected: Optional[dict] = None) -> dict:
     """Check the kernels of ``plan`` — (index, spec, how) with how FORK, CHILD or HERE — ``jobs`` at a time.
     Returns {index: KernelReport}. FORK does not mix with the others (forks need a single-threaded parent); HERE
-    kernels run in this process one at a time (a thread of their own), beside the children."""
+    kernels run in this process one at a time (a thread of their own), beside the children. ``expected``:
+    {index: seconds} (verifier.isolation.durations), the longest started first; without it, the slowest kinds."""
     kinds = {how for _, _, how in plan}
     if FORK in kinds and kinds != {FORK}:
         raise ValueError("run_parallel: forks cannot run beside threads (CHILD / HERE)")
     show = _Progress(progress, total if total is not None else len(plan))
     show.done = done
     devices = devices or []
-    queue = deque(sorted(plan, key=lambda p: (_ORDER.get(p[1].kind, 3), p[0])))
+    if expected:
+        queue = deque(sorted(plan, key=lambda p: (-expected.get(p[0], 0.0), p[0])))
+    else:
+        queue = deque(sorted(plan, key=lambda p: (_ORDER.get(p[1].kind, 3), p[0])))
     reports: dict = {}
     failed: dict = {}  # index -> the exception its check raised
     running: dict = {}  # index -> (spec, handle, lane, started)
