@@ -141,12 +141,13 @@ def _summary(report) -> dict:
                       for c in classes + warnings}}
 
 
-def _check(spec: KernelSpec, opts):
+def _check(spec: KernelSpec, opts, isolate=None):
     """One kernel's battery; on a GPU in a child process (verifier.isolation.children), so that a fault or a
-    hang in a defective kernel is recorded as crash / timeout instead of ending the matrix run."""
+    hang in a defective kernel is recorded as crash / timeout instead of ending the matrix run. ``isolate``:
+    as check_all's (False: in this process)."""
     from verifier.isolation import check_all
 
-    return check_all([spec], opts)[0]
+    return check_all([spec], opts, isolate=isolate)[0]
 
 
 def run_defect(entry: Entry, device: str, level: str = "quick", seed: int = 0, whole_battery: bool = False) -> dict:
@@ -186,13 +187,18 @@ def run_twin(spec: KernelSpec, cases, device: str, level: str = "quick", seed: i
     known = case_names(spec)
     run_cases = set(cases) & known
     reports = []
+    # A twin is a correct kernel: on the CPU (the Triton interpreter, torch) its cases run in this process, one
+    # warm interpreter for all of them, where a fork per case paid each kernel's first-call costs again (about
+    # half of suites/test_detection_matrix.py's time in CI). A defect keeps its fork (run_defect); a GPU, children.
+    isolate = False if device == "cpu" else None
     if whole_battery:
         reports.append(_check(spec, Options(level=level, seed=seed, device=device,
-                                            sanitize=sanitize and not run_cases)))
+                                            sanitize=sanitize and not run_cases), isolate))
     else:
         run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, level=level)}
     for i, c in enumerate(sorted(run_cases)):
-        reports.append(_check(spec, Options(level="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0)))
+        reports.append(_check(spec, Options(level="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0),
+                              isolate))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
     warnings = sorted({c for m in merged for c in m["warnings"]})
