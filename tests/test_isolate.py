@@ -52,10 +52,11 @@ def specs(tmp_path_factory):
 
 
 def test_crash_timeout_and_the_next_kernel_still_checked(specs):
-    # 6 s: the good kernel's one case must fit in it on a loaded 2-core CI machine; the hang never does.
+    # 6 s: the good kernel's one case must fit in it on a loaded 2-core CI machine; the hang never does. Two
+    # lanes: the hang, started first, waits out its timeout in one while the others go on in the other (-j 2).
     opts = Options(level="quick", device="cpu", case="normal_small", timeout=6)
-    aborted, exited, hung, good = check_all([specs[n] for n in ("aborts", "exits", "hangs", "good")], opts,
-                                            isolate=True)
+    hung, aborted, exited, good = check_all([specs[n] for n in ("hangs", "aborts", "exits", "good")], opts,
+                                            isolate=True, jobs=2)
 
     (f,) = aborted.findings
     assert f.check == "crash" and "CUDA_ERROR_ILLEGAL_ADDRESS" in f.message

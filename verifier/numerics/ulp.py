@@ -53,6 +53,9 @@ def _round64(x: np.ndarray, name: str) -> np.ndarray:
     """float64 values rounded (RNE) to ``name``'s value set, still as float64 (exact)."""
     if name == "float64":
         return x.copy()
+    if name == "float32":  # the hardware conversion is this rounding (RNE, gradual underflow, overflow to inf)
+        with np.errstate(over="ignore"):
+            return np.asarray(x).astype(np.float32).astype(np.float64)
     p, emin, vmax = _float_params(name)
     shape, x = np.shape(x), np.asarray(x).reshape(-1)  # 1-d: numpy gives a 0-d array's results as scalars
     # Over the whole array (masking out the non-finite values first copied every array twice; on the long rows
