@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from verifier.errors import UsageError
+from verifier.numerics import ulp as ulp_module
 from verifier.numerics.ulp import round_to, ulp, ulp_distance
 
 # name: (exponent bits, mantissa bits, has_inf). "fn" formats: no inf, only all-ones is NaN.
@@ -311,3 +312,19 @@ def test_integer_dtypes():
 def test_round_to_rejects_integer_dtype():
     with pytest.raises(UsageError, match="floating-point"):
         round_to(np.ones(2), "int32")
+
+
+def test_float32_fast_rounding_is_the_scaled_rounding_bit_for_bit():
+    # _round64's float32 path is numpy's hardware conversion; the scaled path is what every other dtype uses
+    rng = np.random.default_rng(3)
+    m = rng.integers(1 << 23, 1 << 24, 20000).astype(np.float64)
+    big = float(np.finfo(np.float32).max)
+    x = np.concatenate([
+        rng.standard_normal(200000) * 10.0 ** rng.integers(-47, 40, 200000),
+        (m + 0.5) * 2.0 ** rng.integers(-172, 104, 20000),  # exact ties of float32, subnormal to overflow
+        [0.0, -0.0, np.inf, -np.inf, np.nan, big, big * (1 + 2.0**-25), big * (1 + 2.0**-24), 2.0**-149, 2.0**-150,
+         2.0**-150 * (1 + 2.0**-40), 2.0**-151, 3 * 2.0**-150, -3 * 2.0**-150, 2.0**-126 * (1 - 2.0**-30)]])
+    with np.errstate(all="ignore"):
+        fast, scaled = ulp_module._round64(x, "float32"), ulp_module._round_scaled(x, "float32")
+    same = (fast.view(np.uint64) == scaled.view(np.uint64)) | (np.isnan(fast) & np.isnan(scaled))
+    assert same.all(), x[~same][:5]

@@ -56,6 +56,12 @@ def _round64(x: np.ndarray, name: str) -> np.ndarray:
     if name == "float32":  # the hardware conversion is this rounding (RNE, gradual underflow, overflow to inf)
         with np.errstate(over="ignore"):
             return np.asarray(x).astype(np.float32).astype(np.float64)
+    return _round_scaled(x, name)
+
+
+def _round_scaled(x: np.ndarray, name: str) -> np.ndarray:
+    """_round64 for any float dtype by power-of-two scaling and rint (tests/test_ulp.py checks float32's fast path
+    against it)."""
     p, emin, vmax = _float_params(name)
     shape, x = np.shape(x), np.asarray(x).reshape(-1)  # 1-d: numpy gives a 0-d array's results as scalars
     # Over the whole array (masking out the non-finite values first copied every array twice; on the long rows
