@@ -131,7 +131,7 @@ def test_sanitized_checks_run_each_tool_once(monkeypatch):
     class _Report:
         verdict, findings, error = "pass", [], None
 
-    def fake_check(spec, opts):
+    def fake_check(spec, opts, isolate=None):
         calls.append(opts)
         return _Report()
 
