@@ -54,15 +54,14 @@ class CFG:
         self.barriers = block_barriers(ins)
         starts = {0} | set(fn.labels.values()) | self.barriers
         for i, x in enumerate(ins):
-            if x.base in ("bra", "ret", "exit", "trap", "brx"):
+            if x.parts[0] in ("bra", "ret", "exit", "trap", "brx"):
                 starts.add(i + 1)
         starts = sorted(s for s in starts if s < len(ins))
         self.blocks = [Block(id=k, start=s, end=(starts[k + 1] if k + 1 < len(starts) else len(ins)))
                        for k, s in enumerate(starts)]
         self.block_of = {}
         for b in self.blocks:
-            for i in range(b.start, b.end):
-                self.block_of[i] = b.id
+            self.block_of.update(dict.fromkeys(range(b.start, b.end), b.id))
         by_start = {b.start: b.id for b in self.blocks}
         label_block = {lab: by_start.get(i) for lab, i in fn.labels.items()}
         for b in self.blocks:

@@ -28,7 +28,8 @@ class EntryAnalysis:
         self.shared = shared
         self.values = Values(fn, self.cfg, shared)
         self._bfreach: dict = {}
-        self.collectives = [(ins, arg) for ins in fn.instrs if (arg := isa.mask_arg(ins)) is not None
+        self.collectives = [(ins, arg) for ins in fn.instrs if ins.parts[0] in isa.MASKED_BASES
+                            and (arg := isa.mask_arg(ins)) is not None
                             and self.cfg.block_of[ins.idx] in self.cfg.reachable]  # warp collectives, masks
 
     def run(self, facts: EntryFacts) -> list:
@@ -146,6 +147,7 @@ class EntryAnalysis:
                                  f"lane it names is active", at=ins.idx))
                 continue
             mask = int(sem_mask[0]) & FULL_MASK
+            named = [j for j in range(32) if mask >> j & 1]
             runs, unknown = sem.guard_mask(ins)
             unknown_v = [u for u in unknown if sem.levels[u[0]] >= VARYING]
             if unknown_v:
@@ -156,20 +158,19 @@ class EntryAnalysis:
                                  f"result; may hang)", at=ins.idx, other=at, other_role="branch"))
                 continue
             nwarps = -(-n // 32)
+            active = runs.tolist()  # plain bools: a warp's 32 are read one by one
             for w in range(nwarps):
-                lanes = np.arange(w * 32, min(n, w * 32 + 32)) - w * 32
-                act = runs[w * 32: w * 32 + 32]
-                if not act.any():
+                act = active[w * 32: w * 32 + 32]  # its lanes (fewer in a last partial warp)
+                if not any(act):
                     continue
-                named = [j for j in range(32) if mask >> j & 1]
-                missing = [j for j in named if j >= len(lanes)]
+                missing = [j for j in named if j >= len(act)] if len(act) < 32 else []
                 if missing:
                     out.append(Issue("inactive-lanes", "error",
                                      f"`{ins.op}` names lanes {_lanes(missing)} in mask {mask:#010x}, but block "
-                                     f"{_shape(block)} has {n} threads: warp {w} has only {len(lanes)} lanes (the "
+                                     f"{_shape(block)} has {n} threads: warp {w} has only {len(act)} lanes (the "
                                      f"block size is not a multiple of 32)", at=ins.idx))
                     break
-                inactive = [j for j in named if not act[j]]
+                inactive = [j for j in named if not act[j]] if not all(act) else []
                 if inactive:
                     g = self._worst_guard(sem, ins, VARYING)
                     out.append(Issue("inactive-lanes", "error",
@@ -186,7 +187,7 @@ class EntryAnalysis:
             return []
         out = []
         for ins in self.fn.instrs:
-            if ins.base != "st" or isa.space(ins.parts) not in ("global", "generic"):
+            if ins.parts[0] != "st" or isa.space(ins.parts) not in ("global", "generic"):
                 continue
             if self.cfg.block_of[ins.idx] not in self.cfg.reachable:
                 continue

@@ -19,6 +19,7 @@ them"). On top of the nodes, for one block shape
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -42,6 +43,26 @@ _OTHER_SPECIAL = frozenset(("warpid", "nwarpid", "smid", "clock", "clock64", "gl
 # special registers that name the block (or its place in the cluster) and the grid's or cluster's shape
 _BLOCKLIKE = re.compile(r"^%(cluster_ctarank|cluster_ctaid\.[xyz]|clusterid\.[xyz])$")
 _GRIDLIKE = re.compile(r"^%(cluster_nctarank|cluster_nctaid\.[xyz]|nclusterid\.[xyz]|is_explicit_cluster)$")
+_FLOAT_LIT = re.compile(r"^0[fFdD][0-9a-fA-F]+$")
+_BITS = re.compile(r"(\d+)$")
+_INT_TYPE = re.compile(r"^[usb]\d+$")
+_NO_DEF_OPS = ("cp.async", "mbarrier.init", "mbarrier.inval", "bar.", "barrier.")
+_MODELLED = {"mov", "cvta", "cvt", "add", "sub", "mul", "shl", "shr", "and", "or", "xor", "min", "max", "div", "rem",
+             "mad", "not", "neg", "selp", "setp", "ld", "ldu", "shfl", "atom", "activemask", "match", "elect",
+             *WARP_OPS}  # the bases Values._modelled builds nodes of
+
+
+_LITERALS: dict = {}  # operand text -> _literal (constants recur: 0f3F800000, 1, 32)
+
+
+def _literal(tok: str) -> Optional[tuple]:
+    """The node key of an integer literal ('c', value) or a float one ('f', tok), else None."""
+    v = _int(tok)
+    key = ("c", v) if v is not None else ("f", tok) if _FLOAT_LIT.match(tok) else None
+    if len(_LITERALS) > 100_000:
+        _LITERALS.clear()
+    _LITERALS[tok] = key
+    return key
 
 
 def _int(tok: str) -> Optional[int]:
@@ -67,10 +88,7 @@ def reg_list(arg: str) -> list:
 
 
 def defs_of(instr) -> list:
-    base = instr.base
-    if base in NO_DEF or instr.op.startswith(("cp.async", "mbarrier.init", "mbarrier.inval", "bar.", "barrier.")):
-        return []
-    if not instr.args:
+    if instr.parts[0] in NO_DEF or not instr.args or instr.op.startswith(_NO_DEF_OPS):
         return []
     return reg_list(instr.args[0])
 
@@ -78,11 +96,22 @@ def defs_of(instr) -> list:
 def uses_of(instr, defs=None) -> list:
     regs = [instr.pred] if instr.pred else []
     defs = defs_of(instr) if defs is None else defs
-    if defs and instr.pred and instr.base != "bra":  # a guarded definition keeps the old value where it does not run
+    if defs and instr.pred and instr.parts[0] != "bra":  # a guarded definition keeps the old value where it does not run
         regs += defs
     for a in instr.args[1 if defs else 0:]:
-        regs += [m for m in _REG.findall(a) if not _SPECIAL.match(m)]
+        read = _READS.get(a)
+        regs += _regs_read(a) if read is None else read
     return regs
+
+
+_READS: dict = {}  # operand text -> the registers it reads (operands repeat: each register is read several times)
+
+
+def _regs_read(arg: str) -> tuple:
+    if len(_READS) > 200_000:
+        _READS.clear()
+    out = _READS[arg] = tuple(m for m in _REG.findall(arg) if not _SPECIAL.match(m))
+    return out
 
 
 class Values:
@@ -96,18 +125,22 @@ class Values:
         self._intern: dict = {}
         self.def_node: dict = {}  # (instr idx, k) -> node id
         self.defs_by_reg: dict = {}
-        self._defs = [defs_of(ins) for ins in fn.instrs]
-        self._uses = [uses_of(ins, d) for ins, d in zip(fn.instrs, self._defs)]
-        for ins in fn.instrs:
-            for k, r in enumerate(self._defs[ins.idx]):
-                self.defs_by_reg.setdefault(r, []).append((ins.idx, k))
+        self._once: dict = {}  # register defined at one site -> its node, once built (most reads are of these)
+        instrs = fn.instrs
+        self._defs = defs = [defs_of(ins) for ins in instrs]
+        self._uses = [uses_of(ins, d) for ins, d in zip(instrs, defs)]
+        for i, d in enumerate(defs):
+            for k, r in enumerate(d):
+                self.defs_by_reg.setdefault(r, []).append((i, k))
         self._reach = self._reaching()
         self.phis: list = []  # node ids of phi nodes
         self.sym_candidates = None  # nodes computed from a shuffle (verifier.lint.warpsync.candidates), once
+        def_node = self.def_node
         for b in self._rpo():
             blk = cfg.blocks[b]
             for i in range(blk.start, blk.end):
-                self._define(fn.instrs[i], b)
+                if defs[i] and (i, 0) not in def_node:  # what _define skips, without the call
+                    self._define(instrs[i], b)
 
     # -- node construction ------------------------------------------------------------------
     def mk(self, *key) -> int:
@@ -156,14 +189,16 @@ class Values:
                 sites.append(site)
                 m |= bit[site]
             mask[r] = m
+        in_block: dict = {}  # block -> its def sites of those registers, in program order
+        for site in sorted(bit):
+            in_block.setdefault(cfg.block_of[site[0]], []).append(site)
         gen, kill = {}, {}
         for b in cfg.blocks:
             g = k = 0
-            for i in range(b.start, b.end):
-                for j, r in enumerate(self._defs[i]):
-                    if r in multi:
-                        g = (g & ~mask[r]) | bit[(i, j)]
-                        k |= mask[r]
+            for i, j in in_block.get(b.id, ()):
+                r = self._defs[i][j]
+                g = (g & ~mask[r]) | bit[(i, j)]
+                k |= mask[r]
             gen[b.id], kill[b.id] = g, k
         IN = {b.id: 0 for b in cfg.blocks}
         OUT = {b.id: gen[b.id] for b in cfg.blocks}
@@ -179,21 +214,22 @@ class Values:
                     IN[b] = new
                     OUT[b] = gen[b] | (new & ~kill[b])
                     changed = True
-        reach = {}
+        reach, decoded = {}, {}  # decoded: bits -> their sites (a register's reads in a block see the same bits)
+        defining = {i for i, _ in bit}
         for b in cfg.blocks:
             cur = IN[b.id]
             for i in range(b.start, b.end):
                 for r in self._uses[i]:
                     if r in multi:
-                        bits, out = cur & mask[r], []
-                        while bits:
-                            low = bits & -bits
-                            out.append(sites[low.bit_length() - 1])
-                            bits ^= low
-                        reach[(i, r)] = frozenset(out)
-                for j, r in enumerate(self._defs[i]):
-                    if r in multi:
-                        cur = (cur & ~mask[r]) | bit[(i, j)]
+                        bits = cur & mask[r]
+                        got = decoded.get(bits)
+                        if got is None:
+                            got = decoded[bits] = _sites_of(bits, sites)
+                        reach[(i, r)] = got
+                if i in defining:
+                    for j, r in enumerate(self._defs[i]):
+                        if r in multi:
+                            cur = (cur & ~mask[r]) | bit[(i, j)]
         return reach
 
     def reg_value(self, instr_idx: int, reg: str) -> int:
@@ -216,6 +252,9 @@ class Values:
         return self.def_node[site]
 
     def operand(self, instr_idx: int, tok: str) -> int:
+        nid = self._once.get(tok)
+        if nid is not None:  # a register defined at one site (most reads): reg_value's answer, without its calls
+            return nid
         key = (instr_idx, tok)
         nid = self._operands.get(key)
         if nid is None:
@@ -223,9 +262,12 @@ class Values:
         return nid
 
     def _operand(self, instr_idx: int, tok: str) -> int:
+        nid = self._once.get(tok)
+        if nid is not None:
+            return nid
+        if tok in self.defs_by_reg:  # a register (every register defined here starts with '%')
+            return self.reg_value(instr_idx, tok)
         if tok.startswith("%"):
-            if tok in self.defs_by_reg:  # a register (the common case)
-                return self.reg_value(instr_idx, tok)
             if m := _SPECIAL.match(tok):
                 return self.mk(m.group(1), m.group(2))
             if _BLOCKLIKE.match(tok):
@@ -239,11 +281,9 @@ class Values:
             return self.reg_value(instr_idx, tok)
         if tok.startswith("!"):
             return self.mk("op", "not.pred", (self.operand(instr_idx, tok[1:]),))
-        v = _int(tok)
-        if v is not None:
-            return self.const(v)
-        if re.match(r"^0[fFdD][0-9a-fA-F]+$", tok):
-            return self.mk("f", tok)
+        key = _LITERALS[tok] if tok in _LITERALS else _literal(tok)
+        if key is not None:
+            return self.mk(*key)
         if tok.startswith("["):
             return self.address(instr_idx, tok)
         if tok.startswith("{"):  # a vector source: its parts packed ('mov.b64 %rd1, {%r1, %r2}')
@@ -264,10 +304,25 @@ class Values:
         dests = self._defs[ins.idx]
         if not dests or (ins.idx, 0) in self.def_node:
             return
+        i = ins.idx
+        args = ins.args[1:]
+        vals = self._modelled(ins, dests, args) if ins.parts[0] in _MODELLED else None
+        if vals is None:  # anything else: an opaque function of its operands
+            operands = tuple([self.operand(i, a) for a in args if a.strip()])
+            vals = [self.mk("fn", ins.op, operands, k) for k in range(len(dests))]
+        for k, r in enumerate(dests):
+            v = vals[k] if k < len(vals) else self.mk("x", ins.op, i, k)
+            if ins.pred is not None and self._reaches_other(i, r):  # where the guard is false the old value stays
+                v = self.mk("op", "selp", (v, self.reg_value(i, r), self.pred_value(ins)))
+            self.def_node[(i, k)] = v
+            if len(self.defs_by_reg[r]) == 1:
+                self._once[r] = v
+
+    def _modelled(self, ins, dests, args) -> Optional[list]:
+        """The nodes of the destinations of an instruction the nodes model (None: an opaque function)."""
         p = ins.parts
         base = p[0]
         i = ins.idx
-        args = ins.args[1:]
 
         def opnd(k):
             return self.operand(i, args[k])
@@ -317,14 +372,7 @@ class Values:
             vals = [self.mk("shfl", mode, tuple(opnd(k) for k in range(4)), i, k) for k in _slots(ins, dests)]
         elif base in ("shfl", "atom", "activemask", "match", "elect") or base in WARP_OPS:
             vals = [self.mk("x", base, i, k) for k in _slots(ins, dests)]
-        if vals is None:  # anything else: an opaque function of its operands
-            operands = tuple(self.operand(i, a) for a in args if a.strip())
-            vals = [self.mk("fn", ins.op, operands, k) for k in range(len(dests))]
-        for k, r in enumerate(dests):
-            v = vals[k] if k < len(vals) else self.mk("x", ins.op, i, k)
-            if ins.pred is not None and self._reaches_other(i, r):  # where the guard is false the old value stays
-                v = self.mk("op", "selp", (v, self.reg_value(i, r), self.pred_value(ins)))
-            self.def_node[(i, k)] = v
+        return vals
 
     def _reaches_other(self, i: int, reg: str) -> bool:
         """Whether a definition of ``reg`` other than instruction ``i``'s own reaches ``i``."""
@@ -338,29 +386,42 @@ class Values:
         return self.mk("op", "not.pred", (v,)) if ins.pred_neg else v
 
 
+def _sites_of(bits: int, sites: list) -> frozenset:
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(sites[low.bit_length() - 1])
+        bits ^= low
+    return frozenset(out)
+
+
 def _slots(ins, dests) -> list:
     """Which output each destination register is: 0 for d, 1 for p in 'd|p' (also when d is the sink '_')."""
     named = [x.strip() for x in ins.args[0].split("|")] if "|" in ins.args[0] else None
     return [named.index(r) if named and r in named else k for k, r in enumerate(dests)]
 
 
+@functools.lru_cache(maxsize=1024)  # this and the three below: of a few hundred opcodes, asked thousands of times
 def type_bits(t: str) -> int:
-    m = re.search(r"(\d+)$", t)
+    m = _BITS.search(t)
     return int(m.group(1)) if m else 32
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_float(p) -> bool:
     return any(x.startswith(("f16", "f32", "f64", "bf16", "e4m3", "e5m2")) or x in ("rn", "rz", "rm", "rp", "ftz", "approx", "full")
                for x in p[1:])
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_float_cvt(p) -> bool:
     return any(x.startswith(("f", "bf", "e4", "e5")) for x in p[1:])
 
 
+@functools.lru_cache(maxsize=1024)
 def _narrow_bits(p):
     """cvt.u16.u32 -> (16, 'u'): a conversion to a narrower integer type truncates."""
-    types = [x for x in p[1:] if re.match(r"^[usb]\d+$", x)]
+    types = [x for x in p[1:] if _INT_TYPE.match(x)]
     if len(types) == 2 and type_bits(types[0]) < type_bits(types[1]):
         return (type_bits(types[0]), "s" if types[0][0] == "s" else "u")
     return None

@@ -19,6 +19,7 @@ vsub4 wgmma wmma xor
 """.split())
 
 WARP_COLLECTIVES = ("shfl", "vote", "redux", "match", "elect")  # '.sync' forms: a member mask, all its lanes meet
+MASKED_BASES = frozenset(WARP_COLLECTIVES + ("bar",))  # the bases of the instructions mask_arg finds a mask in
 SPACES = ("global", "shared", "local", "param", "const")
 
 
@@ -35,7 +36,7 @@ def space(parts: tuple) -> str:
 
 def mask_arg(ins) -> Optional[str]:
     """The member-mask operand of a warp-synchronous instruction (None for other instructions)."""
-    if ins.base in WARP_COLLECTIVES and "sync" in ins.parts and ins.args:
+    if ins.parts[0] in WARP_COLLECTIVES and "sync" in ins.parts and ins.args:
         return ins.args[-1]
     if ins.op.startswith("bar.warp.sync") and ins.args:
         return ins.args[0]

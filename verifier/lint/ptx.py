@@ -7,7 +7,9 @@ cannot read is listed per function (``Function.unparsed``) with its line: that f
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,7 +24,9 @@ _FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s
 _PARAM = re.compile(r"\.param\s+[.\w]+\s+(?:\.ptr\s+[.\w]+\s+(?:\.align\s+\d+\s+)?)?(?:\.align\s+\d+\s+)?([\w$]+)")
 _NTID = re.compile(r"^\s*\.(maxntid|reqntid)\s+([\d\s,]+)")
 _SHARED = re.compile(r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?")
-_INSTR = re.compile(r"^\s*(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)\s*(.*?)\s*;\s*$")
+# operands: greedy up to their last non-blank character, the text a lazy '(.*?)' before '\s*;' gives, without
+# trying the rest of the pattern at every character (half the time of the match)
+_INSTR = re.compile(r"^\s*(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)\s*((?:.*\S)?)\s*;\s*$")
 
 
 @dataclass(frozen=True)
@@ -71,21 +75,31 @@ class Module:
 
 def split_operands(text: str) -> tuple:
     """Operands split at top-level commas ('{%f1, %f2}, [%r1+4]' is two operands)."""
+    got = _SPLIT.get(text)
+    if got is None:
+        if len(_SPLIT) > 200_000:
+            _SPLIT.clear()
+        got = _SPLIT[text] = _split_operands(text)
+    return got
+
+
+_SPLIT: dict = {}  # operands text -> split_operands (two statements in three repeat one: unrolled copies, kin entries)
+
+
+def _split_operands(text: str) -> tuple:
     if "{" not in text and "(" not in text:  # addresses '[...]' hold no commas
-        return tuple(t.strip() for t in text.split(",")) if text.strip() else ()
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "{[(":
-            depth += 1
-        elif ch in "}])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
+        return tuple(map(str.strip, text.split(","))) if text.strip() else ()
+    *segs, last = text.split(",")
+    out, cur, depth = [], [], 0
+    for seg in segs:  # the comma after ``seg`` splits where the brackets before it are balanced
+        cur.append(seg)
+        depth += seg.count("{") + seg.count("[") + seg.count("(") - seg.count("}") - seg.count("]") - seg.count(")")
+        if depth == 0:
+            out.append(",".join(cur).strip())
             cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
+    cur.append(last)
+    if tail := ",".join(cur).strip():
+        out.append(tail)
     return tuple(out)
 
 
@@ -103,7 +117,12 @@ def parse(text: str, wanted=None) -> Module:
     frames: dict = {}  # (file, line, column) of the .loc lines since the last outermost one -> their chains
     pending: list = []  # pieces of an unfinished statement
     pending_no = 0
-    for no, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    rows = enumerate(lines, 1)
+    twins, parsed = dict(_LAST), {}  # functions of the previous parse (the other arch's PTX), and of this one
+    for no, raw in rows:
+        if skip > 1 and "{" not in raw and "}" not in raw:  # in the body of a function not wanted: only braces count
+            continue
         s = raw.strip()
         if "//" in s and not s.startswith(".file"):
             s = s.split("//", 1)[0].rstrip()
@@ -113,7 +132,7 @@ def parse(text: str, wanted=None) -> Module:
             if skip == 1 or "{" in s or "}" in s:
                 skip = _skip(s, skip)
             continue
-        if s.startswith(".file") and (m := _FILE.match(s)):
+        if s[0] == "." and s.startswith(".file") and (m := _FILE.match(s)):
             mod.files[int(m.group(1))] = os.path.normpath(m.group(2))
             continue
         if fn is None:
@@ -127,8 +146,16 @@ def parse(text: str, wanted=None) -> Module:
                 if wanted is not None and m.group(2) not in wanted:
                     skip = 1
                     continue
+                if (twin := _twin(twins, lines, no, m.group(2), frames)) is not None:
+                    mod.functions[twin.fn.name] = _copy(twin.fn)
+                    parsed[(no, twin.fn.name)] = twin
+                    frames.clear()
+                    frames.update(twin.frames_out)
+                    next(itertools.islice(rows, len(twin.lines) - 2, None), None)  # on past its closing brace
+                    continue
                 fn = Function(name=m.group(2), is_entry=m.group(1) == "entry", line_no=no)
                 header, scopes, loc, locb = True, asm.Scopes(), (), b"()"
+                frames_in, files_in = dict(frames), dict(mod.files)
             elif m := _SHARED.match(s):
                 mod.shared[m.group(2)] = None if m.group(1) or not m.group(3) else int(m.group(3))
             continue
@@ -144,9 +171,9 @@ def parse(text: str, wanted=None) -> Module:
             elif s.endswith(";") and not s.startswith("."):  # prototype of a .func without body
                 fn, header = None, False
             continue
-        if s.startswith(".loc") and (m := _LOC.match(s)):
-            loc = _chain(m, frames)
-            locb = repr(loc).encode()
+        if s[0] == "." and s.startswith(".loc") and (here := _loc_fields(s)) is not None:
+            loc = _chain(here, frames)
+            locb = _LOC_BYTES.get(loc) or _loc_bytes(loc)
             continue
         if not pending and asm.simple(s):
             _statement(fn, scopes, s, no, loc, locb)
@@ -155,7 +182,7 @@ def parse(text: str, wanted=None) -> Module:
             fn.labels[s[:-1]] = len(fn.instrs)
             fn.digest.update(f"{s}{len(fn.instrs)}".encode())
             continue
-        for piece in asm.split(s):
+        for piece in _pieces(s):
             kind = piece[0]
             if kind == "{":
                 scopes.open()
@@ -166,6 +193,9 @@ def parse(text: str, wanted=None) -> Module:
                 scopes.close()
                 if scopes.depth == 0:
                     mod.functions[fn.name] = fn
+                    if mod.files == files_in:  # (a function whose lines set a .file is not reused)
+                        parsed[(fn.line_no, fn.name)] = _Twin(lines[fn.line_no - 1:no], frames_in, dict(frames),
+                                                              _copy(fn))
                     fn = None
                     break
             elif kind == "label":
@@ -183,22 +213,79 @@ def parse(text: str, wanted=None) -> Module:
     if fn is not None:
         fn.unparsed.append((fn.line_no, f".entry {fn.name}", (), "the function has no closing brace"))
         mod.functions[fn.name] = fn
+    _LAST.clear()
+    _LAST.update(parsed)
     return mod
 
 
-def _chain(m, frames: dict) -> tuple:
+@dataclass
+class _Twin:
+    """A function as parsed: its lines (header to closing brace), the .loc frames before and after them."""
+
+    lines: list
+    frames_in: dict
+    frames_out: dict
+    fn: Function
+
+
+# The functions the last parse read, by (header line, name). nvcc's PTX of one source for two arches is mostly the
+# same text: a function of the next parse with the same lines at the same line numbers, after the same .loc frames,
+# parses to the same Function; it is copied (its Instrs, immutable, shared) instead of read again.
+_LAST: dict = {}
+
+
+def _twin(twins: dict, lines: list, no: int, name: str, frames: dict) -> Optional[_Twin]:
+    twin = twins.get((no, name))
+    if twin is None or twin.frames_in != frames or lines[no - 1:no - 1 + len(twin.lines)] != twin.lines:
+        return None
+    return twin
+
+
+def _copy(fn: Function) -> Function:
+    """A Function of its own (lists, dicts, digest) with the same (immutable) instructions."""
+    return dataclasses.replace(fn, params=list(fn.params), shared=dict(fn.shared), instrs=list(fn.instrs),
+                               labels=dict(fn.labels), digest=fn.digest.copy(), unparsed=list(fn.unparsed))
+
+
+def _chain(fields: tuple, frames: dict) -> tuple:
     """The source chain of a ``.loc`` (innermost first). nvcc writes an inlined call as several ``.loc`` lines,
     each ``inlined_at`` the one before: the chain follows them back to the outermost."""
-    here = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    im = _INLINED.search(m.group(4))
-    if im is None:
+    here, at = fields
+    if at is None:
         frames.clear()
         chain = ((here[0], here[1]),)
     else:
-        at = (int(im.group(1)), int(im.group(2)), int(im.group(3)))
         chain = ((here[0], here[1]),) + frames.get(at, ((at[0], at[1]),))
     frames[here] = chain
     return chain
+
+
+_LOCS: dict = {}  # .loc line -> its fields (a function's lines come back to the same few source lines)
+_LOC_BYTES: dict = {}  # .loc chain -> repr(chain).encode(), for the digests
+
+
+def _loc_fields(s: str):
+    """((file, line, column), its inlined_at's or None) of a ``.loc`` line, None if it is no ``.loc``."""
+    if s in _LOCS:
+        return _LOCS[s]
+    if len(_LOCS) > 100_000:
+        _LOCS.clear()
+    m = _LOC.match(s)
+    if m is None:
+        out = None
+    else:
+        im = _INLINED.search(m.group(4))
+        out = ((int(m.group(1)), int(m.group(2)), int(m.group(3))),
+               None if im is None else (int(im.group(1)), int(im.group(2)), int(im.group(3))))
+    _LOCS[s] = out
+    return out
+
+
+def _loc_bytes(loc: tuple) -> bytes:
+    if len(_LOC_BYTES) > 100_000:
+        _LOC_BYTES.clear()
+    out = _LOC_BYTES[loc] = repr(loc).encode()
+    return out
 
 
 def _skip(s: str, state: int) -> int:
@@ -208,7 +295,7 @@ def _skip(s: str, state: int) -> int:
             return 2
         return 0 if s.endswith(";") and not s.startswith(".") else 1
     if "{" in s or "}" in s:
-        for piece in asm.split(s):
+        for piece in _pieces(s):
             if piece[0] == "{":
                 state += 1
             elif piece[0] == "}":
@@ -216,6 +303,18 @@ def _skip(s: str, state: int) -> int:
                 if state == 1:
                     return 0
     return state
+
+
+_PIECES: dict = {}  # line -> asm.split(line): inline asm lines repeat, in one function and across its kin
+
+
+def _pieces(s: str) -> tuple:
+    got = _PIECES.get(s)
+    if got is None:
+        if len(_PIECES) > 50_000:
+            _PIECES.clear()
+        got = _PIECES[s] = tuple(asm.split(s))
+    return got
 
 
 def _statement(fn: Function, scopes, s: str, no: int, loc: tuple, locb: bytes) -> None:
@@ -236,13 +335,26 @@ def _statement(fn: Function, scopes, s: str, no: int, loc: tuple, locb: bytes) -
     if pred is not None and not pred.startswith("%"):
         fn.unparsed.append((no, s, loc, f"its guard {pred!r} is no declared predicate register"))
         return
-    parts = tuple(op.split("."))
+    parts = _PARTS.get(op)
+    if parts is None:
+        parts = _PARTS[op] = tuple(op.split("."))
     if parts[0] not in isa.KNOWN:
         fn.unparsed.append((no, s, loc, f"`{parts[0]}` is no PTX instruction this analysis knows"))
         return
-    fn.instrs.append(Instr(idx=len(fn.instrs), op=op, args=split_operands(operands), pred=pred,
-                           pred_neg=bool(neg), loc=loc, line_no=no, parts=parts))
+    fn.instrs.append(_instr(len(fn.instrs), op, split_operands(operands), pred, bool(neg), loc, no, parts))
     fn.digest.update(f"{'@!' if neg else '@'}{pred} {op} {operands}".encode() + locb)
+
+
+_PARTS: dict = {}  # opcode -> its parts (a few hundred opcodes, each written thousands of times)
+_new, _set = object.__new__, object.__setattr__
+
+
+def _instr(idx, op, args, pred, pred_neg, loc, line_no, parts) -> Instr:
+    """``Instr(...)`` without the frozen dataclass's ``object.__setattr__`` of each field (2 -> 0.7 us)."""
+    ins = _new(Instr)
+    _set(ins, "__dict__", {"idx": idx, "op": op, "args": args, "pred": pred, "pred_neg": pred_neg, "loc": loc,
+                           "line_no": line_no, "parts": parts})
+    return ins
 
 
 def position(mod: Module, instr, prefer=None) -> tuple:

@@ -63,16 +63,17 @@ class Semantics:
         return out
 
     def level_of_array(self, a: np.ndarray) -> int:
-        if a.size == 0 or np.all(a == a[0]):
+        # ndarray.all() rather than np.all(): the same reduction without the dispatch (asked of every value node)
+        if a.size == 0 or (a == a[0]).all():
             return UNIFORM
         pad = (-a.size) % 32
         w = np.concatenate([a, np.repeat(a[-1:], pad)]).reshape(-1, 32) if pad else a.reshape(-1, 32)
         if pad:  # the padding copies the last thread, which is in the last warp: compare real lanes only
             last = a[(a.size // 32) * 32:]
             rest = w[:-1]
-            ok = np.all(rest == rest[:, :1]) and np.all(last == last[0])
+            ok = (rest == rest[:, :1]).all() and (last == last[0]).all()
         else:
-            ok = np.all(w == w[:, :1])
+            ok = (w == w[:, :1]).all()
         return WARP if ok else VARYING
 
     # -- fixpoint of levels, dependences, invariance ---------------------------------------------
@@ -82,26 +83,56 @@ class Semantics:
         branch_pred = self.branch_pred
         all_cd = {b.id: cfg.all_cdeps(b.id) for b in cfg.blocks}
         self.all_cd = all_cd
+        nodes = v.nodes
+        users = self._users()
+        L, D, I, S = self.levels, self.deps, self.invariant, self.sym
+        facts_of = self._facts
+        conds = {b.id: [p for br, _ in all_cd[b.id] if (p := branch_pred.get(br)) is not None] for b in cfg.blocks}
+        cond_nodes = set(branch_pred.values())
+        div_stale = True  # whether a branch condition's level changed: block_div reads those only
+        # Each pass recomputes, in node order, only the nodes an input of which changed since they were last
+        # computed: the others would come out the same, so the passes and the result are the full recomputation's.
+        dirty = [True] * len(nodes)
         for _ in range(50):
             changed = False
-            for nid, node in enumerate(v.nodes):
-                lv, dp, inv, sy = self._facts(nid, node)
-                if (lv, dp, inv, sy) != (self.levels[nid], self.deps[nid], self.invariant[nid], self.sym[nid]):
-                    self.levels[nid], self.deps[nid], self.invariant[nid], self.sym[nid] = lv, dp, inv, sy
+            for nid, node in enumerate(nodes):
+                if not dirty[nid]:
+                    continue
+                dirty[nid] = False
+                facts = facts_of(nid, node)
+                if facts != (L[nid], D[nid], I[nid], S[nid]):
+                    div_stale = div_stale or (L[nid] != facts[0] and nid in cond_nodes)
+                    L[nid], D[nid], I[nid], S[nid] = facts
                     changed = True
-            div = {}
-            for b in cfg.blocks:
-                lv = UNIFORM
-                for br, _ in all_cd[b.id]:
-                    p = branch_pred.get(br)
-                    if p is not None:
-                        lv = max(lv, self.levels[p])
-                div[b.id] = lv
-            if div != self.block_div:
+                    for u in users.get(nid, ()):
+                        dirty[u] = True
+            div = {b: max([L[p] for p in ps], default=UNIFORM) for b, ps in conds.items()} if div_stale else None
+            div_stale = False
+            if div is not None and div != self.block_div:
                 self.block_div = div
                 changed = True
+                for p in v.phis:  # a phi's facts read the divergence of its definitions' blocks
+                    dirty[p] = True
             if not changed:
                 break
+
+    def _users(self) -> dict:
+        """node -> the nodes whose facts (``_facts``) read its facts."""
+        users: dict = {}
+        def_node = self.v.def_node
+        for nid, node in enumerate(self.v.nodes):
+            kind = node[0]
+            if kind in ("op", "fn", "shfl"):
+                srcs = node[2]
+            elif kind == "ld":
+                srcs = (node[2],)
+            elif kind == "phi":
+                srcs = [d for d in (def_node.get(site) for site in node[2]) if d is not None]
+            else:
+                continue
+            for a in srcs:
+                users.setdefault(a, []).append(nid)
+        return users
 
     def _facts(self, nid, node):
         """(level, deps, invariant, xor-symmetries): a value the same in every lane of a warp (all 32
@@ -120,12 +151,6 @@ class Semantics:
     def _node_facts(self, nid, node):
         kind = node[0]
         L, D, I = self.levels, self.deps, self.invariant
-        if kind in ("c", "f", "ntid", "nctaid", "sym"):
-            return UNIFORM, 0, True
-        if kind == "ctaid":
-            return UNIFORM, CTAID, True
-        if kind in ("tid", "lane"):
-            return self.level_of_array(self.evaluate(nid)), TID, True
         if kind == "op":
             a = self.evaluate(nid)
             dp = 0
@@ -135,12 +160,25 @@ class Semantics:
                 inv = inv and I[x]
             if a is not None:
                 return self.level_of_array(a), dp, inv
-            return max(L[x] for x in node[2]), dp, inv
+            return max([L[x] for x in node[2]]), dp, inv
         if kind == "fn":
             args = node[2]
             if not args:
                 return VARYING, DATA, True
-            return max(L[x] for x in args), (0 if not args else _or(D[x] for x in args)), all(I[x] for x in args)
+            lv, dp, inv = UNIFORM, 0, True  # the most varying, all the dependences, all invariant
+            for x in args:
+                if L[x] > lv:
+                    lv = L[x]
+                dp |= D[x]
+                if not I[x]:
+                    inv = False
+            return lv, dp, inv
+        if kind in ("c", "f", "ntid", "nctaid", "sym"):
+            return UNIFORM, 0, True
+        if kind == "ctaid":
+            return UNIFORM, CTAID, True
+        if kind in ("tid", "lane"):
+            return self.level_of_array(self.evaluate(nid)), TID, True
         if kind == "ld":
             space, addr = node[1], node[2]
             if space == "param":
@@ -297,13 +335,6 @@ class Semantics:
                     if k is not None and np.all(k == k[0]) and int(k[0]) != 0:
                         return init, int(k[0])
         return None
-
-
-def _or(it):
-    out = 0
-    for x in it:
-        out |= x
-    return out
 
 
 def _apply(name: str, a: list) -> Optional[np.ndarray]:

@@ -70,6 +70,9 @@ def candidates(values) -> set:
     """Nodes computed from a shuffle (through operations, loads and phis): the only ones whose symmetries
     can be more than what their level says."""
     nodes = values.nodes
+    out = {i for i, n in enumerate(nodes) if n[0] == "shfl"}
+    if not out:
+        return out
     users: dict = {}
     for i, n in enumerate(nodes):
         kind = n[0]
@@ -83,7 +86,6 @@ def candidates(values) -> set:
             continue
         for a in srcs:
             users.setdefault(a, []).append(i)
-    out = {i for i, n in enumerate(nodes) if n[0] == "shfl"}
     todo = list(out)
     while todo:
         for u in users.get(todo.pop(), ()):
