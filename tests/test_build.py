@@ -176,3 +176,17 @@ def test_dependency_files_are_parsed_and_the_toolkit_left_out(tmp_path):
     files = deps.parse(text)
     assert [str(f) for f in files] == ["/src/k.cu", "/usr/local/cuda-13.0/include/cuda_runtime.h", "/opt/vendor/a b.cuh"]
     assert deps.outside(files, Path("/usr/local/cuda-13.0")) == ["/opt/vendor/a b.cuh", "/src/k.cu"]
+
+
+@needs_nvcc
+def test_the_cubin_is_built_from_the_ptx_lint_reads(cache, monkeypatch):
+    # the front end once per source and arch: compile_cubin builds (and caches) the PTX, then runs ptxas on it
+    calls = []
+    real = build._build
+    monkeypatch.setattr(build, "_build", lambda base, *a: calls.append(base[1]) or real(base, *a))
+    res = build.compile_cubin(FIXTURE, arch="sm_80", defines={"KV_TEST": 1})
+    assert calls == ["-ptx"]  # nvcc on the source ran once, stopping at PTX
+    ptx = build.compile_ptx(FIXTURE, arch="sm_80", defines={"KV_TEST": 1})
+    assert calls == ["-ptx"] and ptx.is_relative_to(cache)  # lint's PTX is that one, from the cache
+    assert res.resources and all(r.arch == "sm_80" for r in res.resources.values())
+    assert res.command[-1] == str(FIXTURE.resolve()) and "-cubin" in res.command  # the source-level command
