@@ -1,7 +1,6 @@
 """Every cuda-layernorm-rows configuration of kernels/cuda/layernorm_rows.cu (built with -DKV_LN_TUNE: threads per
-row, 16-byte vectors a thread, cache hints of x's loads and y's stores, minimum blocks per SM; the persistent rowsp entries
-at 1-4 blocks per SM) at every shape,
-timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a check
+row, 16-byte vectors a thread, cache hints of x's loads and y's stores, minimum blocks per SM; the strided rowsp
+entries at 2-6 blocks per SM and at 4 / 8 / 16 row groups a block) at every shape, timed like `verifier bench` (L2 flushed, CUDA events, median) next to the copy of the same bytes, after a check
 against torch's layer_norm in float32. The table entries (layernorm_rows_t*_v*_<io>) are timed too. Picks the
 size-class tables LN_ROWS_16 / LN_ROWS_32 of layernorm_rows.cu and ROWS_16 / ROWS_32 of layernorm_rows_spec.py.
 

@@ -216,7 +216,8 @@ def test_the_longest_expected_check_starts_first_and_durations_are_kept(specs, m
     real = forked.start_forked
     monkeypatch.setattr(forked, "start_forked", lambda spec, opts, env=None: started.append(spec.name)
                         or real(spec, opts, env=env))
-    monkeypatch.setattr(forked, "check_kernel", lambda spec, opts, progress=None: KernelReport(spec=spec, device="cuda"))
+    monkeypatch.setattr(forked, "check_kernel",
+                        lambda spec, opts, progress=None: KernelReport(spec=spec, device="cuda"))
     plan = [(0, specs["k"], parallel.FORK), (1, specs["j"], parallel.FORK)]
     assert durations.expected([specs["k"], specs["j"]], _opts()) == [8.0, 8.0]  # no record: the kind's guess
     reports = parallel.run_parallel(plan, _opts(), 1, expected={0: 1.0, 1: 5.0})

@@ -197,8 +197,8 @@ def run_twin(spec: KernelSpec, cases, device: str, level: str = "quick", seed: i
     else:
         run_cases |= {c.name for dt in spec.dtypes for c in catalogue(spec.op, dtypes=dt, level=level)}
     for i, c in enumerate(sorted(run_cases)):
-        reports.append(_check(spec, Options(level="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0),
-                              isolate))
+        opts = Options(level="ci", seed=seed, device=device, case=c, sanitize=sanitize and i == 0)
+        reports.append(_check(spec, opts, isolate))
     merged = [_summary(r) for r in reports]
     classes = sorted({c for m in merged for c in m["classes"]})
     warnings = sorted({c for m in merged for c in m["warnings"]})

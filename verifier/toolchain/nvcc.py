@@ -107,11 +107,10 @@ def compile_cubin(source: Path, *, arch: str = "sm_90", defines: Optional[Mappin
         # The front end once: the cubin is built from the PTX compile_ptx caches (and verifier lint reads), by the
         # same nvcc with the same flags on the .ptx, which runs ptxas only. Byte-identical to nvcc -cubin on the
         # source (measured on the bundled kernels), and 35-40 % less compile time where both are needed.
-        ptx_base = [nvcc, *PTX_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
-        ptx, _, _, files = _cached("ptx", ".ptx", ".nvcc.log", ptx_base, source, inc_dirs, PTX_FLAGS, nvcc)
+        ptx, _, _, files = _ptx(source, arch, inc_dirs, dflags, flags, nvcc)
         out, log_path = tmp / "out.cubin", tmp / "out.ptxas.log"
-        _run_nvcc([*base, "-o", str(out), str(ptx)], out, shlex.join([*base, "-o", f"{source.stem}.cubin", str(source)]),
-                  source, log_path)
+        shown = shlex.join([*base, "-o", f"{source.stem}.cubin", str(source)])  # the source-level equivalent
+        _run_nvcc([*base, "-o", str(out), str(ptx)], out, shown, source, log_path)
         return out, log_path, files
 
     cubin, log_path, cached, _ = _cached("cubin", ".cubin", ".ptxas.log", base, source, inc_dirs, BASE_FLAGS, nvcc,
@@ -143,8 +142,13 @@ def compile_ptx(source: Path, *, arch: str = "sm_90", defines: Optional[Mapping[
     """The PTX nvcc emits for ``source`` (with -lineinfo: .loc lines), cached like compile_cubin's cubins;
     what verifier.lint analyses. Raises BuildError on compiler errors."""
     source, inc_dirs, dflags, flags, nvcc = _checked_inputs(source, arch, defines, flags, include_dirs)
+    return _ptx(source, arch, inc_dirs, dflags, flags, nvcc)[0]
+
+
+def _ptx(source: Path, arch: str, inc_dirs: list, dflags: list, flags: list, nvcc: str) -> tuple:
+    """_cached's answer for the PTX of checked inputs (compile_ptx's, and compile_cubin's first step)."""
     base = [nvcc, *PTX_FLAGS, f"-arch={arch}", *dflags, *(f"-I{d}" for d in inc_dirs), *flags]
-    return _cached("ptx", ".ptx", ".nvcc.log", base, source, inc_dirs, PTX_FLAGS, nvcc)[0]
+    return _cached("ptx", ".ptx", ".nvcc.log", base, source, inc_dirs, PTX_FLAGS, nvcc)
 
 
 def _cached(kind: str, suffix: str, log_suffix: str, base: list, source: Path, inc_dirs: list, base_flags: tuple,
