@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from child_sessions import NO_HYPOTHESIS_PLUGIN
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -24,7 +26,8 @@ def _env(**extra):
 
 
 def _pytest(*args, cwd, env=None, timeout=240):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           *NO_HYPOTHESIS_PLUGIN, *args],
                           cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=timeout)
 
 

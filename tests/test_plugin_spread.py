@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from child_sessions import NO_HYPOTHESIS_PLUGIN
+
 from verifier.plugin.spread import MARKER, spread
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +36,8 @@ def test_nothing_or_everything_marked_leaves_the_order():
 
 def test_the_detection_matrix_is_spread_through_the_suites():
     out = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:xdist",
-                          "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
     ids = [line for line in out.stdout.splitlines() if "::" in line]
     where = [i for i, nodeid in enumerate(ids) if nodeid.startswith("suites/test_detection_matrix.py")]
     assert len(where) >= 30, out.stdout[-2000:] + out.stderr[-2000:]  # tests that could only skip are not collected

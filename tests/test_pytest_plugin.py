@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from child_sessions import NO_HYPOTHESIS_PLUGIN
+
 # Imported before pytester's sys.modules snapshots: inline runs then see the same verifier.spec classes
 # every run, and torch (which cannot be imported twice in a process) is never dropped and re-imported.
 import torch  # noqa: F401
@@ -50,7 +52,8 @@ KERNELS = [
 
 def _pytest(*args, cwd=REPO, timeout=240):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:randomly", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:randomly",
+                           *NO_HYPOTHESIS_PLUGIN, *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -145,7 +148,8 @@ def crash_run(tmp_path_factory):
     (d / "user_spec.py").write_text(textwrap.dedent(USER_SPEC))
     junit = d / "junit.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-n", "2", "suites/test_ops.py",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", *NO_HYPOTHESIS_PLUGIN, "-n", "2",
+                        "suites/test_ops.py",
                         "--verifier-specs", str(d / "user_spec.py"), "--verifier-kernels", "user-crash,user-good",
                         "--verifier-device", "cpu", "-k",
                         # the crash and three good tests (d31, d32, d33): xdist's first batch gives each worker two

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+from child_sessions import NO_HYPOTHESIS_PLUGIN
+
 
 def _child_command_from(tmp_path, *plugin_args):
     test = tmp_path / "test_probe.py"
@@ -16,8 +18,8 @@ def _child_command_from(tmp_path, *plugin_args):
             from verifier.plugin.children import child_command
             print("CMD", child_command(request.config, "suites/x.py::t", "j.xml"))
     """))
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *plugin_args,
-                          str(test), "--verifier-device", "cpu"], capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN,
+                          *plugin_args, str(test), "--verifier-device", "cpu"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     (line,) = [ln for ln in out.stdout.splitlines() if "CMD" in ln]
     return line

@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from child_sessions import NO_HYPOTHESIS_PLUGIN
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -16,7 +18,8 @@ def test_a_worker_killing_kernel_costs_one_test_each_and_never_stops_the_session
     spec = REPO / "tests" / "data" / "reliability" / "deadly_spec.py"
     junit = tmp_path / "junit.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIFIER_", "PYTEST_XDIST"))}
-    cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", "suites/test_ops.py",
+    cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN, "-q",
+           "suites/test_ops.py",
            "--verifier-specs", str(spec), "--verifier-kernels", "dies,fine", "--verifier-budget", "quick",
            "--verifier-device", "cpu", f"--junitxml={junit}", "--max-worker-restart", "1",
            "-k", "test_softmax and (d7_below_warp or fully_masked or normal_small or determinism)"]
