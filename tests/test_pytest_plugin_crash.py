@@ -13,7 +13,6 @@ from child_sessions import NO_HYPOTHESIS_PLUGIN
 REPO = Path(__file__).resolve().parents[1]
 
 
-
 def test_a_worker_killing_kernel_costs_one_test_each_and_never_stops_the_session(tmp_path):
     spec = REPO / "tests" / "data" / "reliability" / "deadly_spec.py"
     junit = tmp_path / "junit.xml"
@@ -22,7 +21,8 @@ def test_a_worker_killing_kernel_costs_one_test_each_and_never_stops_the_session
            "suites/test_ops.py",
            "--verifier-specs", str(spec), "--verifier-kernels", "dies,fine", "--verifier-budget", "quick",
            "--verifier-device", "cpu", f"--junitxml={junit}", "--max-worker-restart", "1",
-           "-k", "test_softmax and (d7_below_warp or fully_masked or normal_small or determinism)"]
+           # three tests of each kernel: at most one crash per worker (two), so at least one in a child process
+           "-k", "test_softmax and (fully_masked or normal_small or determinism)"]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
     out = p.stdout + p.stderr
     assert "maximum crashed workers reached" not in out, out[-3000:]
