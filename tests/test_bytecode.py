@@ -1,6 +1,5 @@
 """verifier.toolchain.bytecode: where PYTHONDONTWRITEBYTECODE is set, bytecode goes to verifier's pycache (never beside the
-sources), for this process and its children; VERIFIER_PYCACHE=0, a prefix already set, or installed packages that carry
-their own bytecode leave it as it is. The heavy package deciding it is a stand-in (mod_kv_heavy) in each test."""
+sources), for this process and its children; VERIFIER_PYCACHE=0 or a prefix already set leave it as it is."""
 import os
 import subprocess
 import sys
@@ -13,16 +12,12 @@ def _run(tmp_path, env_extra, code):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "VERIFIER_PYCACHE")}
     env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_extra)
     (tmp_path / "mod_kv_bc.py").write_text("X = 1\n")
-    if not (tmp_path / "mod_kv_heavy").exists():
-        (tmp_path / "mod_kv_heavy").mkdir()
-        (tmp_path / "mod_kv_heavy" / "__init__.py").write_text("Y = 2\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout.split()
 
 
-CODE = ("import sys, os, subprocess; from verifier.toolchain import bytecode; bytecode.HEAVY = ('mod_kv_heavy',); "
-        "print(bytecode.keep_bytecode()); "
+CODE = ("import sys, os, subprocess; from verifier.toolchain.bytecode import keep_bytecode; print(keep_bytecode()); "
         "import mod_kv_bc; print(sys.dont_write_bytecode); "
         "print(subprocess.run([sys.executable, '-c', 'import sys; print(sys.pycache_prefix)'], "
         "capture_output=True, text=True).stdout.strip())")
@@ -44,16 +39,34 @@ def test_variable_moves_it_or_turns_it_off(tmp_path):
     assert not (tmp_path / "__pycache__").exists()
 
 
-def test_installed_bytecode_is_used_as_it_is(tmp_path):
-    """pip compiles a package's bytecode beside its sources at install: a prefix would make Python ignore it and
-    compile the package again, so the setting is left as it is (verifier's own modules then compile at each start)."""
+def test_a_new_cache_starts_with_the_installations_own_bytecode(tmp_path, monkeypatch):
+    """pip compiles a package's bytecode beside its sources at install; with a prefix Python reads bytecode only
+    there, so the prefix is seeded with it (linked) and Python uses it as it is, compiling nothing again."""
     import py_compile
 
-    _run(tmp_path, {"VERIFIER_PYCACHE": "0"}, "pass")  # writes the stand-in package
-    init = tmp_path / "mod_kv_heavy" / "__init__.py"
-    py_compile.compile(str(init), cfile=str(tmp_path / "mod_kv_heavy" / "__pycache__" /
-                                            f"__init__.{sys.implementation.cache_tag}.pyc"))
-    kept = _run(tmp_path, {}, CODE)
-    assert kept[:2] == ["None", "True"] and kept[2] == "None"
-    assert not (tmp_path / "xdg").exists()
-    assert not (tmp_path / "__pycache__").exists()
+    from verifier.toolchain import bytecode
+
+    site = tmp_path / "site"
+    (site / "pkg_kv_seed" / "tests").mkdir(parents=True)
+    init = site / "pkg_kv_seed" / "__init__.py"
+    init.write_text("VALUE = 3\n")
+    (site / "pkg_kv_seed" / "tests" / "t.py").write_text("")
+    tag = sys.implementation.cache_tag
+    pyc = site / "pkg_kv_seed" / "__pycache__" / f"__init__.{tag}.pyc"
+    py_compile.compile(str(init), cfile=str(pyc))
+    py_compile.compile(str(site / "pkg_kv_seed" / "tests" / "t.py"))  # a test suite's: not seeded
+    monkeypatch.setattr(bytecode, "_installation_dirs", lambda: [str(site)])
+    prefix = tmp_path / "prefix"
+    assert bytecode.seed_from_installation(str(prefix)) == 1
+    seeded = prefix / str(site / "pkg_kv_seed").lstrip(os.sep) / f"__init__.{tag}.pyc"
+    assert seeded.read_bytes() == pyc.read_bytes()
+    assert bytecode.seed_from_installation(str(prefix)) == 0  # once a prefix and interpreter
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
+    env.update(PYTHONPYCACHEPREFIX=str(prefix), PYTHONPATH=str(site))
+    before = seeded.stat().st_mtime_ns
+    p = subprocess.run([sys.executable, "-c", "import pkg_kv_seed; print(pkg_kv_seed.VALUE)"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "3", p.stderr
+    assert seeded.stat().st_mtime_ns == before  # read as it was, not compiled again
+    assert list((prefix / str(site).lstrip(os.sep)).rglob("*.pyc")) == [seeded]  # (the stdlib's compile there)

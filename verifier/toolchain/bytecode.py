@@ -4,29 +4,11 @@ torch's thousands of modules, 2-3 s a verdict; on a CI machine whose venv has it
 own modules and the tests' (pytest's assertion rewriting writes no bytecode either) in every worker and child."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
+import sysconfig
 
 PYCACHE_ENV = "VERIFIER_PYCACHE"
-# The heavy imports whose bytecode decides it: the first of them installed here.
-HEAVY = ("torch", "triton", "numpy")
-
-
-def installed_bytecode(names=None) -> bool:
-    """Whether the first of ``names`` installed here has bytecode beside its source (pip compiles it at install,
-    whatever PYTHONDONTWRITEBYTECODE says). A prefix would make Python ignore that bytecode and compile the
-    whole package again into the prefix: torch's thousands of modules, about 6 s of CPU in each of the first
-    processes to import it on a fresh machine (about 20 s of CPU in a cold `pytest -n auto` on a 2-core machine)."""
-    for name in names or HEAVY:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is None or not spec.has_location or not str(spec.origin).endswith(".py"):
-            continue
-        return os.path.exists(importlib.util.cache_from_source(spec.origin))
-    return False
 
 
 def keep_bytecode() -> str | None:
@@ -34,11 +16,11 @@ def keep_bytecode() -> str | None:
     which the setting guards), in this process and the children it starts: $VERIFIER_PYCACHE, else
     $XDG_CACHE_HOME/kernel-verifier/pycache (~/.cache without it). It belongs to the Python installation, as
     site-packages' own __pycache__ would, so it sits apart from the build cache ($VERIFIER_CACHE_DIR).
-    VERIFIER_PYCACHE=0 leaves the setting as it is, as does a prefix already set or bytecode already written, and
-    so does an installation whose packages carry their own bytecode (installed_bytecode): there only verifier's
-    modules compile at each start, a tenth of a second. Returns the prefix now in use for this reason, else None."""
+    VERIFIER_PYCACHE=0 leaves the setting as it is, as does a prefix already set or bytecode already written.
+    A new cache starts with the bytecode the installation already has (seed_from_installation).
+    Returns the prefix now in use for this reason, else None."""
     where = os.environ.get(PYCACHE_ENV, "")
-    if not sys.dont_write_bytecode or sys.pycache_prefix or where == "0" or installed_bytecode():
+    if not sys.dont_write_bytecode or sys.pycache_prefix or where == "0":
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     prefix = where or os.path.join(base, "kernel-verifier", "pycache")
@@ -46,7 +28,82 @@ def keep_bytecode() -> str | None:
         os.makedirs(prefix, exist_ok=True)
     except OSError:  # no writable cache: leave it as set
         return None
+    seed_from_installation(prefix)
     sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     return prefix
+
+
+_NOT_WALKED = frozenset({"site-packages", "dist-packages", "test", "tests", "idlelib", "tkinter", "turtledemo"})
+
+
+def _installation_dirs() -> list:
+    """The standard library and site-packages of this interpreter (a venv's included), each once."""
+    paths = sysconfig.get_paths()
+    seen, out = set(), []
+    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
+        d = paths.get(key)
+        if d and os.path.isdir(d) and os.path.realpath(d) not in seen:
+            seen.add(os.path.realpath(d))
+            out.append(d)
+    return out
+
+
+def seed_from_installation(prefix: str) -> int:
+    """Link (else copy) into ``prefix`` the bytecode the installation keeps beside its sources, once a prefix and
+    interpreter. With a prefix set, Python reads bytecode only there: without this, every module of the standard
+    library, torch and the rest would be compiled again on the first start, although pip (and the interpreter's
+    installer) compiled them at install: about 5 s of CPU in each of the first processes of a fresh machine, and
+    20 s of a fresh CI run. Python checks each file against its source (mtime and size) as it would beside it, so
+    a seeded file whose source has changed since is simply compiled again. Returns the files added."""
+    tag = sys.implementation.cache_tag
+    if not tag:
+        return 0
+    marker = os.path.join(prefix, f".seeded-{tag}")
+    if os.path.exists(marker):
+        return 0
+    added = 0
+    for top in _installation_dirs():
+        for root, dirs, files in os.walk(top):
+            if os.path.basename(root) != "__pycache__":
+                # site-packages are walked as their own tops (a venv's sit inside its stdlib path); test suites
+                # are not imported at run time
+                dirs[:] = [d for d in dirs if d not in _NOT_WALKED]
+                continue
+            dirs[:] = []
+            dest = os.path.join(prefix, os.path.dirname(os.path.abspath(root)).lstrip(os.sep))
+            names = [f for f in files if f.endswith(".pyc") and f".{tag}." in f]
+            if not names:
+                continue
+            try:
+                os.makedirs(dest, exist_ok=True)
+            except OSError:
+                return added
+            for f in names:
+                src, dst = os.path.join(root, f), os.path.join(dest, f)
+                if os.path.exists(dst):
+                    continue
+                try:
+                    os.link(src, dst)
+                except FileExistsError:  # another process seeding at the same time
+                    continue
+                except OSError:  # another file system, or links not allowed: a copy
+                    try:
+                        _copy(src, dst)
+                    except OSError:
+                        continue
+                added += 1
+    try:
+        with open(marker, "w") as fh:
+            fh.write(f"{added}\n")
+    except OSError:
+        pass
+    return added
+
+
+def _copy(src: str, dst: str) -> None:
+    tmp = f"{dst}.{os.getpid()}.tmp"
+    with open(src, "rb") as a, open(tmp, "wb") as b:
+        b.write(a.read())
+    os.replace(tmp, dst)  # a reader never sees half a file
