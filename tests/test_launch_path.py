@@ -346,8 +346,8 @@ def test_the_retired_switch_is_one_warning_line_and_changes_nothing(tmp_path):
 
 def test_a_pytest_session_warns_once_about_the_retired_switch(tmp_path):
     (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN, "-p",
-           "verifier.pytest_plugin", "test_nothing.py"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN,
+           "-p", "verifier.pytest_plugin", "test_nothing.py"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # a session, not a worker
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     for value, lines in ((None, 0), ("torch", 1)):

@@ -19,7 +19,8 @@ def _child_command_from(tmp_path, *plugin_args):
             print("CMD", child_command(request.config, "suites/x.py::t", "j.xml"))
     """))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN,
-                          *plugin_args, str(test), "--verifier-device", "cpu"], capture_output=True, text=True, cwd=tmp_path)
+                          *plugin_args, str(test), "--verifier-device", "cpu"], capture_output=True, text=True,
+                         cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     (line,) = [ln for ln in out.stdout.splitlines() if "CMD" in ln]
     return line

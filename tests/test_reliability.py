@@ -373,8 +373,8 @@ def test_bad_kernel_timeout_variable_is_a_usage_error_naming_it(tmp_path):
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERIFIER_")}
     env["VERIFIER_KERNEL_TIMEOUT"] = "soon"
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN, "-q",
-                        str(tmp_path / "test_x.py")], capture_output=True, text=True, env=env, cwd=tmp_path,
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", *NO_HYPOTHESIS_PLUGIN,
+                        "-q", str(tmp_path / "test_x.py")], capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=300)
     text = p.stdout + p.stderr
     assert p.returncode == 4, text  # pytest's usage-error code

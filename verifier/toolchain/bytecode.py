@@ -54,9 +54,11 @@ def seed_from_installation(prefix: str) -> int:
     """Link (else copy) into ``prefix`` the bytecode the installation keeps beside its sources, once a prefix and
     interpreter. With a prefix set, Python reads bytecode only there: without this, every module of the standard
     library, torch and the rest would be compiled again on the first start, although pip (and the interpreter's
-    installer) compiled them at install: about 5 s of CPU in each of the first processes of a fresh machine, and
-    20 s of a fresh CI run. Python checks each file against its source (mtime and size) as it would beside it, so
-    a seeded file whose source has changed since is simply compiled again. Returns the files added."""
+    installer) compiled them at install (`import torch, triton, hypothesis, mpmath, numpy` on a 2-core machine: 6.2 s
+    of CPU into an empty prefix, 2.0 s into a seeded one). Python checks each file against its source (mtime and
+    size) as it would beside it, so a seeded file whose source has changed since is compiled again; it then
+    replaces the file (a new one, atomically), so a link never changes the installation's own. Returns the files
+    added."""
     tag = sys.implementation.cache_tag
     if not tag:
         return 0
