@@ -70,3 +70,23 @@ def test_a_new_cache_starts_with_the_installations_own_bytecode(tmp_path, monkey
     assert p.stdout.strip() == "3", p.stderr
     assert seeded.stat().st_mtime_ns == before  # read as it was, not compiled again
     assert list((prefix / str(site).lstrip(os.sep)).rglob("*.pyc")) == [seeded]  # (the stdlib's compile there)
+
+
+def test_where_links_fail_the_bytecode_is_copied(tmp_path, monkeypatch):
+    from verifier.toolchain import bytecode
+
+    site = tmp_path / "site" / "pkg_kv_copy"
+    (site / "__pycache__").mkdir(parents=True)
+    pyc = site / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+    pyc.write_bytes(b"not really bytecode")
+
+    def no_links(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(bytecode, "_installation_dirs", lambda: [str(tmp_path / "site")])
+    monkeypatch.setattr(bytecode.os, "link", no_links)
+    prefix = tmp_path / "prefix"
+    assert bytecode.seed_from_installation(str(prefix)) == 1
+    copied = prefix / str(site).lstrip(os.sep) / pyc.name
+    assert copied.read_bytes() == pyc.read_bytes() and copied.stat().st_ino != pyc.stat().st_ino
+    assert not list(prefix.rglob("*.tmp"))

@@ -5,6 +5,7 @@ own modules and the tests' (pytest's assertion rewriting writes no bytecode eith
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import sysconfig
 
@@ -106,6 +107,5 @@ def seed_from_installation(prefix: str) -> int:
 
 def _copy(src: str, dst: str) -> None:
     tmp = f"{dst}.{os.getpid()}.tmp"
-    with open(src, "rb") as a, open(tmp, "wb") as b:
-        b.write(a.read())
+    shutil.copyfile(src, tmp)
     os.replace(tmp, dst)  # a reader never sees half a file
