@@ -4,7 +4,10 @@
 
 This repository's own tests follow the suites' rule: a test whose skip / skipif marks already say, at collection,
 that it can only skip on this machine (no GPU, an optional package or capture not installed) is not run; the
-plugin's last line counts it, with its reason, beside the suite tests it does not generate.
+plugin's last line counts it, with its reason, beside the suite tests it does not generate. So are the interpreter
+tests (mark ``interpreter``) in a session that runs Triton compiled: a process cannot switch mode, and they would
+skip in every worker that ran a compiled test first (``VERIFIER_TRITON_MODE=interpreter pytest -m interpreter``
+runs them on such a machine).
 
 Under ``pytest -n``, the workers share one run's lint results (``$VERIFIER_LINT_SHARE``, verifier.lint.step): the
 suites' static tests and tests/test_lint_checks.py analyse the same bundled kernels, each entry once a run then.
@@ -31,14 +34,34 @@ def pytest_collection_modifyitems(config, items):
 
     from verifier.plugin.session import NOT_GENERATED
 
+    compiled = _runs_triton_compiled()
     keep = []
     for item in items:
         skipped = evaluate_skip_marks(item)
-        if skipped is None:
+        if skipped is None and compiled and item.get_closest_marker("interpreter") is not None:
+            NOT_GENERATED[INTERPRETER_ELSEWHERE] += 1
+        elif skipped is None:
             keep.append(item)
         else:
             NOT_GENERATED[skipped.reason] += 1
     items[:] = keep
+
+
+INTERPRETER_ELSEWHERE = ("interpreter tests: this session runs Triton compiled (a GPU), and a process cannot switch "
+                         "mode; run them in a session of their own: "
+                         "VERIFIER_TRITON_MODE=interpreter pytest -m interpreter")
+
+
+def _runs_triton_compiled() -> bool:
+    """Whether this session's processes run Triton compiled (a GPU, no VERIFIER_TRITON_MODE=interpreter): the
+    interpreter tests (mark ``interpreter``) could then only skip, in whichever worker a compiled test ran first."""
+    from verifier.errors import VerifierError
+    from verifier.launch.triton import triton_mode
+
+    try:
+        return triton_mode() == "compiled"
+    except VerifierError:  # an unknown mode: the plugin reports it
+        return False
 
 
 _SHARE = "VERIFIER_LINT_SHARE"  # verifier.lint.step.SHARE_ENV (not imported: this module loads before the plugin)

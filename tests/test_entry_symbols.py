@@ -48,6 +48,21 @@ def test_no_match_lists_close_candidates_and_several_list_every_match():
         resolve("rms", SYMBOLS)
 
 
+def test_candidates_are_listed_as_the_source_writes_them_whichever_demangler_named_them():
+    # cu++filt (CUDA 13, on the H200 where binutils is missing) casts template arguments and names parameters by
+    # template parameter; the listing reads as c++filt and the source do, so the same message on every machine
+    cu = {"_ZN2ns3rmsIfLi256EEEvPKT_PS1_i": "void ns::rms<float, (int)256>(const T1 *, T1 *, int)",
+          "_ZN2ns4warpILj4ELb0ELm8EEEvPf": "void ns::warp<(unsigned int)4, (bool)0, (unsigned long)8>(float *)"}
+    with pytest.raises(EntryNotFound) as e:
+        resolve("ns::rms<float, 512>", cu)
+    assert e.value.detail == "closest: ns::rms<float, 256>", e.value.detail
+    with pytest.raises(EntryNotFound) as e:
+        resolve("ns::warp<8, true, 8>", cu)
+    assert e.value.detail == "closest: ns::warp<4u, false, 8ul>", e.value.detail
+    assert resolve("ns::rms<float, 256>", cu) == "_ZN2ns3rmsIfLi256EEEvPKT_PS1_i"  # matching reads both spellings
+    assert resolve("ns::warp<4, false, 8>", cu) == "_ZN2ns4warpILj4ELb0ELm8EEEvPf"
+
+
 SOURCE = r"""
 namespace ns {
 template <typename T, int BLOCK>

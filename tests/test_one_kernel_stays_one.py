@@ -5,6 +5,7 @@ import json
 import textwrap
 
 from verifier import cli
+from verifier.launch.triton import triton_mode
 
 SPEC = textwrap.dedent('''
     import torch
@@ -39,7 +40,10 @@ def test_every_kernel_is_reported_and_the_run_exits_1(tmp_path, capsys):
     (tmp_path / "mixed_spec.py").write_text(SPEC)
     (tmp_path / "kern.py").write_text(KERN)
     out = tmp_path / "r.json"
-    code = cli.main(["check", str(tmp_path / "mixed_spec.py"), "--level", "quick", "--device", "cpu",
+    # The Triton kernels here need the mode this process has (or would) set up: in a GPU machine's worker, one that
+    # already ran Triton compiled refuses the interpreter (a usage error, exit 2), so the run uses its GPU there.
+    device = "cuda" if triton_mode() == "compiled" else "cpu"
+    code = cli.main(["check", str(tmp_path / "mixed_spec.py"), "--level", "quick", "--device", device,
                      "--format", "json", "--output", str(out)])
     err = capsys.readouterr().err
     assert code == 1, err

@@ -97,26 +97,32 @@ def test_kernel_glob_matching_nothing_is_a_usage_error(pytester, capsys):
 
 
 # --- ids, user kernels, failures, skips, junit ------------------------------------------------------
-def _ids(pytester, *args):
-    """Collected ids of the real softmax suite, collected in this process (pytester) to stay fast."""
+def _collected(pytester, *args) -> tuple:
+    """(ids, device the session resolved) of the real softmax suite, collected in this process (pytester) to stay
+    fast."""
     if "--verifier-kernels" not in args:
         args += ("--verifier-kernels", "torch-softmax,cuda-softmax-s3")
     r = pytester.inline_run("--co", str(REPO / "suites" / "test_ops.py"), f"--rootdir={REPO}", "-p", "no:xdist",
                             "-k", "test_softmax", *args)
     (finish,) = r.getcalls("pytest_collection_finish")  # the items after the plugin dropped empty suites
     assert r.ret == 0 and finish.session.items
-    return [i.nodeid.split("::", 1)[1] for i in finish.session.items]
+    return [i.nodeid.split("::", 1)[1] for i in finish.session.items], finish.session.config._verifier["resolved"]
+
+
+def _ids(pytester, *args):
+    return _collected(pytester, *args)[0]
 
 
 def test_ids_are_readable_and_stable(pytester):
-    ids = _ids(pytester)
+    ids, device = _collected(pytester)
     for want in ("test_softmax[torch-softmax-f32-d7_below_warp]", "test_softmax[torch-softmax-bf16-fully_masked_rows]",
                  "test_softmax_shapes[torch-softmax-f16]", "test_softmax_refusal[torch-softmax-bf16]",
                  "test_softmax_determinism[torch-softmax-f32]", "test_softmax_build[cuda-softmax-s3]",
                  "test_softmax_static[cuda-softmax-s3]"):
         assert want in ids
     # a CUDA kernel's launches are generated only where a GPU is (test_suite_params_on_a_gpu below)
-    assert not any(i.startswith(("test_softmax[cuda-", "test_softmax_refusal[cuda-")) for i in ids)
+    launched = {i.split("[")[0] for i in ids if i.startswith(("test_softmax[cuda-", "test_softmax_refusal[cuda-"))}
+    assert launched == ({"test_softmax", "test_softmax_refusal"} if device == "cuda" else set()), (device, launched)
     # the boundary case (longest supported probe row) is one of the cases
     assert any(i.startswith("test_softmax[torch-softmax-f32-boundary_n") for i in ids)
     assert len(ids) == len(set(ids))
@@ -200,6 +206,31 @@ def test_sanitizer_reruns_are_not_generated_on_cpu_but_counted(user_run):
     assert not any(n.endswith("-memcheck]") for n in cases)  # callables are not sanitized; no GPU for the rest
     (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("kernel-verifier: ")]
     assert "no CUDA GPU: compute-sanitizer re-runs need one" in line
+
+
+def test_the_count_line_is_what_collection_left_out(pytester, monkeypatch):
+    # The counter is the module's: a test that runs a session in its process (pytester) or asks for suite
+    # parameters adds to it while it runs, and an earlier session there left its own counts. Counted after the
+    # tests, the line (an xdist worker's, the first to end) changed from run to run: 2761 or 3366 on one commit.
+    from collections import Counter
+
+    from verifier.plugin import session
+
+    monkeypatch.setattr(session, "NOT_GENERATED", Counter({"left by an earlier session here": 3}))
+    pytester.makeconftest("""
+        from verifier.plugin import session
+        def pytest_collection_modifyitems(items):
+            session.NOT_GENERATED["left out at collection"] += 2
+    """)
+    pytester.makepyfile(test_counts="""
+        def test_counts_while_it_runs():
+            from verifier.plugin import session
+            session.NOT_GENERATED["counted while a test ran"] += 5
+    """)
+    r = pytester.runpytest_inprocess("-p", "no:xdist", "-p", "no:cacheprovider")
+    r.assert_outcomes(passed=1)
+    assert [ln for ln in r.outlines if ln.startswith("kernel-verifier: ")] == [
+        "kernel-verifier: 2 tests not generated on this machine, where they could only skip: 2 left out at collection"]
 
 
 def test_suite_params_on_a_gpu_generate_every_launch_and_rerun():

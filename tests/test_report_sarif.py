@@ -135,9 +135,8 @@ def test_internal_errors_are_tool_notifications(tmp_path):
     assert "boom" in inv["toolExecutionNotifications"][0]["message"]["text"]
 
 
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason=f"reference captures not present at {CAPTURES}")
 def test_sarif_from_a_real_racecheck_capture(tmp_path):
-    if not CAPTURES.is_dir():
-        pytest.skip(f"reference captures not present at {CAPTURES}")
     xmlparse = pytest.importorskip("verifier.sanitizer.xmlparse", reason="sanitizer XML parser not written yet")
     (tmp_path / "csprobe").mkdir()
     shutil.copy(CAPTURES / "kern.cu", tmp_path / "csprobe" / "kern.cu")  # the capture names /src/csprobe/kern.cu

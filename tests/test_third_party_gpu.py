@@ -24,11 +24,12 @@ def _gpu_reason():
         return "needs an NVIDIA GPU and its driver (libcuda sees no device)"
     if shutil.which("nvcc") is None:
         return "needs nvcc to build the CUDA kernels"
-    try:
-        import torch
-        import triton  # noqa: F401
-    except ImportError as e:
-        return f"needs torch and triton ({e})"
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:  # found, not imported: importing it here would fix its mode
+        return "needs triton"  # before a VERIFIER_TRITON_MODE=interpreter session commits (a GPU's -m interpreter)
+    import torch
+
     if not torch.cuda.is_available():
         return f"needs a CUDA build of torch (this is {torch.__version__})"
     return None

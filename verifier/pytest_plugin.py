@@ -42,6 +42,7 @@ consecutive-run scheduling hands such tests to many workers instead of one (veri
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 
@@ -112,6 +113,7 @@ def pytest_configure(config):
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     config._verifier = session.validated(config)
+    config._verifier["not_generated_before"] = Counter(session.NOT_GENERATED)  # counts of sessions run earlier here
     if not config._verifier["child"] and "PYTEST_XDIST_WORKER" not in os.environ:  # once per session
         from verifier.launch import warn_retired_env
 
@@ -171,12 +173,26 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize(names, suite_params(metafunc.config, op, names, step))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """The count of tests not generated, as collection left it: tests that run pytest sessions in this process
+    (pytester) or ask for suite parameters count into the same module-level counter while they run."""
+    v = getattr(session.config, "_verifier", None)
+    if v is not None:
+        v["not_generated_here"] = _collected_counts(v)
+
+
+def _collected_counts(v) -> dict:
+    from verifier.plugin.session import NOT_GENERATED
+
+    return dict(NOT_GENERATED - v.get("not_generated_before", Counter()))
+
+
 def pytest_sessionfinish(session):
     """An xdist worker hands the count of suite tests it did not generate to the controller."""
     if hasattr(session.config, "workeroutput"):
-        from verifier.plugin.session import NOT_GENERATED
-
-        session.config.workeroutput["verifier_not_generated"] = dict(NOT_GENERATED)
+        v = session.config._verifier
+        session.config.workeroutput["verifier_not_generated"] = v.get("not_generated_here", _collected_counts(v))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -190,12 +206,12 @@ def pytest_testnodedown(node, error):
 def pytest_terminal_summary(terminalreporter, config):
     """One line: the tests not generated because on this machine they could only skip, and why (the suites', and
     any a conftest counts in verifier.plugin.session.NOT_GENERATED, as this repository's does for its own)."""
-    from verifier.plugin.session import NOT_GENERATED, not_generated_line
+    from verifier.plugin.session import not_generated_line
 
     v = getattr(config, "_verifier", None)
     if v is None:
         return
-    line = not_generated_line(v.get("not_generated") or NOT_GENERATED)
+    line = not_generated_line(v.get("not_generated") or v.get("not_generated_here") or _collected_counts(v))
     if line:
         terminalreporter.write_line(line)
 

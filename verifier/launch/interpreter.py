@@ -70,6 +70,7 @@ def _wrap_builder() -> None:
         return cast_impl
 
     _skip_repatching(interp)
+    scalar_index(interp)
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
         if hasattr(builder, name):
@@ -81,6 +82,40 @@ def _wrap_builder() -> None:
         if klass is not None and hasattr(klass, "apply"):
             klass.apply = reduction(klass.apply, what)
     _wrapped = True
+
+
+_OLD_INDEX = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))'
+
+
+def scalar_index(interp) -> bool:
+    """A fix of Triton's own (from 3.9) for older interpreters, semantics of compiled Triton: a scalar is used as
+    an int (``range(0, n_cols, BLOCK)`` over an int argument, a list index) through ``__index__``, which Triton
+    <= 3.6 reads as ``int(self.handle.data)``; the interpreter keeps a scalar as a one-element 1-D array, and NumPy
+    2.x refuses ``int()`` of one ("only 0-dimensional arrays can be converted to Python scalars"). Every launch
+    of such a kernel then raised InterpreterError: Liger's cross entropy on the H200's Triton 3.6 (2026-12-02),
+    a crash finding on a kernel that compiled Triton runs. Triton 3.9 reads ``int(self.handle.data.squeeze())``,
+    as this does: an array of more than one element still raises. Installed only over the code it was written
+    for (the line is found in the source of ``_patch_lang_tensor``); returns whether it was."""
+    import inspect
+
+    patch = getattr(interp, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "_verifier_scalar_index", False):
+        return False
+    try:
+        src = inspect.getsource(patch)
+    except (OSError, TypeError):
+        return False
+    if _OLD_INDEX not in src:
+        return False
+
+    def patch_lang_tensor(tensor, scope, *args, **kwargs):
+        out = patch(tensor, scope, *args, **kwargs)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))  # restored with the rest
+        return out
+
+    patch_lang_tensor._verifier_scalar_index = True
+    interp._patch_lang_tensor = patch_lang_tensor
+    return True
 
 
 TRITON_CALLS: dict = {}  # Triton's own InterpretedFunction.__call__ ('device') and GridExecutor.__call__ ('grid')

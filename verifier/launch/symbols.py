@@ -3,7 +3,7 @@ symbol, or the C++ name as a person writes it (``entry="rms_norm_kernel<__nv_bfl
 ``"flashinfer::norm::RMSNormKernel<8, __nv_bfloat16>"``).
 
 A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_...``).
-Its demangled form (from the toolkit's cu++filt, else binutils' c++filt: verifier.toolchain.ptxas) is matched
+Its demangled form (from binutils' c++filt, else the toolkit's cu++filt: verifier.toolchain.ptxas) is matched
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
 (``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), with or without the parameter list, qualified or not (``RMSNormKernel<8,
 __nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``). Exactly one symbol must match;
@@ -115,10 +115,24 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
             "explicit `template __global__ void ns::kernel<float, 256>(...);` line, or a launch in the source)")
 
 
+# cu++filt's casts of template arguments, written as C++ source writes the literal (binutils' c++filt's spelling)
+_SHOWN_CAST = re.compile(r"\((bool|int|unsigned int|unsigned|long|unsigned long|long long|unsigned long long)\)(-?\d+)")
+_SHOWN_SUFFIX = {"int": "", "unsigned int": "u", "unsigned": "u", "long": "l", "unsigned long": "ul",
+                 "long long": "ll", "unsigned long long": "ull"}
+
+
+def _literal(m) -> str:
+    kind, value = m.group(1), m.group(2)
+    if kind == "bool":
+        return "false" if int(value) == 0 else "true"
+    return value + _SHOWN_SUFFIX[kind]
+
+
 def _display(demangled: str) -> str:
-    """A demangled symbol as an entry would name it: without its return type."""
+    """A demangled symbol as an entry would name it: without its return type, and with cu++filt's
+    ``<float, (int)256, (bool)0>`` shown as ``<float, 256, false>``, as c++filt and the source write it."""
     head = _no_params(demangled)
-    return _split_top(head.strip(), " ")[-1] + demangled[len(head):]
+    return _SHOWN_CAST.sub(_literal, _split_top(head.strip(), " ")[-1]) + demangled[len(head):]
 
 
 def _no_params(display: str) -> str:

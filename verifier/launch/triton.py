@@ -110,6 +110,12 @@ def activate(mode: str | None = None) -> str:
             f"(or `del triton.knobs.runtime.interpret`), or ask for the matching mode with {MODE_ENV}",
         )
     _active = mode
+    if mode == "interpreter":  # before any kernel of this process runs, through the runner or called directly
+        import triton.runtime.interpreter as interp
+
+        from verifier.launch.interpreter import scalar_index
+
+        scalar_index(interp)
     return mode
 
 

@@ -89,6 +89,9 @@ _OPTION_RE = re.compile(r"^\s{2}(?:-\w \[ )?--([a-z][\w-]*)", re.M)
 _VERSION_RE = re.compile(r"^Version (\S+)", re.M)
 
 
+DEFAULT_CUDA_HOME = "/usr/local/cuda"  # the toolkit's usual home, looked in last
+
+
 def find_tool() -> str:
     """``$VERIFIER_COMPUTE_SANITIZER``, else compute-sanitizer on PATH, else in $CUDA_HOME/bin or /usr/local/cuda/bin."""
     env = os.environ.get(TOOL_ENV)
@@ -98,7 +101,7 @@ def find_tool() -> str:
             raise ToolMissing(f"${TOOL_ENV} is {env!r}, which is not an executable", fix=_INSTALL_FIX)
         return found
     found = shutil.which("compute-sanitizer")
-    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), DEFAULT_CUDA_HOME):
         if not found and base:
             found = shutil.which(str(Path(base) / "bin" / "compute-sanitizer"))
     if not found:

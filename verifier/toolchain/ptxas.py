@@ -195,13 +195,14 @@ def demangle_names(names: list[str]) -> dict[str, tuple[str, str]]:
 
 @functools.lru_cache(maxsize=None)
 def _demangler() -> Optional[str]:
-    # cu++filt ships beside nvcc in full toolkits; binutils' c++filt reads the same Itanium
-    # ABI names that nvcc emits, so it is an equivalent fallback.
+    # binutils' c++filt first: it writes a name as C++ source does (``scale<float, 4>(float const*, ...)``), where
+    # the toolkit's cu++filt writes ``scale<float, (int)4>(const T1 *, ...)`` (CUDA 13, seen on the H200); both read
+    # the Itanium ABI names nvcc emits, so the messages then read the same on a full toolkit and without one.
+    # cu++filt (beside nvcc in full toolkits) where binutils is missing.
     nvcc = os.environ.get("VERIFIER_NVCC") or shutil.which("nvcc")
     dirs = [Path(os.path.realpath(nvcc)).parent] if nvcc else []
     dirs += [Path(os.environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
-    candidates = [str(d / "cu++filt") for d in dirs]
-    candidates += [shutil.which("cu++filt"), shutil.which("c++filt")]
+    candidates = [shutil.which("c++filt")] + [str(d / "cu++filt") for d in dirs] + [shutil.which("cu++filt")]
     for c in candidates:
         if c and os.access(c, os.X_OK) and Path(c).is_file():
             return str(c)
