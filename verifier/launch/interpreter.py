@@ -70,7 +70,6 @@ def _wrap_builder() -> None:
         return cast_impl
 
     _skip_repatching(interp)
-    scalar_index(interp)
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
         if hasattr(builder, name):
@@ -95,7 +94,8 @@ def scalar_index(interp) -> bool:
     of such a kernel then raised InterpreterError: Liger's cross entropy on the H200's Triton 3.6 (2026-12-02),
     a crash finding on a kernel that compiled Triton runs. Triton 3.9 reads ``int(self.handle.data.squeeze())``,
     as this does: an array of more than one element still raises. Installed only over the code it was written
-    for (the line is found in the source of ``_patch_lang_tensor``); returns whether it was."""
+    for (the line is found in the source of ``_patch_lang_tensor``); returns whether it was. Called once, when a
+    process commits to the interpreter (verifier.launch.triton.activate, which every kernel module's load runs)."""
     import inspect
 
     patch = getattr(interp, "_patch_lang_tensor", None)
