@@ -19,12 +19,37 @@ import numpy as np
 from references._common import certify
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
-from verifier.ops import OPS, get_op
+from verifier.ops import get_op
 
-__all__ = ["MODULES", "Reference", "reference"]
+__all__ = ["MODULES", "Reference", "module_of", "reference"]
 
-# op -> its reference module, named by the op's declaration (OpDef.reference)
-MODULES = {name: importlib.import_module(f"references.{op.reference}") for name, op in OPS.items()}
+
+def module_of(op) -> object:
+    """The reference module of an op (verifier.ops.model.Op): its ``reference`` as a module, an import path, or a
+    function wrapped by references.from_function."""
+    ref = op.reference
+    if isinstance(ref, str):
+        try:
+            return importlib.import_module(ref if "." in ref else f"references.{ref}")
+        except ImportError as e:
+            raise UsageError(f"op {op.name!r}: reference module {ref!r} cannot be imported ({e})",
+                             fix="give reference= a function or an importable module with float64() and mp()") from None
+    if hasattr(ref, "float64"):
+        return ref
+    from references.from_function import FunctionReference
+
+    return FunctionReference(op)
+
+
+class _Modules(dict):
+    """op name -> its reference module, resolved on first use (user ops join the registry at spec load)."""
+
+    def __missing__(self, name):
+        self[name] = module_of(get_op(name))
+        return self[name]
+
+
+MODULES = _Modules()
 
 
 @dataclass(frozen=True)
@@ -47,7 +72,7 @@ class Reference:
     dtypes: dict
 
 
-def _check_inputs(op, inputs: dict) -> tuple[int, int]:
+def _check_inputs(op, inputs: dict, params: dict | None = None) -> tuple[int, int]:
     missing = [t for t in op.inputs if t not in inputs]
     if missing:
         raise UsageError(f"{op.name} reference: missing input(s) {missing}",
@@ -59,7 +84,7 @@ def _check_inputs(op, inputs: dict) -> tuple[int, int]:
     M, N = x.shape
     for t in op.inputs:
         a = np.asarray(inputs[t])
-        want = op.shape_of(t, M, N)
+        want = op.shape_of(t, M, N, params)
         if a.shape != want:
             raise UsageError(f"{op.name} reference: input {t!r} has shape {a.shape}, expected {want}",
                              fix=f"pass {t} with shape {want}")
@@ -78,8 +103,10 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
     Integer outputs exist only for reduce_sum of integer inputs (exact sum; must fit the dtype).
     """
     spec = get_op(op)
-    module = MODULES[op]
-    M, N = _check_inputs(spec, inputs)
+    module = MODULES.get(op)
+    if module is None or getattr(module, "declared_by", spec) is not spec:  # new, or declared again (a spec reloaded)
+        module = MODULES[op] = module_of(spec)
+    M, N = _check_inputs(spec, inputs, params)
     params = dict(params or {})
     unknown = set(params) - set(spec.params)
     if unknown:
@@ -99,6 +126,10 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
             raise UsageError(f"{op} reference: output {k!r} cannot be {d}", fix="use a float dtype")
 
     values, bounds = module.float64(inputs, params)
+    if not hasattr(module, "mp"):  # a function reference: the float64 value decides ties (references.from_function)
+        exact, rounded, _, n = certify(module, inputs, params, values, {k: np.zeros_like(v) for k, v in values.items()},
+                                       dtypes, False)
+        return _freeze(exact, rounded, n, {k: np.asarray(b, dtype=np.float64) for k, b in bounds.items()}, dtypes)
     exact, rounded, bound, n = certify(module, inputs, params, values, bounds, dtypes, certify_float64)
     return _freeze(exact, rounded, n, bound, dtypes)
 

@@ -1,7 +1,7 @@
 """Everything a spec file needs, in one import: ``from verifier.spec import CudaKernel, Launch, dtypes, ...``.
 
 The public surface of the declare stage (verifier/declare/): the kernel constructors, their launches and
-arguments, expectations, contracts, dtypes, the row-size helpers (size classes, vector widths, row limits), and
+arguments, expectations, contracts, dtypes, your own ops (``Op``, ``Tensor``, ``Invariant``, ``OpCase``), the row-size helpers (size classes, vector widths, row limits), and
 the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
 docs/specs.md documents every field. Spec files import nothing else of verifier: the modules behind these names
 are internal and may move.
@@ -15,8 +15,9 @@ from verifier.declare.packages import package_path
 from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
 from verifier.errors import SpecError, Unsupported, UsageError
+from verifier.ops.model import Invariant, Op, OpCase, Tensor
 
-__all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "KernelSpec", "Launch",
-           "MATH_MODES", "Scalar", "SizeClasses", "SpecError", "Stride", "Tile", "TritonKernel", "Unsupported",
+__all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KernelSpec",
+           "Launch", "MATH_MODES", "Op", "OpCase", "Scalar", "SizeClasses", "SpecError", "Stride", "Tensor", "Tile", "TritonKernel", "Unsupported",
            "UsageError", "Workspace", "dtypes", "grid_limit", "max_row", "package_path", "register_resident",
            "vector_width", "whole_vectors"]

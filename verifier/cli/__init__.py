@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cs = sub.add_parser("cases", help="list the adversarial input catalogue for an op")
     cs.add_argument("op")
+    cs.add_argument("--spec", dest="specs", action="append", default=[], metavar="PATH",
+                    help="spec files or directories declaring the op (for ops of your own)")
+    ops = sub.add_parser("ops", help="list the ops: the bundled ones and those declared in the spec files given")
+    ops.add_argument("paths", nargs="*", metavar="PATH", help="spec files or directories whose ops to list too")
     cs.add_argument("--level", "--budget", dest="level", default=DEFAULT_LEVEL, action=_Spelled,
                     help="run level whose cases to list (default ci)")
     from verifier.cli import sanitize as sanitize_command
@@ -262,13 +266,33 @@ def cmd_list(args) -> int:
 
 
 def cmd_cases(args) -> int:
+    from verifier.declare import registry
     from verifier.inputs import catalogue as inputs
     from verifier.ops import get_op
 
+    if args.specs:
+        registry.load(args.specs, None)  # their ops join the registry
     get_op(args.op)
     levels.level(args.level)
     for c in inputs.catalogue(args.op, level=args.level):
         print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
+    return EXIT_OK
+
+
+def cmd_ops(args) -> int:
+    from verifier.declare import registry
+    from verifier.ops import BUNDLED, OPS
+
+    if args.paths:
+        registry.load(args.paths, None)  # their ops join the registry
+    for op in OPS.values():
+        params = ", ".join(f"{k}={v!r}" for k, v in op.params.items()) or "-"
+        budget = "derived from the reference" if op.derived else "hand-derived error model"
+        where = "bundled" if any(b is op for b in BUNDLED) else f"declared at {op.origin}"
+        print(f"{op.name}: {op.signature()}")
+        print(f"    params: {params}; budget: {budget}; invariants: "
+              f"{len(op.invariants) if isinstance(op.invariants, (list, tuple)) else 'yes' if op.invariants else 'none'}"
+              f"; own cases: {len(op.cases)}; {where}")
     return EXIT_OK
 
 
@@ -287,7 +311,7 @@ def main(argv=None) -> int:
         from verifier.cli import lint as lint_command
         from verifier.cli import sanitize as sanitize_command
 
-        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "sanitize": sanitize_command.run,
+        commands = {"check": cmd_check, "list": cmd_list, "cases": cmd_cases, "ops": cmd_ops, "sanitize": sanitize_command.run,
                     "lint": lint_command.run, "bench": bench_command.run}
         return commands[args.command](args)
     except UsageError as e:

@@ -27,7 +27,7 @@ from verifier.declare.sizing import SizeClasses
 from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
-from verifier.ops import OPS
+from verifier.ops import OPS, Op, register
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -194,7 +194,7 @@ class FirstReason:
 @dataclass(frozen=True)
 class KernelSpec:
     name: str
-    op: str
+    op: Any  # an op's name, or an Op (registered, then named)
     dtypes: Sequence[Dtypes]
     math_mode: str = "precise"
     supports: Callable[[int, int, Dtypes], Optional[str]] = _always
@@ -217,8 +217,11 @@ class KernelSpec:
                 f"kernel name {self.name!r} is not a valid name",
                 fix="use letters, digits, '_', '-', '.' only (it becomes part of test ids)",
             )
+        if isinstance(self.op, Op):  # a user's op: joins the registry, and the kernel names it
+            object.__setattr__(self, "op", register(self.op).name)
         if self.op not in OPS:
-            raise SpecError(f"kernel {self.name!r}: field 'op' is {self.op!r}", fix=f"use one of {', '.join(OPS)}")
+            raise SpecError(f"kernel {self.name!r}: field 'op' is {self.op!r}",
+                            fix=f"use one of {', '.join(OPS)}, or pass your own Op(...) object (docs/specs.md)")
         ds = self.dtypes
         if isinstance(ds, Dtypes):
             ds = (ds,)

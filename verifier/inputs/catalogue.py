@@ -295,25 +295,31 @@ def maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampl
     ``policy`` (the case's label placement, None: random)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
-        return _inputs(rng, dtypes, op, params, N, lambda t, dtype: _cast(sampler_factory(rng)((M, N), dt), dtype),
+        return _inputs(rng, dtypes, op, params, M, N, lambda t, dtype: _cast(sampler_factory(rng)((M, N), dt), dtype),
                        lambda out: np.asarray(out["x"], dtype=np.float64), policy)
     return make
 
 
-def _inputs(rng, dtypes, op: str, params, N: int, data: Callable, label_rows: Callable, policy) -> dict:
+def _inputs(rng, dtypes, op: str, params, M: int, N: int, data: Callable, label_rows: Callable, policy) -> dict:
     """Every input of ``op``, in its order (the draws' order is the seed's contract): ``data(name, dtype)`` for the
-    data roles, weights and biases of length N in their own dtype, labels from their role's maker given
-    ``label_rows(inputs so far)``."""
+    (M, N) data roles (other data shapes: normal values), weights and biases in their own dtype, scales positive
+    (0.5 + U[0, 1)), labels and indices from their role's maker given ``label_rows(inputs so far)`` (default:
+    uniform in [0, N))."""
     dts, opdef, out = _as_dtypes(dtypes), get_op(op), {}
+    merged = {**opdef.params, **(params or {})}
     for t in opdef.inputs:
         role = opdef.role(t)
         dtype = opdef.input_dtype(t, dts, params)  # weights: their own dtype
+        shape = opdef.shape_of(t, M, N, merged)
         if role.kind == "labels":
-            out[t] = role.make(rng, label_rows(out), {**opdef.params, **(params or {})}, policy)
+            out[t] = role.make(rng, label_rows(out), merged, policy) if role.make is not None else \
+                rng.integers(0, N, size=shape).astype(_dt.numpy_dtype(dtype))
         elif role.kind == "data":
-            out[t] = data(t, dtype)
+            out[t] = data(t, dtype) if role.shape == "rows" else _cast(rng.standard_normal(shape), dtype)
+        elif role.kind == "scale":
+            out[t] = _cast(0.5 + rng.random(shape), dtype)
         else:
-            v = 1.0 + 0.1 * rng.standard_normal(N) if role.kind == "weight" else 0.1 * rng.standard_normal(N)
+            v = 1.0 + 0.1 * rng.standard_normal(shape) if role.kind == "weight" else 0.1 * rng.standard_normal(shape)
             out[t] = _cast(v, dtype)
     return out
 
@@ -412,7 +418,7 @@ def _large_maker(M: int, N: int, wrap: int):
             own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
             return _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
 
-        return _inputs(rng, dtypes, op, params, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
+        return _inputs(rng, dtypes, op, params, M, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
     return make
 
 

@@ -30,7 +30,7 @@ from verifier.declare.kernels import Dtypes
 from verifier.errors import SpecError, UsageError
 from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
 from verifier.numerics.ulp import ulp
-from verifier.ops import OPS, get_op
+from verifier.ops import BUNDLED, OPS, get_op
 
 __all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "declared_output_ulps", "table_markdown"]
 
@@ -45,44 +45,61 @@ class Tol:
     math: Intrinsics
 
 
+DERIVED = "derived"  # the formula name of a budget derived from the reference (verifier.ops.derived)
+
+
+def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
+    """One op's table rows, {(output dtype, accumulation dtype, math mode): {tensor: Tol}}: its recipe for its output
+    dtypes with fp32 accumulation (every math mode) and float64 with float64 accumulation; then its extra rows
+    (16-bit or integer accumulation) with the fp32 intrinsic constants (in units of a larger u they only
+    over-count). An op without a recipe gets base 1 and the derived formula for every output."""
+    recipe = op.recipe or {t: (1.0, DERIVED) for t in op.outputs}
+    rows = {}
+    combos = [(out, "float32", mode) for out in op.out_dtypes for mode in MATH_MODES]
+    if op.float64:
+        combos.append(("float64", "float64", "precise"))
+    for out, acc, mode in (combos if part != "extra" else ()):
+        intr = INTRINSICS[(acc, mode)]
+        rows[(out, acc, mode)] = {t: Tol(b, k, intr) for t, (b, k) in recipe.items()}
+    for out, acc, extra in (op.extra_tolerances if part != "standard" else ()):
+        for mode in MATH_MODES:
+            rows[(out, acc, mode)] = {t: Tol(b, k, F32[mode]) for t, (b, k) in (extra or recipe).items()}
+    return rows
+
+
 def _build_table() -> dict[tuple[str, str, str, str], dict[str, Tol]]:
-    """Each op's recipe for its output dtypes with fp32 accumulation (every math mode) and float64
-    with float64 accumulation; then its extra rows (16-bit or integer accumulation) with the fp32
-    intrinsic constants (in units of a larger u they only over-count)."""
-    table = {}
-    for op in OPS.values():
-        combos = [(out, "float32", mode) for out in op.out_dtypes for mode in MATH_MODES]
-        if op.float64:
-            combos.append(("float64", "float64", "precise"))
-        for out, acc, mode in combos:
-            intr = INTRINSICS[(acc, mode)]
-            table[(op.name, out, acc, mode)] = {t: Tol(b, k, intr) for t, (b, k) in op.recipe.items()}
-    for op in OPS.values():
-        for out, acc, recipe in op.extra_tolerances:
-            for mode in MATH_MODES:
-                table[(op.name, out, acc, mode)] = {t: Tol(b, k, F32[mode])
-                                                    for t, (b, k) in (recipe or op.recipe).items()}
-    return table
+    return {(op.name,) + key: entry for part in ("standard", "extra") for op in BUNDLED
+            for key, entry in _rows(op, part).items()}
 
 
-TABLE: dict[tuple[str, str, str, str], dict[str, Tol]] = _build_table()
+TABLE: dict[tuple[str, str, str, str], dict[str, Tol]] = _build_table()  # the bundled ops (docs/tolerances.md)
+_USER_ROWS: dict = {}  # id(op) -> its rows, for ops declared in spec files
+
+
+def _entries(op) -> dict:
+    if any(b is op for b in BUNDLED):
+        return {k[1:]: v for k, v in TABLE.items() if k[0] == op.name}
+    got = _USER_ROWS.get(id(op))
+    if got is None or got[0] is not op:
+        got = _USER_ROWS[id(op)] = (op, _rows(op))
+    return got[1]
 
 
 def lookup(op: str, out: str, acc: str, math_mode: str) -> dict[str, Tol]:
     """The table entry, or a UsageError naming the entries that exist."""
-    get_op(op)
+    rows = _entries(get_op(op))
     out, acc = _dt.canonical(out), _dt.canonical(acc)
     if math_mode not in MATH_MODES:
         raise UsageError(f"unknown math mode {math_mode!r}", fix=f"use one of {', '.join(MATH_MODES)}")
-    key = (op, out, acc, math_mode)
-    if key not in TABLE:
-        have = sorted({(o, a) for (p, o, a, m) in TABLE if p == op and m == math_mode})
+    key = (out, acc, math_mode)
+    if key not in rows:
+        have = sorted({(o, a) for (o, a, m) in rows if m == math_mode})
         listing = ", ".join(f"output {o} with {a} accumulation" for o, a in have)
         raise SpecError(  # a UsageError; found while a kernel runs, that kernel's error (verifier.battery)
             f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}",
             fix=f"declare a supported combination: {listing}",
         )
-    return TABLE[key]
+    return rows[key]
 
 
 def _merge_overrides(op, entry: dict[str, Tol], overrides) -> tuple[dict[str, float], bool]:
@@ -171,13 +188,14 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     x = xs["x"]
     ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]))
 
+    derived = _derived_errors(opdef, inputs, params, ctx) if opdef.derived else {}
     out: dict[str, np.ndarray] = {}
     for t, tol in entry.items():
         if t not in exact:
             raise UsageError(f"reference for {op!r} has no output {t!r}", fix="pass the Reference computed for this op")
         y = exact[t]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            E = opdef.kappas[tol.kappa](x, y, params, ctx, xs)
+            E = derived[t] if tol.kappa == DERIVED else opdef.kappas[tol.kappa](x, y, params, ctx, xs)
             E = np.broadcast_to(E, y.shape)
             spacing = ulp(np.maximum(np.abs(y) - E, 0.0), out_dt[t])
             b = base[t] + np.where(E > 0, E / spacing, 0.0)
@@ -185,6 +203,28 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
         # promise either way, so it is treated strictly too.
         out[t] = np.where(np.isfinite(y) & ~np.isnan(b), b, 0.0)
     return out
+
+
+def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx) -> dict:
+    """{output: E} for an op without an error model: its reference run on error-carrying values
+    (verifier.ops.derived); a function without a rule is the op's SpecError, never a guess."""
+    from verifier.ops.derived import NoErrorRule, Rounding, no_rule_error, propagate
+
+    if not callable(opdef.reference) or hasattr(opdef.reference, "float64"):
+        raise SpecError(f"op {opdef.name!r} has no error model (recipe/kappas) and its reference is a module",
+                        fix="give the op a reference function of torch tensors, or recipe= and kappas=")
+    arrays = {k: _dt.to_numpy(v) for k, v in inputs.items()}
+    try:
+        got = propagate(opdef.reference, arrays, params, Rounding(ctx.u, ctx.eta, ctx.intr, ctx.c_in))
+    except NoErrorRule as e:
+        raise no_rule_error(opdef.name, str(e)) from None
+    except SpecError:
+        raise
+    except Exception as e:  # the user's reference, run on error-carrying values
+        raise SpecError(f"op {opdef.name!r}: deriving its budget, the reference raised {type(e).__name__}: {e}",
+                        fix="keep the reference in torch functions of its inputs (docs/tolerances.md lists the rules), "
+                            "or give the op recipe= and kappas=") from None
+    return {t: e for t, (_, e) in got.items()}
 
 
 def table_markdown() -> str:

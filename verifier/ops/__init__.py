@@ -1,4 +1,6 @@
-"""The ops the framework knows, one module each; every fact about an op lives in its module's OPDEF.
+"""The op registry: the bundled ops, one module each (every fact about an op in its module's OPDEF, declared with the
+public ``Op`` constructor of verifier.ops.model, as a spec file would), and the ops users declare in their spec
+files, registered when a kernel names them.
 
 ===================  =======================  ==========================  =====================
 op                   inputs                   outputs                     params
@@ -6,20 +8,21 @@ op                   inputs                   outputs                     params
 softmax              x[M,N]                   y[M,N]                      -
 log_softmax          x[M,N]                   y[M,N]                      -
 online_softmax_stats x[M,N]                   m[M], l[M]                  -
-rmsnorm              x[M,N], w[N]             y[M,N]                      eps=1e-6
+rmsnorm              x[M,N], w[N]             y[M,N]                      eps=1e-6, offset=0
 layernorm            x[M,N], w[N], b[N]       y[M,N]                      eps=1e-5
-fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e-6
+fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e-6, offset=0
                      w[N]                     (residual updated in place)
 reduce_sum           x[M,N]                   y[M]                        -
-cross_entropy        x[M,N], labels[M] (int)  loss[M] (float32)           ignore_index=-100,
+cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
-in its output dtype. Adding an op = one module here (its OpDef) + its reference in references/.
+in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
 from __future__ import annotations
 
+from verifier.errors import SpecError
 from verifier.ops import (
     cross_entropy,
     fused_add_rmsnorm,
@@ -30,15 +33,31 @@ from verifier.ops import (
     rmsnorm,
     softmax,
 )
-from verifier.ops._def import OpCase, OpDef, Role, lookup_op, registry
+from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
 
-__all__ = ["OPS", "OpCase", "OpDef", "Role", "get_op"]
+__all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
 
-OPS: dict[str, OpDef] = registry(
-    softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
-    fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF,
-)
+OpDef = Op  # the older name
+
+BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
+                  fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 
-def get_op(name: str) -> OpDef:
+def register(op: Op) -> Op:
+    """Add a user's op to the registry (a kernel naming it calls this). The same declaration loaded again (a spec
+    file re-imported in a child process, or by a second kernel) replaces itself; another op of the same name, or a
+    bundled op's name, is a SpecError naming both declarations."""
+    if not isinstance(op, Op):
+        raise SpecError(f"op {op!r} is not an Op", fix="declare it with verifier.spec.Op(...)")
+    have = OPS.get(op.name)
+    if have is not None and have is not op:
+        if any(b is have for b in BUNDLED) or have.origin != op.origin:
+            raise SpecError(f"op {op.name!r} declared at {op.origin} is already declared at {have.origin}",
+                            fix="give your op another name (bundled ops: " + ", ".join(b.name for b in BUNDLED) + ")")
+    OPS[op.name] = op
+    return op
+
+
+def get_op(name: str) -> Op:
     return lookup_op(OPS, name)

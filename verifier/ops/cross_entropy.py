@@ -13,7 +13,7 @@ from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
-from verifier.ops._def import OpCase, OpDef, Role
+from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
 
@@ -215,11 +215,10 @@ CASES = (
            "(several hundred)", 4, 1000, wide_rows, dtype_ok=holds(400.0), policy="argmin"),
 )
 
-OPDEF = OpDef(
-    "cross_entropy", ("x", "labels"), ("loss",), row_outputs=("loss",),
+OPDEF = Op(
+    "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
     params={"ignore_index": -100, "label_dtype": "int64"},
-    roles=(Role("labels", "row", "labels", dtype_param="label_dtype", make=make_labels),),
-    reference="cross_entropy",
+    reference="references.cross_entropy",
     recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES,

@@ -8,7 +8,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.ulp import ulp
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op, Tensor
 from verifier.ops.rmsnorm import check_rms, offset_units, rms_units, weights
 
 
@@ -40,10 +40,11 @@ def check(x_raw, inp, ys, params, dtypes, c):
                      k_h=k_h, h_abs=h_abs, consistent=True, k_w=offset_units(params))
 
 
-OPDEF = OpDef(
-    "fused_add_rmsnorm", ("x", "residual", "w"), ("y", "residual"), inouts=("residual",),
+OPDEF = Op(
+    "fused_add_rmsnorm", inputs={"x": "MxN", "residual": "MxN", "w": Tensor("N", "weight")},
+    outputs={"y": "MxN", "residual": "MxN"}, inouts=("residual",),
     params={"eps": 1e-6, "offset": 0.0},
-    vector_inputs=("w",), reference="fused_add_rmsnorm",
+    reference="references.fused_add_rmsnorm",
     recipe={"y": (1.0, "add_rmsnorm_y"), "residual": (1.0, "add_residual")},
     kappas={"add_rmsnorm_y": k_add_rmsnorm_y, "add_residual": k_add_residual},
     invariants=check,

@@ -5,7 +5,7 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op, Tensor
 from verifier.ops.rmsnorm import scale_violation
 
 
@@ -92,8 +92,9 @@ def check_layernorm(x, w, b, y, eps, c):
     return out
 
 
-OPDEF = OpDef(
-    "layernorm", ("x", "w", "b"), ("y",), params={"eps": 1e-5}, vector_inputs=("w", "b"), reference="layernorm",
+OPDEF = Op(
+    "layernorm", inputs={"x": "MxN", "w": Tensor("N", "weight"), "b": Tensor("N", "bias")}, outputs={"y": "MxN"},
+    params={"eps": 1e-5}, reference="references.layernorm",
     recipe={"y": (1.0, "layernorm")}, kappas={"layernorm": k_layernorm},
     invariants=lambda x_raw, inp, ys, p, dt, c: check_layernorm(inp["x"], inp["w"], inp["b"], ys["y"], p["eps"], c),
 )

@@ -7,7 +7,7 @@ from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
-from verifier.ops._def import OpCase, OpDef
+from verifier.ops.model import OpCase, Op
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_rows, softmax_units
 
 
@@ -108,8 +108,8 @@ CASES = (
            dtype_ok=holds(210.0)),
 )
 
-OPDEF = OpDef(
-    "log_softmax", ("x",), ("y",), reference="log_softmax",
+OPDEF = Op(
+    "log_softmax", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference="references.log_softmax",
     recipe={"y": (1.0, "log_softmax")}, kappas={"log_softmax": k_log_softmax},
     extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),  # as softmax
     online_override=True, exp_family=True,

@@ -7,7 +7,7 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import f64, round_out, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op
 from verifier.ops.softmax import softmax_parts, softmax_units
 
 
@@ -47,8 +47,8 @@ def check_online_stats(x, m_out, l_out, c):
     return out
 
 
-OPDEF = OpDef(
-    "online_softmax_stats", ("x",), ("m", "l"), row_outputs=("m", "l"), reference="online_softmax",
+OPDEF = Op(
+    "online_softmax_stats", inputs={"x": "MxN"}, outputs={"m": "M", "l": "M"}, reference="references.online_softmax",
     # m is a max, exact, rounded exactly like the reference: base 0, no error term.
     recipe={"m": (0.0, "exact"), "l": (1.0, "online_l")}, kappas={"exact": k_exact, "online_l": k_online_l},
     exp_family=True,

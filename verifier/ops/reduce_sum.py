@@ -6,7 +6,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.violations import U64, f64, finite_violation, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op
 from verifier.ops.online_softmax_stats import k_exact
 
 
@@ -45,8 +45,8 @@ def check_sum(x_raw, y, c):
     return out
 
 
-OPDEF = OpDef(
-    "reduce_sum", ("x",), ("y",), row_outputs=("y",), reference="reduce_sum",
+OPDEF = Op(
+    "reduce_sum", inputs={"x": "MxN"}, outputs={"y": "M"}, reference="references.reduce_sum",
     recipe={"y": (1.0, "sum")}, kappas={"sum": k_sum, "exact": k_exact},
     # Sums accumulated in a 16-bit float (half2 / bf162 arithmetic; fp8 inputs summed in f16): the
     # same any-order sum bound, with u of the accumulation dtype. Integer sums (int8 or int32 in,

@@ -10,7 +10,7 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op, Tensor
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
@@ -123,8 +123,9 @@ def check_rms(name, x, w, y, eps, c, k_h=0.0, h_abs=None, consistent=False, k_w=
     return out
 
 
-OPDEF = OpDef(
-    "rmsnorm", ("x", "w"), ("y",), params={"eps": 1e-6, "offset": 0.0}, vector_inputs=("w",), reference="rmsnorm",
+OPDEF = Op(
+    "rmsnorm", inputs={"x": "MxN", "w": Tensor("N", "weight")}, outputs={"y": "MxN"}, params={"eps": 1e-6, "offset": 0.0},
+    reference="references.rmsnorm",
     recipe={"y": (1.0, "rmsnorm")}, kappas={"rmsnorm": k_rmsnorm},
     invariants=lambda x_raw, inp, ys, p, dt, c: check_rms("rmsnorm", inp["x"], weights(inp, p), ys["y"], p["eps"], c,
                                                           k_w=offset_units(p)),

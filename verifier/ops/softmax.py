@@ -9,7 +9,7 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import U64, finite_violation, order_violation, ulp_out, violation
-from verifier.ops._def import OpDef
+from verifier.ops.model import Op
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
@@ -114,8 +114,8 @@ def check_softmax(x, y, c):
     return out
 
 
-OPDEF = OpDef(
-    "softmax", ("x",), ("y",), reference="softmax",
+OPDEF = Op(
+    "softmax", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference="references.softmax",
     recipe={"y": (1.0, "softmax")}, kappas={"softmax": k_softmax},
     # The row sum held in the 16-bit I/O dtype (PyTorch's CPU log_softmax for f16/bf16 rounds the
     # sum to the I/O dtype): the same formula with u of that dtype; the intrinsic constants stay the
