@@ -188,7 +188,7 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     x = xs["x"]
     ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]))
 
-    derived = _derived_errors(opdef, inputs, params, ctx) if opdef.derived else {}
+    derived = _derived_errors(opdef, inputs, params, ctx, dtypes) if opdef.derived else {}
     out: dict[str, np.ndarray] = {}
     for t, tol in entry.items():
         if t not in exact:
@@ -205,7 +205,7 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     return out
 
 
-def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx) -> dict:
+def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes) -> dict:
     """{output: E} for an op without an error model: its reference run on error-carrying values
     (verifier.ops.derived); a function without a rule is the op's SpecError, never a guess."""
     from verifier.ops.derived import NoErrorRule, Rounding, no_rule_error, propagate
@@ -214,8 +214,11 @@ def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx) -> dict:
         raise SpecError(f"op {opdef.name!r} has no error model (recipe/kappas) and its reference is a module",
                         fix="give the op a reference function of torch tensors, or recipe= and kappas=")
     arrays = {k: _dt.to_numpy(v) for k, v in inputs.items()}
+    io = {role: (_dt.unit_roundoff(d), float(_dt.finfo(d).smallest_subnormal))
+          for role, d in (("input", dtypes.input), ("output", dtypes.output), ("weight", dtypes.weight or dtypes.input))
+          if _dt.is_float(d)}
     try:
-        got = propagate(opdef.reference, arrays, params, Rounding(ctx.u, ctx.eta, ctx.intr, ctx.c_in))
+        got = propagate(opdef.reference, arrays, params, Rounding(ctx.u, ctx.eta, ctx.intr, ctx.c_in, ctx.online, io))
     except NoErrorRule as e:
         raise no_rule_error(opdef.name, str(e)) from None
     except SpecError:

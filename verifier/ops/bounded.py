@@ -22,8 +22,9 @@ class NoErrorRule(Exception):
 class Rounding:
     """What the rules need of the kernel: u, eta and the intrinsic constants (in units of u)."""
 
-    def __init__(self, u: float, eta: float, intr, c_in: float = 0.0):
-        self.u, self.eta, self.intr, self.c_in = float(u), float(eta), intr, float(c_in)
+    def __init__(self, u: float, eta: float, intr, c_in: float = 0.0, online: bool = False, io: dict | None = None):
+        self.u, self.eta, self.intr, self.c_in, self.online = float(u), float(eta), intr, float(c_in), bool(online)
+        self.io = dict(io or {})  # 'input' / 'output' / 'weight' -> (u, eta) of the variant's dtype: may_round
 
     def gamma(self, k):
         ku = k * self.u
@@ -43,6 +44,7 @@ class Bounded:
         self.v = f64(v)
         self.e = torch.broadcast_to(f64(e), self.v.shape) if isinstance(e, torch.Tensor) else \
             torch.full(self.v.shape, float(e), dtype=torch.float64)
+        self.e = torch.where(torch.isfinite(self.v), self.e, 0.0)  # a special value is exact (IEEE)
         self.r = r
 
     # --- the torch protocol: torch.* functions given a Bounded come here
@@ -153,7 +155,10 @@ def round_err(r: Rounding, res, units=1.0, eta=True):
 
 
 def B(v, e, r):
-    return Bounded(v, nan0(e), r)
+    """A result: a NaN bound reads as unbounded; an infinite or NaN value is exact (IEEE gives the kernel the same
+    special value, and the comparison matches specials exactly)."""
+    v = f64(v)
+    return Bounded(v, torch.where(torch.isfinite(v), nan0(f64(e)), 0.0), r)
 
 
 
@@ -177,3 +182,21 @@ def _rules():
 
 
 _binary_dunders()
+
+
+IO_ROLES = ("input", "output", "weight")
+
+
+def may_round(t, to: str = "input"):
+    """In an op's reference: a kernel may store this intermediate in the variant's ``to`` dtype ('input', 'output' or
+    'weight') and compute on from the stored value (fused_add_rmsnorm's residual; x·rstd rounded to the I/O dtype
+    before the weight). The float64 value is unchanged; the derived budget adds that rounding, u·|t| plus the dtype's
+    underflow."""
+    if to not in IO_ROLES:
+        from verifier.errors import SpecError
+
+        raise SpecError(f"may_round(..., to={to!r})", fix=f"to is one of {', '.join(IO_ROLES)}")
+    if not isinstance(t, Bounded):
+        return t
+    u, eta = t.r.io.get(to, (0.0, 0.0))
+    return B(t.v, t.e + u * t.v.abs() + eta, t.r)

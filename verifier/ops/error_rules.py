@@ -49,6 +49,7 @@ def _monotone(a, f: Callable, units: float, domain_lo=-math.inf, eta=True):
     with np.errstate(all="ignore"):
         d = torch.maximum((f(hi) - v).abs(), (f(torch.where(inside, lo, a.v)) - v).abs())
     d = torch.where(a.e == 0, torch.zeros_like(v), torch.where(inside, d, torch.full_like(v, math.inf)))
+    d = torch.where(torch.isfinite(a.v), d, 0.0)  # f(±inf) is exact
     return _B(v, d + _round_err(r, v, units, eta), r)
 
 
@@ -56,7 +57,8 @@ def _exp(a):
     a = _lift(a, _rounding_of((a,)))
     i = a.r.intr
     b = _monotone(a, torch.exp, i.exp)
-    return _B(b.v, b.e + i.exp_arg * a.r.u * a.v.abs() * b.v.abs(), a.r)
+    arg = torch.where(torch.isfinite(a.v), i.exp_arg * a.r.u * a.v.abs() * b.v.abs(), 0.0)  # exp(±inf) is exact
+    return _B(b.v, b.e + arg, a.r)
 
 
 def _log(a):
@@ -129,7 +131,10 @@ def _sum(a, dim=None, keepdim=False, dtype=None):
     if not dims:
         return a
     v = a.v.sum(dim=dims, keepdim=keepdim)
-    e = a.e.sum(dim=dims, keepdim=keepdim) + r.gamma(max(n - 1, 0)) * a.v.abs().sum(dim=dims, keepdim=keepdim)
+    # any order: gamma(n - 1); a kernel declared online rescales its running sum up to n - 1 times, one exp and one
+    # product each (the softmax family's hand model counts the same)
+    units = max(n - 1, 0) * (1 + ((r.intr.exp + 1.0) if r.online else 0.0))
+    e = a.e.sum(dim=dims, keepdim=keepdim) + r.gamma(units) * a.v.abs().sum(dim=dims, keepdim=keepdim)
     return _B(v, e, r)
 
 
