@@ -34,6 +34,8 @@ def bytes_moved(op: str, M: int, N: int, dt) -> int:
     written once (an in-out tensor both), at the kernel's declared dtypes. Workspaces a kernel allocates for
     itself are not counted: re-reading or spilling shows as a lower bandwidth, which is the point."""
     o = OPS[op]
+    if o.bytes_moved is not None:  # the op's own formula (Op(bytes_moved=...))
+        return int(o.bytes_moved(M, N, dt, dict(o.params)))
     total = 0
     for name in o.inputs:
         total += _count(o, name, M, N) * element_size(o.input_dtype(name, dt))
