@@ -57,7 +57,7 @@ def my_l2(inputs, outputs, params, dt):
 
 def l2_bf16_sum(inputs, outputs, params, dt):  # bug: the squares summed in bfloat16, one element at a time
     x = inputs["x"].float()
-    s = torch.zeros(x.shape[0], dtype=torch.bfloat16)
+    s = torch.zeros(x.shape[0], dtype=torch.bfloat16, device=x.device)
     for j in range(x.shape[1]):
         s = s + (x[:, j] * x[:, j]).to(torch.bfloat16)
     outputs["y"].copy_(x / s.float().sqrt().clamp_min(params["eps"])[:, None])

@@ -12,8 +12,11 @@ __device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat1
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
+// A max that keeps NaN, as torch.amax does (fmaxf would drop it: a row holding NaN would report its largest number).
+__device__ __forceinline__ float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
+
 template <bool kMax>
-__device__ __forceinline__ float combine(float a, float b) { return kMax ? fmaxf(a, b) : a + b; }
+__device__ __forceinline__ float combine(float a, float b) { return kMax ? nan_max(a, b) : a + b; }
 
 // Every thread gets the block's result. kSync = false drops the barrier between the shared-memory writes and the
 // reads (the lint defect).
@@ -35,7 +38,7 @@ __device__ void row_amax(const T* x, T* y, int N, long long sx) {
     const T* row = x + blockIdx.x * sx;
     const int end = kTail ? N : N & ~3;
     float m = 0.0f;
-    for (int j = threadIdx.x; j < end; j += THREADS) m = fmaxf(m, fabsf(load(row + j)));
+    for (int j = threadIdx.x; j < end; j += THREADS) m = nan_max(m, fabsf(load(row + j)));
     m = block_reduce<true, kSync>(m, smem);
     if (threadIdx.x == 0) store(y + blockIdx.x, m);
 }
@@ -50,7 +53,7 @@ __device__ void l2norm(const T* x, T* y, int N, float eps, long long sx, long lo
     for (int j = threadIdx.x; j < N; j += THREADS) { float v = load(in + j); s += v * v; }
     s = block_reduce<false, true>(s, smem);
     const float norm = sqrtf(s);
-    const float inv = 1.0f / (kEps ? fmaxf(norm, eps) : norm);
+    const float inv = 1.0f / (kEps && norm < eps ? eps : norm);  // not fmaxf: a NaN norm must stay NaN
     for (int j = threadIdx.x; j < N; j += THREADS) store(out + j, load(in + j) * inv);
 }
 
