@@ -9,14 +9,15 @@ are internal and may move.
 from __future__ import annotations
 
 from verifier.declare.contracts import Contracts
+from verifier.declare.args import LaunchLayout, Pointer, Scalar, Stride, Struct, Workspace
 from verifier.declare.kernels import (CallableKernel, CudaKernel, Expectations, KernelSpec, Launch, MATH_MODES,
-                                      Scalar, Stride, TritonKernel, Workspace, register_resident)
+                                      TritonKernel, register_resident)
 from verifier.declare.packages import package_path
 from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
 from verifier.errors import SpecError, Unsupported, UsageError
 
 __all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "KernelSpec", "Launch",
-           "MATH_MODES", "Scalar", "SizeClasses", "SpecError", "Stride", "Tile", "TritonKernel", "Unsupported",
-           "UsageError", "Workspace", "dtypes", "grid_limit", "max_row", "package_path", "register_resident",
+           "LaunchLayout", "MATH_MODES", "Pointer", "Scalar", "SizeClasses", "SpecError", "Stride", "Struct", "Tile",
+           "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit", "max_row", "package_path", "register_resident",
            "vector_width", "whole_vectors"]
