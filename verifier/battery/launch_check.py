@@ -138,14 +138,15 @@ def _geometry(i: int, launch) -> list:
     if block is None:
         out.append((f"{name}: block {launch.block!r} is not 1 to 3 whole numbers", "e.g. block=(256,)"))
     else:
-        for a, (b, top) in enumerate(zip(block, BLOCK_DIMS)):
-            if not 1 <= b <= top:
-                out.append((f"{name}: block {block}: dimension {axes[a]} is {b}; it must be 1 .. {top}",
-                            "block dimensions are at most 1024, 1024, 64"))
         threads = 1
         for b in block:
             threads *= b
-        if threads > BLOCK_THREADS:
+        too_many = threads > BLOCK_THREADS  # said once for the whole block; a dimension's own limit otherwise
+        for a, (b, top) in enumerate(zip(block, BLOCK_DIMS)):
+            if b < 1 or (b > top and not too_many):
+                out.append((f"{name}: block {block}: dimension {axes[a]} is {b}; it must be 1 .. {top}",
+                            "block dimensions are at most 1024, 1024, 64, and 1024 threads in all"))
+        if too_many:
             out.append((f"{name}: block {block} has {threads} threads; a block holds at most {BLOCK_THREADS}",
                         "launch fewer threads per block (more blocks, or a loop over the row)"))
     if grid is None:

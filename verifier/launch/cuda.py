@@ -51,7 +51,7 @@ def scalar_arg(kind: str, value):
     return np.dtype(SCALAR_KINDS[kind]).type(check_value(kind, value, f"{kind} argument"))
 
 
-def _takes_layout(fn) -> bool:
+def takes_layout(fn) -> bool:
     """Whether a launches function accepts a fifth argument (``layout``)."""
     try:
         sig = inspect.signature(fn)
@@ -66,7 +66,7 @@ def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout
     each tensor's alignment and row stride); None: the contiguous layout of fresh tensors (model_layout)."""
     from verifier.declare.usercode import call
 
-    if _takes_layout(spec.launches):
+    if takes_layout(spec.launches):
         layout = layout if layout is not None else model_layout(spec, M, N, dt, params)
         launches = call(spec, "launches", spec.launches, M, N, dt, params, layout)
     else:
