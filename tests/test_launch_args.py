@@ -300,7 +300,8 @@ def _copy(lib, a, vector):
         from fake_libcuda import Misaligned
 
         raise Misaligned()
-    lib.view(y, np.float32, M * N)[:] = np.exp(lib.view(x, np.float32, M * N)) * 0  # any values: not judged here
+    for r in range(M):  # y = x, row by row at x's stride (values are not judged here)
+        lib.view(y + r * N * 4, np.float32, N)[:] = lib.view(x + r * sx * 4, np.float32, N)
 
 
 @pytest.fixture
@@ -323,8 +324,10 @@ def test_the_unaligned_case_runs_the_scalar_path_a_caller_gets(lib):
     assert [l.entry for l in lib.launched] == ["scalar_f32"]
     execute(rc.run_cuda, spec, xs, F32, {}, "cuda", check_poison=False)
     assert [l.entry for l in lib.launched] == ["scalar_f32", "vec4_f32"]
+    # the strided case: launches() reads x's stride from the layout, so x gets rows N + 64 apart and that stride
+    assert rc.strided_tensors(spec, 4, 64, F32, {}) == {"x"}
     execute(rc.run_cuda, spec, xs, F32, {}, "cuda", layout=L.Layout(L.STRIDED), check_poison=False)
-    assert lib.launched[-1].values()[-1] == 64  # x's stride: no launch passes it, so x stays contiguous
+    assert lib.launched[-1].entry == "vec4_f32" and lib.launched[-1].values()[-1] == 64 + L.ROW_PAD
 
 
 def test_a_launch_layout_names_its_tensors():

@@ -440,6 +440,7 @@ class LaunchLayout:
         self._alignments = dict(alignments)
         self._strides = dict(strides)
         self.what = what
+        self.asked: set = set()  # the tensors whose stride launches() read: it handles their rows at any stride
 
     @property
     def tensors(self) -> tuple:
@@ -456,6 +457,7 @@ class LaunchLayout:
 
     def stride(self, name: str) -> int:
         self._known(name)
+        self.asked.add(name)
         if name not in self._strides:
             raise SpecError(f"layout.stride({name!r}): {name!r} is not a 2-D tensor: it has no row stride",
                             fix=f"ask for the stride of one of {sorted(self._strides)}")

@@ -81,9 +81,12 @@ def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout
 
 def strided_tensors(spec, M: int, N: int, dt, params) -> set:
     """The tensors whose row stride some launch of the spec passes ('x.stride', Stride('x', 'int64'), a Struct
-    member): the ones the strided cases lay out with gaps between rows (the others stay contiguous)."""
-    return {v.tensor for launch in launches_for(spec, M, N, dt, params) for a in launch.args
-            for v in _stride_leaves(a) if v is not None}
+    member) or reads (``layout.stride('x')`` in a five-parameter launches): the ones the strided cases lay out with
+    gaps between rows (the others stay contiguous)."""
+    layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
+    named = {v.tensor for launch in launches_for(spec, M, N, dt, params, layout) for a in launch.args
+             for v in _stride_leaves(a) if v is not None}
+    return named | (layout.asked if layout is not None else set())
 
 
 def _stride_leaves(a) -> list:

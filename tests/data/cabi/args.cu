@@ -30,7 +30,7 @@ extern "C" __global__ void packs(const float* x, float* y, Div d, A16 a) {
 // Eight parameters: a launch passing five is a build finding.
 extern "C" __global__ void eight(const float* x, const float* w, float* y, int M, int N, int ldx, float eps,
                                  const float* bias) {
-  if (threadIdx.x == 0 && M > 0) y[0] = x[0] * w[0] + eps + ldx + N + (bias ? bias[0] : 0.f);
+  if (threadIdx.x == 0 && blockIdx.x == 0 && M > 0) y[0] = x[0] * w[0] + eps + ldx + N + (bias ? bias[0] : 0.f);
 }
 
 __device__ void put64(unsigned* w, int i, uint64_t v) { w[i] = (unsigned)v; w[i + 1] = (unsigned)(v >> 32); }
