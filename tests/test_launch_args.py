@@ -333,3 +333,41 @@ def test_the_unaligned_case_runs_the_scalar_path_a_caller_gets(lib):
 def test_a_launch_layout_names_its_tensors():
     layout = LaunchLayout({"x": 16}, {"x": 80})
     assert layout.tensors == ("x",) and layout.aligned(16) and not layout.aligned(32)
+
+
+# the echo round trip on the fake driver: every argument kind bound, packed and passed through cuLaunchKernel's
+# parameter array; the emulated kernel reads the struct with the C layout of args.cu's Echo (the GPU test,
+# tests/test_launch_args_gpu.py, runs the real one)
+def _echo(lib, a):
+    e, b, i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, xoff, null, y = a
+    ex, exoff, enull, d0, d1, d2, tag, d, h, u = struct.unpack("<QQQIIIb3xdH6xQ", e)
+
+    def words(fmt, v):
+        return list(np.frombuffer(struct.pack("<" + fmt, v), dtype=np.uint32))
+
+    out = [(exoff - ex) // 4, int(enull == 0), d0, d1, d2, tag & 0xFFFFFFFF] + words("d", d) + [h] + words("Q", u)
+    out += [int(b)] + [v & 0xFFFFFFFF for v in (i8, u8, i16, u16, i32, u32)] + words("q", i64) + words("Q", u64)
+    out += words("f", f32) + words("d", f64)
+    out += [(xoff - ex) // 4, int(null == 0), int(lib.view(xoff, np.uint32, 1)[0]), len(e)]
+    lib.view(y, np.uint32, len(out))[:] = out
+
+
+def test_every_argument_kind_round_trips_through_the_launch_path(monkeypatch):
+    from fake_libcuda import install
+    from verifier.gpu import libcuda as cd
+    from verifier.launch.harness import execute
+
+    install({"echo": _echo}, monkeypatch.setattr)
+    try:
+        (spec,) = [k for k in load_spec_file(str(DATA / "args_spec.py")) if k.name == "cabi-echo"]
+        x = np.arange(80, dtype=np.float32).reshape(2, 40) + np.float32(0.5)
+        out = execute(rc.run_cuda, spec, {"x": x}, F32, spec.op_params(), "cuda", check_poison=False)
+    finally:
+        cd._primary.cache_clear()
+    got = [int(w) for w in np.ascontiguousarray(out.outputs["y"]).reshape(-1).view(np.uint32)[:29]]
+    sys.path.insert(0, str(DATA))
+    try:
+        from args_spec import echo_words
+    finally:
+        sys.path.remove(str(DATA))
+    assert got == echo_words(x, 40)

@@ -1,6 +1,9 @@
 """Launches passing every C-ABI argument kind to the entries of args.cu (tests/test_launch_args.py): each matches its
 entry's PTX parameter list, so the build step finds nothing; ``echo`` is the GPU round trip's kernel."""
 import math
+import struct
+
+import numpy as np
 
 from verifier.spec import CudaKernel, Launch, Pointer, Scalar, Struct, dtypes
 
@@ -36,6 +39,20 @@ def echo_struct(N):
 def echo(M, N, dt, params):
     return [Launch("echo", grid=(1,), block=(32,),
                    args=(echo_struct(N),) + SCALARS + (Pointer("x", offset=5), Pointer(None), "y"))]
+
+
+def _words(fmt: str, *values) -> list:
+    return [int(w) for w in np.frombuffer(struct.pack("<" + fmt, *values), dtype=np.uint32)]
+
+
+def echo_words(x, N: int) -> list:
+    """The 29 words ``echo`` writes for input ``x`` (row length N): what every argument above declares."""
+    want = [3, 1, 7, 2 ** 32 - 1, N, 2 ** 32 - 5]  # xoff - x, null, the uint3 pack, int8 -5 as an int
+    want += _words("d", -2.5e300) + [65535] + _words("Q", 2 ** 64 - 2)
+    want += [1, 2 ** 32 - 128, 255, 2 ** 32 - 32768, 65535, 2 ** 32 - 7, 2 ** 32 - 1]  # bool .. uint32
+    want += _words("q", -2 ** 63) + _words("Q", 2 ** 64 - 1) + _words("f", 1.5) + _words("d", math.pi)
+    want += [5, 1] + _words("f", float(np.asarray(x).reshape(-1)[5])) + [64]  # offset pointer, null, *xoff, sizeof
+    return want
 
 
 KERNELS = [
