@@ -22,7 +22,7 @@ from verifier.errors import SpecError
 from verifier.inputs import layouts as L
 from verifier.launch import cuda as rc
 from verifier.results.options import Options
-from verifier.spec import CudaKernel, Launch, Pointer, Scalar, Stride, Struct, dtypes
+from verifier.spec import CudaKernel, Launch, Pointer, Scalar, Stride, Struct, Workspace, dtypes
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "cabi"
@@ -76,11 +76,11 @@ def test_every_c_scalar_kind_and_its_range():
                           ("int64", -2 ** 63, 2 ** 63), ("uint64", 2 ** 64 - 1, 2 ** 64),
                           ("float32", 3.0e38, 3.5e38), ("float64", 1e308, "x")]:
         assert Scalar(kind, ok).nbytes == np.dtype(kind if kind != "bool" else "bool").itemsize
-        with pytest.raises(SpecError, match="out of range|not a bool|not a float64"):
+        with pytest.raises(SpecError, match="out of range|not a bool|not a value of C type float64"):
             Scalar(kind, bad)
     with pytest.raises(SpecError, match="bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32"):
         Scalar("half", 1)
-    with pytest.raises(SpecError, match="not a int32 value"):
+    with pytest.raises(SpecError, match="not a value of C type int32"):
         Scalar("int32", 1.5)
     assert Scalar("int64", "M").describe() == "int64 M"  # bound per call
 
@@ -222,7 +222,8 @@ def _eight(**kw):
     (_eight(args=_swap(EIGHT, 5, Stride("q"))), "passes the row stride of 'q', which is not a 2-D tensor of the op"),
     (_eight(args=_swap(EIGHT, 7, Pointer("w", offset=1024))), "passes ptr w+1024: offset 1024 is outside 'w', which "
                                                               "holds 1 elements at M=4, N=1"),
-    (_eight(args=_swap(EIGHT, 5, Scalar("int32", "eps"))), "is not a int32 value"),
+    (_eight(args=_swap(EIGHT, 5, Scalar("int32", "eps"))), "1e-06 is not a value of C type int32"),
+    (_eight(args=_swap(EIGHT, 7, Workspace("ws", lambda M, N: M - 5))), "Workspace 'ws': count(4, 1) gave -1 elements"),
     (_eight(args=_swap(EIGHT, 4, Scalar("int16", "N"))), "65537 is out of range for int16"),
     (_eight(args=_swap(EIGHT, 0, 3)), "has argument 3: launch argument 3 (int) is not a launch argument"),
 ])

@@ -51,7 +51,7 @@ def scalar_size(kind: str) -> int:
 def check_value(kind: str, value, where: str):
     """``value`` as a Python number of scalar ``kind``; a SpecError naming ``where`` when it is not one or is out
     of the kind's range."""
-    bad = SpecError(f"{where}: {value!r} is not a {kind} value", fix=f"pass a number that fits {kind}")
+    bad = SpecError(f"{where}: {value!r} is not a value of C type {kind}", fix=f"pass a number that fits {kind}")
     if kind == "bool":
         if isinstance(value, (bool, np.bool_)) or (hasattr(value, "__index__") and int(value) in (0, 1)):
             return bool(value)

@@ -258,8 +258,12 @@ def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, work
 def bind_model(spec, launch: Launch, M: int, N: int, dt, params, tensors: dict) -> list:
     """bind_args on model_tensors (no memory): what the build step binds to find a malformed launch on any
     machine."""
+    def workspace_pointer(ws):
+        ws.size(M, N)  # a count that is no whole number >= 0 is a SpecError here too
+        return np.uint64(_MODEL_BASE - 4096)
+
     return bind_args(spec, launch, M, N, params, {t: np.uint64(m.address) for t, m in tensors.items()},
-                     lambda ws: np.uint64(_MODEL_BASE - 4096),
+                     workspace_pointer,
                      {t: m.stride for t, m in tensors.items() if m.stride is not None},
                      {t: (m.numel, m.itemsize) for t, m in tensors.items()})
 
