@@ -299,7 +299,8 @@ class Struct:
     kind (SCALAR_KINDS) with a number or 'M' / 'N' / 'eps' / a Stride; 'ptr' with an op tensor name, a
     Pointer or a Workspace (None: a null pointer); an array 'uint32[3]' with a sequence of that many values; or
     'struct' with a nested Struct. Laid out as C does: each member at the next multiple of its alignment, the size
-    padded to the largest alignment; ``align`` raises the struct's alignment (``struct __align__(16) P``)."""
+    padded to the largest alignment; ``align`` raises the struct's alignment (``struct __align__(16) P``).
+    ``Struct([])`` is an empty struct (a stateless functor such as ``struct Identity {}``): one byte, as in C++."""
 
     def __init__(self, fields, align: Optional[int] = None):
         if isinstance(fields, (str, bytes)) or not hasattr(fields, "__iter__"):
@@ -316,8 +317,6 @@ class Struct:
             laid.append(Field(ctype, value, off, size, al))
             off += size
             most = max(most, al)
-        if not laid:
-            raise SpecError("Struct([]): a struct argument needs at least one field", fix="list its members in order")
         if align is not None:
             if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1):
                 raise SpecError(f"Struct(align={align!r}): the alignment is a power of two in bytes",
@@ -328,7 +327,7 @@ class Struct:
             most = align
         self.fields = tuple(laid)
         self.align = most
-        self.nbytes = _align_up(off, most)
+        self.nbytes = _align_up(max(off, 1), most)  # an empty struct (a stateless functor) is 1 byte in C++
 
     @staticmethod
     def _member(i: int, ctype: str, value) -> tuple:
@@ -365,7 +364,7 @@ class Struct:
 
     def __repr__(self):
         return f"Struct({[(f.ctype, f.value) for f in self.fields]!r}" + \
-            (f", align={self.align})" if self.align != max(f.align for f in self.fields) else ")")
+            (f", align={self.align})" if self.align != max([f.align for f in self.fields], default=1) else ")")
 
     def __eq__(self, other):
         return isinstance(other, Struct) and (self.fields, self.align) == (other.fields, other.align)

@@ -30,6 +30,10 @@ def packs(M, N, dt, params):
                    args=("x", "y", Struct([("uint32[3]", (N, 7, "M"))]), Struct([("float32", 2.0)], align=16)))]
 
 
+def functor(M, N, dt, params):
+    return [Launch("apply<Identity>", grid=(M,), block=(32,), args=("x", "y", Struct([]), "N"))]
+
+
 def echo_struct(N):
     inner = Struct([("uint32[3]", (7, 2 ** 32 - 1, N)), ("int8", -5)])
     return Struct([("ptr", "x"), ("ptr", Pointer("x", offset=3)), ("ptr", None), ("struct", inner),
@@ -59,6 +63,7 @@ KERNELS = [
     CudaKernel(name="cabi-struct-p", op="rmsnorm", source="args.cu", launches=struct_p, dtypes=F32),
     CudaKernel(name="cabi-scalars", op="softmax", source="args.cu", launches=scalars, dtypes=F32),
     CudaKernel(name="cabi-packs", op="softmax", source="args.cu", launches=packs, dtypes=F32),
+    CudaKernel(name="cabi-functor", op="softmax", source="args.cu", launches=functor, dtypes=F32),
     CudaKernel(name="cabi-echo", op="softmax", source="args.cu", launches=echo, dtypes=F32,
                supports=lambda M, N, dt: None if M * N >= 32 else "echo writes 29 words of y"),
 ]
