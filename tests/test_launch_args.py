@@ -243,6 +243,8 @@ def _eight(**kw):
     (_eight(grid=lambda M: (1, 70000)), "grid (1, 70000): dimension y is 70000; it must be 1 .. 65535"),
     (_eight(grid=lambda M: (1, 1, 65536)), "dimension z is 65536"),
     (_eight(grid=lambda M: (2 ** 31,)), "dimension x is 2147483648"),
+    (_eight(grid=lambda M: M), "grid 4 is not 1 to 3 whole numbers"),
+    (_eight(block=(32, 1.5)), "block (32, 1.5) is not 1 to 3 whole numbers"),
     (_eight(smem=1 << 30), "[sm_90] launch 0 of entry eight asks for 1073741824 bytes of dynamic shared memory; sm_90 "
                            "allows at most 232448 bytes per block"),
     (_eight(smem=200 * 1024), "[sm_80] launch 0 of entry eight asks for 204800 bytes of dynamic shared memory; sm_80 "
@@ -317,10 +319,15 @@ def test_the_layout_gives_alignment_and_row_stride():
     assert [l.entry for l in rc.launches_for(four, 4, 64, F32, {}, unaligned)] == ["vec4_f32"]  # unchanged
 
 
-def test_the_build_step_sees_both_paths_of_a_host_dispatch():
-    entries = {l.entry for ev in launch_check.evaluate(_spec(_dispatch, name="dispatch"), [F32], "ci")
-               for l in ev.launches}
-    assert entries == {"vec4_f32", "scalar_f32"}
+def test_the_build_step_and_lint_see_both_paths_of_a_host_dispatch():
+    from verifier.lint.step import launch_facts
+
+    spec = _spec(_dispatch, name="dispatch")
+    assert {l.entry for ev in launch_check.evaluate(spec, [F32], "ci") for l in ev.launches} == {"vec4_f32",
+                                                                                                 "scalar_f32"}
+    assert set(launch_facts(spec, [F32])) == {"vec4_f32", "scalar_f32"}
+    four = _spec(lambda M, N, dt, p: [Launch("vec4_f32", grid=(M,), block=(32,), args=("x", "y"))])
+    assert set(launch_facts(four, [F32])) == {"vec4_f32"}
 
 
 # the fake driver (tests/fake_libcuda.py): the unaligned case runs the path the dispatch picks for its pointers

@@ -119,9 +119,7 @@ class Problems:
 
 
 def _dims(v) -> Optional[tuple]:
-    """A grid or block as 1-3 whole numbers, or None when it is not one."""
-    if isinstance(v, (int,)) and not isinstance(v, bool):
-        v = (v,)
+    """A grid or block as 1-3 whole numbers (a tuple or list), or None when it is not one."""
     if not isinstance(v, (tuple, list)) or not 1 <= len(v) <= 3:
         return None
     if any(isinstance(x, bool) or not hasattr(x, "__index__") for x in v):
@@ -136,7 +134,7 @@ def _geometry(i: int, launch) -> list:
     block, grid = _dims(launch.block), _dims(launch.grid)
     axes = "xyz"
     if block is None:
-        out.append((f"{name}: block {launch.block!r} is not 1 to 3 whole numbers", "e.g. block=(256,)"))
+        out.append((f"{name}: block {launch.block!r} is not 1 to 3 whole numbers", "a tuple of 1 to 3 ints, e.g. block=(256,)"))
     else:
         threads = 1
         for b in block:
@@ -150,7 +148,7 @@ def _geometry(i: int, launch) -> list:
             out.append((f"{name}: block {block} has {threads} threads; a block holds at most {BLOCK_THREADS}",
                         "launch fewer threads per block (more blocks, or a loop over the row)"))
     if grid is None:
-        out.append((f"{name}: grid {launch.grid!r} is not 1 to 3 whole numbers", "e.g. grid=(M,)"))
+        out.append((f"{name}: grid {launch.grid!r} is not 1 to 3 whole numbers", "a tuple of 1 to 3 ints, e.g. grid=(M,)"))
     else:
         for a, (g, top) in enumerate(zip(grid, GRID_DIMS)):
             if not 1 <= g <= top:
