@@ -317,6 +317,8 @@ def test_the_layout_gives_alignment_and_row_stride():
         norm.alignment("q")
     four = _spec(lambda M, N, dt, p: [Launch("vec4_f32", grid=(M,), block=(32,), args=("x", "y"))])
     assert [l.entry for l in rc.launches_for(four, 4, 64, F32, {}, unaligned)] == ["vec4_f32"]  # unchanged
+    assert rc.takes_layout(_dispatch) and not rc.takes_layout(lambda M, N, dt, p: []) \
+        and not rc.takes_layout(lambda *a: [])  # a bare *args wrapper is called with four, as before
 
 
 def test_the_build_step_and_lint_see_both_paths_of_a_host_dispatch():

@@ -52,13 +52,14 @@ def scalar_arg(kind: str, value):
 
 
 def takes_layout(fn) -> bool:
-    """Whether a launches function accepts a fifth argument (``layout``)."""
+    """Whether a launches function names a fifth positional parameter (``layout``). A bare ``*args`` does not
+    count: a wrapper passing its arguments on to a four-parameter function would break on a fifth."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return False
     positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 5 or any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
+    return len(positional) >= 5
 
 
 def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout] = None) -> list[Launch]:
