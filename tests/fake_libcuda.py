@@ -49,6 +49,12 @@ class Launched:
         return [t for t, _ in self.params]
 
 
+def _value(v):
+    """A parameter as the kernel receives it: a scalar's value, a struct's bytes (a c_char array's ``.value`` would
+    stop at its first zero byte)."""
+    return v.raw if isinstance(v, ctypes.Array) else v.value
+
+
 def _set(ref, value):  # what the driver writes through an out-parameter (a ctypes.byref)
     ref._obj.value = value
 
@@ -191,9 +197,9 @@ class FakeLib:
         received = [self.values[p] for p in params if p is not None]
         self.launched.append(Launched(entry, (gx.value, gy.value, gz.value), (bx.value, by.value, bz.value),
                                       smem.value, stream.value or 0,
-                                      [(type(v), v.value) for v in received]))
+                                      [(type(v), _value(v)) for v in received]))
         try:
-            self.kernels[entry](self, [v.value for v in received])
+            self.kernels[entry](self, [_value(v) for v in received])
         except Illegal:
             self.sticky = ILLEGAL_ADDRESS  # shows at the next synchronize
         except Misaligned:

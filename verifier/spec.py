@@ -1,16 +1,17 @@
 """Everything a spec file needs, in one import: ``from verifier.spec import CudaKernel, Launch, dtypes, ...``.
 
 The public surface of the declare stage (verifier/declare/): the kernel constructors, their launches and
-arguments, expectations, contracts, dtypes, your own ops (``Op``, ``Tensor``, ``Invariant``, ``OpCase``), the row-size helpers (size classes, vector widths, row limits), and
-the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
+arguments, expectations, contracts, dtypes, your own ops (``Op``, ``Tensor``, ``Invariant``, ``OpCase``,
+``may_round``), the row-size helpers (size classes, vector widths, row limits), and the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
 docs/specs.md documents every field. Spec files import nothing else of verifier: the modules behind these names
 are internal and may move.
 """
 from __future__ import annotations
 
 from verifier.declare.contracts import Contracts
+from verifier.declare.args import LaunchLayout, Pointer, Scalar, Stride, Struct, Workspace
 from verifier.declare.kernels import (CallableKernel, CudaKernel, Expectations, KernelSpec, Launch, MATH_MODES,
-                                      Scalar, Stride, TritonKernel, Workspace, register_resident)
+                                      TritonKernel, register_resident)
 from verifier.declare.packages import package_path
 from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
@@ -19,6 +20,7 @@ from verifier.ops.bounded import may_round
 from verifier.ops.model import Invariant, Op, OpCase, Tensor
 
 __all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KernelSpec",
-           "Launch", "MATH_MODES", "Op", "OpCase", "Scalar", "SizeClasses", "SpecError", "Stride", "Tensor", "Tile", "TritonKernel", "Unsupported",
-           "UsageError", "Workspace", "dtypes", "grid_limit", "max_row", "may_round", "package_path", "register_resident",
+           "Launch", "LaunchLayout", "MATH_MODES", "Op", "OpCase", "Pointer", "Scalar", "SizeClasses", "SpecError", "Stride",
+           "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit",
+           "max_row", "may_round", "package_path", "register_resident",
            "vector_width", "whole_vectors"]

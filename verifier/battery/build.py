@@ -1,17 +1,17 @@
 """The build and resources step: a CUDA source built with nvcc for the device's arch (CPU_BUILD_ARCHES
-without a GPU), every entry the spec's launches use present in the cubin, ptxas resources within the spec's
+without a GPU), every entry the spec's launches use present in the cubin, every launch valid and its arguments
+matching its entry's parameters (verifier.battery.launch_check, on any machine), ptxas resources within the spec's
 Expectations (undeclared spills and stack speak as warnings); a Triton kernel on a GPU has its compiled
 kernels' resources checked."""
 from __future__ import annotations
 
 from typing import Optional
 
+from verifier.battery import launch_check
 from verifier.declare import usercode
-from verifier.declare.kernels import CudaKernel, KernelSpec
+from verifier.declare.kernels import KernelSpec
 from verifier.errors import BuildError, ToolMissing, UsageError, VerifierError
 from verifier.gpu.probe import build_arches
-from verifier.inputs.cases import probe_lengths
-from verifier.launch import cuda as cuda_runner
 from verifier.launch import runnable_reason
 from verifier.launch import triton as triton_runner
 from verifier.launch.harness import KernelFault
@@ -19,17 +19,9 @@ from verifier.launch.symbols import cubin_entries, resolve_launch_entries
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport, skipped
 from verifier.results.options import Options, repro_line
-from verifier.toolchain.nvcc import compile_cubin
+from verifier.toolchain.entry_params import entry_params
+from verifier.toolchain.nvcc import compile_cubin, compile_ptx
 from verifier.toolchain.ptxas import KernelResources, check_expectations, entry_line, undeclared_usage
-
-
-def _entries(spec: CudaKernel, dts) -> set:
-    entries = set()
-    for dt in dts:
-        for N in probe_lengths(spec, dt):  # a class whose entry the .cu lacks is a finding
-            if spec.check_supported(4, N, dt) is None:
-                entries.update(l.entry for l in cuda_runner.launches_for(spec, 4, N, dt, spec.op_params()))
-    return entries
 
 
 def build_and_resources(spec, opts, report, dts) -> bool:
@@ -53,7 +45,11 @@ def build_and_resources(spec, opts, report, dts) -> bool:
         groups.setdefault(tuple(sorted(defines.items())), []).append(dt)
     ok = True
     for defines, group in groups.items():
-        entries = _entries(spec, group)
+        # the launches at every shape the battery uses, checked on any machine (verifier.battery.launch_check)
+        evaluated = launch_check.evaluate(spec, group, opts.level)
+        entries = {l.entry for ev in evaluated for l in ev.launches}
+        problems = launch_check.Problems()
+        launch_check.check_launches(spec, evaluated, problems)
         for arch in arches:
             try:
                 res = compile_cubin(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
@@ -73,7 +69,13 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                                    f"({err.detail})\n  fix: {err.fix}",
                                    kernel=spec.name, repro=repro_line(spec, opts)))
             ok = ok and not missing
+            ptx = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
+                              include_dirs=spec.include_paths())  # the one the cubin was built from (cached)
+            launch_check.check_parameters(spec, evaluated, found, entry_params(ptx), arch, problems)
+            launch_check.check_smem(evaluated, found, res.resources, arch, problems)
             _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
+        problems.report(spec, opts, report)
+        ok = ok and not problems
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok

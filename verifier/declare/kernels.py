@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from verifier import dtypes as _dt
 from verifier.declare.contracts import Contracts
 from verifier.declare.aliases import check_aliases
+from verifier.declare.args import (STRIDE_SUFFIX, LaunchLayout, Pointer, Scalar, Stride, Struct,  # noqa: F401
+                                   Workspace, stride_of, workspace_of)  # re-exported: their home is declare/args.py
 from verifier.declare.device import capability_reason, check_capability
 from verifier.declare.packages import check_requires
 from verifier.declare.packages import missing as missing_package
@@ -56,103 +57,10 @@ def register_resident() -> Expectations:
 
 
 @dataclass(frozen=True)
-class Scalar:
-    """A scalar kernel argument: ``kind`` is a C type ('int32', 'int64', 'float32')."""
-
-    kind: str
-    value: Any
-
-
-STRIDE_SUFFIX = ".stride"  # "x.stride": the row stride of tensor x, in elements, as int32
-
-
-@dataclass(frozen=True)
-class Stride:
-    """The row stride of a 2-D tensor of the op, in elements, as a launch argument of C type ``kind`` ('int32' or
-    'int64'); the string ``"x.stride"`` is ``Stride("x")``. A launch that passes a tensor's stride is given that
-    tensor with rows N + 64 elements apart in the strided cases (verifier.inputs.layouts)."""
-
-    tensor: str
-    kind: str = "int32"
-
-    def __post_init__(self):
-        if self.kind not in ("int32", "int64"):
-            raise SpecError(f"Stride({self.tensor!r}, {self.kind!r}): kind must be 'int32' or 'int64'",
-                            fix=f"write Stride({self.tensor!r}, 'int64') for a 64-bit stride")
-
-
-def stride_of(arg) -> Optional[Stride]:
-    """The Stride a launch argument asks for: a Stride, or the string '<tensor>.stride'; None otherwise."""
-    if isinstance(arg, Stride):
-        return arg
-    if isinstance(arg, str) and arg.endswith(STRIDE_SUFFIX) and len(arg) > len(STRIDE_SUFFIX):
-        return Stride(arg[:-len(STRIDE_SUFFIX)])
-    return None
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """A device buffer the kernel gets as scratch (a launch argument): ``count`` elements of ``dtype``, left
-    uninitialized (as ``torch.empty`` leaves it). ``count`` is an int or a function ``count(M, N) -> int``.
-    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it)."""
-
-    name: str
-    count: Any
-    dtype: str = "float32"
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
-            raise SpecError(f"Workspace name {self.name!r} is not a valid name", fix="use letters, digits, '_', '-'")
-        if not (callable(self.count) or (isinstance(self.count, int) and not isinstance(self.count, bool))):
-            raise SpecError(f"Workspace {self.name!r}: count {self.count!r} is neither an int nor a function of (M, N)",
-                            fix="e.g. Workspace('rstd', lambda M, N: M, 'float32')")
-        try:
-            object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
-        except Exception as e:
-            raise SpecError(f"Workspace {self.name!r}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
-
-    def size(self, M: int, N: int) -> int:
-        """Elements for an M x N call; a negative or non-integer count is a SpecError naming the workspace."""
-        n = self.count(M, N) if callable(self.count) else self.count
-        if isinstance(n, bool) or not hasattr(n, "__index__"):
-            raise SpecError(f"Workspace {self.name!r}: count({M}, {N}) gave {n!r}, not a whole number",
-                            fix="return an int from the count function")
-        n = int(n)
-        if n < 0:
-            raise SpecError(f"Workspace {self.name!r}: count({M}, {N}) gave {n} elements", fix="return a count >= 0")
-        return n
-
-
-def workspace_of(arg) -> Optional[Workspace]:
-    """The Workspace a launch argument asks for: a Workspace, or the older string form
-    'tmp:<name>:<count expression in M, N>:<dtype>' (still accepted); None for any other argument."""
-    if isinstance(arg, Workspace):
-        return arg
-    if not (isinstance(arg, str) and arg.startswith("tmp:")):
-        return None
-    parts = arg.split(":")
-    bad = SpecError(f"temporary buffer argument {arg!r} is malformed",
-                    fix="write Workspace(name, count, dtype), e.g. Workspace('rstd', lambda M, N: M, 'float32')")
-    if len(parts) != 4:
-        raise bad
-
-    def count(M, N, expr=parts[2]):
-        try:
-            return int(eval(expr, {"__builtins__": {}}, {"M": M, "N": N}))  # e.g. 'M', '2*M*(N//8192+1)'
-        except Exception:
-            raise bad from None
-
-    try:
-        return Workspace(parts[1], count, parts[3])
-    except SpecError:
-        raise bad from None
-
-
-@dataclass(frozen=True)
 class Launch:
-    """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Workspace buffers, row
-    strides ('x.stride' or Stride('x', 'int64')), or the strings 'M', 'N', 'eps' which the runner replaces by
-    int32 / float32 scalars."""
+    """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Pointer, Struct, Workspace
+    buffers, row strides ('x.stride' or Stride('x', 'int64')), or the strings 'M', 'N', 'eps' which the runner
+    replaces by int32 / float32 scalars (verifier.declare.args). ``smem``: dynamic shared memory in bytes."""
 
     entry: str
     grid: tuple
@@ -325,7 +233,8 @@ class CudaKernel(KernelSpec):
     """A CUDA C++ source and how to launch it.
 
     source: path of the .cu file (relative paths are relative to the spec file).
-    launches: function (M, N, dtypes, params) -> list[Launch]; several launches for multi-pass kernels.
+    launches: function (M, N, dtypes, params) -> list[Launch]; several launches for multi-pass kernels. A fifth
+    parameter, ``layout`` (verifier.declare.args.LaunchLayout), gets the tensors' alignments and row strides.
     defines: function (dtypes) -> dict of -D macros selecting the variant (one cubin per dtypes).
     include_dirs: header search paths (-I), relative to the spec file like ``source``.
     """

@@ -202,20 +202,25 @@ def function(cubin: Path, entry: str) -> int:
 
 _CTYPE = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
           np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
-          np.dtype(np.float32): ctypes.c_float}
+          np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
+          np.dtype(np.bool_): ctypes.c_bool, np.dtype(np.int8): ctypes.c_int8, np.dtype(np.uint8): ctypes.c_uint8,
+          np.dtype(np.int16): ctypes.c_int16, np.dtype(np.uint16): ctypes.c_uint16}
 
 
 def kernel_params(args) -> tuple:
     """(void** array, the ctypes values it points to) for cuLaunchKernel: numpy scalars by value (their
-    width and type kept), DeviceBuffers as 64-bit device pointers. The values must outlive the launch call."""
+    width and type kept), DeviceBuffers as 64-bit device pointers, ``bytes`` as they are (a struct passed by value,
+    packed in C layout by verifier.launch.cuda). The values must outlive the launch call."""
     values = []
     for a in args:
         if isinstance(a, DeviceBuffer):
             values.append(ctypes.c_uint64(a.ptr))
+        elif isinstance(a, (bytes, bytearray)) and a:
+            values.append((ctypes.c_char * len(a)).from_buffer_copy(a))
         elif isinstance(a, np.generic) and a.dtype in _CTYPE:
             values.append(_CTYPE[a.dtype](a.item()))
         else:
-            raise TypeError(f"kernel argument {a!r}: pass a DeviceBuffer or a numpy scalar of "
+            raise TypeError(f"kernel argument {a!r}: pass a DeviceBuffer, bytes or a numpy scalar of "
                             f"{', '.join(sorted(str(d) for d in _CTYPE))}")
     ptrs = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
     return ptrs, values

@@ -6,23 +6,29 @@ raw 64-bit device addresses. The one CUDA launch path, whoever holds the memory:
 - benchmarks and users hand it torch CUDA tensors (``data_ptr()``), launched on torch's current stream so they are
   ordered with torch's work on those tensors.
 
-Pointers go to the kernel as 64-bit integers, so bf16/fp8 need no dtype support from anyone. ``prepare`` checks
+Pointers go to the kernel as 64-bit integers, so bf16/fp8 need no dtype support from anyone; a Struct goes as
+its bytes in C layout (verifier.declare.args), resolved here (``bind_args``). ``prepare`` checks
 the refusal before anything runs, loads the cubin, binds every launch and allocates the workspaces (uninitialized,
 one buffer per name, per call); ``launch`` launches them, with ``sync`` a stream synchronize after each so a fault
 is raised naming the launch that caused it (benchmarks pass sync=False).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from verifier.declare.kernels import Launch, Scalar, stride_of, workspace_of
+from verifier import dtypes as _np_dtypes
+from verifier.declare.args import (PTR, SCALAR_KINDS, LaunchLayout, Pointer, Stride, Struct, Workspace, alignment_of,
+                                   as_arg, check_value, stride_of, workspace_of)
+from verifier.declare.kernels import Launch
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
+from verifier.inputs.layouts import CONTIGUOUS, ROW_PAD, STRIDED, UNALIGNED
 from verifier.launch.symbols import cubin_entries, resolve
 
 _SMEM_DEFAULT = 48 * 1024  # dynamic shared memory above this needs the function's attribute raised
@@ -39,16 +45,33 @@ def build(spec, arch: str, dt=None):
 
 
 def scalar_arg(kind: str, value):
+    """``value`` as the numpy scalar of C type ``kind`` (verifier.declare.args.SCALAR_KINDS), range-checked."""
+    if kind not in SCALAR_KINDS:
+        raise SpecError(f"Scalar kind {kind!r} is not a C scalar type", fix=f"use one of {', '.join(SCALAR_KINDS)}")
+    return np.dtype(SCALAR_KINDS[kind]).type(check_value(kind, value, f"{kind} argument"))
+
+
+def takes_layout(fn) -> bool:
+    """Whether a launches function names a fifth positional parameter (``layout``). A bare ``*args`` does not
+    count: a wrapper passing its arguments on to a four-parameter function would break on a fifth."""
     try:
-        return {"int32": np.int32, "int64": np.int64, "float32": np.float32, "uint32": np.uint32}[kind](value)
-    except KeyError:
-        raise SpecError(f"Scalar kind {kind!r} is not supported", fix="use int32, int64, uint32 or float32") from None
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 5
 
 
-def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
+def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout] = None) -> list[Launch]:
+    """The spec's launches for one call. A ``launches(M, N, dt, params, layout)`` gets ``layout`` (a LaunchLayout:
+    each tensor's alignment and row stride); None: the contiguous layout of fresh tensors (model_layout)."""
     from verifier.declare.usercode import call
 
-    launches = call(spec, "launches", spec.launches, M, N, dt, params)
+    if takes_layout(spec.launches):
+        layout = layout if layout is not None else model_layout(spec, M, N, dt, params)
+        launches = call(spec, "launches", spec.launches, M, N, dt, params, layout)
+    else:
+        launches = call(spec, "launches", spec.launches, M, N, dt, params)
     if not launches or not all(isinstance(l, Launch) for l in launches):
         raise SpecError(
             f"kernel {spec.name}: launches(M, N, dtypes, params) must return a non-empty list of Launch",
@@ -58,45 +81,192 @@ def launches_for(spec, M: int, N: int, dt, params) -> list[Launch]:
 
 
 def strided_tensors(spec, M: int, N: int, dt, params) -> set:
-    """The tensors whose row stride some launch of the spec passes ('x.stride', Stride('x', 'int64')): the ones the
-    strided cases lay out with gaps between rows (the others stay contiguous)."""
-    return {s.tensor for launch in launches_for(spec, M, N, dt, params) for s in map(stride_of, launch.args) if s}
+    """The tensors whose row stride some launch of the spec passes ('x.stride', Stride('x', 'int64'), a Struct
+    member) or reads (``layout.stride('x')`` in a five-parameter launches): the ones the strided cases lay out with
+    gaps between rows (the others stay contiguous)."""
+    layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
+    named = {v.tensor for launch in launches_for(spec, M, N, dt, params, layout) for a in launch.args
+             for v in _stride_leaves(a) if v is not None}
+    return named | (layout.asked if layout is not None else set())
+
+
+def _stride_leaves(a) -> list:
+    try:
+        arg = as_arg(a)
+    except SpecError:
+        return []  # reported where the launch is bound
+    return [stride_of(v) for _, kind, v in arg.leaves() if kind != PTR]
+
+
+# ------------------------------------------------------------------------------------------------ tensors' places
+
+_MODEL_BASE = 1 << 32  # where model_tensors places the first tensor: a 256-byte aligned fake device address
+_MODEL_STEP = 1 << 40  # between two model tensors (none overlaps another, whatever its size)
+
+
+def tensor_dtypes(spec, dt, params) -> dict:
+    """name -> dtype of every tensor of the spec's op (labels in their own dtype, in-out tensors the input's)."""
+    from verifier.launch.outcome import out_dtype
+    from verifier.ops import get_op
+
+    op = get_op(spec.op)
+    out = {t: op.input_dtype(t, dt, params) for t in op.inputs}
+    out.update({t: out_dtype(t, op, dt) for t in op.outputs if t not in out})
+    return out
+
+
+@dataclass(frozen=True)
+class ModelTensor:
+    """A tensor as a case would place it, without memory: its address, element count and size, row stride."""
+
+    address: int
+    numel: int
+    itemsize: int
+    stride: Optional[int]
+
+
+def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> dict:
+    """name -> ModelTensor of the op's tensors as a case of layout ``kind`` (verifier.inputs.layouts) places them:
+    256-byte aligned and contiguous; the strided case's rows N + ROW_PAD apart (the tensors a launch passes the
+    stride of); the unaligned case's one element past a 16-byte boundary. Where no tensor exists yet (the build
+    step, lint, the gate) launches are evaluated on these."""
+    from verifier import dtypes as _dtypes
+    from verifier.ops import get_op
+
+    op = get_op(spec.op)
+    strided = strided_tensors(spec, M, N, dt, params) if kind == STRIDED else set()
+    out = {}
+    for i, (t, dtype) in enumerate(tensor_dtypes(spec, dt, params).items()):
+        itemsize = _dtypes.numpy_dtype(dtype).itemsize
+        shape = op.shape_of(t, M, N)
+        address = _MODEL_BASE + i * _MODEL_STEP + (itemsize if kind == UNALIGNED else 0)
+        stride = None
+        if len(shape) == 2:
+            stride = shape[1] + ROW_PAD if t in strided else shape[1]
+        out[t] = ModelTensor(address, int(np.prod(shape)), itemsize, stride)
+    return out
+
+
+def model_layout(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> LaunchLayout:
+    """The LaunchLayout of model_tensors: what ``launches(..., layout)`` gets where no tensor exists yet."""
+    ts = model_tensors(spec, M, N, dt, params, kind)
+    return LaunchLayout({t: alignment_of(m.address) for t, m in ts.items()},
+                        {t: m.stride for t, m in ts.items() if m.stride is not None}, f"op {spec.op}")
+
+
+# ------------------------------------------------------------------------------------------------ binding
+
+class _Binder:
+    """Resolves the values of one launch's arguments for one call and packs them as the kernel takes them."""
+
+    def __init__(self, spec, launch, M, N, params, pointers, workspace_pointer, strides, extents):
+        self.spec, self.launch, self.M, self.N, self.params = spec, launch, M, N, params
+        self.pointers, self.workspace_pointer = pointers, workspace_pointer
+        self.strides, self.extents = strides or {}, extents or {}
+
+    def _error(self, what: str, fix: str) -> SpecError:
+        return SpecError(f"kernel {self.spec.name}: launch {self.launch.entry} {what}", fix=fix)
+
+    def arg(self, a):
+        try:
+            arg = as_arg(a)
+        except SpecError as e:
+            raise self._error(f"has argument {a!r}: {e.message}", e.fix) from None
+        leaves = arg.leaves()
+        if not isinstance(arg, Struct):
+            (_, kind, v), = leaves
+            return self.scalar(kind, v)
+        buf = bytearray(arg.nbytes)
+        for off, kind, v in leaves:
+            raw = self.scalar(kind, v).tobytes()
+            buf[off:off + len(raw)] = raw
+        return bytes(buf)
+
+    def scalar(self, kind: str, v):
+        if kind == PTR:
+            return np.uint64(self.pointer(v))
+        value = self.value(v)
+        try:
+            return np.dtype(SCALAR_KINDS[kind]).type(check_value(kind, value, f"argument {_shown(v)}"))
+        except SpecError as e:
+            raise self._error(f"passes {e.message}", e.fix) from None
+
+    def value(self, v):
+        stride = stride_of(v)
+        if stride is not None:
+            if stride.tensor not in self.strides:
+                rows = sorted(self.strides)
+                raise self._error(f"passes the row stride of {stride.tensor!r}, which is not a 2-D tensor of the op",
+                                  fix=f"name one of {rows} ('x.stride' or Stride('x', 'int64'))")
+            return self.strides[stride.tensor]
+        if v == "M":
+            return self.M
+        if v == "N":
+            return self.N
+        if v == "eps":
+            if "eps" not in (self.params or {}):
+                raise self._error("passes 'eps', which op params do not have", fix="pass a Scalar instead")
+            return self.params["eps"]
+        return v
+
+    def pointer(self, v) -> int:
+        if v is None:
+            return 0
+        ws = v if isinstance(v, Workspace) else workspace_of(v) if isinstance(v, str) else None
+        if ws is not None:
+            return int(self.workspace_pointer(ws))
+        p = v if isinstance(v, Pointer) else Pointer(v) if isinstance(v, str) else None
+        if p is None:
+            raise self._error(f"has pointer {v!r}", fix="name an op tensor, Pointer(...) or a Workspace")
+        if p.tensor is None:
+            return 0
+        if p.tensor not in self.pointers:
+            raise self._error(f"has argument {p.tensor!r}",
+                              fix=f"use tensor names {sorted(self.pointers)}, 'M', 'N', 'eps', '<tensor>.stride', "
+                                  "Workspace(...), Pointer(...), Struct([...]) or Scalar")
+        base = int(self.pointers[p.tensor])
+        if not p.offset:
+            return base
+        numel, itemsize = self.extents.get(p.tensor, (None, None))
+        if numel is None:
+            raise self._error(f"passes {p.describe()}, but the size of {p.tensor!r} is not known here",
+                              fix="pass the tensor itself")
+        if not 0 <= p.offset < numel:
+            raise self._error(f"passes {p.describe()}: offset {p.offset} is outside {p.tensor!r}, which holds "
+                              f"{numel} elements at M={self.M}, N={self.N}",
+                              fix=f"keep the offset within 0 .. {numel - 1}")
+        return base + p.offset * itemsize
+
+
+def _shown(v) -> str:
+    if isinstance(v, Stride):
+        return f"{v.tensor}.stride"
+    return repr(v)
 
 
 def bind_args(spec, launch: Launch, M: int, N: int, params, pointers: dict, workspace_pointer,
-              strides: Optional[dict] = None) -> list:
-    """The argument values of one launch: Scalars with their width, 'M' and 'N' as int32, 'eps' as float32, a
-    Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace)``, a tensor name as
-    ``pointers[name]`` (a 64-bit device address), a row stride ('x.stride', Stride) as ``strides[name]`` in
-    elements, in the Stride's width."""
-    args = []
-    for a in launch.args:
-        stride = stride_of(a)
-        if isinstance(a, Scalar):
-            args.append(scalar_arg(a.kind, a.value))
-        elif stride is not None:
-            if stride.tensor not in (strides or {}):
-                rows = sorted(strides or {})
-                raise SpecError(f"kernel {spec.name}: launch {launch.entry} passes the row stride of {stride.tensor!r}, "
-                                "which is not a 2-D tensor of the op",
-                                fix=f"name one of {rows} ('x.stride' or Stride('x', 'int64'))")
-            args.append(scalar_arg(stride.kind, strides[stride.tensor]))
-        elif a == "M":
-            args.append(np.int32(M))
-        elif a == "N":
-            args.append(np.int32(N))
-        elif a == "eps":
-            args.append(np.float32(params["eps"]))
-        elif workspace_of(a) is not None:
-            args.append(workspace_pointer(workspace_of(a)))
-        elif isinstance(a, str) and a in pointers:
-            args.append(pointers[a])
-        else:
-            raise SpecError(
-                f"kernel {spec.name}: launch {launch.entry} has argument {a!r}",
-                fix=f"use tensor names {sorted(pointers)}, 'M', 'N', 'eps', '<tensor>.stride', Workspace(...) or Scalar",
-            )
-    return args
+              strides: Optional[dict] = None, extents: Optional[dict] = None) -> list:
+    """The argument values of one launch, as the kernel takes them: Scalars with their width, 'M' and 'N' as
+    int32, 'eps' as float32, a Workspace (or its older 'tmp:...' string) as ``workspace_pointer(workspace)``, a
+    tensor name as ``pointers[name]`` (a 64-bit device address), a Pointer at ``offset`` elements into a tensor
+    (``extents[name]``: its element count and size), a row stride ('x.stride', Stride) as ``strides[name]`` in
+    elements, in the Stride's width; a Struct as its bytes in C layout (verifier.declare.args). A SpecError names a
+    value that cannot be bound (unknown tensor, stride of a 1-D tensor, offset outside its tensor, out of range)."""
+    binder = _Binder(spec, launch, M, N, params, pointers, workspace_pointer, strides, extents)
+    return [binder.arg(a) for a in launch.args]
+
+
+def bind_model(spec, launch: Launch, M: int, N: int, dt, params, tensors: dict) -> list:
+    """bind_args on model_tensors (no memory): what the build step binds to find a malformed launch on any
+    machine."""
+    def workspace_pointer(ws):
+        ws.size(M, N)  # a count that is no whole number >= 0 is a SpecError here too
+        return np.uint64(_MODEL_BASE - 4096)
+
+    return bind_args(spec, launch, M, N, params, {t: np.uint64(m.address) for t, m in tensors.items()},
+                     workspace_pointer,
+                     {t: m.stride for t, m in tensors.items() if m.stride is not None},
+                     {t: (m.numel, m.itemsize) for t, m in tensors.items()})
 
 
 @dataclass
@@ -121,6 +291,11 @@ def row_stride(t) -> Optional[int]:
     if isinstance(t, DeviceArray):
         return t.stride if t.stride is not None else int(t.shape[1])
     return int(t.stride(0))
+
+
+def _itemsize(t, default: Optional[int]) -> Optional[int]:
+    """Bytes per element of a torch tensor (its own), else ``default`` (the op's dtype for it)."""
+    return int(t.element_size()) if _torch_tensor(t) else default
 
 
 def _torch_tensor(t):
@@ -211,6 +386,9 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     tensors = {**inputs, **outputs}
     pointers = {n: np.uint64(address(n, t)) for n, t in tensors.items()}
     strides = {n: row_stride(t) for n, t in tensors.items() if row_stride(t) is not None}
+    itemsizes = {n: _np_dtypes.numpy_dtype(d).itemsize for n, d in tensor_dtypes(spec, dt, params).items()}
+    extents = {n: (int(np.prod(tuple(t.shape))), _itemsize(t, itemsizes.get(n))) for n, t in tensors.items()}
+    layout = LaunchLayout({n: alignment_of(p) for n, p in pointers.items()}, strides, "this call")
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
     res = build(spec, arch or probe.device_arch(), dt)
 
@@ -222,8 +400,8 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
         return np.uint64(prepared.workspaces[ws.name].ptr)
 
     try:
-        for launch in launches_for(spec, M, N, dt, params):
-            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer, strides)
+        for launch in launches_for(spec, M, N, dt, params, layout):
+            args = bind_args(spec, launch, M, N, params, pointers, workspace_pointer, strides, extents)
             fn = _function(spec, res, launch.entry)
             if launch.smem > _SMEM_DEFAULT:
                 cd.set_max_dynamic_smem(fn, launch.smem, launch.entry)

@@ -50,9 +50,13 @@ def in_ptx(path, facts: dict) -> dict:
 
 
 def launch_facts(spec, dts) -> dict:
-    """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts."""
+    """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts. No tensor exists
+    here: a launches(..., layout) is evaluated on the layouts the cases give (verifier.launch.cuda.model_layout:
+    contiguous and 256-byte aligned, strided rows, one element past 16 bytes), so every path a host dispatch can
+    pick is analysed."""
     from verifier.inputs.cases import probe_lengths
-    from verifier.launch.cuda import launches_for
+    from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
+    from verifier.launch.cuda import launches_for, model_layout, takes_layout
 
     blocks: dict = {}
     grids: dict = {}
@@ -61,7 +65,11 @@ def launch_facts(spec, dts) -> dict:
             for M in PROBE_M:
                 if spec.check_supported(M, N, dt) is not None:
                     continue
-                for launch in launches_for(spec, M, N, dt, spec.op_params()):
+                kinds = (CONTIGUOUS, STRIDED, UNALIGNED) if takes_layout(spec.launches) else (CONTIGUOUS,)
+                launches = [launch for kind in kinds
+                            for launch in launches_for(spec, M, N, dt, spec.op_params(),
+                                                       model_layout(spec, M, N, dt, spec.op_params(), kind))]
+                for launch in launches:
                     b = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
                     g = 1
                     for x in launch.grid:
