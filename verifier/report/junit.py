@@ -3,7 +3,8 @@
 One <testsuite> per kernel, one <testcase> per (dtype, check class) cell named like ``value[bf16]`` with
 the kernel name as classname: FAIL cells carry a <failure> with every finding's message and repro,
 skipped cells a <skipped> with the reason, and each testcase a ``check`` property. A kernel whose battery
-hit an internal error gets one more testcase, ``battery``, with an <error>.
+hit an internal error gets one more testcase, ``battery``, with an <error>; a kernel whose values were not checked
+(verdict ``unchecked``) one more, ``values``, skipped with the reason, so no CI view counts it as passed.
 """
 from __future__ import annotations
 
@@ -79,6 +80,12 @@ def to_element(result) -> ET.Element:
             elif v == "warn":  # passed; the warning is shown, not hidden
                 fs = [f for f in r.findings if f.check == check and f.severity == "warning" and f.dtype in (tag, "")]
                 ET.SubElement(tc, "system-out").text = _xml("warning:\n" + _findings_text(fs, root))
+        if r.verdict == "unchecked":  # values never checked: a skipped test, never a passed one
+            tc = _testcase(suite, "values", r.spec.name, spec_file, "value")
+            why = "; ".join(r.unchecked_values())
+            ET.SubElement(tc, "skipped", message=_xml(f"values not checked: {why}"))
+            counts["tests"] += 1
+            counts["skipped"] += 1
         if r.error:
             tc = _testcase(suite, "battery", r.spec.name, spec_file, "battery")
             kind = "spec-error" if not r.internal_error else "internal-error"
