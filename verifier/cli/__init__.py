@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 
+from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
                                 EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
@@ -154,11 +155,7 @@ def _validate(args):
     for name, attr in (("level", "level"), ("seed", "seed"), ("timeout", "kernel_timeout"),
                        ("jobs", "jobs")):  # before any loading
         check_setting(name, getattr(args, attr), _option_source(args, attr))
-    if args.output:
-        parent = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(parent) or os.path.isdir(args.output):
-            raise UsageError(f"{_option_source(args, 'output')} {args.output}: not a file in an existing directory",
-                             fix="choose a file path whose directory exists")
+    preflight.output_file(args.output, _option_source(args, "output"))
 
 
 class _Progress:
@@ -219,6 +216,7 @@ def cmd_check(args) -> int:
     _apply_environment(args)
     _validate(args)
     specs = registry.load(_default_paths(args.paths), args.kernel)
+    preflight.build_cache(specs)
     device = resolve_device(args.device)
     opts = Options.from_settings(
         {"level": args.level, "seed": args.seed, "device": device, "case": args.case, "dtype": args.dtype,
