@@ -149,7 +149,7 @@ def _location(f, spec, root: Path) -> tuple[str, int]:
     file = relative(f.file, root) if f is not None else None
     if file:
         return file, f.line if f.line and f.line >= 1 else 1
-    return relative(spec.origin, root) or "unknown-spec-file", declaration_line(root, spec.origin, spec.name)
+    return relative(spec.origin, root) or "unknown-spec-file", declaration_line(root, spec)
 
 
 def _artifact(path: str) -> dict:

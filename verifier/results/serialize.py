@@ -6,6 +6,7 @@ Schema (stable; bump ``schema`` on any incompatible change; docs/json-schema.md)
 
     {"schema": 2,
      "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|unchecked|fail|error|skipped", "source",
+                  "line" (of source, where the kernel was constructed; null when not known),
                   "checks": {tag: {check: "pass|FAIL|warn|skipped(reason)"}}, "seconds", "error",
                   "error_kind": "internal|user" (user: the spec's own code raised; exit 1, not 3),
                   "notes": [str]  (resources per entry, catalogue cases not run and why),
@@ -53,6 +54,7 @@ class SavedSpec:
     kind: str
     dtypes: tuple
     origin: Optional[str] = None
+    line: Optional[int] = None  # the line of origin declaring it
 
 
 # --- writing ------------------------------------------------------------------------------------------
@@ -69,6 +71,7 @@ def kernel_entry(r) -> dict:
         "dtypes": [d.tag for d in r.spec.dtypes],
         "verdict": r.verdict,
         "source": r.spec.origin,
+        "line": getattr(r.spec, "line", None),
         "checks": checks,
         "seconds": round(r.seconds, 3),
         "error": r.error,
@@ -141,8 +144,10 @@ def read_kernel(k: dict, where: str, spec=None, device: str = "") -> KernelRepor
     if verdict not in VERDICTS:
         raise UsageError(f"{where}.verdict: {verdict!r} is not one of {', '.join(VERDICTS)}", fix=_FIX)
     if spec is None:
+        line = k.get("line")
         spec = SavedSpec(name=name, op=k.get("op", ""), kind=k.get("kind", ""),
-                         dtypes=tuple(SavedDtype(str(t)) for t in k.get("dtypes", [])), origin=k.get("source"))
+                         dtypes=tuple(SavedDtype(str(t)) for t in k.get("dtypes", [])), origin=k.get("source"),
+                         line=line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else None)
     raw = k.get("findings") or []
     findings = [_finding(f, name, f"{where}.findings[{j}]", len(raw) - j) for j, f in enumerate(raw)]
     return KernelReport(spec=spec, device=device, findings=findings, cells=_cells(k, where), notes=_notes(k),
