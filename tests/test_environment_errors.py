@@ -159,3 +159,14 @@ def test_stdout_on_a_full_disk_is_exit_2_without_a_traceback(env, spec, tmp_path
     assert p.returncode == 2, p.stderr
     assert "cannot write the report to stdout: the disk is full" in p.stderr
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
+
+
+def test_the_pytest_plugin_says_an_unusable_cache_at_collection(env, tmp_path):
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "VERIFIER_"))}
+    run_env["VERIFIER_CACHE_DIR"] = str(env / "sub")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                        "suites/test_ops.py", "--verifier-kernels", CUDA_KERNEL, "-k", "build"],
+                       capture_output=True, text=True, cwd=ROOT, env=run_env, timeout=600)
+    assert p.returncode == 4, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"cannot write to the build cache {env / 'sub'} ($VERIFIER_CACHE_DIR)" in p.stderr
+    assert "Traceback" not in p.stderr

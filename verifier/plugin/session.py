@@ -138,6 +138,10 @@ def registered_kernels(config) -> list:
                 if not kernels:
                     raise UsageError(f"--verifier-kernels {','.join(v['globs'])} matches no registered kernel",
                                      fix="list them with `verifier list kernels/` (plus your --verifier-specs)")
+            if any(k.kind == "cuda" for k in kernels):  # their builds land in the cache: unusable, say so now
+                from verifier.toolchain.nvcc import usable_cache_dir
+
+                usable_cache_dir()
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         v["kernels"] = kernels
