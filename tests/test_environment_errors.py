@@ -69,7 +69,8 @@ def test_an_unusable_build_cache_is_exit_2_naming_the_setting(case, env, monkeyp
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     for k, v in variables.items():
         monkeypatch.setenv(k, v)
-    for command in (["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST[:4]], ["lint", CUDA_SPEC, "--kernel", CUDA_KERNEL]):
+    for command in (["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST[:4]],
+                    ["lint", CUDA_SPEC, "--kernel", CUDA_KERNEL]):
         assert main(command + ["--no-progress"]) == 2, command
         err = capsys.readouterr().err
         assert f"cannot write to the build cache {nvcc.cache_dir()} ({setting})" in err and why in err, err

@@ -463,7 +463,8 @@ PROBES = [
     Probe("35-9-locations", 9, "two CUDA kernels (one racy) declared in a list comprehension at line 8, their `.cu` "
           "under a non-ASCII directory `ké/`: `verifier lint`, `verifier check --format sarif` without a GPU",
           p35_sarif_places, cheap=False, issue=35,
-          test="tests/test_report_locations.py::test_a_non_ascii_source_path_is_shown_as_itself_and_its_sarif_uri_resolves"),
+          test="tests/test_report_locations.py::"
+               "test_a_non_ascii_source_path_is_shown_as_itself_and_its_sarif_uri_resolves"),
 ]
 
 
@@ -499,9 +500,9 @@ def render(results: dict) -> str:
         if r.get("issue", 16) == 16:
             lines.append(f"| {r['item']} | {_cell(r['fault'])} | {_cell(r['seen'])} | {_exit(r)} |")
     for issue in dict.fromkeys(r["issue"] for r in later):
-        lines += ["", f"## Issue #{issue}", "", f"Numbered as the list of issue #{issue}; each fault with the test that "
-                  "reproduces it.", "", "| # | fault injected | what the user sees | exit | test |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += ["", f"## Issue #{issue}", "",
+                  f"Numbered as the list of issue #{issue}; each fault with the test that reproduces it.", "",
+                  "| # | fault injected | what the user sees | exit | test |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {r['item']} | {_cell(r['fault'])} | {_cell(r['seen'])} | {_exit(r)} | `{r['test']}` |"
                   for r in later if r["issue"] == issue]
     return "\n".join(lines) + "\n"

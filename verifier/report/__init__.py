@@ -21,10 +21,9 @@ def render(result, fmt: str) -> str:
 
 def write(text: str, path=None) -> None:
     """The report to ``path`` (a usage error if it cannot be written), or to stdout."""
-    import sys
-
     import errno
     import os
+    import sys
 
     if not path:
         try:

@@ -3,9 +3,9 @@
 One <testsuite> per kernel, one <testcase> per (dtype, check class) cell named like ``value[bf16]`` with
 the kernel name as classname: FAIL cells carry a <failure> with every finding's message and repro,
 skipped cells a <skipped> with the reason, and each testcase a ``check`` property and the ``file`` and ``line``
-where the kernel is declared. A kernel whose battery
-hit an internal error gets one more testcase, ``battery``, with an <error>; a kernel whose values were not checked
-(verdict ``unchecked``) one more, ``values``, skipped with the reason, so no CI view counts it as passed.
+where the kernel is declared. A kernel whose battery hit an internal error gets one more testcase, ``battery``,
+with an <error>; a kernel whose values were not checked (verdict ``unchecked``) one more, ``values``, skipped with
+the reason, so no CI view counts it as passed.
 """
 from __future__ import annotations
 

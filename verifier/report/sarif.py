@@ -187,7 +187,8 @@ def to_dict(result) -> dict:
                 "ruleId": rule_id(UNCHECKED), "ruleIndex": index[UNCHECKED],
                 "level": "error" if result.options.get("require_values") else "note",
                 "message": {"text": f"[{r.spec.name}] values not checked: {'; '.join(r.unchecked_values())}"},
-                "locations": [{"physicalLocation": {"artifactLocation": _artifact(uri), "region": {"startLine": line}}}],
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact(uri),
+                                                    "region": {"startLine": line}}}],
                 "partialFingerprints": {FINGERPRINT_KEY: _fingerprint((r.spec.name, UNCHECKED, uri, line), seen)},
                 "properties": {"kernel": r.spec.name, "op": r.spec.op, "kind": r.spec.kind},
             })

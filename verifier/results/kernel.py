@@ -21,7 +21,8 @@ USER_ERROR = "user"  # KernelReport.error_kind of an error in the spec's own cod
 # 'pass': the exit code stays 0 (what ran found nothing), unless --require-values makes it fail.
 VERDICTS = ("pass", "unchecked", "fail", "error", "skipped")
 
-__all__ = ["KernelReport", "crash_finding", "RUN_CHECKS", "USER_ERROR", "VERDICTS", "Cell", "PASS", "FAIL", "WARN", "skipped"]
+__all__ = ["KernelReport", "crash_finding", "RUN_CHECKS", "USER_ERROR", "VERDICTS", "Cell", "PASS", "FAIL", "WARN",
+           "skipped"]
 
 
 @dataclass

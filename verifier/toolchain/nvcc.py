@@ -55,7 +55,8 @@ def cache_dir() -> Path:
     return Path(base) / "kernel-verifier"
 
 
-CACHE_FIX = "set VERIFIER_CACHE_DIR to a writable directory with free space, e.g. export VERIFIER_CACHE_DIR=/tmp/kv-cache"
+CACHE_FIX = ("set VERIFIER_CACHE_DIR to a writable directory with free space, e.g. "
+             "export VERIFIER_CACHE_DIR=/tmp/kv-cache")
 
 
 def cache_setting() -> str:
