@@ -71,3 +71,29 @@ def test_battery_runs_static_without_a_gpu():
     assert bad.cells[("f32", "static")] == "FAIL" and bad.verdict == "fail"
     assert {f.check for f in bad.findings} == {"static"}
     assert all(f.repro.startswith("verifier lint ") for f in bad.findings)
+
+
+BAD_AND_GOOD = '''from verifier.spec import CudaKernel, Launch, dtypes
+
+
+def broken(M, N, dt, params):
+    raise RuntimeError("a bug in the spec's own launches")
+
+
+def fine(M, N, dt, params):
+    return [Launch(entry="rms_tree_ok_f32", grid=(M,), block=(256,), args=("x", "w", "y", "M", "N", "eps"))]
+
+
+KERNELS = [CudaKernel(name="broken", op="rmsnorm", source="{src}", dtypes=[dtypes("f32")], launches=broken),
+           CudaKernel(name="fine", op="rmsnorm", source="{src}", dtypes=[dtypes("f32")], launches=fine)]
+'''
+
+
+def test_a_spec_whose_launches_raise_is_that_kernels_error_the_others_are_linted(tmp_path, capsys):
+    spec = tmp_path / "k_spec.py"
+    spec.write_text(BAD_AND_GOOD.format(src=ROOT / "kernels/defects/cuda/sync_defects.cu"))
+    assert main(["lint", str(spec), "--no-progress", "--format", "json"]) == 1
+    kernels = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    assert kernels["broken"]["verdict"] == "error" and kernels["broken"]["error_kind"] == "user"
+    assert "a bug in the spec's own launches" in kernels["broken"]["error"]
+    assert kernels["fine"]["checks"]["f32"]["static"] == "pass" and kernels["fine"]["verdict"] == "pass"

@@ -12,7 +12,7 @@ import time
 from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.constants import EXIT_NOTHING_CHECKED
-from verifier.errors import UsageError
+from verifier.errors import SpecError, UsageError
 
 
 def add_subparser(subparsers) -> None:
@@ -36,7 +36,9 @@ def add_subparser(subparsers) -> None:
 def run(args) -> int:
     from verifier.declare import registry
     from verifier.gpu.probe import CPU_BUILD_ARCHES
-    from verifier.lint.step import lint_repro, lint_spec, plan, prefetch
+    from verifier.declare import usercode
+    from verifier.declare.usercode import UserCodeError
+    from verifier.lint.step import lint_repro, lint_spec, prefetch
     from verifier.report import FORMATS, render, write
     from verifier.results.kernel import KernelReport
     from verifier.results.run import Result
@@ -58,7 +60,7 @@ def run(args) -> int:
     selected = [(s, [d for d in s.dtypes if args.dtype in (None, d.tag)]) for s in cuda]
     if not args.no_progress:
         sys.stderr.write(f"verifier lint: compiling {len(cuda)} CUDA kernels to PTX ({', '.join(arches)})\n")
-    prefetch([j for spec, dts in selected if dts for j in plan(spec, dts, arches)], jobs)
+    prefetch([j for spec, dts in selected if dts for j in _planned(spec, dts, arches)], jobs)
     reports = []
     for i, spec in enumerate(cuda):
         dts = [d for d in spec.dtypes if args.dtype in (None, d.tag)]
@@ -70,7 +72,12 @@ def run(args) -> int:
             sys.stderr.write(f"verifier lint: [{i + 1}/{len(cuda)}] {spec.name}\n")
         report = KernelReport(spec=spec, device="cpu")
         t = time.monotonic()
-        lint_spec(spec, report, dts, arches, repro=lint_repro(spec))
+        try:
+            lint_spec(spec, report, dts, arches, repro=lint_repro(spec))
+        except UserCodeError as e:  # the spec's own launches / defines raised: this kernel's error, the run goes on
+            usercode.blame(report, e)
+        except SpecError as e:  # malformed, found while linting it (a launch naming no tensor): the same
+            usercode.blame(report, usercode.spec_error(spec, e))
         report.seconds = time.monotonic() - t
         reports.append(report)
     wall = time.monotonic() - t0
@@ -90,6 +97,17 @@ def run(args) -> int:
                      f"{s['fail']} fail, {s['error']} error, {s['findings']} findings ({warn} warnings) "
                      f"in {wall:.1f} s{left}\n")
     return result.exit_code()
+
+
+def _planned(spec, dts, arches) -> list:
+    """The analyses to prefetch for ``spec``; none where its own code raises (lint_spec then reports it)."""
+    from verifier.declare.usercode import UserCodeError
+    from verifier.lint.step import plan
+
+    try:
+        return plan(spec, dts, arches)
+    except (UserCodeError, SpecError):
+        return []
 
 
 def _environment() -> dict:
