@@ -69,7 +69,7 @@ def test_an_unusable_build_cache_is_exit_2_naming_the_setting(case, env, monkeyp
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     for k, v in variables.items():
         monkeypatch.setenv(k, v)
-    for command in (["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST[:4]],
+    for command in (["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST[:6]],
                     ["lint", CUDA_SPEC, "--kernel", CUDA_KERNEL]):
         assert main(command + ["--no-progress"]) == 2, command
         err = capsys.readouterr().err
@@ -95,7 +95,7 @@ def test_a_cache_that_fills_during_a_build_is_exit_2(env, tmp_path, monkeypatch,
     monkeypatch.setattr(nvcc, "_build_cached", full)
     with pytest.raises(UsageError, match=r"the build cache .*\(\$VERIFIER_CACHE_DIR\): the disk is full"):
         nvcc.compile_ptx(ROOT / "kernels" / "cuda" / "softmax.cu", arch="sm_90")
-    assert main(["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST[:4], "--no-progress", "-j", "1"]) == 2
+    assert main(["check", CUDA_SPEC, "--kernel", CUDA_KERNEL, *FAST, "-j", "1"]) == 2
     err = capsys.readouterr().err
     assert "the disk is full" in err and "fix: set VERIFIER_CACHE_DIR" in err and "internal error" not in err
 
