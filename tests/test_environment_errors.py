@@ -171,3 +171,24 @@ def test_the_pytest_plugin_says_an_unusable_cache_at_collection(env, tmp_path):
     assert p.returncode == 4, p.stdout[-2000:] + p.stderr[-2000:]
     assert f"cannot write to the build cache {env / 'sub'} ($VERIFIER_CACHE_DIR)" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_triton_cache_under_a_read_only_home_is_said_before_a_gpu_run(env, monkeypatch):
+    """Compiled Triton (a GPU) writes ~/.triton/cache: checked as verifier check does on a GPU machine; the
+    interpreter (no GPU) needs nothing there."""
+    from verifier.cli import preflight
+    from verifier.declare.registry import load
+
+    triton = load([str(ROOT / "kernels" / "triton" / "spec.py")], ["triton-softmax"])
+    for k in ("TRITON_CACHE_DIR", "TRITON_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HOME", str(env))
+    preflight.triton_cache(triton, "cpu")  # the interpreter: nothing to write
+    with pytest.raises(UsageError, match=r"Triton's kernel cache .*\(~/.triton/cache under \$HOME\): Not a directory"):
+        preflight.triton_cache(triton, "cuda")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(env))
+    with pytest.raises(UsageError, match=r"\(\$TRITON_CACHE_DIR\): it is not a directory") as e:
+        preflight.triton_cache(triton, "cuda")
+    assert "TRITON_CACHE_DIR=" in e.value.fix
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(env.parent / "triton-cache"))
+    preflight.triton_cache(triton, "cuda")

@@ -218,6 +218,7 @@ def cmd_check(args) -> int:
     specs = registry.load(_default_paths(args.paths), args.kernel)
     preflight.build_cache(specs)
     device = resolve_device(args.device)
+    preflight.triton_cache(specs, device)
     opts = Options.from_settings(
         {"level": args.level, "seed": args.seed, "device": device, "case": args.case, "dtype": args.dtype,
          "sanitize": args.sanitize, "timeout": args.kernel_timeout},

@@ -113,6 +113,7 @@ def run(args) -> int:
     dts = dtype_plan(kernels, args.dtype)
     if not gpu_available():
         raise UsageError(NO_GPU[0], fix=NO_GPU[1])
+    preflight.triton_cache(kernels + against, "cuda")
 
     def progress(msg):
         sys.stderr.write(f"verifier bench: {msg}\n")

@@ -1,5 +1,5 @@
 """What a command needs from its environment, checked before its run starts: the paths it will write (``--output``,
-``--plot``, ``--keep-xml``) and the build cache. A problem there is a usage error naming the path or the variable
+``--plot``, ``--keep-xml``), the build cache and Triton's kernel cache. A problem there is a usage error naming the path or the variable
 and the fix (exit 2), found in a second instead of after the whole run, and never an internal error."""
 from __future__ import annotations
 
@@ -38,15 +38,20 @@ def output_file(path, option: str = "--output") -> None:
             pass
 
 
+def _writable_dir(path) -> None:
+    """Make ``path`` a directory if it is none, and write a file into it; an OSError says why not."""
+    os.makedirs(path, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=path, prefix=".writable-")
+    os.close(fd)
+    os.unlink(probe)
+
+
 def output_dir(path, option: str) -> None:
     """``path`` is, or can be made, a directory files can be written into."""
     if not path:
         return
     try:
-        os.makedirs(path, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".writable-")
-        os.close(fd)
-        os.unlink(probe)
+        _writable_dir(path)
     except OSError as e:
         raise UsageError(f"{option} {path}: cannot write files into it: {_why(e)}",
                          fix="choose a writable directory") from None
@@ -59,3 +64,24 @@ def build_cache(specs) -> None:
         from verifier.toolchain.nvcc import usable_cache_dir
 
         usable_cache_dir()
+
+
+def triton_cache(specs, device: str) -> None:
+    """Triton compiled for a GPU writes its kernels to ``$TRITON_CACHE_DIR``, else ``$TRITON_HOME/.triton/cache``,
+    else ``~/.triton/cache`` (Triton's own rule): under a read-only ``HOME`` every Triton kernel would fail inside
+    Triton, so it is said now, with the variable to set. The interpreter (no GPU) writes nothing there."""
+    if device != "cuda" or not any(getattr(s, "kind", None) == "triton" for s in specs):
+        return
+    if os.environ.get("TRITON_CACHE_DIR"):
+        path, setting = os.environ["TRITON_CACHE_DIR"], "$TRITON_CACHE_DIR"
+    elif os.environ.get("TRITON_HOME"):
+        path, setting = os.path.join(os.environ["TRITON_HOME"], ".triton", "cache"), "$TRITON_HOME/.triton/cache"
+    else:
+        path, setting = os.path.join(os.path.expanduser("~"), ".triton", "cache"), "~/.triton/cache under $HOME"
+    try:
+        _writable_dir(path)
+    except OSError as e:
+        why = "it is not a directory" if os.path.exists(path) and not os.path.isdir(path) else _why(e)
+        raise UsageError(f"cannot write to Triton's kernel cache {path} ({setting}): {why}",
+                         fix="set TRITON_CACHE_DIR to a writable directory, e.g. export "
+                             "TRITON_CACHE_DIR=/tmp/triton-cache") from None

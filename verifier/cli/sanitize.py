@@ -98,6 +98,7 @@ def run(args) -> int:
     preflight.build_cache(specs)
     entries = _supp.load(args.suppressions) if args.suppressions else None
     device = resolve_device("auto")
+    preflight.triton_cache(specs, device)
     gpus = _gpus() if device == "cuda" and jobs > 1 else None
     progress = lambda m: sys.stderr.write(f"verifier sanitize: {m}\n")
     plan = []
