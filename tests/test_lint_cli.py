@@ -50,9 +50,11 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert main(["lint", str(tmp_path / "missing_spec.py")]) == 2
 
 
-def test_nothing_to_lint_is_said(capsys):
-    assert main(["lint", str(ROOT / "kernels/triton"), "--no-progress"]) == 0
-    assert "nothing was linted" in capsys.readouterr().err
+def test_nothing_to_lint_is_exit_4_nothing_checked(capsys):
+    assert main(["lint", str(ROOT / "kernels/triton"), "--no-progress"]) == 4
+    err = capsys.readouterr().err
+    assert "nothing was linted (exit 4): no CUDA kernel among the" in err and "non-CUDA kernel(s) left out" in err
+    assert "fix: verifier lint reads the PTX of CUDA sources" in err
 
 
 def test_battery_runs_static_without_a_gpu():
@@ -63,8 +65,35 @@ def test_battery_runs_static_without_a_gpu():
     specs = {s.name: s for s in load_spec_file(DEFECTS)}
     opts = Options(device="cpu", level="quick")
     ok = check_kernel(specs["cuda-rmsnorm-small"], opts)
-    assert ok.cells[("f32", "static")] == "pass" and ok.verdict == "pass"
+    # static checks ran clean; the values could not be checked without a GPU: 'unchecked', never 'pass'
+    assert ok.cells[("f32", "static")] == "pass" and ok.verdict == "unchecked"
     bad = check_kernel(specs["defect-early-exit-before-barrier"], opts)
     assert bad.cells[("f32", "static")] == "FAIL" and bad.verdict == "fail"
     assert {f.check for f in bad.findings} == {"static"}
     assert all(f.repro.startswith("verifier lint ") for f in bad.findings)
+
+
+BAD_AND_GOOD = '''from verifier.spec import CudaKernel, Launch, dtypes
+
+
+def broken(M, N, dt, params):
+    raise RuntimeError("a bug in the spec's own launches")
+
+
+def fine(M, N, dt, params):
+    return [Launch(entry="rms_tree_ok_f32", grid=(M,), block=(256,), args=("x", "w", "y", "M", "N", "eps"))]
+
+
+KERNELS = [CudaKernel(name="broken", op="rmsnorm", source="{src}", dtypes=[dtypes("f32")], launches=broken),
+           CudaKernel(name="fine", op="rmsnorm", source="{src}", dtypes=[dtypes("f32")], launches=fine)]
+'''
+
+
+def test_a_spec_whose_launches_raise_is_that_kernels_error_the_others_are_linted(tmp_path, capsys):
+    spec = tmp_path / "k_spec.py"
+    spec.write_text(BAD_AND_GOOD.format(src=ROOT / "kernels/defects/cuda/sync_defects.cu"))
+    assert main(["lint", str(spec), "--no-progress", "--format", "json"]) == 1
+    kernels = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    assert kernels["broken"]["verdict"] == "error" and kernels["broken"]["error_kind"] == "user"
+    assert "a bug in the spec's own launches" in kernels["broken"]["error"]
+    assert kernels["fine"]["checks"]["f32"]["static"] == "pass" and kernels["fine"]["verdict"] == "pass"

@@ -75,7 +75,7 @@ def test_saved_findings_keep_their_order_without_scores(live):
 
 @pytest.mark.parametrize("bad, where", [
     ([], "expected a JSON object"),
-    ({"schema": 2, "kernels": []}, "schema 2"),
+    ({"schema": 3, "kernels": []}, "schema 3"),
     ({"schema": 1}, "missing key 'kernels'"),
     ({"schema": 1, "kernels": [{"name": "k"}]}, "kernels[0]: missing key 'verdict'"),
     ({"schema": 1, "kernels": [{"name": "k", "verdict": "maybe"}]}, "kernels[0].verdict"),

@@ -85,7 +85,9 @@ def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(t
     assert {r["name"] for r in reports} == {k.name for k in kernels}
     for r in reports:
         errors = [f["message"][:300] for f in r["findings"] if f["severity"] == "error"]
-        assert r["verdict"] in ("pass", "skipped") and not errors and not r.get("error"), (r["name"], errors, r)
+        # a CUDA kernel's values are not checked without a GPU: 'unchecked', never 'pass'
+        ok = ("pass", "skipped") + (("unchecked",) if r["kind"] == "cuda" else ())
+        assert r["verdict"] in ok and not errors and not r.get("error"), (r["name"], errors, r)
     by_name = {k.name: k for k in kernels}
     for r in reports:
         why = by_name[r["name"]].unavailable()

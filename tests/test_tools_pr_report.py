@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from verifier.results.cells import Cell
 from verifier.results.kernel import KernelReport
 from verifier.results.findings import Finding
 from verifier.report import render
@@ -96,6 +97,21 @@ def test_check_and_sanitize_results_merge_into_one_report(saved, tmp_path, capsy
 def test_fail_on_findings_sets_the_exit_code(saved, tmp_path):
     _, path = saved
     assert pr_report.main(["--input", str(path), "--output", str(tmp_path / "x"), "--fail-on-findings"]) == 1
+
+
+def test_require_values_fails_a_saved_unchecked_kernel(tmp_path):
+    live = _result(tmp_path)
+    live.reports = live.reports[:1]  # good
+    live.reports[0].mark("f32", "build", "pass")  # built; its values never checked
+    live.reports[0].cells[("f32", "value")] = Cell.parse("skipped(no CUDA GPU: CUDA kernels are built and "
+                                                         "resource-checked only)")
+    path = tmp_path / "check.json"
+    path.write_text(render(live, "json"))
+    args = ["--input", str(path), "--format", "sarif", "--output", str(tmp_path / "r.sarif"), "--fail-on-findings"]
+    assert pr_report.main(args) == 0
+    assert pr_report.main(args + ["--require-values"]) == 1
+    (res,) = json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"]
+    assert res["ruleId"] == "verifier/unchecked" and res["level"] == "error"
 
 
 @pytest.mark.parametrize("content, message", [

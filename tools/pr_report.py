@@ -9,7 +9,8 @@
 Several --input files are merged (a kernel present in more than one keeps all its findings). Paths in the
 report are made relative to --root (default: the git checkout holding the working directory), and the
 markdown quotes source lines from there. Exit codes: 0 report written (or, with --fail-on-findings,
-1 when a kernel failed, 3 when one hit an internal error, 4 when every kernel was skipped), 2 usage error.
+1 when a kernel failed (or, with --require-values, its values were not checked), 3 when one hit an internal error,
+4 when every kernel was skipped), 2 usage error.
 """
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paths", nargs="+", default=["kernels"], metavar="PATH",
                    help="spec files or directories, for --changed-since (default kernels)")
     p.add_argument("--fail-on-findings", action="store_true", help="exit 1 when a reported kernel failed")
+    p.add_argument("--require-values", action="store_true",
+                   help="a kernel whose values were not checked (verdict unchecked or skipped) counts as failed: "
+                        "with --fail-on-findings exit 1, and SARIF reports it as an error")
     return p
 
 
@@ -85,6 +89,8 @@ def main(argv=None) -> int:
             from verifier.results.paths import source_root
 
             result = _only_changed(result, args.changed_since, args.paths, source_root(result))
+        if args.require_values:
+            result.options["require_values"] = True
         text = render(result, args.format)
         if args.output:
             try:
@@ -97,7 +103,7 @@ def main(argv=None) -> int:
     except UsageError as e:
         sys.stderr.write(f"pr_report: error: {e}\n")
         return 2
-    return result.exit_code() if args.fail_on_findings else 0
+    return result.exit_code(require_values=args.require_values) if args.fail_on_findings else 0
 
 
 if __name__ == "__main__":

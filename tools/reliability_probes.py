@@ -1,4 +1,4 @@
-"""Inject each fault of issue #16 and record what the user sees and the exit code: docs/reliability.md.
+"""Inject each fault of issues #16 and #35 and record what the user sees and the exit code: docs/reliability.md.
 
     python tools/reliability_probes.py run --out docs/reliability.json      # runs every probe (~2 min, CPU)
     python tools/reliability_probes.py render --results docs/reliability.json --out docs/reliability.md
@@ -36,10 +36,12 @@ SMALL = 'S = lambda M, N, dt: None if N <= 256 else "N > 256"\n'
 
 class Probe:
     """``cheap``: re-run by tests/test_reliability_doc.py (no battery run in a fresh process; the others are
-    each asserted by their own test in tests/test_reliability.py / test_pytest_plugin_crash.py)."""
+    each asserted by their own test in tests/test_reliability.py / test_pytest_plugin_crash.py). ``issue``: the
+    issue whose list ``item`` numbers (16, or 35 whose probes name ``test``, the test that reproduces the fault)."""
 
-    def __init__(self, pid: str, item: int, fault: str, fn, cheap: bool = True):
+    def __init__(self, pid: str, item: int, fault: str, fn, cheap: bool = True, issue: int = 16, test: str = ""):
         self.id, self.item, self.fault, self.fn, self.cheap = pid, item, fault, fn, cheap
+        self.issue, self.test = issue, test
 
 
 def _env(**extra) -> dict:
@@ -294,6 +296,121 @@ def p12_fp8(tmp: Path):
     return None, "\n".join(out)
 
 
+# --- issue #35 ---------------------------------------------------------------------------------------------------
+SPILL = ("check", str(REPO / "kernels/defects/cuda/defects.py"), "--kernel", "defect-spill-undeclared", "--device",
+         "cpu", "--level", "quick", "--no-progress")
+
+
+def p35_unchecked(tmp: Path):
+    code, out, err = _verifier(tmp, *SPILL)
+    return code, _pick(out, r"^defect-spill-undeclared ", r"^1 kernels: ")
+
+
+def p35_require_values(tmp: Path):
+    code, out, err = _verifier(tmp, *SPILL, "--require-values")
+    return code, _pick(err, r"--require-values: ", r"fix: ")
+
+
+def p35_markdown(tmp: Path):
+    code, out, err = _verifier(tmp, *SPILL, "--format", "markdown")
+    return code, _pick(out, r"^### kernel-verifier", r"Values not checked")
+
+
+def p35_plugin(tmp: Path):
+    p = subprocess.run([PY, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "suites/test_ops.py",
+                        "--verifier-specs", "kernels/cuda/softmax_spec.py", "--verifier-kernels", "cuda-softmax-s3",
+                        "--verifier-device", "cpu", "--verifier-level", "quick", "--verifier-require-values",
+                        "-k", "test_softmax and not shapes and not refusal and not determinism and not build and "
+                              "not static"], capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
+    text = p.stdout + p.stderr
+    return p.returncode, re.sub(r" in [\d.]+s$", "", _pick(text, r"^values not checked: ", r"errors? in "))
+
+
+def _a_file(tmp: Path) -> Path:
+    f = tmp / "a_file"
+    f.write_text("not a directory\n")
+    return f
+
+
+def p35_cache_dir(tmp: Path):
+    env = _env(VERIFIER_CACHE_DIR=str(_a_file(tmp) / "cache"))
+    code, out, err = _verifier(tmp, "check", str(REPO / "kernels/cuda/softmax_spec.py"), "--no-progress", env=env)
+    return code, _pick(err, r"build cache", r"fix: ")
+
+
+def p35_home(tmp: Path):
+    env = _env(HOME=str(_a_file(tmp)))
+    env.pop("XDG_CACHE_HOME", None)
+    code, out, err = _verifier(tmp, "lint", str(REPO / "kernels/cuda/softmax_spec.py"), "--no-progress", env=env)
+    return code, _pick(err, r"build cache", r"fix: ")
+
+
+def p35_output(tmp: Path):
+    spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]\n')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--output", "/proc/version")
+    started = "[1/1]" in err
+    return code, _pick(err, r"--output ", r"fix: ") + f"\n(the run {'started' if started else 'did not start'})"
+
+
+def p35_full_disk(tmp: Path):
+    spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]\n')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--case", "normal_small",
+                               "--no-progress", "--output", "/dev/full")
+    return code, _pick(err, r"cannot write", r"fix: ")
+
+
+def p35_lint_nothing(tmp: Path):
+    code, out, err = _verifier(tmp, "lint", str(REPO / "kernels/triton"), "--no-progress")
+    return code, _pick(err, r"nothing was linted", r"fix: ")
+
+
+RACE_CU = """extern "C" __global__ void race_f32(const float* x, float* y, int M, int N) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * N + (t % N)];
+    float v = s[(t + 1) % 256];
+    y[blockIdx.x * N + (t % N)] = v;
+}
+
+extern "C" __global__ void ok_f32(const float* x, float* y, int M, int N) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    s[t] = x[blockIdx.x * N + (t % N)];
+    __syncthreads();
+    float v = s[(t + 1) % 256];
+    y[blockIdx.x * N + (t % N)] = v;
+}
+"""
+RACE_SPEC = """from verifier.spec import CudaKernel, Launch, dtypes
+
+
+def _launch(entry):
+    return lambda M, N, dt, params: [Launch(entry=entry, grid=(M,), block=(256,), args=("x", "y", "M", "N"))]
+
+
+KERNELS = [CudaKernel(name=entry, op="softmax", source="race.cu", dtypes=[dtypes("f32")], launches=_launch(entry))
+           for entry in ("race_f32", "ok_f32")]
+"""
+
+
+def p35_sarif_places(tmp: Path):
+    d = tmp / "ké"
+    d.mkdir()
+    (d / "race.cu").write_text(RACE_CU)
+    (d / "k_spec.py").write_text(RACE_SPEC)
+    code, out, err = _verifier(tmp, "lint", "ké/k_spec.py", "--no-progress")
+    seen = _pick(out, r"^- \[static\]")
+    code2, out2, _ = _verifier(tmp, "check", "ké/k_spec.py", "--device", "cpu", "--level", "quick", "--no-progress",
+                               "--format", "sarif")
+    where = []
+    for r in json.loads(out2)["runs"][0]["results"]:
+        loc = r["locations"][0]["physicalLocation"]
+        where.append(f"{r['properties']['kernel']}: {r['ruleId']} at {loc['artifactLocation']['uri']}:"
+                     f"{loc['region']['startLine']}")
+    return code, f"verifier lint: {seen}\nverifier check --format sarif (exit {code2}; URIs under SRCROOT):\n" + \
+        "\n".join(where)
+
+
 PROBES = [
     Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
           "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
@@ -318,6 +435,36 @@ PROBES = [
     Probe("11-suppressions", 11, "a `--verifier-sanitize` re-run's XML with a matching sanitizer-suppressions.toml "
           "entry (library step)", p11_suppressions),
     Probe("12-fp8-poison", 12, "the fp8 poison patterns (library table)", p12_fp8),
+    Probe("35-5-unchecked", 5, "a CUDA kernel on a machine without a GPU (built, resource-checked, linted; values "
+          "never checked): `verifier check kernels/defects/cuda/defects.py --kernel defect-spill-undeclared`",
+          p35_unchecked, cheap=False, issue=35,
+          test="tests/test_unchecked_verdict.py::test_cli_cuda_kernel_on_cpu_is_unchecked_and_require_values_fails_it"),
+    Probe("35-5-require-values", 5, "the same with `--require-values` (CI that must check values)", p35_require_values,
+          cheap=False, issue=35,
+          test="tests/test_unchecked_verdict.py::test_cli_cuda_kernel_on_cpu_is_unchecked_and_require_values_fails_it"),
+    Probe("35-5-markdown", 5, "the same with `--format markdown` (the PR comment)", p35_markdown, cheap=False, issue=35,
+          test="tests/test_unchecked_verdict.py::test_markdown_headline_says_values_not_checked"),
+    Probe("35-5-plugin", 5, "`pytest suites/test_ops.py --verifier-specs kernels/cuda/softmax_spec.py "
+          "--verifier-require-values` without a GPU", p35_plugin, cheap=False, issue=35,
+          test="tests/test_unchecked_verdict.py::test_plugin_require_values_fails_the_values_tests_it_would_leave_out"),
+    Probe("35-7-cache-dir", 7, "`VERIFIER_CACHE_DIR` under a regular file (no directory can be made there, even by "
+          "root): `verifier check kernels/cuda/softmax_spec.py`", p35_cache_dir, issue=35,
+          test="tests/test_environment_errors.py::test_an_unusable_build_cache_is_exit_2_naming_the_setting"),
+    Probe("35-7-home", 7, "`HOME` a regular file, no `VERIFIER_CACHE_DIR` (the cache under ~/.cache): `verifier lint "
+          "kernels/cuda/softmax_spec.py`", p35_home, issue=35,
+          test="tests/test_environment_errors.py::test_an_unusable_build_cache_is_exit_2_naming_the_setting"),
+    Probe("35-7-output", 7, "`verifier check ... --output /proc/version` (unwritable, even by root)", p35_output,
+          issue=35, test="tests/test_environment_errors.py::test_an_unwritable_output_stops_check_before_the_run"),
+    Probe("35-7-full-disk", 7, "`verifier check ... --output /dev/full` (every write: no space left on device)",
+          p35_full_disk, cheap=False, issue=35,
+          test="tests/test_environment_errors.py::test_output_on_a_full_disk_is_exit_2"),
+    Probe("35-9-lint-no-cuda", 9, "`verifier lint kernels/triton` (no CUDA kernel to lint)", p35_lint_nothing,
+          issue=35, test="tests/test_lint_cli.py::test_nothing_to_lint_is_exit_4_nothing_checked"),
+    Probe("35-9-locations", 9, "two CUDA kernels (one racy) declared in a list comprehension at line 8, their `.cu` "
+          "under a non-ASCII directory `ké/`: `verifier lint`, `verifier check --format sarif` without a GPU",
+          p35_sarif_places, cheap=False, issue=35,
+          test="tests/test_report_locations.py::"
+               "test_a_non_ascii_source_path_is_shown_as_itself_and_its_sarif_uri_resolves"),
 ]
 
 
@@ -326,7 +473,10 @@ def run_probe(probe: Probe) -> dict:
         tmp = Path(tmp).resolve()
         code, seen = probe.fn(tmp)
     seen = seen.replace(str(tmp), "<tmp>").replace(str(REPO), "<repo>")
-    return {"id": probe.id, "item": probe.item, "fault": probe.fault, "exit": code, "seen": seen}
+    out = {"id": probe.id, "item": probe.item, "fault": probe.fault, "exit": code, "seen": seen}
+    if probe.issue != 16:
+        out.update(issue=probe.issue, test=probe.test)
+    return out
 
 
 def render(results: dict) -> str:
@@ -335,9 +485,11 @@ def render(results: dict) -> str:
         "",
         "Generated by `python tools/reliability_probes.py run --out docs/reliability.json && python "
         "tools/reliability_probes.py render --results docs/reliability.json --out docs/reliability.md`; "
-        "tests/test_reliability_doc.py checks this page against the results and re-runs the cheap probes. "
-        "Numbered as the list of issue #16. Exit codes (README): 0 every kernel passed, 1 findings, 2 usage "
-        "error, 3 internal error, 4 nothing was checked; pytest's own: 1 tests failed, 4 usage error. "
+        "tests/test_reliability_doc.py checks this page against the results and re-runs the cheap probes "
+        "(`run --probe ID --out docs/reliability.json` re-runs one and keeps the others). The first table is "
+        "numbered as the list of issue #16, each later section as its issue's. Exit codes (README): 0 every "
+        "kernel passed (or is `unchecked`: values not checked), 1 findings, 2 usage error, 3 internal error, 4 "
+        "nothing was checked; pytest's own: 1 tests failed, 4 usage error. "
         "\"-\": a library step, no command.",
         "",
         f"Probed on: {results.get('machine', 'unknown')}.",
@@ -345,11 +497,25 @@ def render(results: dict) -> str:
         "| # | fault injected | what the user sees | exit |",
         "| --- | --- | --- | --- |",
     ]
+    later = [r for r in results["probes"] if r.get("issue", 16) != 16]
     for r in results["probes"]:
-        seen = "<br>".join(s.replace("|", "\\|") for s in r["seen"].splitlines())
-        fault = r["fault"].replace("|", "\\|")
-        lines.append(f"| {r['item']} | {fault} | {seen} | {'-' if r['exit'] is None else r['exit']} |")
+        if r.get("issue", 16) == 16:
+            lines.append(f"| {r['item']} | {_cell(r['fault'])} | {_cell(r['seen'])} | {_exit(r)} |")
+    for issue in dict.fromkeys(r["issue"] for r in later):
+        lines += ["", f"## Issue #{issue}", "",
+                  f"Numbered as the list of issue #{issue}; each fault with the test that reproduces it.", "",
+                  "| # | fault injected | what the user sees | exit | test |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['item']} | {_cell(r['fault'])} | {_cell(r['seen'])} | {_exit(r)} | `{r['test']}` |"
+                  for r in later if r["issue"] == issue]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return "<br>".join(s.replace("|", "\\|") for s in text.splitlines())
+
+
+def _exit(r: dict) -> str:
+    return "-" if r["exit"] is None else str(r["exit"])
 
 
 def main(argv=None) -> int:
@@ -357,7 +523,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--out", help="write the results JSON here (default: print them)")
-    r.add_argument("--probe", action="append", help="only these probe ids")
+    r.add_argument("--probe", action="append", help="only these probe ids (with --out: merged into that file)")
     d = sub.add_parser("render")
     d.add_argument("--results", required=True)
     d.add_argument("--out", required=True)
@@ -374,8 +540,12 @@ def main(argv=None) -> int:
                 continue
             print(f"probe {p.id} ...", file=sys.stderr)
             results.append(run_probe(p))
-        data = {"machine": "CPU only (no CUDA GPU), torch CPU build, nvcc not on the probes' PATH",
+        data = {"machine": "CPU only (no CUDA GPU), torch CPU build, nvcc 13.0 (the nvcc probe takes it off PATH)",
                 "probes": results}
+        if args.probe and args.out and Path(args.out).exists():  # some probes re-run: the others' results are kept
+            kept = {r["id"]: r for r in json.loads(Path(args.out).read_text())["probes"]}
+            kept.update({r["id"]: r for r in results})
+            data["probes"] = [kept[p.id] for p in PROBES if p.id in kept]
         if args.out:
             Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
         else:

@@ -32,6 +32,8 @@ MARKERS = {
     "verifier(op)": "parametrize the test over the registered kernels of op (a suite)",
     "verifier_rerun(tool)": "internal: a compute-sanitizer re-run of the test of the same id without the suffix",
     "verifier_spec_error(message)": "internal: the kernel's spec code raised while the suite was collected",
+    "verifier_values_not_checked(message)": "internal: --verifier-require-values and the kernel's values cannot be "
+                                            "checked on this machine",
 }
 
 ENV_PREFIX = "VERIFIER_"  # VERIFIER_<OPTION> sets an option of `verifier check` and of the plugin

@@ -14,6 +14,8 @@ Options (group "kernel-verifier"; each also read from VERIFIER_<NAME>):
   --verifier-sanitize               re-run the GPU tests of the selected kernels under compute-sanitizer
   --verifier-sanitize-tool TOOL     which tool(s) those re-runs use (repeatable; default memcheck)
   --verifier-strict                 warnings (e.g. a spill no Expectations limit covers) fail the test
+  --verifier-require-values         a values test that could not check values here (a CUDA kernel without a
+                                    GPU) is generated and fails instead of being left out: for CI that must check values
 
 Suites: a test module marked ``pytestmark = pytest.mark.verifier(op="softmax")`` is parametrized over the
 registered kernels of that op (bundled ``kernels/`` minus ``kernels/defects/``, ``--verifier-specs`` paths,
@@ -79,6 +81,9 @@ def pytest_addoption(parser):
                 help=f"tool of those re-runs: {' | '.join(SANITIZER_TOOLS)} (repeatable; default memcheck)")
     g.addoption("--verifier-strict", action="store_true", default=env("VERIFIER_STRICT") == "1",
                 help="warnings (undeclared spills, stack, local memory) fail the test instead of being reported")
+    g.addoption("--verifier-require-values", action="store_true", default=env("VERIFIER_REQUIRE_VALUES") == "1",
+                help="a values test that cannot check values here (a CUDA kernel without a GPU) fails instead of "
+                     "not being generated")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -256,8 +261,9 @@ def verifier_check(request, record_property, verifier_options):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """A kernel whose spec code raised while the suite was collected: its one test fails with that error."""
-    marker = item.get_closest_marker("verifier_spec_error")
+    """A kernel whose spec code raised while the suite was collected: its one test fails with that error; so does
+    a values test that cannot check values here under --verifier-require-values."""
+    marker = item.get_closest_marker("verifier_spec_error") or item.get_closest_marker("verifier_values_not_checked")
     if marker is not None:
         pytest.fail(marker.args[0], pytrace=False)
 

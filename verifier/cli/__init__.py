@@ -1,7 +1,8 @@
 """`verifier` command line. The library does the work; this module only wires options to it.
 
-Exit codes: 0 every kernel passed, 1 findings, 2 usage error, 3 internal error, 4 nothing was checked
-(every kernel skipped: a missing nvcc / compute-sanitizer / GPU; the reasons and fixes go to stderr).
+Exit codes: 0 every kernel passed (or is ``unchecked``: values not checked, its other checks clean), 1 findings
+(``unchecked`` kernels too with --require-values), 2 usage error, 3 internal error, 4 nothing was checked (every
+kernel skipped: a missing nvcc / compute-sanitizer / GPU; the reasons and fixes go to stderr).
 The report goes to stdout (or --output); progress and the one-line summary go to stderr.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import time
 import traceback
 
+from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
                                 EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
@@ -45,7 +47,7 @@ def _env(name, default=None):
 # check's options that VERIFIER_<NAME> can set: name -> default (the command line wins over the environment)
 _ENV_OPTIONS = {"level": DEFAULT_LEVEL, "seed": "0", "device": "auto", "format": "text", "output": None, "dtype": None,
                 "case": None, "kernel_timeout": None, "jobs": "auto"}
-_ENV_FLAGS = ("sanitize", "isolate", "strict")  # VERIFIER_SANITIZE=1
+_ENV_FLAGS = ("sanitize", "isolate", "strict", "require_values")  # VERIFIER_SANITIZE=1
 _ENV_ALIASES = {"level": ("LEVEL", "BUDGET")}  # VERIFIER_BUDGET: the older name of VERIFIER_LEVEL
 
 
@@ -106,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "GPUs' free memory, spread over the GPUs); the report is the same at any N")
     c.add_argument("--strict", action="store_true",
                    help="warnings (e.g. spills no Expectations limit covers) count as findings: exit 1")
+    c.add_argument("--require-values", action="store_true",
+                   help="a kernel whose values were not checked here (verdict 'unchecked': a CUDA kernel without a "
+                        "GPU is built, resource-checked and linted only; or 'skipped') fails the run: exit 1")
     c.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     c.add_argument("-v", "--verbose", action="store_true",
                    help="list every note: catalogue cases not run and why, registers/spills/stack/smem per entry")
@@ -154,11 +159,7 @@ def _validate(args):
     for name, attr in (("level", "level"), ("seed", "seed"), ("timeout", "kernel_timeout"),
                        ("jobs", "jobs")):  # before any loading
         check_setting(name, getattr(args, attr), _option_source(args, attr))
-    if args.output:
-        parent = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(parent) or os.path.isdir(args.output):
-            raise UsageError(f"{_option_source(args, 'output')} {args.output}: not a file in an existing directory",
-                             fix="choose a file path whose directory exists")
+    preflight.output_file(args.output, _option_source(args, "output"))
 
 
 class _Progress:
@@ -213,12 +214,15 @@ def cmd_check(args) -> int:
     from verifier.report import render
     from verifier.report.environment import environment
     from verifier.results.options import Options, check_setting
-    from verifier.results.run import Result
+    from verifier.results.run import (Result, not_checked, nothing_checked_message, require_values_message,
+                                      verdict_counts)
 
     _apply_environment(args)
     _validate(args)
     specs = registry.load(_default_paths(args.paths), args.kernel)
+    preflight.build_cache(specs)
     device = resolve_device(args.device)
+    preflight.triton_cache(specs, device)
     opts = Options.from_settings(
         {"level": args.level, "seed": args.seed, "device": device, "case": args.case, "dtype": args.dtype,
          "sanitize": args.sanitize, "timeout": args.kernel_timeout},
@@ -235,26 +239,24 @@ def cmd_check(args) -> int:
         progress.close()
     result = Result(reports=reports, environment=environment(),
                     options={"level": opts.level, "budget": opts.level, "seed": opts.seed, "device": opts.device,
-                             "verbose": bool(args.verbose)})
+                             "verbose": bool(args.verbose), "require_values": bool(args.require_values)})
     text = render(result, args.format)
     from verifier.report import write
 
     write(text, args.output)
     s = result.summary()
-    partial = f" ({s['pass_without_values']} build/resources only)" if s["pass_without_values"] else ""
     warned = f" ({s['warnings']} warnings{'' if args.strict else '; --strict fails on them'})" if s["warnings"] else ""
-    sys.stderr.write(f"verifier: {s['kernels']} kernels, {s['pass']} pass{partial}, {s['fail']} fail, "
-                     f"{s['error']} error, {s['skipped']} skipped, {s['findings']} findings{warned}\n")
+    sys.stderr.write(f"verifier: {s['kernels']} kernels, {verdict_counts(result)}, {s['findings']} findings{warned}\n")
     for r in result.reports:
         if r.internal_error:
             sys.stderr.write(f"verifier: internal error while checking {r.name}: {r.error.splitlines()[0]}\n"
                              "  this is a bug in kernel-verifier (the message names where it was raised); the other "
                              "kernels were checked\n")
     if result.exit_code() == EXIT_NOTHING_CHECKED:
-        from verifier.results.run import nothing_checked_message
-
         sys.stderr.write(nothing_checked_message(result))
-    return result.exit_code(strict=args.strict)
+    elif args.require_values and not_checked(result):
+        sys.stderr.write(require_values_message(result))
+    return result.exit_code(strict=args.strict, require_values=args.require_values)
 
 
 def cmd_list(args) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.constants import EXIT_FINDINGS, EXIT_OK
 from verifier.errors import ToolMissing, UsageError
@@ -85,11 +86,7 @@ def validate(args):
     warmup = _int(args.warmup, "warmup", 1)
     shapes = [parse_shape(s) for s in args.shape] if args.shape else list(DEFAULT_SHAPES)
     for path, what in ((args.output, "--output"), (args.plot, "--plot")):
-        if path:
-            parent = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(parent) or os.path.isdir(path):
-                raise UsageError(f"{what} {path}: not a file in an existing directory",
-                                 fix="choose a file path whose directory exists")
+        preflight.output_file(path, what)
     if args.plot:
         from verifier.bench.plot import require_matplotlib
 
@@ -112,9 +109,11 @@ def run(args) -> int:
         raise UsageError("no PATH given and no kernels/ directory here", fix="pass spec files or directories: verifier bench PATH...")
     kernels = registry.load(paths, args.kernel)
     against = _against(args.against, paths, kernels)
+    preflight.build_cache(kernels + against)
     dts = dtype_plan(kernels, args.dtype)
     if not gpu_available():
         raise UsageError(NO_GPU[0], fix=NO_GPU[1])
+    preflight.triton_cache(kernels + against, "cuda")
 
     def progress(msg):
         sys.stderr.write(f"verifier bench: {msg}\n")
@@ -130,7 +129,11 @@ def run(args) -> int:
     if args.plot:
         from verifier.bench.plot import write as plot
 
-        plot(result, args.plot)
+        try:
+            plot(result, args.plot)
+        except OSError as e:  # a full disk after the run: the environment's problem, not ours
+            raise UsageError(f"cannot write --plot {args.plot}: {e.strerror or e}",
+                             fix="free space on its file system, or choose a path on another one") from None
     for M, N, tag, why in result.warnings:
         sys.stderr.write(f"verifier bench: warning: {M}x{N} {tag}: {why}\n")
     bad = [r for r in result.rows if r.status == "error"]

@@ -1,6 +1,7 @@
 """``verifier lint PATH...``: the static race and barrier checks on the PTX of every CUDA kernel declared in
 spec files, as a report (formats and exit codes as ``verifier check``: 0 clean, 1 findings, 2 usage error,
-3 internal error). Needs nvcc, no GPU. Kernels that are not CUDA sources are left out and counted on stderr.
+3 internal error, 4 nothing was checked: no CUDA kernel selected, or nvcc missing). Needs nvcc, no GPU. Kernels
+that are not CUDA sources are left out and counted on stderr.
 """
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import os
 import sys
 import time
 
+from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
-from verifier.errors import UsageError
+from verifier.constants import EXIT_NOTHING_CHECKED
+from verifier.errors import SpecError, UsageError
 
 
 def add_subparser(subparsers) -> None:
@@ -33,18 +36,16 @@ def add_subparser(subparsers) -> None:
 def run(args) -> int:
     from verifier.declare import registry
     from verifier.gpu.probe import CPU_BUILD_ARCHES
-    from verifier.lint.step import lint_repro, lint_spec, plan, prefetch
+    from verifier.declare import usercode
+    from verifier.declare.usercode import UserCodeError
+    from verifier.lint.step import lint_repro, lint_spec, prefetch
     from verifier.report import FORMATS, render, write
     from verifier.results.kernel import KernelReport
     from verifier.results.run import Result
 
     if args.format not in FORMATS:
         raise UsageError(f"--format {args.format!r} is not a format", fix=f"use one of {', '.join(FORMATS)}")
-    if args.output:
-        parent = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(parent) or os.path.isdir(args.output):
-            raise UsageError(f"--output {args.output}: not a file in an existing directory",
-                             fix="choose a file path whose directory exists")
+    preflight.output_file(args.output)
     jobs = os.cpu_count() or 1 if args.jobs == "auto" else (int(args.jobs) if args.jobs.isdigit() else 0)
     if jobs < 1:
         raise UsageError(f"--jobs {args.jobs!r} is not a positive whole number", fix="e.g. --jobs 2, or --jobs auto")
@@ -54,11 +55,12 @@ def run(args) -> int:
         raise UsageError("no PATH given and no kernels/ directory here", fix="verifier lint PATH...")
     specs = registry.load(paths, args.kernel)
     cuda = [s for s in specs if s.kind == "cuda"]
+    preflight.build_cache(cuda)
     t0 = time.monotonic()
     selected = [(s, [d for d in s.dtypes if args.dtype in (None, d.tag)]) for s in cuda]
     if not args.no_progress:
         sys.stderr.write(f"verifier lint: compiling {len(cuda)} CUDA kernels to PTX ({', '.join(arches)})\n")
-    prefetch([j for spec, dts in selected if dts for j in plan(spec, dts, arches)], jobs)
+    prefetch([j for spec, dts in selected if dts for j in _planned(spec, dts, arches)], jobs)
     reports = []
     for i, spec in enumerate(cuda):
         dts = [d for d in spec.dtypes if args.dtype in (None, d.tag)]
@@ -70,7 +72,12 @@ def run(args) -> int:
             sys.stderr.write(f"verifier lint: [{i + 1}/{len(cuda)}] {spec.name}\n")
         report = KernelReport(spec=spec, device="cpu")
         t = time.monotonic()
-        lint_spec(spec, report, dts, arches, repro=lint_repro(spec))
+        try:
+            lint_spec(spec, report, dts, arches, repro=lint_repro(spec))
+        except UserCodeError as e:  # the spec's own launches / defines raised: this kernel's error, the run goes on
+            usercode.blame(report, e)
+        except SpecError as e:  # malformed, found while linting it (a launch naming no tensor): the same
+            usercode.blame(report, usercode.spec_error(spec, e))
         report.seconds = time.monotonic() - t
         reports.append(report)
     wall = time.monotonic() - t0
@@ -80,14 +87,27 @@ def run(args) -> int:
     s = result.summary()
     others = len(specs) - len(cuda)
     left = f"; {others} non-CUDA kernel(s) left out (nothing to compile to PTX)" if others else ""
-    if not reports:
-        sys.stderr.write(f"verifier lint: nothing was linted: no CUDA kernel among the {len(specs)} selected{left}\n")
-    else:
-        warn = sum(1 for r in reports for f in r.findings if f.severity == "warning")
-        sys.stderr.write(f"verifier lint: {s['kernels']} CUDA kernels ({', '.join(arches)}), {s['pass']} pass, "
-                         f"{s['fail']} fail, {s['error']} error, {s['findings']} findings ({warn} warnings) "
-                         f"in {wall:.1f} s{left}\n")
+    if not reports:  # nothing was checked: never exit 0 (README's exit 4), whatever else was selected
+        sys.stderr.write(f"verifier lint: nothing was linted (exit {EXIT_NOTHING_CHECKED}): no CUDA kernel among the "
+                         f"{len(specs)} selected{left}\n  fix: verifier lint reads the PTX of CUDA sources "
+                         "(CudaKernel specs); pass them, or check Triton kernels and callables with verifier check\n")
+        return EXIT_NOTHING_CHECKED
+    warn = sum(1 for r in reports for f in r.findings if f.severity == "warning")
+    sys.stderr.write(f"verifier lint: {s['kernels']} CUDA kernels ({', '.join(arches)}), {s['pass']} pass, "
+                     f"{s['fail']} fail, {s['error']} error, {s['findings']} findings ({warn} warnings) "
+                     f"in {wall:.1f} s{left}\n")
     return result.exit_code()
+
+
+def _planned(spec, dts, arches) -> list:
+    """The analyses to prefetch for ``spec``; none where its own code raises (lint_spec then reports it)."""
+    from verifier.declare.usercode import UserCodeError
+    from verifier.lint.step import plan
+
+    try:
+        return plan(spec, dts, arches)
+    except (UserCodeError, SpecError):
+        return []
 
 
 def _environment() -> dict:

@@ -12,6 +12,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.errors import UsageError
 
@@ -91,9 +92,13 @@ def run(args) -> int:
     from verifier.toolchain.proc import kill_all
 
     tools, timeout, jobs = _validate(args)
+    preflight.output_file(args.output)
+    preflight.output_dir(args.keep_xml, "--keep-xml")
     specs = registry.load(_paths(args.paths), args.kernel)
+    preflight.build_cache(specs)
     entries = _supp.load(args.suppressions) if args.suppressions else None
     device = resolve_device("auto")
+    preflight.triton_cache(specs, device)
     gpus = _gpus() if device == "cuda" and jobs > 1 else None
     progress = lambda m: sys.stderr.write(f"verifier sanitize: {m}\n")
     plan = []

@@ -25,6 +25,7 @@ from verifier.declare.device import capability_reason, check_capability
 from verifier.declare.packages import check_requires
 from verifier.declare.packages import missing as missing_package
 from verifier.declare.sizing import SizeClasses
+from verifier.declare.source_lines import construction_sites, line_in
 from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
@@ -117,9 +118,14 @@ class KernelSpec:
     min_capability: Optional[tuple] = None  # (major, minor) the GPU must have, e.g. (9, 0); refused below it
     requires: dict = field(default_factory=dict)  # {module: pip requirement} of another project's package
     outputs_alias: dict = field(default_factory=dict)  # {output: input} written over it, e.g. {"y": "x"}
+    # (file, line) of the frames that built it, outside kernel-verifier (verifier.declare.source_lines); kept by
+    # dataclasses.replace, so the registry's copy still points at the spec file's line
+    declared_at: tuple = field(default=(), compare=False, repr=False)
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
+        if not self.declared_at:
+            object.__setattr__(self, "declared_at", construction_sites())
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise SpecError(
                 f"kernel name {self.name!r} is not a valid name",
@@ -186,6 +192,11 @@ class KernelSpec:
                 f"kernel {self.name!r}: field 'params' has {sorted(unknown)} which op {self.op!r} does not take",
                 fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}",
             )
+
+    @property
+    def line(self) -> Optional[int]:
+        """The line of its spec file (``origin``) where it was constructed, or None when not known."""
+        return line_in(self.declared_at, self.origin)
 
     def op_params(self) -> dict:
         return {**OPS[self.op].params, **self.params}

@@ -1,8 +1,38 @@
-"""Where in a spec file a kernel is declared: for messages that must point at a line (duplicate names)."""
+"""Where in a spec file a kernel is declared: for messages that must point at a line (duplicate names), and for
+reports (SARIF, JUnit) that annotate the kernel's declaration, however the spec built it (a list comprehension, a
+helper function, a computed name)."""
 from __future__ import annotations
 
 import ast
+import os
+import sys
 from pathlib import Path
+from typing import Optional
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # verifier/
+_MAX_SITES = 8
+
+
+def construction_sites() -> tuple:
+    """(file, line) of each caller frame outside kernel-verifier, innermost first: where a spec object is being
+    built. Recorded at construction because a kernel made in a comprehension or a helper has no ``name="..."``
+    literal for a later search to find."""
+    sites = []
+    frame = sys._getframe(1)
+    while frame is not None and len(sites) < _MAX_SITES:
+        file = frame.f_code.co_filename
+        if not file.startswith("<") and not os.path.abspath(file).startswith(_PACKAGE + os.sep):
+            sites.append((os.path.abspath(file), frame.f_lineno))
+        frame = frame.f_back
+    return tuple(sites)
+
+
+def line_in(sites, path) -> Optional[int]:
+    """The innermost of ``sites`` in file ``path`` (a kernel built in its spec file, or in a helper it calls there)."""
+    if not path:
+        return None
+    want = os.path.realpath(str(path))
+    return next((line for file, line in sites if os.path.realpath(file) == want), None)
 
 _CONSTRUCTORS = ("CudaKernel", "TritonKernel", "CallableKernel")
 

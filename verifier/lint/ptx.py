@@ -17,7 +17,7 @@ from typing import Optional
 
 from verifier.lint import asm, isa
 
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
 _INLINED = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
 _FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)")
@@ -27,6 +27,23 @@ _SHARED = re.compile(r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s
 # operands: greedy up to their last non-blank character, the text a lazy '(.*?)' before '\s*;' gives, without
 # trying the rest of the pattern at every character (half the time of the match)
 _INSTR = re.compile(r"^\s*(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)\s*((?:.*\S)?)\s*;\s*$")
+_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
+
+
+def ptx_string(text: str) -> str:
+    """A PTX string literal's text (a ``.file`` path): nvcc writes each byte of a non-ASCII path as an octal escape
+    (``k\\303\\251`` for ``ké``); the bytes are UTF-8."""
+    if "\\" not in text:
+        return text
+    raw = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        raw += text[pos:m.start()].encode()
+        esc = m.group(1)
+        raw += bytes([int(esc, 8) & 0xFF]) if esc[0] in "01234567" else esc.encode()
+        pos = m.end()
+    raw += text[pos:].encode()
+    return raw.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -133,7 +150,7 @@ def parse(text: str, wanted=None) -> Module:
                 skip = _skip(s, skip)
             continue
         if s[0] == "." and s.startswith(".file") and (m := _FILE.match(s)):
-            mod.files[int(m.group(1))] = os.path.normpath(m.group(2))
+            mod.files[int(m.group(1))] = os.path.normpath(ptx_string(m.group(2)))
             continue
         if fn is None:
             if s.startswith(".version"):

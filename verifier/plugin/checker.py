@@ -23,7 +23,7 @@ from verifier.gpu import pinning as gpu_pinning
 from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
 from verifier.plugin.session import (STATE, VerifierWarning, format_findings, known_skip, repro_command,
-                                     worker_property)
+                                     values_not_checked, worker_property)
 from verifier.results.kernel import KernelReport
 from verifier.results.run import sorted_findings
 
@@ -128,6 +128,9 @@ class Checker:
         if self.opts.device == "cuda":  # which GPU this worker was pinned to
             self.record("cuda_visible_devices", os.environ.get(gpu_pinning.VISIBLE, "(all)"))
         why = known_skip(spec, step, self.opts.device, self.opts.level)  # the words of a test not generated
+        if why and step == "values" and getattr(self.config, "_verifier", {}).get("require_values"):
+            self.record("check", self.check)
+            pytest.fail(values_not_checked(why), pytrace=False)
         if why:
             self._skip(why)
 

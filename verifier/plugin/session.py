@@ -79,7 +79,8 @@ def validated(config) -> dict:
     child = os.environ.get(CHILD_ENV) == "1"
     return {"device": dev, "level": level, "seed": seed, "specs": specs, "globs": globs,
             "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
-            "child": child, "strict": bool(opt("--verifier-strict"))}
+            "child": child, "strict": bool(opt("--verifier-strict")),
+            "require_values": bool(opt("--verifier-require-values"))}
 
 
 def activate_triton(device: str):
@@ -137,6 +138,10 @@ def registered_kernels(config) -> list:
                 if not kernels:
                     raise UsageError(f"--verifier-kernels {','.join(v['globs'])} matches no registered kernel",
                                      fix="list them with `verifier list kernels/` (plus your --verifier-specs)")
+            if any(k.kind == "cuda" for k in kernels):  # their builds land in the cache: unusable, say so now
+                from verifier.toolchain.nvcc import usable_cache_dir
+
+                usable_cache_dir()
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         v["kernels"] = kernels
@@ -201,6 +206,12 @@ def known_skip(spec, step: str, device: str, level: str) -> Optional[str]:
     return None
 
 
+def values_not_checked(why: str) -> str:
+    """The failure of a values test that cannot check values here, under --verifier-require-values."""
+    return (f"values not checked: {why}; --verifier-require-values fails such a test (run it where its values can "
+            "be checked, e.g. a CUDA kernel on a GPU machine, or leave the option out)")
+
+
 def _refused(spec, dt, case, device: str) -> Optional[str]:
     """Why the per-case gate closes ``case`` before its inputs are drawn (supports()'s refusal, a declared layout,
     a device that cannot hold it), or None; a spec error is left to its test."""
@@ -248,6 +259,11 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None) -> l
             continue
         why = known_skip(k, step, device, v["level"]) if step else None
         variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]
+        if why and step == "values" and v.get("require_values"):  # one failing test per dtype says why
+            params += [pytest.param(*vals, None, id=f"{ident}-values-not-checked",
+                                    marks=[pytest.mark.verifier_values_not_checked(values_not_checked(why))])
+                       for vals, ident in variants]
+            continue
         if why:
             n = _count(k, variants, names, v["level"])
             NOT_GENERATED[why] += n

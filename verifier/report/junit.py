@@ -2,8 +2,10 @@
 
 One <testsuite> per kernel, one <testcase> per (dtype, check class) cell named like ``value[bf16]`` with
 the kernel name as classname: FAIL cells carry a <failure> with every finding's message and repro,
-skipped cells a <skipped> with the reason, and each testcase a ``check`` property. A kernel whose battery
-hit an internal error gets one more testcase, ``battery``, with an <error>.
+skipped cells a <skipped> with the reason, and each testcase a ``check`` property and the ``file`` and ``line``
+where the kernel is declared. A kernel whose battery hit an internal error gets one more testcase, ``battery``,
+with an <error>; a kernel whose values were not checked (verdict ``unchecked``) one more, ``values``, skipped with
+the reason, so no CI view counts it as passed.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from verifier.results.findings import CHECK_CLASSES
-from verifier.results.paths import relative, shown_repro, source_root
+from verifier.results.paths import declaration_line, relative, shown_repro, source_root
 from verifier.results.run import cell, rows, sorted_findings
 
 # Characters XML 1.0 cannot hold (compiler output may carry ANSI escapes): written as-is they make the file unparsable.
@@ -43,10 +45,13 @@ def _findings_text(fs, root) -> str:
     return "\n\n".join(parts)
 
 
-def _testcase(suite, name: str, classname: str, file: str, check: str) -> ET.Element:
+def _testcase(suite, name: str, classname: str, where: tuple, check: str) -> ET.Element:
+    """``where``: (spec file, the line declaring the kernel), as the ``file`` and ``line`` attributes CI views link."""
     tc = ET.SubElement(suite, "testcase", name=name, classname=classname)
+    file, line = where
     if file:
         tc.set("file", file)
+        tc.set("line", str(line))
     props = ET.SubElement(tc, "properties")
     ET.SubElement(props, "property", name="check", value=check)
     return tc
@@ -60,12 +65,13 @@ def to_element(result) -> ET.Element:
     for r in result.reports:
         suite = ET.SubElement(top, "testsuite", name=r.spec.name)
         spec_file = relative(r.spec.origin, root) or ""
+        where = (spec_file, declaration_line(root, r.spec))
         props = ET.SubElement(suite, "properties")
         for k, v in (("op", r.spec.op), ("kind", r.spec.kind), ("verdict", r.verdict), ("spec", spec_file)):
             ET.SubElement(props, "property", name=k, value=str(v))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for tag, check, v in _cells(r):
-            tc = _testcase(suite, check if tag == "*" else f"{check}[{tag}]", r.spec.name, spec_file, check)
+            tc = _testcase(suite, check if tag == "*" else f"{check}[{tag}]", r.spec.name, where, check)
             counts["tests"] += 1
             if v == "FAIL":
                 fs = sorted_findings([f for f in r.findings if f.check == check and f.dtype in (tag, "")])
@@ -79,8 +85,14 @@ def to_element(result) -> ET.Element:
             elif v == "warn":  # passed; the warning is shown, not hidden
                 fs = [f for f in r.findings if f.check == check and f.severity == "warning" and f.dtype in (tag, "")]
                 ET.SubElement(tc, "system-out").text = _xml("warning:\n" + _findings_text(fs, root))
+        if r.verdict == "unchecked":  # values never checked: a skipped test, never a passed one
+            tc = _testcase(suite, "values", r.spec.name, where, "value")
+            why = "; ".join(r.unchecked_values())
+            ET.SubElement(tc, "skipped", message=_xml(f"values not checked: {why}"))
+            counts["tests"] += 1
+            counts["skipped"] += 1
         if r.error:
-            tc = _testcase(suite, "battery", r.spec.name, spec_file, "battery")
+            tc = _testcase(suite, "battery", r.spec.name, where, "battery")
             kind = "spec-error" if not r.internal_error else "internal-error"
             err = ET.SubElement(tc, "error", message=_xml(r.error.splitlines()[0]), type=kind)
             err.text = _xml(r.error)

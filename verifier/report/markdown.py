@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from verifier.results.paths import excerpt, language, relative, shown_repro, source_root
-from verifier.results.run import cell, columns, rows, sorted_findings
+from verifier.results.run import cell, columns, rows, sorted_findings, unchecked_reasons, verdict_counts
 
 # First line of every comment: lets CI find and update its previous comment instead of adding another.
 MARKER = "<!-- kernel-verifier-report -->"
@@ -63,14 +63,17 @@ def _render(result, cap: int) -> str:
     root = source_root(result)
     cols = columns(result.reports)
     s = result.summary()
-    out = [MARKER, f"### kernel-verifier: {s['kernels']} kernels, {s['pass']} pass, {s['fail']} fail, "
-                   f"{s['error']} error, {s['skipped']} skipped; {s['findings']} findings"
+    out = [MARKER, f"### kernel-verifier: {s['kernels']} kernels, {verdict_counts(result)}; {s['findings']} findings"
                    + (f" ({s['warnings']} warnings)" if s.get("warnings") else ""), ""]
+    if s["unchecked"]:  # never let a green-looking comment hide that values were not checked
+        out += [f"⚠️ **Values not checked** for {s['unchecked']} kernel(s) ("
+                f"{'; '.join(unchecked_reasons(result.reports))}): only their build, resources and static checks "
+                "ran; their verdict is `unchecked`, not `pass`.", ""]
     if result.reports:
         out.append("| kernel | dtype | " + " | ".join(cols) + " | verdict |")
         out.append("|" + "---|" * (len(cols) + 3))
         for r in result.reports:
-            verdict = f"**{r.verdict}**" if r.verdict in ("fail", "error") else r.verdict
+            verdict = f"**{r.verdict}**" if r.verdict in ("fail", "error", "unchecked") else r.verdict
             for tag in rows(r):
                 out.append(f"| `{r.spec.name}` | {tag} | " + " | ".join(_md_cell(cell(r, tag, c)) for c in cols)
                            + f" | {verdict} |")

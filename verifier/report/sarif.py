@@ -88,6 +88,15 @@ RULES = {
                   "Initialise the buffer, or stop the kernel reading past what was written."),
 }
 assert set(RULES) == set(CHECK_CLASSES), "every check class needs a SARIF rule"
+# Not a check class: a kernel whose values were never checked (verdict 'unchecked'), one result at its declaration,
+# a note (an error under --require-values), so code scanning never shows such a kernel as clean.
+UNCHECKED = "unchecked"
+EXTRA_RULES = {
+    UNCHECKED: ("Values not checked",
+                "Only the kernel's build, resources and static checks ran: its outputs were never compared with the "
+                "reference (a CUDA kernel on a machine without a GPU). Its verdict is 'unchecked', not 'pass'.",
+                "Run `verifier check` on a GPU machine; `--require-values` makes such a kernel fail the run."),
+}
 RULES_SANITIZER = SANITIZER_TOOLS
 
 
@@ -131,15 +140,16 @@ def _rules() -> list[dict]:
         "help": {"text": f"{full} Fix: {fix}", "markdown": f"{full}\n\n**Fix:** {fix}"},
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["correctness", "gpu", "sanitizer" if c in RULES_SANITIZER else "battery"]},
-    } for c, (short, full, fix) in RULES.items()]
+    } for c, (short, full, fix) in (RULES | EXTRA_RULES).items()]
 
 
 def _location(f, spec, root: Path) -> tuple[str, int]:
-    """(repo-relative path, line): the finding's own source line, else the kernel's line in its spec file."""
-    file = relative(f.file, root)
+    """(repo-relative path, line): the finding's own source line, else (or with no finding) the kernel's line in
+    its spec file."""
+    file = relative(f.file, root) if f is not None else None
     if file:
         return file, f.line if f.line and f.line >= 1 else 1
-    return relative(spec.origin, root) or "unknown-spec-file", declaration_line(root, spec.origin, spec.name)
+    return relative(spec.origin, root) or "unknown-spec-file", declaration_line(root, spec)
 
 
 def _artifact(path: str) -> dict:
@@ -168,9 +178,20 @@ def _message(f, spec, root: Path) -> str:
 
 def to_dict(result) -> dict:
     root = source_root(result)
-    index = {c: i for i, c in enumerate(RULES)}
+    index = {c: i for i, c in enumerate(RULES | EXTRA_RULES)}
     results, seen = [], {}
     for r in result.reports:
+        if r.verdict == UNCHECKED:
+            uri, line = _location(None, r.spec, root)
+            results.append({
+                "ruleId": rule_id(UNCHECKED), "ruleIndex": index[UNCHECKED],
+                "level": "error" if result.options.get("require_values") else "note",
+                "message": {"text": f"[{r.spec.name}] values not checked: {'; '.join(r.unchecked_values())}"},
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact(uri),
+                                                    "region": {"startLine": line}}}],
+                "partialFingerprints": {FINGERPRINT_KEY: _fingerprint((r.spec.name, UNCHECKED, uri, line), seen)},
+                "properties": {"kernel": r.spec.name, "op": r.spec.op, "kind": r.spec.kind},
+            })
         for f in sorted_findings(r.findings):
             uri, line = _location(f, r.spec, root)
             results.append({

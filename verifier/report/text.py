@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from verifier.declare.contracts import NOTE_PREFIX
 from verifier.results.notes import kind
-from verifier.results.run import cell, columns, rows, sorted_findings
+from verifier.results.run import cell, columns, rows, sorted_findings, verdict_counts
 
 _SHORT = {"out-of-range-write": "oob-write", "determinism": "determ", "resources": "resource"}
 MAX_FINDINGS_PER_KERNEL = 8
@@ -57,11 +57,8 @@ def render(result) -> str:
         lines.append(f"  skip[{i}]: {reason}")
     s = result.summary()
     lines.append("")
-    partial = f" ({s['pass_without_values']} of them build/resources only: values not checked)" \
-        if s.get("pass_without_values") else ""
     warned = f" ({s['warnings']} of them warnings)" if s.get("warnings") else ""
-    lines.append(f"{s['kernels']} kernels: {s['pass']} pass{partial}, {s['fail']} fail, {s['error']} error, "
-                 f"{s['skipped']} skipped; {s['findings']} findings{warned}")
+    lines.append(f"{s['kernels']} kernels: {verdict_counts(result)}; {s['findings']} findings{warned}")
     env = result.environment
     lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in env.items() if v))
     for r in result.reports:

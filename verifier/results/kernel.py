@@ -16,8 +16,13 @@ from verifier.results.options import Options, repro_line
 
 RUN_CHECKS = ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism")
 USER_ERROR = "user"  # KernelReport.error_kind of an error in the spec's own code (verifier.declare.usercode)
+# A kernel's verdicts, best first. 'unchecked': no error finding, but its values were never checked (every value
+# cell skipped: a CUDA kernel on a machine without a GPU is built, resource-checked and linted only). It is not
+# 'pass': the exit code stays 0 (what ran found nothing), unless --require-values makes it fail.
+VERDICTS = ("pass", "unchecked", "fail", "error", "skipped")
 
-__all__ = ["KernelReport", "crash_finding", "RUN_CHECKS", "USER_ERROR", "Cell", "PASS", "FAIL", "WARN", "skipped"]
+__all__ = ["KernelReport", "crash_finding", "RUN_CHECKS", "USER_ERROR", "VERDICTS", "Cell", "PASS", "FAIL", "WARN",
+           "skipped"]
 
 
 @dataclass
@@ -50,7 +55,18 @@ class KernelReport:
             return "fail"
         if self.cells and all(v.skipped for v in self.cells.values()):
             return "skipped"
+        if self.unchecked_values():
+            return "unchecked"
         return "pass"
+
+    def unchecked_values(self) -> list:
+        """The distinct reasons its values were not checked, when every value cell it has is skipped (a CUDA
+        kernel without a GPU); [] when a value check ran, or when it has no value cell (lint, sanitize, a run of
+        --case refusal)."""
+        cells = [v for (_, check), v in self.cells.items() if check == "value"]
+        if not cells or not all(v.skipped for v in cells):
+            return []
+        return list(dict.fromkeys(v.reason for v in cells))
 
     @property
     def internal_error(self) -> bool:

@@ -68,8 +68,13 @@ def excerpt(root: Path, file: str, line: int, context: int = 3) -> Optional[list
     return [(n, lines[n - 1]) for n in range(lo, hi + 1)]
 
 
-def declaration_line(root: Path, spec_file: Optional[str], kernel: str) -> int:
-    """Line of ``name="kernel"`` in the spec file (1 when not found), so an annotation lands on the kernel."""
+def declaration_line(root: Path, spec) -> int:
+    """The line of the spec file where ``spec`` was constructed (recorded when it was built, so a kernel made in a
+    comprehension or a helper lands on its own line), else the line of ``name="kernel"`` in the file (a result
+    written without it), else 1: so an annotation lands on the kernel."""
+    if getattr(spec, "line", None):
+        return spec.line
+    spec_file, kernel = spec.origin, spec.name
     if not spec_file:
         return 1
     p = Path(spec_file) if Path(spec_file).is_absolute() else root / spec_file

@@ -16,6 +16,9 @@ from verifier.results.cells import Cell, merged
 from verifier.results.findings import CHECK_CLASSES
 from verifier.results.kernel import KernelReport
 
+REQUIRE_VALUES_FIX = ("run it where its values can be checked (a CUDA kernel: on a GPU machine), or leave out "
+                      "--require-values (--verifier-require-values) to accept build/resources/lint-only results")
+
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -31,24 +34,61 @@ class Result:
         return {
             "kernels": len(verdicts),
             "pass": verdicts.count("pass"),
+            # no error finding, but values never checked (e.g. CUDA kernels on a CPU machine): not 'pass'
+            "unchecked": verdicts.count("unchecked"),
             "fail": verdicts.count("fail"),
             "error": verdicts.count("error"),
             "skipped": verdicts.count("skipped"),
             "findings": sum(len(r.findings) for r in self.reports),
             "warnings": sum(1 for r in self.reports for f in r.findings if f.severity == "warning"),
-            # passing kernels whose values were never checked (e.g. CUDA kernels on a CPU machine)
-            "pass_without_values": sum(1 for r in self.reports if r.verdict == "pass" and _values_skipped(r)),
         }
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: bool = False, require_values: bool = False) -> int:
         """3 for a bug in kernel-verifier, 4 when nothing was checked, 1 for findings (an error in a spec's own
-        code included; warnings only with ``strict``), else 0."""
+        code included; warnings only with ``strict``; a kernel whose values were not checked only with
+        ``require_values``, which fails a skipped kernel too), else 0.
+
+        A run whose every kernel is ``unchecked`` exits 0, not 4: its build, resources and static checks ran and
+        found nothing, and 4 means that no check at all ran. Its verdicts and summary say ``unchecked``; a CI job
+        that must check values passes ``require_values``."""
         s = self.summary()
         if any(r.internal_error for r in self.reports):
             return EXIT_INTERNAL
         if nothing_checked(self):
             return EXIT_NOTHING_CHECKED  # every kernel skipped: never reads as 'every kernel passed'
-        return EXIT_FINDINGS if s["fail"] or s["error"] or (strict and s["warnings"]) else EXIT_OK
+        failed = s["fail"] or s["error"] or (strict and s["warnings"]) or (require_values and not_checked(self))
+        return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def unchecked_reasons(reports) -> list:
+    """Why the ``unchecked`` kernels' values were not checked, each reason once, in its short form (the words before
+    its first colon: "no CUDA GPU")."""
+    return list(dict.fromkeys(why.split(":")[0] for r in reports if r.verdict == "unchecked"
+                              for why in r.unchecked_values()))
+
+
+def verdict_counts(result, sep: str = ", ") -> str:
+    """``a pass, b unchecked (values not checked: no CUDA GPU), c fail, d error, e skipped``: the verdicts of a
+    summary line (the unchecked count only where there is one), in every format's words."""
+    s = result.summary()
+    parts = [f"{s['pass']} pass"]
+    if s["unchecked"]:
+        parts.append(f"{s['unchecked']} unchecked (values not checked: {'; '.join(unchecked_reasons(result.reports))})")
+    parts += [f"{s['fail']} fail", f"{s['error']} error", f"{s['skipped']} skipped"]
+    return sep.join(parts)
+
+
+def not_checked(result) -> list:
+    """The kernels whose values were not checked: ``unchecked`` and ``skipped`` ones (what --require-values fails)."""
+    return [r for r in result.reports if r.verdict in ("unchecked", "skipped")]
+
+
+def require_values_message(result, command: str = "verifier") -> str:
+    """The stderr lines of a --require-values run in which some kernel's values were not checked."""
+    missed = not_checked(result)
+    why = "; ".join(dict.fromkeys(w for r in missed for w in r.unchecked_values())) or "skipped"
+    return (f"{command}: --require-values: the values of {len(missed)} kernel(s) were not checked ({why}): "
+            f"{', '.join(r.name for r in missed)}\n  fix: {REQUIRE_VALUES_FIX}\n")
 
 
 def sorted_findings(findings):
@@ -130,8 +170,3 @@ def merge(results) -> Result:
     opts = next((res.options for res in results if res.options), {})
     root = next((res.source_root for res in results if res.source_root), None)
     return Result(reports=list(by_name.values()), environment=dict(env), options=dict(opts), source_root=root)
-
-
-def _values_skipped(report) -> bool:
-    cells = [v for (tag, check), v in report.cells.items() if check == "value"]
-    return bool(cells) and all(v.skipped for v in cells)

@@ -4,17 +4,22 @@ through the two.
 
 Schema (stable; bump ``schema`` on any incompatible change; docs/json-schema.md):
 
-    {"schema": 1,
-     "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|fail|error|skipped", "source",
+    {"schema": 2,
+     "kernels": [{"name", "op", "kind", "dtypes": [tag...], "verdict": "pass|unchecked|fail|error|skipped", "source",
+                  "line" (of source, where the kernel was constructed; null when not known),
                   "checks": {tag: {check: "pass|FAIL|warn|skipped(reason)"}}, "seconds", "error",
                   "error_kind": "internal|user" (user: the spec's own code raised; exit 1, not 3),
                   "notes": [str]  (resources per entry, catalogue cases not run and why),
                   "note_kinds": [kind of each note: contract | case-not-run | info] (verifier.results.notes; optional),
                   "findings": [{"check", "severity", "input", "shape", "dtype", "message", "seed", "repro",
                                 "file", "line", "score"}]}],
-     "summary": {"kernels", "pass", "fail", "error", "skipped", "findings", "warnings", "pass_without_values"},
+     "summary": {"kernels", "pass", "unchecked", "fail", "error", "skipped", "findings", "warnings"},
      "environment": {"gpu", "driver", "cuda", "torch", "triton", "cupy", "nvcc", "commit"},
      "options": {...}}
+
+Schema 2 (from schema 1): verdict ``unchecked`` (no error finding, values never checked: a CUDA kernel without a
+GPU), which schema 1 counted as ``pass`` with ``summary.pass_without_values``; that key is gone, ``summary.unchecked``
+counts them. Schema 1 files are still read (a verdict is recomputed from the cells, so they read as schema 2).
 """
 from __future__ import annotations
 
@@ -24,14 +29,14 @@ from typing import Optional
 from verifier.errors import UsageError
 from verifier.results.cells import Cell
 from verifier.results.findings import Finding
-from verifier.results.kernel import KernelReport
+from verifier.results.kernel import VERDICTS, KernelReport
 from verifier.results.notes import KINDS, Note, kind
 from verifier.results.run import Result, sorted_findings
 
-SCHEMA = 1
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)  # schema 1: before the 'unchecked' verdict; its verdicts are recomputed from the cells
 # 'score' (larger is worse) lets a saved result be re-sorted exactly as the live one.
 _FINDING_KEYS = ("check", "severity", "input", "shape", "dtype", "message", "seed", "repro", "file", "line", "score")
-_VERDICTS = ("pass", "fail", "error", "skipped")
 _FIX = "pass the file written by `verifier check --format json` (schema in docs/json-schema.md)"
 
 
@@ -49,6 +54,7 @@ class SavedSpec:
     kind: str
     dtypes: tuple
     origin: Optional[str] = None
+    line: Optional[int] = None  # the line of origin declaring it
 
 
 # --- writing ------------------------------------------------------------------------------------------
@@ -65,6 +71,7 @@ def kernel_entry(r) -> dict:
         "dtypes": [d.tag for d in r.spec.dtypes],
         "verdict": r.verdict,
         "source": r.spec.origin,
+        "line": getattr(r.spec, "line", None),
         "checks": checks,
         "seconds": round(r.seconds, 3),
         "error": r.error,
@@ -134,11 +141,13 @@ def read_kernel(k: dict, where: str, spec=None, device: str = "") -> KernelRepor
     isolation child's report), else a SavedSpec built from the entry."""
     name = _need(k, "name", str, where)
     verdict = _need(k, "verdict", str, where)
-    if verdict not in _VERDICTS:
-        raise UsageError(f"{where}.verdict: {verdict!r} is not one of {', '.join(_VERDICTS)}", fix=_FIX)
+    if verdict not in VERDICTS:
+        raise UsageError(f"{where}.verdict: {verdict!r} is not one of {', '.join(VERDICTS)}", fix=_FIX)
     if spec is None:
+        line = k.get("line")
         spec = SavedSpec(name=name, op=k.get("op", ""), kind=k.get("kind", ""),
-                         dtypes=tuple(SavedDtype(str(t)) for t in k.get("dtypes", [])), origin=k.get("source"))
+                         dtypes=tuple(SavedDtype(str(t)) for t in k.get("dtypes", [])), origin=k.get("source"),
+                         line=line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else None)
     raw = k.get("findings") or []
     findings = [_finding(f, name, f"{where}.findings[{j}]", len(raw) - j) for j, f in enumerate(raw)]
     return KernelReport(spec=spec, device=device, findings=findings, cells=_cells(k, where), notes=_notes(k),
@@ -151,8 +160,9 @@ def from_dict(data) -> Result:
     if not isinstance(data, dict):
         raise UsageError(f"result: expected a JSON object, got {type(data).__name__}", fix=_FIX)
     schema = data.get("schema")
-    if schema != SCHEMA:
-        raise UsageError(f"result schema {schema!r} is not supported (this version reads schema {SCHEMA})", fix=_FIX)
+    if schema not in READABLE_SCHEMAS:
+        raise UsageError(f"result schema {schema!r} is not supported (this version reads schemas "
+                         f"{', '.join(map(str, READABLE_SCHEMAS))})", fix=_FIX)
     options = dict(data.get("options") or {})
     reports = []
     for i, k in enumerate(_need(data, "kernels", list, "result")):

@@ -9,6 +9,7 @@ land with ``os.replace`` so a reader never sees a partial cubin. Failed builds a
 """
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -52,6 +53,50 @@ def cache_dir() -> Path:
         return Path(os.environ["VERIFIER_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "kernel-verifier"
+
+
+CACHE_FIX = ("set VERIFIER_CACHE_DIR to a writable directory with free space, e.g. "
+             "export VERIFIER_CACHE_DIR=/tmp/kv-cache")
+
+
+def cache_setting() -> str:
+    """Which setting chose cache_dir(): the variable the user can change."""
+    if os.environ.get("VERIFIER_CACHE_DIR"):
+        return "$VERIFIER_CACHE_DIR"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return "$XDG_CACHE_HOME/kernel-verifier"
+    return "~/.cache/kernel-verifier under $HOME"
+
+
+def cache_error(path, e: OSError, doing: str = "write to") -> UsageError:
+    """An unusable build cache is the environment's problem, said with the setting to change (never exit 3)."""
+    why = "the disk is full" if e.errno == errno.ENOSPC else e.strerror or str(e)
+    if e.errno == errno.EEXIST or (Path(path).exists() and not Path(path).is_dir()):
+        why = "it is not a directory"
+    return UsageError(f"cannot {doing} the build cache {path} ({cache_setting()}): {why}", fix=CACHE_FIX)
+
+
+_USABLE: set = set()
+
+
+def usable_cache_dir() -> Path:
+    """cache_dir(), created and written to once (per path and process): a read-only, full or invalid one (a file,
+    a path under a file, under /proc) is a UsageError naming the path and the setting, before any build."""
+    root = cache_dir()
+    if str(root) in _USABLE:
+        return root
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=root, prefix=".writable-")
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as e:
+        raise cache_error(root, e) from None
+    _USABLE.add(str(root))
+    return root
 
 
 def nvcc_path() -> str:
@@ -157,7 +202,7 @@ def _cached(kind: str, suffix: str, log_suffix: str, base: list, source: Path, i
     command names a manifest of the files its last compile read (verifier.toolchain.deps); their bytes name the
     output. ``build(tmp)``, if given, builds it instead of nvcc on the source: (output, log, files it read)."""
     command_key = _cache_key(source, inc_dirs, base, base_flags, _version_text(nvcc))
-    root = cache_dir()
+    root = usable_cache_dir()
     manifest = root / "deps" / command_key[:2] / f"{command_key}.json"
 
     def outputs(files):
@@ -174,6 +219,18 @@ def _cached(kind: str, suffix: str, log_suffix: str, base: list, source: Path, i
     found = hit()
     if found is not None:
         return found
+    try:
+        return _build_cached(kind, root, command_key, manifest, outputs, hit, base, source, suffix, log_suffix,
+                             nvcc, build)
+    except OSError as e:  # a cache gone read-only or full during the run (ENOSPC); nvcc's own failures are BuildErrors
+        if not str(e.filename or "").startswith(str(root)):
+            raise
+        raise cache_error(root, e) from None
+
+
+def _build_cached(kind, root, command_key, manifest, outputs, hit, base, source, suffix, log_suffix, nvcc,
+                  build) -> tuple:
+    """_cached's miss: build under the command's lock into the cache (a file lands whole, by rename)."""
     (root / "locks").mkdir(parents=True, exist_ok=True)
     with FileLock(str(root / "locks" / f"{command_key}.lock")):
         found = hit()
