@@ -35,17 +35,20 @@ SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
 
 
-def in_ptx(path, facts: dict) -> dict:
-    """``facts`` keyed by the PTX's own symbols: an entry written as a C++ name (``ns::k<float, 256>``) becomes its
-    mangled symbol (verifier.launch.symbols); one the PTX lacks keeps its name (reported as not in the PTX)."""
+def in_ptx(path, facts: dict, missing: Optional[dict] = None) -> dict:
+    """``facts`` keyed by the PTX's own symbols: an entry written as a C++ name (``ns::k<float, 256>``, unnamed
+    namespaces elided) becomes its mangled symbol (verifier.launch.symbols); one the PTX lacks keeps its name
+    (reported as not in the PTX), and its EntryNotFound goes to ``missing``."""
     from verifier.launch.symbols import EntryNotFound, ptx_entries, resolve
 
     out = {}
     for e, f in facts.items():
         try:
             out[resolve(e, ptx_entries(path), "the PTX")] = f
-        except EntryNotFound:
+        except EntryNotFound as err:
             out[e] = f
+            if missing is not None:
+                missing[e] = err
     return out
 
 
@@ -292,6 +295,7 @@ def _rel(path: str) -> str:
 
 def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     """Lint one CUDA spec for dtypes ``dts``: findings and ``static`` cells go to ``report``."""
+    from verifier.launch.symbols import ptx_entries, shown
     from verifier.toolchain.nvcc import compile_ptx
 
     if spec.kind != "cuda":
@@ -323,12 +327,16 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
                 return
-            here = in_ptx(path, facts)  # keyed by the PTX's symbols (a C++ entry name resolved)
+            missing: dict = {}
+            here = in_ptx(path, facts, missing)  # keyed by the PTX's symbols (a C++ entry name resolved)
+            names = ptx_entries(path)
             for entry, f in sorted(here.items()):
                 resolved = entry_result(str(path), frozenset(here), entry, f)
                 if resolved is None:
+                    err = missing.get(entry)
+                    why = f" ({err.detail})\n  fix: {err.fix}" if err is not None else ""
                     report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
-                                       "of its source; nothing of it could be analysed", kernel=spec.name,
+                                       f"of its source; nothing of it could be analysed{why}", kernel=spec.name,
                                        repro=repro))
                     continue
                 analysed += not any(iss.at == UNREAD for iss, *_ in resolved)
@@ -336,7 +344,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                     key = (iss.cls, iss.severity, pos, other_pos)
                     m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),
                                                 "arches": set(), "count": 0, "pos": pos, "blocks": set()})
-                    m["entries"].add(entry)
+                    m["entries"].add(shown(names[entry]) if entry in names else entry)  # as the spec names it
                     m["arches"].add(arch)
                     m["blocks"].update(f.blocks)
                     m["count"] += 1
