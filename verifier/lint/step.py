@@ -24,7 +24,7 @@ import pickle
 from pathlib import Path
 from typing import Optional
 
-from verifier.errors import BuildError, ToolMissing
+from verifier.errors import BuildError, SpecError, ToolMissing
 from verifier.lint import ptx, suppressions
 from verifier.lint.checks import EntryAnalysis, EntryFacts, Issue
 from verifier.results.cells import PASS, skipped
@@ -220,7 +220,7 @@ def plan(spec, dts, arches) -> list:
             try:
                 path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
                                    include_dirs=spec.include_paths())
-            except (ToolMissing, BuildError):
+            except (ToolMissing, BuildError, SpecError):
                 return jobs  # lint_spec reports it
             here = in_ptx(path, facts)
             jobs += [(str(path), frozenset(here), e, f) for e, f in sorted(here.items())]
@@ -326,6 +326,11 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                 return
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
+                return
+            except SpecError as e:  # a source that does not exist: this kernel's error, the others are linted
+                from verifier.declare.usercode import blame, spec_error
+
+                blame(report, spec_error(spec, e))
                 return
             missing: dict = {}
             here = in_ptx(path, facts, missing)  # keyed by the PTX's symbols (a C++ entry name resolved)

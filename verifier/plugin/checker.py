@@ -168,6 +168,8 @@ class Checker:
     def _conclude(self, report, check):
         """Record the check class (on failure: the failing ones, worst first) and fail with the findings.
         Warnings (without --verifier-strict) pass, but are shown: a junit property and a pytest warning."""
+        if report.error:  # the step recorded the kernel's error (lint: a source that does not exist)
+            self._spec_error(report.error)
         errors = [f for f in report.findings if self._fails(f)]
         if not errors:
             self.record("check", check)
