@@ -15,6 +15,7 @@ the process holds: give the helpers distinct names to be safe.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -65,10 +66,19 @@ def importable(path):
         for name in clashes:
             mine = _source(folder, name)
             theirs = getattr(aside.get(name), "__file__", None) or str(_FOLDER_OF.get(name, "?"))
-            warnings.warn(SiblingClash(
+            warnings.warn_explicit(SiblingClash(  # shown at the user's import line, not ours
                 f"{path} and an earlier user file both import a module named {name!r} from beside them ({mine} and "
                 f"{theirs}); each got its own at load time, but an import of {name!r} run later inside a function "
-                f"gets {theirs}. Fix: give one of them another name"), stacklevel=3)
+                f"gets {theirs}. Fix: give one of them another name"), SiblingClash, str(path), _import_line(path, name))
+
+
+def _import_line(path, name: str) -> int:
+    rx = re.compile(rf"^\s*(?:import\s+(?:[\w.]+\s*,\s*)*{re.escape(name)}\b|from\s+{re.escape(name)}\b)")
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return 1
+    return next((i + 1 for i, ln in enumerate(lines) if rx.match(ln)), 1)
 
 
 def _source(folder: Path, name: str) -> str:
