@@ -13,42 +13,11 @@ Each test is one battery step (verifier.plugin.checker.Checker). A test that cou
 CUDA kernel's launches without a GPU, a case the kernel refuses, a Triton build without a GPU) is not generated:
 one line at the end of the session counts them, with the reasons (verifier.plugin.session.known_skip). One op's suite: ``pytest suites/test_ops.py
 -k test_softmax`` (-k matches names as substrings: test_softmax does not select test_log_softmax). A new op in
-verifier/ops needs no file here.
+verifier/ops needs no file here. The tests themselves are verifier.plugin.suites's, which a user's project gets
+without this file (``pytest --verifier-specs PATH``).
 """
-import pytest
-
 from verifier.ops import OPS
-
-
-def _suite(op: str) -> dict:
-    def values(verifier_check, verifier_kernel, verifier_dtypes, verifier_case, verifier_inputs):
-        verifier_check.values(verifier_kernel, verifier_dtypes, verifier_case, verifier_inputs)
-
-    def shapes(verifier_check, verifier_kernel, verifier_dtypes):
-        verifier_check.shapes(verifier_kernel, verifier_dtypes)
-
-    def refusal(verifier_check, verifier_kernel, verifier_dtypes):
-        verifier_check.refusal(verifier_kernel, verifier_dtypes)
-
-    def determinism(verifier_check, verifier_kernel, verifier_dtypes):
-        verifier_check.determinism(verifier_kernel, verifier_dtypes)
-
-    def build(verifier_check, verifier_kernel):
-        verifier_check.build(verifier_kernel)
-
-    def static(verifier_check, verifier_kernel):
-        verifier_check.static(verifier_kernel)
-
-    tests = {"": values, "_shapes": shapes, "_refusal": refusal, "_determinism": determinism, "_build": build,
-             "_static": static}
-    out = {}
-    for suffix, fn in tests.items():
-        name = f"test_{op}{suffix}"
-        fn.__name__ = fn.__qualname__ = name
-        # step: the plugin does not generate a test that could only skip here (it says how many in one line)
-        out[name] = pytest.mark.verifier(op=op, step=suffix[1:] or "values")(fn)
-    return out
-
+from verifier.plugin.suites import suite_tests
 
 for _op in OPS:
-    globals().update(_suite(_op))
+    globals().update(suite_tests(_op))

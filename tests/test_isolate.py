@@ -3,6 +3,7 @@
 The mechanism is the one used on a GPU (where a fault kills the CUDA context); here it is forced on CPU
 CallableKernels with check_all(isolate=True).
 """
+import os
 import textwrap
 
 import pytest
@@ -74,9 +75,25 @@ def test_crash_timeout_and_the_next_kernel_still_checked(specs):
     assert good.findings == [] and good.verdict == "pass" and good.cells[("f32", "value")] == "pass"
 
 
-def test_usage_error_in_the_child_is_raised_in_the_parent(specs):
-    with pytest.raises(UsageError, match="output 'y' has dtype torch.float64"):
-        check_all([specs["wrong_dtype"]], Options(level="quick", device="cpu", case="normal_small"), isolate=True)
+def test_usage_error_in_the_child_is_raised_in_the_parent(specs, monkeypatch, tmp_path):
+    # A usage error only the child meets (a process-wide setting): simulated by a sitecustomize raising one.
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import verifier.battery.values as b
+        from verifier.errors import UsageError
+        def refused(*a, **k):
+            raise UsageError("a setting only the child reads is wrong", fix="set it right")
+        b.evaluate = refused
+        """))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    with pytest.raises(UsageError, match="a setting only the child reads is wrong"):  # the run's end, exit 2
+        check_all([specs["good"]], Options(level="quick", device="cpu", case="normal_small"), isolate=True)
+
+
+def test_a_wrong_output_dtype_in_the_child_is_that_kernels_error(specs):
+    """The kernel's answer, not the user's command line: its error (exit 1), the run goes on (issue #35 item 6)."""
+    (r,) = check_all([specs["wrong_dtype"]], Options(level="quick", device="cpu", case="normal_small"), isolate=True)
+    assert r.verdict == "error" and r.error_kind == "user", (r.verdict, r.error)
+    assert "returned output 'y' of dtype torch.float64" in r.error and "fix: return the declared output dtype" in r.error
 
 
 def test_internal_error_in_the_child_is_an_error_verdict_not_a_crash(specs, monkeypatch, tmp_path):

@@ -61,3 +61,48 @@ def test_every_kernel_is_reported_and_the_run_exits_1(tmp_path, capsys):
                             "shared memory" in f["message"] and "declare the limit in supports()" in f["message"]
                             for f in refusals), refusals
     assert not [f for f in limit["findings"] if f["check"] == "crash"]
+
+
+BAD = textwrap.dedent('''
+    import torch
+    from verifier.spec import CallableKernel, CudaKernel, Launch, dtypes
+
+    def good(i, o, p, d):
+        return {"y": torch.softmax(i["x"].float(), -1).to(o["y"].dtype)}
+
+    def wrong_shape(i, o, p, d):
+        return {"y": torch.softmax(i["x"].float(), -1).to(o["y"].dtype)[:, :1]}
+
+    def wrong_dtype(i, o, p, d):
+        return {"y": torch.softmax(i["x"].double(), -1)}
+
+    KERNELS = [
+        CallableKernel(name="wrong-shape", op="softmax", fn=wrong_shape, dtypes=[dtypes("f32")]),
+        CallableKernel(name="wrong-dtype", op="softmax", fn=wrong_dtype, dtypes=[dtypes("f32")]),
+        CudaKernel(name="no-source", op="softmax", source="missing.cu", dtypes=[dtypes("f32")],
+                   launches=lambda M, N, dt, p: [Launch("k", (M,), (256,), ("x", "y", "M", "N"))]),
+        CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")]),
+    ]
+''')
+
+
+def test_a_wrong_output_shape_or_a_missing_cu_is_that_kernels_error_and_the_good_kernel_passes(tmp_path, capsys):
+    """Issue #35 item 6: each was the run's end (exit 2, the good kernel's result dropped)."""
+    (tmp_path / "bad_spec.py").write_text(BAD)
+    out = tmp_path / "r.json"
+    code = cli.main(["check", str(tmp_path / "bad_spec.py"), "--level", "quick", "--device", "cpu",
+                     "--format", "json", "--output", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    kernels = {k["name"]: k for k in json.loads(out.read_text())["kernels"]}
+    assert kernels["good"]["verdict"] == "pass", kernels["good"]
+    for name, words, fix in (
+            ("wrong-shape", "fn() of spec file", "return tensors of the op's output shapes"),
+            ("wrong-dtype", "returned output 'y' of dtype torch.float64", "return the declared output dtype"),
+            ("no-source", "missing.cu does not exist", "set the kernel's source= to its .cu file")):
+        k = kernels[name]
+        assert k["verdict"] == "error" and k["error_kind"] == "user", k
+        assert words in k["error"] and f"fix: {fix}" in k["error"], k["error"]
+    assert "output 'y' of shape (" in kernels["wrong-shape"]["error"]
+    assert str(tmp_path / "bad_spec.py") in kernels["no-source"]["error"]  # which spec file to fix
+    assert "internal error" not in err and "Traceback" not in err

@@ -411,6 +411,47 @@ def p35_sarif_places(tmp: Path):
         "\n".join(where)
 
 
+WRONG_SHAPE = GOOD + '''
+def wrong_shape(inputs, outputs, params, dt):
+    return {"y": torch.softmax(inputs["x"].float(), -1)[:, :1]}
+'''
+
+
+def p35_6_wrong_shape(tmp: Path):
+    spec = _spec(tmp, WRONG_SHAPE + '''
+KERNELS = [CallableKernel(name="wrongshape", op="softmax", fn=wrong_shape, dtypes=[dtypes("f32")]),
+           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")])]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress")
+    return code, _pick(out + err, r"^wrongshape ", r"^fine ", r"returned output 'y' of shape", r"fix: return tensors")
+
+
+def p35_6_missing_cu(tmp: Path):
+    spec = _spec(tmp, GOOD + '''
+from verifier.spec import CudaKernel, Launch
+KERNELS = [CudaKernel(name="nosource", op="softmax", source="missing.cu", dtypes=[dtypes("f32")],
+                      launches=lambda M, N, dt, p: [Launch("k", (M,), (256,), ("x", "y", "M", "N"))]),
+           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")])]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress")
+    return code, _pick(out + err, r"^nosource ", r"^fine ", r"missing.cu does not exist", r"fix: set the kernel")
+
+
+def p35_11_user_project(tmp: Path):
+    (tmp / "specs").mkdir()
+    (tmp / "specs" / "my_spec.py").write_text(HEADER + textwrap.dedent(WRONG_SHAPE + '''
+KERNELS = [CallableKernel(name="wrongshape", op="softmax", fn=wrong_shape, dtypes=[dtypes("f32")]),
+           CallableKernel(name="fine", op="softmax", fn=good, dtypes=[dtypes("f32")])]
+'''))
+    p = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--verifier-specs",
+                        "specs", "--verifier-level", "quick", "--verifier-device", "cpu", "-k", "normal_small"],
+                       capture_output=True, text=True, cwd=tmp, env=_env(), timeout=600)
+    text = p.stdout + p.stderr
+    summary = re.sub(r" in [\d.]+s.*", "", _pick(text, r"\d+ failed").strip("= "))
+    return p.returncode, summary + "\n" + _pick(text, r"^FAILED ", r"^error in the spec's own code",
+                                                  r"^  fix: return tensors", r"^kernel-verifier: ")
+
+
 PROBES = [
     Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
           "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
@@ -447,6 +488,18 @@ PROBES = [
     Probe("35-5-plugin", 5, "`pytest suites/test_ops.py --verifier-specs kernels/cuda/softmax_spec.py "
           "--verifier-require-values` without a GPU", p35_plugin, cheap=False, issue=35,
           test="tests/test_unchecked_verdict.py::test_plugin_require_values_fails_the_values_tests_it_would_leave_out"),
+    Probe("35-6-wrong-shape", 6, "a callable returning an output of the wrong shape, beside a good kernel",
+          p35_6_wrong_shape, cheap=False, issue=35,
+          test="tests/test_one_kernel_stays_one.py::"
+               "test_a_wrong_output_shape_or_a_missing_cu_is_that_kernels_error_and_the_good_kernel_passes"),
+    Probe("35-6-missing-cu", 6, "a `CudaKernel` whose `.cu` does not exist, beside a good kernel",
+          p35_6_missing_cu, cheap=False, issue=35,
+          test="tests/test_one_kernel_stays_one.py::"
+               "test_a_wrong_output_shape_or_a_missing_cu_is_that_kernels_error_and_the_good_kernel_passes"),
+    Probe("35-11-user-project", 11, "`pytest --verifier-specs specs` in the user's own project (no "
+          "suites/test_ops.py): a good kernel and one returning the wrong shape", p35_11_user_project, cheap=False,
+          issue=35, test="tests/test_plugin_user_project.py::"
+                         "test_the_spec_files_suites_are_generated_and_run_in_the_users_project"),
     Probe("35-7-cache-dir", 7, "`VERIFIER_CACHE_DIR` under a regular file (no directory can be made there, even by "
           "root): `verifier check kernels/cuda/softmax_spec.py`", p35_cache_dir, issue=35,
           test="tests/test_environment_errors.py::test_an_unusable_build_cache_is_exit_2_naming_the_setting"),

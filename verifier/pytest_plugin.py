@@ -10,7 +10,10 @@ Options (group "kernel-verifier"; each also read from VERIFIER_<NAME>):
   --verifier-level quick|ci|thorough  the run level: catalogue cases, Hypothesis examples (verifier.results.levels;
                                     default ci); --verifier-budget and VERIFIER_BUDGET are its older spellings
   --verifier-seed N                 base seed of every random draw
-  --verifier-specs PATH             extra spec files/directories whose kernels join the suites (repeatable)
+  --verifier-specs PATH             extra spec files/directories whose kernels join the suites (repeatable); in a
+                                    project without suites/test_ops.py, their suites are generated
+                                    (verifier.plugin.suites: node ids ``my_spec.py::test_softmax[...]``)
+  --verifier-bundled                the bundled kernels get generated suites too (where no suite module runs them)
   --verifier-sanitize               re-run the GPU tests of the selected kernels under compute-sanitizer
   --verifier-sanitize-tool TOOL     which tool(s) those re-runs use (repeatable; default memcheck)
   --verifier-strict                 warnings (e.g. a spill no Expectations limit covers) fail the test
@@ -75,6 +78,9 @@ def pytest_addoption(parser):
     g.addoption("--verifier-seed", default=env("VERIFIER_SEED", "0"), help="base seed")
     g.addoption("--verifier-specs", action="append", default=[], metavar="PATH",
                 help="spec files or directories whose kernels join the suites")
+    g.addoption("--verifier-bundled", action="store_true", default=env("VERIFIER_BUNDLED") == "1",
+                help="generate suites for the bundled kernels too, beside the --verifier-specs ones (where no "
+                     "suite module such as the checkout's suites/test_ops.py is collected)")
     g.addoption("--verifier-sanitize", action="store_true", default=env("VERIFIER_SANITIZE") == "1",
                 help="re-run the GPU tests of the selected kernels under compute-sanitizer")
     g.addoption("--verifier-sanitize-tool", action="append", default=[], metavar="TOOL",
@@ -140,11 +146,26 @@ def pytest_collection(session):
         resolved_device(session.config)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """A --verifier-specs spec file named on the command line (a repro line, a child run) is collected as its
+    generated suites, not imported as a test module."""
+    from verifier.plugin.suites import module_for
+
+    return module_for(module_path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect: the generated tests are selected as any other
 def pytest_collection_modifyitems(session, config, items):
-    """A collected test that uses the plugin commits the process to compiled or interpreted Triton before any
+    """With --verifier-specs and no suite module collected (a user's project), the suites of those spec files are
+    generated and appended (verifier.plugin.suites).
+    A collected test that uses the plugin commits the process to compiled or interpreted Triton before any
     test runs (a suite module already did while it was parametrized); other sessions are left as they are.
     A generated suite test left with no kernel to run here is dropped (counted in the session's last line).
     Tests marked ``verifier_spread`` are spread through the collection (verifier.plugin.spread)."""
+    from verifier.plugin.suites import add_generated
+
+    add_generated(session, items)
     if any(item.get_closest_marker("verifier") or _FIXTURES & set(getattr(item, "fixturenames", ())) for item in items):
         from verifier.plugin.session import activate_triton
 
@@ -175,7 +196,10 @@ def pytest_generate_tests(metafunc):
     if step is not None and step not in STEPS:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: verifier(step={step!r}) is not a step; use one of "
                                 f"{', '.join(STEPS)}")
-    metafunc.parametrize(names, suite_params(metafunc.config, op, names, step))
+    from verifier.plugin.suites import SPEC_FILE_ATTR
+
+    origin = getattr(metafunc.module, SPEC_FILE_ATTR, None)  # a spec file's generated suites: its kernels only
+    metafunc.parametrize(names, suite_params(metafunc.config, op, names, step, origin=origin))
 
 
 @pytest.hookimpl(trylast=True)

@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from verifier.declare.kernels import KernelSpec
+from verifier.declare.siblings import importable
 from verifier.declare.source_lines import where
 from verifier.errors import SpecError, UsageError
 
@@ -55,7 +56,8 @@ def load_spec_file(path) -> list[KernelSpec]:
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         try:
-            spec.loader.exec_module(mod)
+            with importable(path):  # `import my_helpers` finds my_helpers.py beside the spec file
+                spec.loader.exec_module(mod)
         except SpecError as e:
             del sys.modules[name]
             raise SpecError(f"{path}: {e.message}", fix=e.fix) from None

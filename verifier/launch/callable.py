@@ -1,7 +1,11 @@
-"""Runner for CallableKernel: any Python function (torch ops, third-party library ops)."""
+"""Runner for CallableKernel: any Python function (torch ops, third-party library ops).
+
+What ``fn`` returns is the kernel's answer: an output of the wrong shape or dtype, an unknown name, anything but a
+dict is that kernel's error (verdict ``error``, exit 1; the other kernels are checked), never the run's end."""
 from __future__ import annotations
 
-from verifier.errors import Unsupported, UsageError
+from verifier.declare.usercode import UserCodeError
+from verifier.errors import Unsupported
 
 
 def run_callable(spec, inputs, outputs, params, dt, device) -> None:
@@ -15,23 +19,27 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
     if result is None:
         return
     if not isinstance(result, dict):
-        raise UsageError(
-            f"kernel {spec.name}: fn returned {type(result).__name__}",
-            fix="return None (after writing into outputs) or a dict output-name -> tensor",
-        )
+        raise _returned(spec, f"a {type(result).__name__}",
+                        "return None (after writing into outputs) or a dict output-name -> tensor")
     for name, value in result.items():
         if name not in outputs:
-            raise UsageError(f"kernel {spec.name}: fn returned unknown output {name!r}", fix=f"outputs are {sorted(outputs)}")
+            raise _returned(spec, f"an unknown output {name!r}", f"op {spec.op} writes {sorted(outputs)}")
         dst = outputs[name]
+        if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+            raise _returned(spec, f"output {name!r} as a {type(value).__name__}, not a tensor",
+                            f"return a torch tensor of shape {tuple(dst.shape)} and dtype {dst.dtype}")
         if tuple(value.shape) != tuple(dst.shape):
-            raise UsageError(
-                f"kernel {spec.name}: output {name!r} has shape {tuple(value.shape)}, expected {tuple(dst.shape)}",
-                fix="return tensors of the op's output shapes",
-            )
+            raise _returned(spec, f"output {name!r} of shape {tuple(value.shape)} for M={M}, N={N}; the op's "
+                            f"{name} is {tuple(dst.shape)}", "return tensors of the op's output shapes "
+                            "(docs/specs.md lists each op's tensors)")
         if value.dtype != dst.dtype:
-            raise UsageError(
-                f"kernel {spec.name}: output {name!r} has dtype {value.dtype}, declared {dst.dtype}",
-                fix="return the declared output dtype (the comparison is in ULPs of that dtype)",
-            )
+            raise _returned(spec, f"output {name!r} of dtype {value.dtype}; the {dt.tag} variant declares "
+                            f"{dst.dtype}", "return the declared output dtype (the comparison is in ULPs of that "
+                            "dtype), or declare the dtype variant the kernel computes")
         if value.data_ptr() != dst.data_ptr():
             dst.copy_(value)
+
+
+def _returned(spec, what: str, fix: str) -> UserCodeError:
+    origin = getattr(spec, "origin", None) or "<spec not loaded from a file>"
+    return UserCodeError(f"kernel {spec.name}: fn() of spec file {origin} returned {what}", fix=fix)

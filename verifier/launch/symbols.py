@@ -6,8 +6,10 @@ A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj
 Its demangled form (from binutils' c++filt, else the toolkit's cu++filt: verifier.toolchain.ptxas) is matched
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
 (``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), with or without the parameter list, qualified or not (``RMSNormKernel<8,
-__nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``). Exactly one symbol must match;
-none lists the close candidates, several list them all.
+__nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``), and with unnamed namespaces elided
+as C++ source names them (``f<float>`` and ``ns::f<float>`` match ``void ns::(anonymous namespace)::f<float>(float*)``:
+the symbol of an unnamed namespace also holds a hash of the file's path, so only the C++ name is stable). Exactly one
+symbol must match; none lists the close candidates, several list them all.
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import re
 from pathlib import Path
 
 from verifier.errors import SpecError
+from verifier.toolchain.ptxas import elide_anonymous
 
 _SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.I)
 _CAST = re.compile(r"\((?:unsigned|signed|char|short|int|long|bool|\s)+\)(-?\d+)")
+_UNSIGNED = re.compile(r"\bunsigned\b(?!\s*(?:int|char|short|long)\b)")  # `unsigned` is `unsigned int`
 _BOOL = re.compile(r"(?<![\w.])(true|false)(?![\w.])")  # cu++filt writes (bool)0 where c++filt writes false
 _PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.M)
 
@@ -54,6 +58,7 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 
 def _normal(text: str) -> str:
+    text = _UNSIGNED.sub("unsigned int", text)
     text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
     text = _SUFFIX.sub(r"\1", text)
@@ -62,6 +67,7 @@ def _normal(text: str) -> str:
 
 def forms(demangled: str) -> set:
     """The spellings of one demangled symbol an entry may use (normalized)."""
+    demangled = elide_anonymous(demangled)
     head, params = demangled, ""
     depth = 0
     for i, c in enumerate(demangled):  # the parameter list: the first '(' outside template arguments
@@ -89,7 +95,7 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
     with the close candidates (none match) or all matches (several do)."""
     if entry in symbols:
         return entry
-    want = _normal(entry)
+    want = _normal(elide_anonymous(entry))
     hits = sorted(s for s, d in symbols.items() if want in forms(d))
     if len(hits) == 1:
         return hits[0]
@@ -131,8 +137,15 @@ def _literal(m) -> str:
 def _display(demangled: str) -> str:
     """A demangled symbol as an entry would name it: without its return type, and with cu++filt's
     ``<float, (int)256, (bool)0>`` shown as ``<float, 256, false>``, as c++filt and the source write it."""
+    demangled = elide_anonymous(demangled)
     head = _no_params(demangled)
     return _SHOWN_CAST.sub(_literal, _split_top(head.strip(), " ")[-1]) + demangled[len(head):]
+
+
+def shown(demangled: str) -> str:
+    """A demangled symbol as a spec's entry names it (for messages): no return type, no parameter list, unnamed
+    namespaces elided."""
+    return _no_params(_display(demangled))
 
 
 def _no_params(display: str) -> str:

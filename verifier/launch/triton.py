@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verifier.declare.siblings import importable
 from verifier.dtypes import from_numpy
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import probe
@@ -140,8 +141,9 @@ def _check_decorations(mod, path: Path, mode: str) -> None:
         raise UsageError(
             f"kernel module {path}: jit function(s) {listed} were decorated for {other} mode, but the runner "
             f"is in {mode} mode: their module was imported before the runner set TRITON_INTERPRET",
-            fix="do not import Triton kernel modules before the runner loads them (keep helpers in the "
-            f"kernel file), or pick the mode up front with {MODE_ENV}",
+            fix="do not import Triton kernel modules (or their @triton.jit helpers) from the spec file: the runner "
+            f"loads the kernel module, which may import helpers beside it, once it has chosen the mode; or pick "
+            f"the mode up front with {MODE_ENV}",
         )
 
 
@@ -160,7 +162,8 @@ def load_module(spec, mode: str | None = None):
     mod = importlib.util.module_from_spec(imp)
     sys.modules[name] = mod  # triton reads source and globals through the module
     try:
-        imp.loader.exec_module(mod)
+        with importable(path):  # `import my_helpers` finds my_helpers.py beside the kernel module
+            imp.loader.exec_module(mod)
     except Exception as e:
         del sys.modules[name]
         here = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path]

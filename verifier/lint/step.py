@@ -24,7 +24,7 @@ import pickle
 from pathlib import Path
 from typing import Optional
 
-from verifier.errors import BuildError, ToolMissing
+from verifier.errors import BuildError, SpecError, ToolMissing
 from verifier.lint import ptx, suppressions
 from verifier.lint.checks import EntryAnalysis, EntryFacts, Issue
 from verifier.results.cells import PASS, skipped
@@ -35,17 +35,20 @@ SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
 
 
-def in_ptx(path, facts: dict) -> dict:
-    """``facts`` keyed by the PTX's own symbols: an entry written as a C++ name (``ns::k<float, 256>``) becomes its
-    mangled symbol (verifier.launch.symbols); one the PTX lacks keeps its name (reported as not in the PTX)."""
+def in_ptx(path, facts: dict, missing: Optional[dict] = None) -> dict:
+    """``facts`` keyed by the PTX's own symbols: an entry written as a C++ name (``ns::k<float, 256>``, unnamed
+    namespaces elided) becomes its mangled symbol (verifier.launch.symbols); one the PTX lacks keeps its name
+    (reported as not in the PTX), and its EntryNotFound goes to ``missing``."""
     from verifier.launch.symbols import EntryNotFound, ptx_entries, resolve
 
     out = {}
     for e, f in facts.items():
         try:
             out[resolve(e, ptx_entries(path), "the PTX")] = f
-        except EntryNotFound:
+        except EntryNotFound as err:
             out[e] = f
+            if missing is not None:
+                missing[e] = err
     return out
 
 
@@ -225,7 +228,7 @@ def plan(spec, dts, arches) -> list:
             try:
                 path = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
                                    include_dirs=spec.include_paths())
-            except (ToolMissing, BuildError):
+            except (ToolMissing, BuildError, SpecError):
                 return jobs  # lint_spec reports it
             here = in_ptx(path, facts)
             jobs += [(str(path), frozenset(here), e, f) for e, f in sorted(here.items())]
@@ -300,6 +303,7 @@ def _rel(path: str) -> str:
 
 def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     """Lint one CUDA spec for dtypes ``dts``: findings and ``static`` cells go to ``report``."""
+    from verifier.launch.symbols import ptx_entries, shown
     from verifier.toolchain.nvcc import compile_ptx
 
     if spec.kind != "cuda":
@@ -331,12 +335,21 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             except BuildError as e:
                 report.add(Finding("build", f"[{arch}] {e}", kernel=spec.name, repro=repro))
                 return
-            here = in_ptx(path, facts)  # keyed by the PTX's symbols (a C++ entry name resolved)
+            except SpecError as e:  # a source that does not exist: this kernel's error, the others are linted
+                from verifier.declare.usercode import blame, spec_error
+
+                blame(report, spec_error(spec, e))
+                return
+            missing: dict = {}
+            here = in_ptx(path, facts, missing)  # keyed by the PTX's symbols (a C++ entry name resolved)
+            names = ptx_entries(path)
             for entry, f in sorted(here.items()):
                 resolved = entry_result(str(path), frozenset(here), entry, f)
                 if resolved is None:
+                    err = missing.get(entry)
+                    why = f" ({err.detail})\n  fix: {err.fix}" if err is not None else ""
                     report.add(Finding(CHECK, f"[{arch}] entry {entry} used by the spec's launches is not in the PTX "
-                                       "of its source; nothing of it could be analysed", kernel=spec.name,
+                                       f"of its source; nothing of it could be analysed{why}", kernel=spec.name,
                                        repro=repro))
                     continue
                 analysed += not any(iss.at == UNREAD for iss, *_ in resolved)
@@ -344,7 +357,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                     key = (iss.cls, iss.severity, pos, other_pos)
                     m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),
                                                 "arches": set(), "count": 0, "pos": pos, "blocks": set()})
-                    m["entries"].add(entry)
+                    m["entries"].add(shown(names[entry]) if entry in names else entry)  # as the spec names it
                     m["arches"].add(arch)
                     m["blocks"].update(f.blocks)
                     m["count"] += 1

@@ -42,12 +42,15 @@ class Checker:
     def values(self, spec, dt, case, inputs):
         """One catalogue case: value (ULP budget), invariants, NaN/inf, unwritten outputs, guard bands."""
         self._start(spec, dt, "value", case.name)
+        error = None
         try:
             closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, self.opts.device)
         except UserCodeError as e:
-            self._spec_error(e)
+            error = e
         except SpecError as e:  # a supports() returning a bool
-            self._spec_error(spec_error(spec, e))
+            error = spec_error(spec, e)
+        if error is not None:  # failed outside the except clause: no chained traceback in the test's report
+            self._spec_error(error)
         closed = closed or gate.after_inputs(spec, dt, case.name, inputs, self.opts.device)
         if closed is not None:  # the battery's gate, the battery's words
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
@@ -96,7 +99,7 @@ class Checker:
         if why:
             self._skip(why)
         report = self._report(spec)
-        static_hook(spec, self.opts, report, spec.dtypes)
+        self._guarded(report, lambda: static_hook(spec, self.opts, report, spec.dtypes))
         for f in report.findings:
             if f.severity == "warning":
                 self.record("warning", f.message.splitlines()[0])
@@ -139,16 +142,19 @@ class Checker:
 
     def _guarded(self, report, step):
         """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests."""
+        error = None
         try:
             step()
         except UserCodeError as e:
-            self._spec_error(e)
+            error = e
         except SpecError as e:  # the spec is malformed (found while running it): this kernel's error
-            self._spec_error(spec_error(report.spec, e))
+            error = spec_error(report.spec, e)
         except KernelFault as e:
             if e.cuda:
                 STATE.poisoned = str(e)
             record_fault(report.spec, self.opts, report, e)
+        if error is not None:  # failed outside the except clause: the error's few lines, no chained traceback
+            self._spec_error(error)
 
     def _spec_error(self, e):
         """The spec's own code raised (verifier.declare.usercode): this kernel's error, not the plugin's."""
@@ -171,6 +177,8 @@ class Checker:
     def _conclude(self, report, check):
         """Record the check class (on failure: the failing ones, worst first) and fail with the findings.
         Warnings (without --verifier-strict) pass, but are shown: a junit property and a pytest warning."""
+        if report.error:  # the step recorded the kernel's error (lint: a source that does not exist)
+            self._spec_error(report.error)
         errors = [f for f in report.findings if self._fails(f)]
         if not errors:
             self.record("check", check)

@@ -76,6 +76,8 @@ def child_command(config, nodeid: str, junit: str) -> list:
         cmd += ["--verifier-specs", p]
     if v["globs"]:
         cmd += ["--verifier-kernels", ",".join(v["globs"])]
+    if v.get("bundled"):
+        cmd.append("--verifier-bundled")
     if v.get("strict"):
         cmd.append("--verifier-strict")
     return cmd

@@ -78,6 +78,7 @@ def validated(config) -> dict:
         raise pytest.UsageError(str(e)) from None
     child = os.environ.get(CHILD_ENV) == "1"
     return {"device": dev, "level": level, "seed": seed, "specs": specs, "globs": globs,
+            "bundled": bool(opt("--verifier-bundled")),
             "sanitize": opt("--verifier-sanitize") and not child, "tools": list(dict.fromkeys(tools)),
             "child": child, "strict": bool(opt("--verifier-strict")),
             "require_values": bool(opt("--verifier-require-values"))}
@@ -246,16 +247,17 @@ def _closed_by_inputs(spec, dt, case, device: str, seed) -> Optional[str]:
     return f"a case whose inputs the kernel's declared contracts leave out ({closed.reason})"
 
 
-def suite_params(config, op: str, names: tuple, step: Optional[str] = None) -> list:
+def suite_params(config, op: str, names: tuple, step: Optional[str] = None, origin: Optional[str] = None) -> list:
     """The pytest.params of a suite test of ``op`` taking ``names`` (a prefix of PARAMS): one per registered
     kernel (x dtype (x case)), ids ``NAME[-TAG[-CASE]]``, plus a ``-TOOL`` re-run per sanitizer tool asked for.
     With ``step`` (one of STEPS: a generated suite), a test that could only skip here (known_skip, a refused
     case, a case whose drawn inputs the gate closes, a sanitizer re-run without a GPU) is not generated;
-    NOT_GENERATED counts it, with the reason."""
+    NOT_GENERATED counts it, with the reason. With ``origin`` (a spec file's generated suites), only the kernels
+    that file declares."""
     device, v = resolved_device(config), config._verifier
     params = []
     for k in registered_kernels(config):
-        if k.op != op:
+        if k.op != op or (origin is not None and k.origin != origin):
             continue
         why = known_skip(k, step, device, v["level"]) if step else None
         variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]

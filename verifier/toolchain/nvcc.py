@@ -25,7 +25,7 @@ from typing import Mapping, Optional, Sequence
 
 from filelock import FileLock
 
-from verifier.errors import BuildError, ToolMissing, UsageError
+from verifier.errors import BuildError, SpecError, ToolMissing, UsageError
 from verifier.toolchain import deps, ptxas
 
 BASE_FLAGS = ("-cubin", "-lineinfo", "-Xptxas", "-v", "-std=c++17", "-O3")
@@ -169,7 +169,9 @@ def _checked_inputs(source, arch, defines, flags, include_dirs) -> tuple:
     """(source, include dirs, -D flags, flags, nvcc) validated for compile_cubin / compile_ptx."""
     source = Path(source).resolve()
     if not source.is_file():
-        raise UsageError(f"CUDA source {source} does not exist", fix="check the kernel spec's 'source' path")
+        # SpecError: found while a kernel is checked, it is that kernel's error (the others are checked)
+        raise SpecError(f"CUDA source {source} does not exist",
+                        fix="set the kernel's source= to its .cu file, relative to the spec file")
     if not _ARCH_RE.match(arch):
         raise UsageError(f"arch {arch!r} is not an SM architecture", fix="use a name like 'sm_90', 'sm_90a' or 'sm_80'")
     inc_dirs = [Path(d).resolve() for d in include_dirs]

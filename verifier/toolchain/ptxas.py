@@ -188,6 +188,15 @@ def _demangle(names: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+# An unnamed namespace as the demanglers write it (c++filt; cu++filt / EDG's `<unnamed>`), or its raw mangled part
+_ANON = re.compile(r"(?:\(anonymous namespace\)|\{anonymous\}|<unnamed>|_GLOBAL__N_\w*)::")
+
+
+def elide_anonymous(text: str) -> str:
+    """``text`` with every unnamed namespace left out: the name the C++ source uses for what it declares in one."""
+    return _ANON.sub("", text)
+
+
 def demangle_names(names: list[str]) -> dict[str, tuple[str, str]]:
     """name -> (demangled, tool) for symbols of a cubin or PTX (verifier.launch.symbols resolves entries with it)."""
     return _demangle(list(names))
@@ -233,7 +242,7 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def entry_line(source: Path, demangled: str) -> Optional[tuple[str, int]]:
     """(file, line) where the __global__ function ``demangled`` is defined: in ``source`` or a header it
     includes with quotes (one level); None when not found."""
-    name = re.split(r"[\s:*&]+", demangled.split("(")[0].split("<")[0].strip())[-1]
+    name = re.split(r"[\s:*&]+", elide_anonymous(demangled).split("(")[0].split("<")[0].strip())[-1]
     if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
         return None
     rx = re.compile(r"\b" + re.escape(name) + r"\s*(?:<[^;{}()]*>)?\s*\(")
