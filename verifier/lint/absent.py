@@ -1,13 +1,18 @@
 """Values read from lanes a partial warp does not have, and whether one can reach an output.
 
 A block whose size is not a multiple of 32 has a last warp with fewer than 32 threads; the missing lanes never
-run. PTX ``shfl.sync`` waits only for the *non-exited* threads its member mask names, so a full mask there does
-not hang (cub's BlockReduce names the whole warp in every shuffle and passes the partial warp's valid count
-down). What is undefined is the value a lane reads when its source lane is one of those threads ("results are
-undefined if an active thread sources a register from an inactive thread"). Such a read is a defect only when
-the value can reach an output; a library discards it (the clamp operand makes the source lane out of range, so
-the lane copies its own value and the predicate is false; or a select on ``lane + offset < valid`` keeps the old
-value).
+run (they are as exited threads). What the PTX ISA says of ``shfl.sync`` (sm_70 and later):
+- the executing thread waits until all *non-exited* threads named in membermask have executed it: a mask naming
+  missing lanes does not hang (cub's BlockReduce names the whole warp in every shuffle and passes the partial
+  warp's valid count down);
+- undefined: the behaviour when the executing thread is not in membermask (not this case: every lane that
+  runs it is named), and the *result* of a thread whose source lane is inactive or not in membermask;
+- a computed source lane out of range (past the clamp of c) is no read at all: the thread copies its own
+  operand and the predicate is false.
+So such a shuffle is a defect only when a value read from a missing lane can reach an output; a library
+discards it (the clamp makes the source lane out of range; or a select on ``lane + offset < valid`` keeps the
+old value). Other collectives (vote, redux, match, bar.warp.sync) keep the inactive-lanes check of
+verifier.lint.checks.
 
 For one block shape, each shuffle that reads a missing lane in some thread (its source lane computed per thread
 from its b and c operands, as the ISA defines it) *taints* its value in those threads. Taint flows per thread
