@@ -103,6 +103,7 @@ class AbsentReads:
         n = self.n
         if n % 32 == 0:
             return []
+        self.sinks()  # first: the operand nodes it makes (vector values, addresses) must be in users_of's map
         out = []
         for nid, node in enumerate(list(self.values.nodes)):
             if node[0] != "shfl" or node[4] != 0:
