@@ -101,3 +101,10 @@ def test_a_welford_merge_without_its_second_barrier_is_a_race(entry, line, rows)
     assert errors and r.verdict == "fail", _shown(r)
     assert all(e[0].startswith("shared-race: WAR hazard") and "a missing __syncthreads()" in e[0] for e in errors)
     assert any(line in e[1] for e in errors), errors
+
+
+def test_a_value_read_from_an_absent_lane_is_followed_into_a_vector_store():
+    r = _lint(DATA / "library_cases.cu", "vector_store_bad", block=lambda N: (48,))
+    (f,) = r.findings
+    assert f.severity == "error" and "thread 32 (lane 0 of warp 1) reads lane 16" in f.message, f.message
+    assert "reaches `st.global.v2.f32`" in f.message, f.message

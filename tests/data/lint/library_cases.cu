@@ -72,3 +72,11 @@ extern "C" __global__ void clamp_ok(const float* x, float* y, int N) { block_sum
 extern "C" __global__ void select_ok(const float* x, float* y, int N) { block_sum<1>(x, y, N); }
 extern "C" __global__ void unguarded_bad(const float* x, float* y, int N) { block_sum<2>(x, y, N); }
 extern "C" __global__ void select_wrong_bound_bad(const float* x, float* y, int N) { block_sum<3>(x, y, N); }
+
+// A warp tree without the select whose lane 0 stores its sum as one half of a float2 (a vector store: the value
+// read from a missing lane reaches the output through the packed pair).
+extern "C" __global__ void vector_store_bad(const float* x, float2* y, int N) {
+    float v = x[(size_t)blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 1; o < 32; o *= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) y[blockIdx.x * 32 + (threadIdx.x >> 5)] = make_float2(v, 1.f);
+}
