@@ -259,3 +259,96 @@ def test_device_function_calls_leave_out_only_a_repeated_patch(tl_kernels, tmp_p
     assert torch.equal(fast.view(torch.int32), own.view(torch.int32))
     # Triton's own path patches once a grid run and again at each helper call (tl.sum and tl.max are helpers too)
     assert len(patches) >= 2 * 18 and fast_patches <= 2, (fast_patches, len(patches))
+
+
+# ---- Python `and` / `or` on block tensors (verifier.launch.triton_boolops): compiled Triton makes them
+# element-wise, the interpreter runs them as Python (issue #35 item 12) -------------------------------------------
+def test_interpreter_still_runs_python_and_on_tensors_as_python(tl_kernels):
+    """Pins the fact behind the `and` / `or` caveat: `a and b` gives b, `a or b` gives a."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def both(y, n, m, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        tl.store(y + o, ((o < n) and (o < m)).to(tl.int32))
+        tl.store(y + BLOCK + o, ((o < n) or (o < m)).to(tl.int32))
+
+    y = torch.zeros(16, dtype=torch.int32)
+    both[(1,)](y, 2, 6, BLOCK=8)
+    assert y[:8].tolist() == [1] * 6 + [0] * 2  # o < 6: compiled Triton gives o < 2
+    assert y[8:].tolist() == [1] * 2 + [0] * 6  # o < 2: compiled Triton gives o < 6
+
+
+BOOLOPS_MODULE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rowsum(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr, PY_AND: tl.constexpr, HAS_X: tl.constexpr):
+    row = tl.program_id(0)
+    o = tl.arange(0, BLOCK)
+    if PY_AND and HAS_X:  # constexprs: the same in both
+        m = (o < N) and (o < BLOCK)  # the interpreter: o < BLOCK, past the row
+    else:
+        m = (o < N) & (o < BLOCK)
+    x = tl.load(x_ptr + row * sx + o, mask=m, other=0.0).to(tl.float32)
+    s = tl.sum(x, 0)
+    if row >= 0 and N > 0:  # scalars: the same in both
+        tl.store(y_ptr + row, s.to(y_ptr.dtype.element_ty))
+
+
+def _launch(py_and):
+    def launch(inputs, outputs, params, dt):
+        x = inputs["x"]
+        M, N = x.shape
+        _rowsum[(M,)](x, outputs["y"], N, x.stride(0), BLOCK=triton.next_power_of_2(N), PY_AND=py_and, HAS_X=True)
+    return launch
+
+
+py_and, bitwise = _launch(True), _launch(False)
+'''
+
+
+def _boolops_spec(tmp_path, launcher, source=BOOLOPS_MODULE):
+    from verifier.spec import TritonKernel, dtypes
+
+    path = tmp_path / "rowsum.py"
+    path.write_text(source)
+    return TritonKernel(name=f"rowsum-{launcher}", op="reduce_sum", module=str(path), launcher=launcher,
+                        dtypes=[dtypes("f32")], supports=lambda M, N, d: None if N <= 4096 else "N > 4096")
+
+
+def test_the_scan_finds_and_on_blocks_only(tmp_path):
+    from verifier.launch.triton_boolops import tensor_boolops
+
+    path = tmp_path / "rowsum.py"
+    path.write_text(BOOLOPS_MODULE)
+    (hit,) = tensor_boolops(path)  # not `PY_AND and HAS_X` (constexprs), not `row >= 0 and N > 0` (scalars)
+    assert hit.startswith("`o < N and o < BLOCK` (and) in _rowsum, rowsum.py:11"), hit
+    path.write_text(BOOLOPS_MODULE.replace("(o < N) and (o < BLOCK)", "(o < N) & (o < BLOCK)"))
+    assert tensor_boolops(path) == ()
+
+
+def test_python_and_on_blocks_is_an_interpreter_gap_not_a_finding(tl_kernels, tmp_path):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    report = check_kernel(_boolops_spec(tmp_path, "py_and"), Options(level="quick", device="cpu"))
+    assert report.findings == [] and report.error is None, ([f.message for f in report.findings][:3], report.error)
+    for check in ("value", "determinism"):
+        cell = report.cells[("f32", check)]
+        assert cell.skipped and "interpreter gap" in cell.reason and "Python `and` / `or`" in cell.reason, cell
+    assert any("rowsum.py:11" in str(n) for n in report.notes)
+
+
+def test_the_same_kernel_with_a_bitwise_and_is_judged(tl_kernels, tmp_path):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    # the scan reads the module, not one launcher's path through it: the twin's module has no `and` on blocks
+    twin = BOOLOPS_MODULE.replace("(o < N) and (o < BLOCK)", "(o < N) & (o < BLOCK)")
+    report = check_kernel(_boolops_spec(tmp_path, "bitwise", twin), Options(level="quick", device="cpu"))
+    assert report.verdict == "pass" and not report.findings, [f.message for f in report.findings][:3]
+    assert not any("interpreter gap" in str(n) for n in report.notes)

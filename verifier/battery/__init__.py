@@ -137,6 +137,7 @@ def _check_values(spec, run, dt, opts, report, say):
         if closed is not None:
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
             left_out = closed.reason if closed.kind in (gate.CONTRACT, gate.DEVICE) else left_out
+            caveat = closed.reason if closed.kind == gate.INTERPRETER else caveat
             continue
         try:
             run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)

@@ -102,6 +102,9 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
     """Inputs the Triton interpreter cannot represent faithfully (so a mismatch would be the
     interpreter's, not the kernel's). tests/test_interpreter_caveats.py pins each fact, so a Triton
     release that fixes it fails that test and the caveat can go."""
+    gap = interpreter_source_gap(spec, device)
+    if gap:
+        return gap
     if spec.kind != "triton" or device != "cpu" or dt.input != "bfloat16":
         return None
     import ml_dtypes
@@ -113,6 +116,23 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
             return (f"input {name!r} holds bf16 subnormals, which the Triton interpreter decodes wrongly "
                     "(6.5e-39 loads as 1.3e-39); run compiled on a GPU to check them")
     return None
+
+
+def interpreter_source_gap(spec, device) -> Optional[str]:
+    """What the kernel's source does that the Triton interpreter runs differently from compiled Triton, whatever
+    the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors), or None."""
+    if spec.kind != "triton" or device != "cpu":
+        return None
+    from verifier.launch.triton_boolops import tensor_boolops
+
+    where = tensor_boolops(spec.module_path())
+    if not where:
+        return None
+    more = f" and {len(where) - 1} more" if len(where) > 1 else ""
+    return (f"Triton {_triton_version()} interpreter gap: the kernel uses Python `and` / `or` on block tensors "
+            f"({where[0]}{more}), which compiled Triton makes an element-wise logical and / or and the interpreter "
+            f"runs as Python (`a and b` gives b), so masks built that way let the interpreted kernel read and write "
+            f"past them; run compiled on a GPU to check it (or write `a & b`, which means the same in both)")
 
 
 class NotRun(Exception):
@@ -180,7 +200,15 @@ INTERPRETER_GAPS = (
 def _triton_version() -> str:
     import sys
 
-    return getattr(sys.modules.get("triton"), "__version__", "?")
+    v = getattr(sys.modules.get("triton"), "__version__", None)
+    if v is None:  # not imported yet (a gate before the first run)
+        from importlib import metadata
+
+        try:
+            v = metadata.version("triton")
+        except metadata.PackageNotFoundError:
+            v = "?"
+    return v
 
 
 def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Optional[Closed]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.lint import isa, races
+from verifier.lint.absent import AbsentReads
 from verifier.lint.cfg import CFG, EXIT
 from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
 from verifier.lint.semantics import Semantics
+from verifier.lint.stepped import Stepping
 
 FULL_MASK = 0xFFFFFFFF
 
@@ -36,8 +38,9 @@ class EntryAnalysis:
         issues = {("not-followed", iss.at, None): iss for iss in self.not_followed()}
         for block in facts.blocks:
             sem = Semantics(self.values, block)
+            stepping = Stepping(self, sem, lambda bind, free, block=block: Semantics(self.values, block, bind, free))
             for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
-                        races.shared_races(self, sem) + self.global_races(sem, facts)):
+                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts)):
                 key = (iss.cls, iss.at, iss.other)
                 if key not in issues or (issues[key].severity == "warning" and iss.severity == "error"):
                     issues[key] = iss
@@ -164,13 +167,13 @@ class EntryAnalysis:
                 if not any(act):
                     continue
                 missing = [j for j in named if j >= len(act)] if len(act) < 32 else []
-                if missing:
+                if missing and ins.base != "shfl":
                     out.append(Issue("inactive-lanes", "error",
                                      f"`{ins.op}` names lanes {_lanes(missing)} in mask {mask:#010x}, but block "
                                      f"{_shape(block)} has {n} threads: warp {w} has only {len(act)} lanes (the "
                                      f"block size is not a multiple of 32)", at=ins.idx))
                     break
-                inactive = [j for j in named if not act[j]] if not all(act) else []
+                inactive = [j for j in named if j < len(act) and not act[j]] if not all(act) else []
                 if inactive:
                     g = self._worst_guard(sem, ins, VARYING)
                     out.append(Issue("inactive-lanes", "error",
@@ -179,7 +182,9 @@ class EntryAnalysis:
                                      f"condition) although the mask names them (undefined result; may hang)",
                                      at=ins.idx, other=g[1] if g else None, other_role="branch"))
                     break
-        return out
+        # a shuffle naming lanes the block does not have waits for none of them: what matters is whether a
+        # value read from one reaches an output (verifier.lint.absent)
+        return out + AbsentReads(self, sem).issues()
 
     # -- 4. cross-block global race -------------------------------------------------------------------------
     def global_races(self, sem: Semantics, facts: EntryFacts) -> list:

@@ -115,23 +115,51 @@ def _sides_concurrent(an, sem, a, b, phase, reach, floor, stops, cyclic=True) ->
         p = sem.branch_pred.get(blk.id)
         if not ((cyclic and blk.id in cfg.bf_cyclic) or (p is not None and sem.levels[p] >= floor)):
             continue
-        sides = []
-        for s, _ in blk.succs:
+        sides, before_join = [], []
+        for s, edge in blk.succs:
             first = cfg.blocks[s].start if s != EXIT else None
             sides.append(set() if first is None or cfg.barrier_block[s] else
                          ({first} if first in stops else {first} | reach(first)))
-        if any(i != j and a in si and b in sj for i, si in enumerate(sides) for j, sj in enumerate(sides)):
+            # what runs on this side before the paths rejoin (the branch's post-dominator, where both threads
+            # are again at one point: from there, reachability and the later branches order them)
+            before_join.append(lambda i, e=edge: (blk.id, e) in sem.all_cd[cfg.block_of[i]])
+        if any(i != j and a in si and b in sj and (before_join[i](a) or before_join[j](b))
+               for i, si in enumerate(sides) for j, sj in enumerate(sides)):
             return True
     return False
 
 
-def shared_races(an, sem) -> list:
+def shared_races(an, sem, stepping=None) -> list:
+    """The hazards of one entry for one block shape; with ``stepping`` (verifier.lint.stepped), once per step of
+    its barrier-stepped loops, an interval crossing a loop's header holding its later access in the next step."""
     acc = shared_accesses(an)
     if not acc:
         return []
+    if not stepping:
+        return [iss for A, B, how, reach in _pairs(an, sem, acc)
+                if (iss := _compare(an, sem, A, B, *how, **reach)) is not None]
+    out = []
+    for idx, s in stepping.combos:
+        for A, B, how, reach in _pairs(an, s, acc):
+            a, b = A[0].idx, B[0].idx
+            sides = [(A, B, s)] if stepping.within_one_iteration(a, b) else []
+            sides += [(A, B, n) for li in stepping.crossing(a, b) if (n := stepping.next_sem(idx, li)) is not None]
+            sides += [(B, A, n) for li in stepping.crossing(b, a) if (n := stepping.next_sem(idx, li)) is not None]
+            for X, Y, sem_y in sides:
+                iss = _compare(an, s, X, Y, *how, **reach, sem_b=sem_y)
+                if iss is not None:
+                    out.append(iss)
+                    break
+    return out
+
+
+def _pairs(an, sem, acc):
+    """(A, B, ordering, reach functions) of the pairs of accesses threads may run in one barrier interval."""
     order = warpsync.WarpOrder(an, sem)
     flights = {x[0].idx: _async_reach(an, x[0].idx) for x in acc if x[1] == "async"}
-    out, seen = [], set()
+    reach = dict(warp_reach=order.reach,
+                 block_reach=lambda i: flights[i][0] | flights[i][1] if i in flights else an.bfreach(i))
+    seen = set()
     for phase in _phases(an.cfg):
         inside = [x for x in acc if x[0].idx in phase or x[0].idx in flights]
         for i, A in enumerate(inside):
@@ -145,11 +173,7 @@ def shared_races(an, sem) -> list:
                 if how is None:
                     continue
                 seen.add(key)
-                iss = _compare(an, sem, A, B, *how, warp_reach=order.reach,
-                               block_reach=lambda i: flights[i][0] | flights[i][1] if i in flights else an.bfreach(i))
-                if iss is not None:
-                    out.append(iss)
-    return out
+                yield A, B, how, reach
 
 
 def _ordering(an, sem, order, flights, A, B, phase):
@@ -189,13 +213,15 @@ def _base_split(an, terms: dict):
     return base, other
 
 
-def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, block_reach) -> Optional[Issue]:
+def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, block_reach,
+             sem_b=None) -> Optional[Issue]:
     """The issue of accesses A and B if two of their threads (as ``cross`` and ``same`` allow) touch one byte;
     ``warp_reach(i)`` / ``block_reach(i)``: what a lane / a thread of another warp can run unordered after i
-    (names the two accesses in the order they race)."""
+    (names the two accesses in the order they race); ``sem_b``: B's values when they are another step's."""
+    sem_b = sem if sem_b is None else sem_b
     (ia, ka, aa, wa), (ib, kb, ab, wb) = A, B
     ta, ra = sem.decompose(aa)
-    tb, rb = sem.decompose(ab)
+    tb, rb = sem_b.decompose(ab)
     base_a, other_a = _base_split(an, ta)
     base_b, other_b = _base_split(an, tb)
     if base_a and base_b and base_a != base_b and len(base_a) == 1 and len(base_b) == 1 \
@@ -214,9 +240,9 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
     other_a, other_b = {k: c for k, c in other_a.items() if c}, {k: c for k, c in other_b.items() if c}
     n = sem.nthreads
     xa = sem.evaluate(ra) if ra is not None else np.zeros(n, dtype=np.int64)
-    xb = sem.evaluate(rb) if rb is not None else np.zeros(n, dtype=np.int64)
+    xb = sem_b.evaluate(rb) if rb is not None else np.zeros(n, dtype=np.int64)
     ga, _ = sem.guard_mask(ia)
-    gb, _ = sem.guard_mask(ib)
+    gb, _ = sem_b.guard_mask(ib)
     if other_a or other_b:  # run-time terms left: their multiples may make two threads' bytes meet
         if not _strided(sem, xa, wa, ga, xb, wb, gb, other_a, other_b, cross, same):
             return None

@@ -14,8 +14,12 @@ from verifier.lint.dataflow import CTAID, DATA, TID, UNIFORM, VARYING, WARP, WAR
 class Semantics:
     """Evaluation, levels and dependences of the nodes of ``values`` for one block shape."""
 
-    def __init__(self, values: Values, block: tuple):
+    def __init__(self, values: Values, block: tuple, bind: Optional[dict] = None, free_branches=()):
         self.v = values
+        self.bind = bind or {}  # phi node -> its value in one step of a barrier-stepped loop (lint.stepped)
+        # the latches of those loops: whether a step runs is the step list's to say, not a guard (their branch,
+        # evaluated with this step's values, says whether the *next* step runs)
+        self.free_branches = frozenset(free_branches)
         self.block = tuple(int(x) for x in block) + (1,) * (3 - len(block))
         bx, by, bz = self.block
         n = bx * by * bz
@@ -47,7 +51,9 @@ class Semantics:
         node = self.v.nodes[nid]
         kind = node[0]
         out = None
-        if kind == "c":
+        if nid in self.bind:
+            out = np.full(self.nthreads, self.bind[nid], dtype=np.int64)
+        elif kind == "c":
             out = np.full(self.nthreads, node[1], dtype=np.int64)
         elif kind == "tid":
             out = self.env[node[1]]
@@ -193,6 +199,8 @@ class Semantics:
                 return WARP, DATA | TID, True
             return VARYING, DATA | TID, True
         if kind == "phi":
+            if nid in self.bind:
+                return UNIFORM, 0, True
             _, _reg, sites, use_block = node
             lv, dp = UNIFORM, 0
             for (i, k) in sites:
@@ -228,7 +236,7 @@ class Semantics:
             out.append((p, True, instr.idx))
         for br, edge in self.all_cd[v.cfg.block_of[instr.idx]]:
             p = self.branch_pred.get(br)
-            if p is None:
+            if p is None or br in self.free_branches:
                 continue
             last = v.cfg.blocks[br].end - 1
             out.append((p, edge in ("taken", "exit"), last))
