@@ -97,6 +97,11 @@ class Bounded:
     def tolist(self):
         raise NoErrorRule("Tensor.tolist (keep the computation in torch)")
 
+    def rounded_to(self, to: str) -> "Bounded":
+        """verifier.ops.model.may_round on a bounded value: the rounding to the variant's ``to`` dtype added."""
+        u, eta = self.r.io.get(to, (0.0, 0.0))
+        return B(self.v, self.e + u * self.v.abs() + eta, self.r)
+
 
 def _binary_dunders():
     pairs = {"__add__": "add", "__radd__": "radd", "__sub__": "sub", "__rsub__": "rsub", "__mul__": "mul",
@@ -183,20 +188,3 @@ def _rules():
 
 _binary_dunders()
 
-
-IO_ROLES = ("input", "output", "weight")
-
-
-def may_round(t, to: str = "input"):
-    """In an op's reference: a kernel may store this intermediate in the variant's ``to`` dtype ('input', 'output' or
-    'weight') and compute on from the stored value (fused_add_rmsnorm's residual; x·rstd rounded to the I/O dtype
-    before the weight). The float64 value is unchanged; the derived budget adds that rounding, u·|t| plus the dtype's
-    underflow."""
-    if to not in IO_ROLES:
-        from verifier.errors import SpecError
-
-        raise SpecError(f"may_round(..., to={to!r})", fix=f"to is one of {', '.join(IO_ROLES)}")
-    if not isinstance(t, Bounded):
-        return t
-    u, eta = t.r.io.get(to, (0.0, 0.0))
-    return B(t.v, t.e + u * t.v.abs() + eta, t.r)
