@@ -87,7 +87,6 @@ def _check(spec_dir: Path, *extra, cwd):
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET",) and not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["VERIFIER_CACHE_DIR"] = str(cwd / "cache")
-    env["VERIFIER_TRITON_MODE"] = "interpreter"  # --device cpu on a GPU machine too (an --isolate child decides anew)
     return subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(spec_dir), "--device", "cpu", "--level",
                            "quick", "--format", "json", "--no-progress", *extra], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)

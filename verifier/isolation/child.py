@@ -8,6 +8,7 @@ CUDA fault kills the child, and the parent reports a crash.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from verifier.isolation import phases
@@ -33,10 +34,16 @@ def main(argv) -> int:
         sys.stderr.write(STEP_PREFIX + msg + "\n")
         sys.stderr.flush()
 
+    opts = Options(**req["options"])
+    # The parent's choice of Triton mode (verifier.isolation.check_all), made before the spec file loads: a spec may
+    # import a @triton.jit helper beside it, and a GPU machine would otherwise pick compiled mode for --device cpu.
+    # Only the variable: a CUDA kernel's child imports no triton (verifier.launch.triton.MODE_ENV).
+    os.environ.setdefault("VERIFIER_TRITON_MODE", opts.triton_mode or ("compiled" if opts.device == "cuda"
+                                                                       else "interpreter"))
     try:
         spec = next(k for k in load_spec_file(req["origin"]) if k.name == req["kernel"])
         phases.mark("spec-loaded")
-        report = phases.profiled(check_kernel, spec, Options(**req["options"]), progress)
+        report = phases.profiled(check_kernel, spec, opts, progress)
         phases.mark("battery-done")
     except UsageError as e:
         write_answer(req["out"], "usage_error", message=e.message, fix=e.fix)
