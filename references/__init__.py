@@ -18,7 +18,7 @@ import numpy as np
 
 from references._common import certify
 from verifier import dtypes as _dt
-from verifier.errors import UsageError
+from verifier.errors import SpecError, UsageError
 from verifier.ops import get_op
 
 __all__ = ["MODULES", "Reference", "module_of", "reference"]
@@ -119,19 +119,35 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
         dtypes[t] = _dt.canonical(residual_dtype if residual_dtype is not None else np.asarray(inputs[t]).dtype)
     if hasattr(module, "check_inputs"):
         module.check_inputs(inputs, params)  # the op's own input rules (label range)
-    if out in _dt.INT_DTYPES:
+    dtypes.update(spec.out_fixed)  # outputs declared in their own dtype (a float32 scale, int32 indices)
+    if out in _dt.INT_DTYPES and not spec.out_fixed:
         return _int_reference(op, module, inputs, out, dtypes)
-    for k, d in dtypes.items():
-        if d in _dt.INT_DTYPES:
-            raise UsageError(f"{op} reference: output {k!r} cannot be {d}", fix="use a float dtype")
+    ints = [k for k, d in dtypes.items() if d in _dt.INT_DTYPES]
+    if ints and hasattr(module, "mp"):
+        raise UsageError(f"{op} reference: output(s) {ints} cannot be integers", fix="use a float dtype")
 
     values, bounds = module.float64(inputs, params)
     if not hasattr(module, "mp"):  # a function reference: the float64 value decides ties (references.from_function)
-        exact, rounded, _, n = certify(module, inputs, params, values, {k: np.zeros_like(v) for k, v in values.items()},
-                                       dtypes, False)
+        floats = {k: v for k, v in values.items() if k not in ints}
+        exact, rounded, _, n = certify(module, inputs, params, floats, {k: np.zeros_like(v) for k, v in floats.items()},
+                                       {k: dtypes[k] for k in floats}, False)
+        for k in ints:  # indices: exact integers, compared exactly
+            exact[k], rounded[k] = values[k], _integers(op, k, values[k], dtypes[k])
         return _freeze(exact, rounded, n, {k: np.asarray(b, dtype=np.float64) for k, b in bounds.items()}, dtypes)
     exact, rounded, bound, n = certify(module, inputs, params, values, bounds, dtypes, certify_float64)
     return _freeze(exact, rounded, n, bound, dtypes)
+
+
+def _integers(op: str, name: str, v: np.ndarray, dtype: str) -> np.ndarray:
+    """An integer output of a function reference, checked to be whole numbers within ``dtype``."""
+    info = np.iinfo(_dt.numpy_dtype(dtype))
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(v) | (v != np.round(v)) | (v < info.min) | (v > info.max)
+    if bad.any():
+        i = tuple(int(j) for j in np.argwhere(bad)[0])
+        raise SpecError(f"op {op!r}: its reference gave {v[i]!r} at {i} for the {dtype} output {name!r}",
+                        fix=f"return whole numbers within {dtype} (indices as an int64 tensor)")
+    return v.astype(_dt.numpy_dtype(dtype))
 
 
 def _int_reference(op, module, inputs, out, dtypes) -> Reference:

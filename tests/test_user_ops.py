@@ -135,3 +135,28 @@ def test_verifier_ops_lists_user_ops_beside_bundled_ones():
     assert r.returncode == 0 and "d7_below_warp" in r.stdout
     r = cli("cases", "row_amax")
     assert r.returncode == 2 and "declare your own Op" in r.stderr
+
+
+def test_outputs_in_their_own_dtype_quantized_scale_and_indices(tmp_path):
+    """An fp8 output with a float32 per-row scale, and int64 indices compared exactly: the correct callables pass,
+    a quantizer off by a factor of 2 and an argmax that skips the last column fail on their values."""
+    spec = ROOT / "tests" / "data" / "user_ops_quant_spec.py"
+    r = cli("check", str(spec), "--level", "quick", "--format", "json", "--output", str(tmp_path / "r.json"))
+    assert r.returncode == 1, r.stderr
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    verdicts = {k["name"]: k["verdict"] for k in doc["kernels"]}
+    assert verdicts == {"ptq": "pass", "ptq-half": "fail", "argmax": "pass", "argmax-bug": "fail"}, verdicts
+    bad = [f for k in doc["kernels"] if k["name"] == "argmax-bug" for f in k["findings"]]
+    assert bad and all(f["check"] == "value" for f in bad) and "allowed 0" in bad[0]["message"]
+    r = cli("ops", str(spec))
+    assert "per_token_quant: x[M,N] -> y[M,N], scale[M] (float32)" in r.stdout
+    assert "row_argmax: x[M,N] -> i[M] (int64)" in r.stdout
+
+
+def test_output_dtypes_are_validated():
+    with pytest.raises(SpecError, match="integer outputs are int32 or int64"):
+        Op("q", inputs={"x": "MxN"}, outputs={"y": Tensor("M", dtype="int8")}, reference=amax_ref)
+    with pytest.raises(SpecError, match="declares role"):
+        Op("q", inputs={"x": "MxN"}, outputs={"y": Tensor("M", role="weight")}, reference=amax_ref)

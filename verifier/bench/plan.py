@@ -40,7 +40,7 @@ def bytes_moved(op: str, M: int, N: int, dt) -> int:
     for name in o.inputs:
         total += _count(o, name, M, N) * element_size(o.input_dtype(name, dt))
     for name in o.outputs:
-        total += _count(o, name, M, N) * element_size(dt.output if name not in o.inouts else dt.input)
+        total += _count(o, name, M, N) * element_size(o.output_dtype(name, dt))
     return total
 
 

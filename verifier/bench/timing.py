@@ -72,7 +72,7 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
     outputs = {}
     for n in o.outputs:
         outputs[n] = inputs[n] if n in o.inouts else torch.full(o.shape_of(n, M, N), float("nan"), device="cuda",
-                                                                 dtype=torch_dtype(dt.output))
+                                                                 dtype=torch_dtype(o.output_dtype(n, dt)))
     return inputs, outputs
 
 

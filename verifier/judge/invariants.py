@@ -65,9 +65,9 @@ def check(op: str, inputs: dict, outputs: dict, dtypes: Dtypes, params: dict | N
     M, N = x_raw.shape
     ys = {t: _f64(outputs[t]) for t in opdef.outputs}
     for t, v in ys.items():
-        if v.shape != opdef.shape_of(t, M, N):
+        if v.shape != opdef.shape_of(t, M, N, params):
             raise UsageError(f"invariants.check({op!r}): output {t!r} has shape {v.shape}, expected "
-                             f"{opdef.shape_of(t, M, N)}", fix="pass the kernel's outputs unreshaped")
+                             f"{opdef.shape_of(t, M, N, params)}", fix="pass the kernel's outputs unreshaped")
     c = invariant_ctx(dtypes, math_mode, online, out_ulps)
     if opdef.invariants is None:  # an op declared without any: the battery's invariant cell says so
         return []

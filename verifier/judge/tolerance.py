@@ -53,9 +53,13 @@ def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
     dtypes with fp32 accumulation (every math mode) and float64 with float64 accumulation; then its extra rows
     (16-bit or integer accumulation) with the fp32 intrinsic constants (in units of a larger u they only
     over-count). An op without a recipe gets base 1 and the derived formula for every output."""
-    recipe = op.recipe or {t: (1.0, DERIVED) for t in op.outputs}
+    # derived: 1 ULP of output rounding; a declared integer output (indices) is exact
+    recipe = op.recipe or {t: (0.0 if op.out_fixed.get(t, "float").startswith("int") else 1.0, DERIVED)
+                           for t in op.outputs}
     rows = {}
-    combos = [(out, "float32", mode) for out in op.out_dtypes for mode in MATH_MODES]
+    # a derived budget holds for any float output: fp8 outputs (quantized, with a scale) too
+    outs = tuple(dict.fromkeys(op.out_dtypes + (("float8_e4m3fn", "float8_e5m2") if op.derived else ())))
+    combos = [(out, "float32", mode) for out in outs for mode in MATH_MODES]
     if op.float64:
         combos.append(("float64", "float64", "precise"))
     for out, acc, mode in (combos if part != "extra" else ()):

@@ -138,7 +138,7 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
     out = {}
     for i, (t, dtype) in enumerate(tensor_dtypes(spec, dt, params).items()):
         itemsize = _dtypes.numpy_dtype(dtype).itemsize
-        shape = op.shape_of(t, M, N)
+        shape = op.shape_of(t, M, N, params)
         address = _MODEL_BASE + i * _MODEL_STEP + (itemsize if kind == UNALIGNED else 0)
         stride = None
         if len(shape) == 2:

@@ -176,7 +176,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
     bufs, ins = {}, {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt)
-        shape = op.shape_of(name, M, N)
+        shape = op.shape_of(name, M, N, params)
         held = _held(name, op, spec)
         middle, gap = None, None
         if held:  # starts as an input's values; its gaps hold what an input's do (read into a row, they change it)

@@ -20,6 +20,7 @@ POISON = {
     "float8_e5m2": (0x7E, 0xFD),
     "int8": (0x5A, 0x3C),
     "int32": (0x5A5A5A5A, 0x3C3C3C3C),
+    "int64": (0x5A5A5A5A5A5A5A5A, 0x3C3C3C3C3C3C3C3C),
 }
 INT_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
@@ -75,5 +76,6 @@ def signed(bits: int, nbytes: int) -> int:
 
 
 def out_dtype(name: str, op, dt) -> str:
-    """An output's dtype: in-out tensors (residual) keep the input dtype; everything else is the output dtype."""
-    return dt.input if name in op.inouts else dt.output
+    """An output's dtype (verifier.ops.model.Op.output_dtype): a declared one (an index output's int32, a scale's
+    float32), in-out tensors (residual) the input dtype, everything else the variant's output dtype."""
+    return op.output_dtype(name, dt)

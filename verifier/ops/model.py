@@ -172,6 +172,7 @@ class Op:
     description: str = ""
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False)  # output name -> dims (from the dict form)
+    out_fixed: dict = field(default_factory=dict, repr=False)  # output name -> its declared dtype (Tensor(dtype=))
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
@@ -186,12 +187,15 @@ class Op:
                 roles[t] = _input_role(where, t, decl, self.params)
             object.__setattr__(self, "inputs", tuple(self.inputs))
         if isinstance(self.outputs, dict):
-            dims, rows = {}, list(self.row_outputs)
+            dims, rows, fixed = {}, list(self.row_outputs), {}
             for t, decl in self.outputs.items():
-                d = _output_dims(where, t, decl, self.params)
+                d, dtype = _output_decl(where, t, decl)
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
+                if dtype is not None:
+                    fixed[t] = dtype
+            object.__setattr__(self, "out_fixed", fixed)
             object.__setattr__(self, "outputs", tuple(self.outputs))
             object.__setattr__(self, "row_outputs", tuple(dict.fromkeys(rows)))
             object.__setattr__(self, "out_dims", dims)
@@ -289,6 +293,13 @@ class Op:
             return dt.input
         return {**self.params, **(params or {})}[r.dtype_param]
 
+    def output_dtype(self, tensor: str, dt) -> str:
+        """The dtype a kernel writes ``tensor`` in: its declared dtype, the input dtype for an in-out tensor, else
+        the variant's output dtype."""
+        if tensor in self.out_fixed:
+            return self.out_fixed[tensor]
+        return dt.input if tensor in self.inouts else dt.output
+
     def tensors(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.inputs + self.outputs))
 
@@ -298,7 +309,8 @@ class Op:
             return f"{t}[{','.join(str(d) for d in self.dims_of(t))}]"
         ins = ", ".join(one(t) + (f" ({_PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
                         for t in self.inputs)
-        outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else "") for t in self.outputs)
+        outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
+                                   if t in self.out_fixed else "") for t in self.outputs)
         return f"{ins} -> {outs}"
 
 
@@ -326,16 +338,28 @@ def _input_role(where: str, name: str, decl, params: dict) -> Role:
     return Role(name, _kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
 
 
-def _output_dims(where: str, name: str, decl, params: dict) -> tuple:
+def _output_decl(where: str, name: str, decl) -> tuple:
+    """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
+    dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed."""
     t = decl if isinstance(decl, Tensor) else Tensor(decl)
-    if t.dtype is not None or t.role not in (None, "output"):
-        raise SpecError(f"{where}: output {name!r} declares dtype/role {t.dtype or t.role!r}",
-                        fix="outputs are in the kernel variant's output dtype: declare only their shape")
+    if t.role not in (None, "output"):
+        raise SpecError(f"{where}: output {name!r} declares role {t.role!r}",
+                        fix="outputs take a shape and, when it is not the variant's output dtype, a dtype")
     dims = parse_shape(t.shape, f"{where}: output {name!r}")
     if not dims or dims[0] != "M":
         raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row",
                         fix="outputs are per row: 'MxN', 'M' or 'MxK'")
-    return dims
+    dtype = None
+    if t.dtype is not None:
+        from verifier import dtypes as _dt
+
+        try:
+            dtype = _dt.canonical(t.dtype)
+        except UsageError as e:
+            raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
+        if dtype in ("int8", "uint8", "int16"):
+            raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
+    return dims, dtype
 
 
 IO_ROLES = ("input", "output", "weight")
