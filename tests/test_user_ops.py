@@ -160,3 +160,30 @@ def test_output_dtypes_are_validated():
         Op("q", inputs={"x": "MxN"}, outputs={"y": Tensor("M", dtype="int8")}, reference=amax_ref)
     with pytest.raises(SpecError, match="declares role"):
         Op("q", inputs={"x": "MxN"}, outputs={"y": Tensor("M", role="weight")}, reference=amax_ref)
+
+
+def _causal_mask(rng, x, params, policy):
+    M, N = x.shape
+    return np.where(np.arange(N)[None, :] > np.arange(M)[:, None] + params["offset"], -np.inf, 0.0)
+
+
+def test_an_input_with_its_own_maker_a_masked_softmax(registry):
+    """An additive mask drawn by the op's maker (-inf above the causal diagonal): a kernel that ignores the mask
+    fails, one that applies it passes, under the derived budget."""
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    op = Op("masked_softmax", inputs={"x": "MxN", "mask": Tensor("MxN", make=_causal_mask)}, outputs={"y": "MxN"},
+            params={"offset": 0}, reference=lambda i, p: {"y": torch.softmax(i["x"] + i["mask"], -1)}, exp_family=True)
+
+    def good(i, o, p, dt):
+        o["y"].copy_(torch.softmax(i["x"].float() + i["mask"].float(), -1))
+
+    def unmasked(i, o, p, dt):
+        o["y"].copy_(torch.softmax(i["x"].float(), -1))
+
+    opts = Options(device="cpu", level="quick")
+    reports = {name: check_kernel(CallableKernel(name=name, op=op, fn=fn, dtypes=[dtypes("f32")]), opts)
+               for name, fn in (("good", good), ("unmasked", unmasked))}
+    assert reports["good"].verdict == "pass", reports["good"].findings
+    assert reports["unmasked"].verdict == "fail" and any(f.check == "value" for f in reports["unmasked"].findings)

@@ -311,9 +311,10 @@ def _inputs(rng, dtypes, op: str, params, M: int, N: int, data: Callable, label_
         role = opdef.role(t)
         dtype = opdef.input_dtype(t, dts, params)  # weights: their own dtype
         shape = opdef.shape_of(t, M, N, merged)
-        if role.kind == "labels":
-            out[t] = role.make(rng, label_rows(out), merged, policy) if role.make is not None else \
-                rng.integers(0, N, size=shape).astype(_dt.numpy_dtype(dtype))
+        if role.make is not None:  # the op's own maker (labels, a mask): sees the x drawn so far
+            out[t] = _cast(np.asarray(role.make(rng, label_rows(out), merged, policy)), dtype)
+        elif role.kind == "labels":
+            out[t] = rng.integers(0, N, size=shape).astype(_dt.numpy_dtype(dtype))
         elif role.kind == "data":
             out[t] = data(t, dtype) if role.shape == "rows" else _cast(rng.standard_normal(shape), dtype)
         elif role.kind == "scale":

@@ -51,7 +51,8 @@ class Tensor:
     """One tensor of an op: ``shape`` (e.g. 'MxN', 'N', 'M', 'MxG'), ``role`` (inputs: 'input' drawn by the case's
     sampler, 'weight' 1 + 0.1·N(0,1), 'bias' 0.1·N(0,1), 'scale' positive float32, 'index' integers in [0, N) or from
     ``make``), ``dtype`` (a fixed dtype, e.g. 'int32' or 'float32', or the name of the str param holding it; default: the
-    kernel variant's dtype for the role) and ``make(rng, x, params, policy) -> array`` (index roles: how to draw them, seeing the drawn x)."""
+    kernel variant's dtype for the role) and ``make(rng, x, params, policy) -> array`` (how to draw it, seeing the
+    drawn x as float64: index roles, an additive mask of -inf, a causal pattern)."""
 
     shape: str
     role: Optional[str] = None
