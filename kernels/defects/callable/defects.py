@@ -29,6 +29,42 @@ def _sum_ftz(inputs, outputs, params, dt):
     outputs["y"].copy_(_ftz(_ftz(inputs["x"].float()).sum(dim=-1, dtype=torch.float32)))
 
 
+def _truncate_bf16(t):
+    """float32 -> bfloat16 by dropping the low 16 bits (truncation toward zero), as a hand-written cast does."""
+    return (t.float().view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+
+
+def _fused_add_rmsnorm(to_out):
+    """vLLM-style fused add + RMSNorm in fp32, converting the residual and y to the I/O dtype with ``to_out``."""
+    def fn(inputs, outputs, params, dt):
+        h = inputs["x"].float() + inputs["residual"].float()
+        r = torch.rsqrt((h * h).mean(-1, keepdim=True) + params["eps"])
+        outputs["residual"].copy_(to_out(h))
+        outputs["y"].copy_(to_out(h * r * inputs["w"].float()))
+    return fn
+
+
+def _gemma_rmsnorm(offset_in_io_dtype):
+    """Gemma RMSNorm y = x·r·(1 + w), fp32 statistics; the defect forms 1 + w in the weight's bf16."""
+    def fn(inputs, outputs, params, dt):
+        x, w = inputs["x"].float(), inputs["w"]
+        r = torch.rsqrt((x * x).mean(-1, keepdim=True) + params["eps"])
+        scale = (w + params["offset"]).float() if offset_in_io_dtype else w.float() + params["offset"]
+        outputs["y"].copy_(x * r * scale)
+    return fn
+
+
+def _layernorm(naive):
+    """LayerNorm in fp32; ``naive``: the textbook variance E[x²] - E[x]², which cancels when mean >> std."""
+    def fn(inputs, outputs, params, dt):
+        x = inputs["x"].float()
+        mu = x.mean(-1, keepdim=True)
+        var = ((x * x).mean(-1, keepdim=True) - mu * mu).clamp_min(0.0) if naive else ((x - mu) ** 2).mean(-1, keepdim=True)
+        y = (x - mu) * torch.rsqrt(var + params["eps"]) * inputs["w"].float() + inputs["b"].float()
+        outputs["y"].copy_(y)
+    return fn
+
+
 _NAN_DESC = "softmax treating NaN inputs as -inf mask entries (the row stays finite)"
 _FTZ_DESC = "fp32 row sum flushing subnormal inputs and outputs to zero, as -ftz=true builds do"
 
@@ -43,6 +79,24 @@ KERNELS = [
     CallableKernel(name="sum-subnormals-flush", op="reduce_sum", fn=_sum_ftz, dtypes=[dtypes("f32")],
                    contracts=Contracts(subnormals="flush"),
                    description=_FTZ_DESC + "; declared subnormals='flush' (twin)"),
+    CallableKernel(name="defect-fused-add-rmsnorm-truncates-bf16", op="fused_add_rmsnorm",
+                   fn=_fused_add_rmsnorm(_truncate_bf16), dtypes=[dtypes("bf16")],
+                   description="fp32 fused add + RMSNorm converting to bf16 by dropping the low 16 bits"),
+    CallableKernel(name="fused-add-rmsnorm-rne-bf16", op="fused_add_rmsnorm",
+                   fn=_fused_add_rmsnorm(lambda t: t.to(torch.bfloat16)), dtypes=[dtypes("bf16")],
+                   description="fp32 fused add + RMSNorm rounding to bf16 to nearest even (twin)"),
+    CallableKernel(name="defect-gemma-rmsnorm-offset-in-bf16", op="rmsnorm", fn=_gemma_rmsnorm(True),
+                   dtypes=[dtypes("bf16")], params={"offset": 1.0},
+                   description="Gemma RMSNorm adding the 1 to the bf16 weight in bf16 before the product"),
+    CallableKernel(name="gemma-rmsnorm-offset-in-fp32", op="rmsnorm", fn=_gemma_rmsnorm(False),
+                   dtypes=[dtypes("bf16")], params={"offset": 1.0},
+                   description="Gemma RMSNorm forming 1 + w in fp32 (twin)"),
+    CallableKernel(name="defect-layernorm-naive-variance", op="layernorm", fn=_layernorm(True),
+                   dtypes=[dtypes("f32"), dtypes("bf16")],
+                   description="fp32 LayerNorm with the textbook variance E[x²] - E[x]²"),
+    CallableKernel(name="layernorm-two-pass", op="layernorm", fn=_layernorm(False),
+                   dtypes=[dtypes("f32"), dtypes("bf16")],
+                   description="fp32 LayerNorm with the two-pass variance mean((x - mean)²) (twin)"),
 ]
 
 DEFECTS = {
