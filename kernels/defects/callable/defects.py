@@ -1,6 +1,7 @@
 """Callable defect catalogue: kernels written as Python callables (torch on the CPU) whose defect is a
-promise the author never declared. Each is caught with default contracts; its twin is the same function
-with the contract declared (verifier.spec.Contracts), and passes. Runs on any machine.
+promise the author never declared, or a precision pitfall (truncating casts, an intermediate in bf16, a cancelling
+variance). Each is caught with default contracts; its twin is the same function with the contract declared
+(verifier.spec.Contracts) or the pitfall fixed, and passes. Runs on any machine.
 
 Named defects.py, not spec.py, on purpose: `verifier check kernels/` must not pick these up (they fail by
 design). Check one explicitly: `verifier check kernels/defects/callable/defects.py --kernel NAME`.
@@ -92,10 +93,10 @@ KERNELS = [
                    dtypes=[dtypes("bf16")], params={"offset": 1.0},
                    description="Gemma RMSNorm forming 1 + w in fp32 (twin)"),
     CallableKernel(name="defect-layernorm-naive-variance", op="layernorm", fn=_layernorm(True),
-                   dtypes=[dtypes("f32"), dtypes("bf16")],
+                   dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
                    description="fp32 LayerNorm with the textbook variance E[x²] - E[x]²"),
     CallableKernel(name="layernorm-two-pass", op="layernorm", fn=_layernorm(False),
-                   dtypes=[dtypes("f32"), dtypes("bf16")],
+                   dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
                    description="fp32 LayerNorm with the two-pass variance mean((x - mean)²) (twin)"),
 ]
 
@@ -110,4 +111,19 @@ DEFECTS = {
         "pitfall": "subnormal inputs flushed to zero (a -ftz=true build) while the spec promises subnormals are "
                    "preserved by default; declare Contracts(subnormals='flush')",
         "exposing_input": "subnormals"},
+    "defect-fused-add-rmsnorm-truncates-bf16": {
+        "caught_by": "rounding", "twin": "fused-add-rmsnorm-rne-bf16", "device": "cpu",
+        "pitfall": "fp32 -> bf16 by dropping the low 16 bits (truncation toward zero) instead of round-to-nearest-even: "
+                   "every element within 1 ULP, but a quarter of the residual is misrounded, biased -0.27 ULP",
+        "exposing_input": "normal_small"},
+    "defect-gemma-rmsnorm-offset-in-bf16": {
+        "caught_by": "rounding", "twin": "gemma-rmsnorm-offset-in-fp32", "device": "cpu",
+        "pitfall": "Gemma RMSNorm forming 1 + w in the bf16 weight dtype before the product: within 2 ULP, but a "
+                   "quarter of the outputs are not correctly rounded where fp32 rounds them all correctly",
+        "exposing_input": "normal_small"},
+    "defect-layernorm-naive-variance": {
+        "caught_by": "value", "twin": "layernorm-two-pass", "device": "cpu",
+        "pitfall": "LayerNorm variance by E[x^2] - E[x]^2 in fp32: a bf16 row of 1000s with one or two 1004s cancels "
+                   "to nothing (thousands of ULP off), while bf16-rounded 1000 +- 1 rows are constant and hide it",
+        "exposing_input": "cancel_ulp_bumps"},
 }
