@@ -102,31 +102,23 @@ def rand_mean_gg_std(rng: np.random.Generator, center: float = 101.0, halfwidth:
 
 
 def rand_ulp_bumps(rng: np.random.Generator, center: float = 1000.0) -> Sampler:
-    """Rows that make naive formulas cancel, built from values exactly representable in the dtype (a few ULPs of
-    the dtype apart, so bf16 and f16 cancel as much as f32), by row index mod 4:
-
-    0. a constant row c with one element c + k·ulp(c), k in 1..3 (bf16: 1000s and one 1004..1012);
-    1. c with two elements a few ULPs above it;
-    2. c + j·ulp(c), j uniform in 0..3 (f32: up to 0.05 / ulp(c), so the variance stays above eps = 1e-5): a large
-       offset with a tiny spread;
-    3. -c with one element a few ULPs below it.
-
-    E[x²] - E[x]² loses every digit of the variance here (it is ~ulp(c)²/N against c²)."""
+    """Cancelling rows of values exactly representable in the dtype, a few of its ULPs apart, by row index mod 4:
+    0. c (1000, at most a quarter of the dtype's max) with one element c + k·ulp(c), k in 1..3 (bf16: 1004..1012);
+    1. c with two such elements; 2. c + j·ulp(c), j in 0..3 (up to 0.05 / ulp(c): var above eps = 1e-5 in f32):
+    a large offset with a tiny spread; 3. row 0's kind, negated. E[x²] - E[x]² loses the whole variance."""
     def fn(shape, dtype):
-        c = float(_fit(np.float64(center), dtype))
+        c = float(_fit(np.float64(min(center, float(_dt.finfo(dtype).max) / 4)), dtype))
         step = float(ulp(c, dtype))
         rows = np.full(shape, c, dtype=np.float64).reshape(-1, shape[-1])
         N = rows.shape[1]
         for i, row in enumerate(rows):
-            kind = i % 4
-            if kind == 2:  # at least a spread of 0.05 (5e-5 relative): past eps = 1e-5 for f32's finer steps
+            if i % 4 == 2:
                 row += step * rng.integers(0, max(4, round(0.05 / step)), N)
                 continue
-            bumps = rng.choice(N, size=min(2 if kind == 1 else 1, N), replace=False)
+            bumps = rng.choice(N, size=min(2 if i % 4 == 1 else 1, N), replace=False)
             row[bumps] += step * rng.integers(1, 4, len(bumps))
-            if kind == 3:
-                row *= -1.0
-        return rows.reshape(shape)
+            row *= -1.0 if i % 4 == 3 else 1.0
+        return _fit(rows.reshape(shape), dtype)  # steps past a binade's end (fp8) onto the coarser grid
     return fn
 
 
