@@ -2,8 +2,8 @@
 
 For each kernel (a kernel's battery stops only where continuing is meaningless: a build failure, or a CUDA
 fault that leaves the context unusable):
-build → resources → static (verifier.lint, CUDA sources) → refusal → value / rounding / invariant / nan-inf / unwritten /
-out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+build → resources → static (verifier.lint, CUDA sources) → refusal → value / rounding / invariant / nan-inf /
+unwritten / out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
 (verifier.sanitizer, when present). The steps live in verifier.battery, the inputs in verifier.inputs.cases, the
 result model in verifier.results.kernel, the options in verifier.results.options.
 

@@ -1,6 +1,6 @@
 """The values step: one input through the value (ULPs against the certified reference, within the
-per-element budget), rounding (verifier.judge.rounding: the share misrounded and the bias), invariant, nan-inf, unwritten (poisoned outputs) and out-of-range-write (guard bands)
-checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a refusal,
+per-element budget), rounding (verifier.judge.rounding: the share misrounded and the bias), invariant, nan-inf,
+unwritten (poisoned outputs) and out-of-range-write (guard bands) checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a refusal,
 a CUDA fault a **crash** (verifier.declare.usercode decides). A finding on a case with a layout of its own
 (verifier.inputs.layouts: strided rows, unaligned pointers, more than 2^31 elements) says what that layout
 suggests and how to fix or declare it."""

@@ -125,8 +125,8 @@ class Comparison:
     def findings(self, **fields) -> list[Finding]:
         """One 'value' finding per tensor with values over budget, one 'nan-inf' finding per tensor
         with non-finite mismatches, one 'rounding' finding per tensor within its budget whose rounding statistics
-        exceed what the error model allows (a tensor over its budget is the value check's). ``fields`` (kernel, dtype, input, shape, seed, repro) override
-        those taken from the comparison's context."""
+        exceed what the error model allows (a tensor over its budget is the value check's). ``fields`` (kernel,
+        dtype, input, shape, seed, repro) override those taken from the comparison's context."""
         ctx = dict(self.context)
         base = {k: ctx[k] for k in ("kernel", "dtype", "input", "shape", "seed", "repro") if k in ctx}
         base.update(fields)

@@ -32,7 +32,8 @@ from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrins
 from verifier.numerics.ulp import ulp
 from verifier.ops import BUNDLED, OPS, get_op
 
-__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "errors", "Errors", "declared_output_ulps", "table_markdown"]
+__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "errors", "Errors", "declared_output_ulps",
+           "table_markdown"]
 
 
 @dataclass(frozen=True)

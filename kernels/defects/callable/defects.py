@@ -60,7 +60,10 @@ def _layernorm(naive):
     def fn(inputs, outputs, params, dt):
         x = inputs["x"].float()
         mu = x.mean(-1, keepdim=True)
-        var = ((x * x).mean(-1, keepdim=True) - mu * mu).clamp_min(0.0) if naive else ((x - mu) ** 2).mean(-1, keepdim=True)
+        if naive:
+            var = ((x * x).mean(-1, keepdim=True) - mu * mu).clamp_min(0.0)
+        else:
+            var = ((x - mu) ** 2).mean(-1, keepdim=True)
         y = (x - mu) * torch.rsqrt(var + params["eps"]) * inputs["w"].float() + inputs["b"].float()
         outputs["y"].copy_(y)
     return fn
@@ -113,8 +116,8 @@ DEFECTS = {
         "exposing_input": "subnormals"},
     "defect-fused-add-rmsnorm-truncates-bf16": {
         "caught_by": "rounding", "twin": "fused-add-rmsnorm-rne-bf16", "device": "cpu",
-        "pitfall": "fp32 -> bf16 by dropping the low 16 bits (truncation toward zero) instead of round-to-nearest-even: "
-                   "every element within 1 ULP, but a quarter of the residual is misrounded, biased -0.27 ULP",
+        "pitfall": "fp32 -> bf16 by dropping the low 16 bits (truncation toward zero) instead of round-to-nearest-"
+                   "even: every element within 1 ULP, but a quarter of the residual is misrounded, biased -0.27 ULP",
         "exposing_input": "normal_small"},
     "defect-gemma-rmsnorm-offset-in-bf16": {
         "caught_by": "rounding", "twin": "gemma-rmsnorm-offset-in-fp32", "device": "cpu",
