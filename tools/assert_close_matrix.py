@@ -85,13 +85,15 @@ def _one(spec, run, dt, M, N, device):
     out = op.outputs[0]
     shape = op.shape_of(out, M, N)
     outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
-    for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, compared below)
-        outputs[t] = (inputs[t].clone() if t in inputs else
-                      torch.zeros(op.shape_of(t, M, N), dtype=_dt.torch_dtype(dt.output), device=device))
+    for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, updated in place: compared below)
+        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(op.shape_of(t, M, N),
+                                                                   dtype=_dt.torch_dtype(dt.output), device=device)
+    before = {t: inputs[t].clone() for t in op.inouts}
     try:
         run(spec, inputs, outputs, params, dt, device)
     except Unsupported as e:
         return {"result": "refused", "detail": str(e)}
+    inputs = {**inputs, **before}
     expected = expected_output(spec.op, inputs, params, outputs[out].dtype)
     try:
         torch.testing.assert_close(outputs[out].cpu(), expected.cpu())
