@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ((4, 1024), (8, 4096), (2, 152064))
-NUMERIC = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+NUMERIC = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write")
 SEED = 0
 
 
@@ -38,19 +38,22 @@ def _matrix():
 
 
 def expected_output(op: str, inputs: dict, params: dict, out_dtype):
-    """The op in float32 by torch, cast to the output dtype."""
+    """The op's first output in float32 by torch, cast to the output dtype."""
     import torch
     import torch.nn.functional as F
 
     x = inputs["x"].float()
-    if op == "softmax":
+    if op == "fused_add_rmsnorm":
+        x = x + inputs["residual"].float()
+    if op in ("rmsnorm", "fused_add_rmsnorm"):
+        w = inputs["w"].float() + float(params.get("offset", 0.0))
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * w
+    elif op == "softmax":
         y = torch.softmax(x, -1)
     elif op == "log_softmax":
         y = torch.log_softmax(x, -1)
     elif op == "layernorm":
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
-    elif op == "rmsnorm":
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * inputs["w"].float()
     elif op == "reduce_sum":
         y = x.sum(-1)
     elif op == "cross_entropy":
@@ -82,13 +85,21 @@ def _one(spec, run, dt, M, N, device):
     out = op.outputs[0]
     shape = op.shape_of(out, M, N)
     outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
+    for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, updated in place: compared below)
+        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(op.shape_of(t, M, N),
+                                                                   dtype=_dt.torch_dtype(dt.output), device=device)
+    before = {t: inputs[t].clone() for t in op.inouts}
     try:
         run(spec, inputs, outputs, params, dt, device)
     except Unsupported as e:
         return {"result": "refused", "detail": str(e)}
+    inputs = {**inputs, **before}
     expected = expected_output(spec.op, inputs, params, outputs[out].dtype)
     try:
         torch.testing.assert_close(outputs[out].cpu(), expected.cpu())
+        if spec.op == "fused_add_rmsnorm":  # the stored residual too
+            h = (inputs["x"].float() + inputs["residual"].float()).to(outputs["residual"].dtype)
+            torch.testing.assert_close(outputs["residual"].cpu(), h.cpu())
     except AssertionError as e:
         return {"result": "caught", "detail": str(e).strip().splitlines()[0]}
     return {"result": "missed", "detail": ""}

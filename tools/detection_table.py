@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assert_close_matrix import _matrix  # noqa: E402  (loads kernels/defects/matrix.py by path)
+from assert_close_matrix import NUMERIC, _matrix  # noqa: E402  (loads kernels/defects/matrix.py by path)
 
 GPU_RUN = ("python tools/detection_table.py run --device cuda --sanitize --out kernels/defects/results/detection-gpu.json && "
            "python tools/assert_close_matrix.py --device cuda --out kernels/defects/results/assert-close-gpu.json")
@@ -293,8 +293,7 @@ def render(batteries: list, assert_close: list, lints: list = ()) -> str:
                 twin += ": build, resources and static only, no GPU"
             if t.get("classes"):
                 twin += " (" + ", ".join(t["classes"]) + ")"
-        ac = _cell_assert_close(e.name, e.twin, assert_close) if e.caught_by in ("value", "invariant", "nan-inf", "unwritten",
-                                                                          "out-of-range-write") else "n/a (not a value defect)"
+        ac = _cell_assert_close(e.name, e.twin, assert_close) if e.caught_by in NUMERIC else "n/a (not a value defect)"
         declared = e.caught_by + (f" ({e.severity})" if e.severity != "error" else "")
         lines.append(f"| `{e.name}` | {e.pitfall} | {declared} | {caught} | {_cell_lint(e, lints)} | "
                      f"`{e.exposing_input}` | {ac} | `{e.twin}` ({twin}) |")

@@ -36,7 +36,7 @@ from verifier.results.levels import TABLE as LEVELS  # the one run-level table; 
 
 __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
-    "rand_normal", "rand_mean_gg_std", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
+    "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
     "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE",
     "shapes", "rows", "cols", "eps_values",
@@ -98,6 +98,27 @@ def rand_mean_gg_std(rng: np.random.Generator, center: float = 101.0, halfwidth:
     E[x²] - E[x]², exp overflow without max subtraction). Defaults: [100, 102]."""
     def fn(shape, dtype):
         return _fit(rng.uniform(center - halfwidth, center + halfwidth, shape), dtype)
+    return fn
+
+
+def rand_ulp_bumps(rng: np.random.Generator, center: float = 1000.0) -> Sampler:
+    """Cancelling rows of values exactly representable in the dtype, a few of its ULPs apart, by row index mod 4:
+    0. c (1000, at most a quarter of the dtype's max) with one element c + k·ulp(c), k in 1..3 (bf16: 1004..1012);
+    1. c with two such elements; 2. c + j·ulp(c), j in 0..3 (up to 0.05 / ulp(c): var above eps = 1e-5 in f32):
+    a large offset with a tiny spread; 3. row 0's kind, negated. E[x²] - E[x]² loses the whole variance."""
+    def fn(shape, dtype):
+        c = float(_fit(np.float64(min(center, float(_dt.finfo(dtype).max) / 4)), dtype))
+        step = float(ulp(c, dtype))
+        rows = np.full(shape, c, dtype=np.float64).reshape(-1, shape[-1])
+        N = rows.shape[1]
+        for i, row in enumerate(rows):
+            if i % 4 == 2:
+                row += step * rng.integers(0, max(4, round(0.05 / step)), N)
+                continue
+            bumps = rng.choice(N, size=min(2 if i % 4 == 1 else 1, N), replace=False)
+            row[bumps] += step * rng.integers(1, 4, len(bumps))
+            row *= -1.0 if i % 4 == 3 else 1.0
+        return _fit(rows.reshape(shape), dtype)  # steps past a binade's end (fp8) onto the coarser grid
     return fn
 
 
@@ -349,6 +370,10 @@ def _float(dt: str) -> bool:
     return _dt.is_float(dt)
 
 
+# The ops whose naive formulas cancel on rows of large offset and tiny spread (variance, mean subtraction, the
+# softmax's max subtraction).
+_CANCEL = ("layernorm", "rmsnorm", "fused_add_rmsnorm", "softmax", "log_softmax", "online_softmax_stats")
+
 # (name, exposes, M at 'ci', N, sampler factory, ops, dtype_ok, M is the point)
 _TABLE = [
     ("normal_small", "baseline: ordinary N(0,1) rows", 4, 128, rand_normal, None, None, False),
@@ -356,6 +381,9 @@ _TABLE = [
      lambda r: rand_mean_gg_std(r, 101.0, 1.0), None, _float, False),
     ("mean_gg_std_1000", "E[x²]-E[x]² variance cancellation: values 1000 ± 1", 4, 1024,
      lambda r: rand_mean_gg_std(r, 1000.0, 1.0), None, _holds(1001.0), False),
+    ("cancel_ulp_bumps", "cancellation in every dtype: rows of 1000s with one or two elements a few ULPs above, "
+     "and 1000 + a few ULPs (E[x²] - E[x]² loses the variance)", 4, 512, rand_ulp_bumps, _CANCEL, _holds(1024.0),
+     False),
     ("partial_neg_inf_mask", "-inf mask: exp(-inf - m) must be 0, not NaN", 4, 256,
      rand_partial_neg_inf_mask, _EXP, _has_inf, False),
     ("one_neg_inf_row32", "a single -inf in a warp-wide row of 32", 4, 32, rand_one_neg_inf, _EXP, _has_inf,

@@ -58,10 +58,15 @@ class Judgement:
     def ok(self) -> bool:
         return self.comparison.ok and not self.violations
 
+    @property
+    def only_rounding(self) -> bool:
+        """Every value within budget and every invariant held; only the rounding statistics failed."""
+        return not self.ok and not self.violations and all(t.values_ok for t in self.comparison.tensors)
+
 
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
-    budget = _tol.budget(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
-    comparison = compare(outputs, ref, budget, c.dtypes.output, context=context)
+    errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
+    comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
     violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
                             out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
         if invariants else []

@@ -16,6 +16,8 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
+from verifier.judge.rounding import FIX as ROUNDING_FIX
+from verifier.judge.rounding import RoundingStats, rounding_stats
 from verifier.numerics.ulp import round_to, ulp_distance
 from verifier.results.findings import Finding
 
@@ -58,10 +60,20 @@ class TensorComparison:
     max_ulps: float  # over finite elements
     worst: tuple  # of Element: the largest ULP excess (distance / allowed), mismatched or not
     nonfinite: tuple  # of NonFinite: the first few
+    rounding: Optional[RoundingStats] = None  # the rounding statistics, when compare() was given the errors
+
+    @property
+    def values_ok(self) -> bool:
+        """Every element within its budget and every non-finite value matched."""
+        return self.mismatched == 0 and self.nonfinite_mismatched == 0
+
+    @property
+    def rounding_ok(self) -> bool:
+        return self.rounding is None or self.rounding.ok
 
     @property
     def ok(self) -> bool:
-        return self.mismatched == 0 and self.nonfinite_mismatched == 0
+        return self.values_ok and self.rounding_ok
 
     @property
     def percent(self) -> float:
@@ -69,11 +81,11 @@ class TensorComparison:
 
     def message(self) -> str:
         shape = "x".join(map(str, self.shape)) or "scalar"
-        head = "within budget" if self.ok else "NOT within its error budget"
+        head = "within budget" if self.values_ok else "NOT within its error budget"
         lines = [f"Output {self.name!r} ({self.dtype}, {shape}) is {head}:"]
         lines.append(f"  Mismatched elements: {self.mismatched + self.nonfinite_mismatched} / {self.numel} "
                      f"({self.percent:.1f}%)")
-        if self.mismatched or self.ok:
+        if self.mismatched or self.values_ok:
             lines.append(f"  Over budget (finite): {self.mismatched}; worst elements (ULP distance vs allowed):")
             for e in self.worst:
                 verdict = ">" if e.ulps > e.allowed else "<="
@@ -83,6 +95,8 @@ class TensorComparison:
             lines.append(f"  NaN/inf mismatches: {self.nonfinite_mismatched}")
             for n in self.nonfinite:
                 lines.append(f"    at {list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")
+        if not self.rounding_ok:
+            lines.append(f"  Rounding: {self.rounding.describe()}")
         return "\n".join(lines)
 
 
@@ -110,8 +124,9 @@ class Comparison:
 
     def findings(self, **fields) -> list[Finding]:
         """One 'value' finding per tensor with values over budget, one 'nan-inf' finding per tensor
-        with non-finite mismatches. ``fields`` (kernel, dtype, input, shape, seed, repro) override
-        those taken from the comparison's context."""
+        with non-finite mismatches, one 'rounding' finding per tensor within its budget whose rounding statistics
+        exceed what the error model allows (a tensor over its budget is the value check's). ``fields`` (kernel,
+        dtype, input, shape, seed, repro) override those taken from the comparison's context."""
         ctx = dict(self.context)
         base = {k: ctx[k] for k in ("kernel", "dtype", "input", "shape", "seed", "repro") if k in ctx}
         base.update(fields)
@@ -132,6 +147,12 @@ class Comparison:
                     check="nan-inf", score=float(t.nonfinite_mismatched), **base,
                     message=(f"{t.name}: {t.nonfinite_mismatched}/{t.numel} NaN/inf mismatches; first at "
                              f"{list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")))
+            if t.values_ok and not t.rounding_ok:
+                st = t.rounding
+                out.append(Finding(
+                    check="rounding", score=st.score, **base,
+                    message=(f"{t.name}: every element within its ULP budget, but {st.describe()} "
+                             f"(docs/tolerances.md, 'Rounding statistics'). Fix: {ROUNDING_FIX}")))
         return out
 
 
@@ -152,7 +173,7 @@ def _why(a: float, r: float) -> str:
     return "finite where the reference is inf"
 
 
-def _compare_tensor(name, actual, rounded, exact, budget, dtype) -> TensorComparison:
+def _compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bound=None) -> TensorComparison:
     a = _dt.to_numpy(actual)
     got = _dt.canonical(a.dtype)
     if got != dtype:
@@ -189,17 +210,21 @@ def _compare_tensor(name, actual, rounded, exact, budget, dtype) -> TensorCompar
     for idx in np.argwhere(nonfin_bad)[:NONFINITE_LISTED]:
         idx = tuple(int(i) for i in idx)
         nonfinite.append(NonFinite(idx, float(a64[idx]), float(r[idx]), _why(a64[idx], r[idx])))
+    stats = None if errors is None else rounding_stats(a, rounded, exact, errors.E[name], bound, errors.base[name],
+                                                       dtype)
     return TensorComparison(
         name=name, dtype=dtype, shape=tuple(a.shape), numel=int(a.size), mismatched=int(value_bad.sum()),
         nonfinite_mismatched=int(nonfin_bad.sum()), max_ulps=float(dist[fin].max()) if fin.any() else 0.0,
-        worst=tuple(worst), nonfinite=tuple(nonfinite))
+        worst=tuple(worst), nonfinite=tuple(nonfinite), rounding=stats)
 
 
-def compare(actual, ref, budget, dtype, *, context: Optional[dict] = None) -> Comparison:
+def compare(actual, ref, budget, dtype, *, context: Optional[dict] = None, errors=None) -> Comparison:
     """Compare ``actual`` (dict name -> array/tensor, or one array for a one-output op) with ``ref``
     (a references.Reference; its float64 ``exact`` outputs are rounded to ``dtype`` here) under
     ``budget`` (dict name -> allowed ULPs per element, see verifier.judge.tolerance.budget).
-    ``dtype``: the output dtype (a name, or a verifier.spec.Dtypes whose ``output`` is used)."""
+    ``dtype``: the output dtype (a name, or a verifier.spec.Dtypes whose ``output`` is used). ``errors``
+    (verifier.judge.tolerance.Errors, the parts of ``budget``): also compute the rounding statistics
+    (verifier.judge.rounding) of every output."""
     dtype = _dt.canonical(getattr(dtype, "output", dtype))
     exact = dict(ref.exact)
     if not isinstance(actual, dict):
@@ -221,8 +246,9 @@ def compare(actual, ref, budget, dtype, *, context: Optional[dict] = None) -> Co
     rounded = dict(getattr(ref, "rounded", None) or {})
     # per-output dtypes from the reference (fused_add_rmsnorm stores 'residual' in the input dtype)
     dts = {t: _dt.canonical(d) for t, d in (getattr(ref, "dtypes", None) or {}).items()}
-    tensors = tuple(_compare_tensor(t, actual[t], rounded.get(t), exact[t], budget[t], dts.get(t, dtype))
-                    for t in exact)
+    bounds = dict(getattr(ref, "bound", None) or {})
+    tensors = tuple(_compare_tensor(t, actual[t], rounded.get(t), exact[t], budget[t], dts.get(t, dtype), errors,
+                                    bounds.get(t)) for t in exact)
     ctx = tuple(sorted((context or {}).items(), key=lambda kv: kv[0]))
     return Comparison(tensors, ctx)
 

@@ -32,7 +32,8 @@ from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrins
 from verifier.numerics.ulp import ulp
 from verifier.ops import BUNDLED, OPS, get_op
 
-__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "declared_output_ulps", "table_markdown"]
+__all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "errors", "Errors", "declared_output_ulps",
+           "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,36 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     (KernelSpec.online; the older override {"online": True} still says so). Non-finite reference values get 0
     (they must be matched exactly).
     """
+    return errors(op, dtypes, math_mode, inputs, ref, params, overrides, online).budget(ref)
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Per output: ``base`` (output rounding, ULPs, after the kernel's declarations), ``E`` (absolute error bound
+    before the output rounding, per element) and ``dtypes`` (the output's dtype)."""
+
+    base: dict
+    E: dict
+    dtypes: dict
+
+    def budget(self, ref) -> dict[str, np.ndarray]:
+        """budget_i = base + E_i / ulp_out(max(|y_i| - E_i, 0)); 0 where the reference is not finite."""
+        out: dict[str, np.ndarray] = {}
+        for t, E in self.E.items():
+            y = _exact_outputs(ref)[t]
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                spacing = ulp(np.maximum(np.abs(y) - E, 0.0), self.dtypes[t])
+                b = self.base[t] + np.where(E > 0, E / spacing, 0.0)
+            # Non-finite references must be matched exactly; a NaN bound (inf·0 in a formula) is not a
+            # promise either way, so it is treated strictly too.
+            out[t] = np.where(np.isfinite(y) & ~np.isnan(b), b, 0.0)
+        return out
+
+
+def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: dict | None = None,
+           overrides: dict | None = None, online: bool = False) -> Errors:
+    """The parts of ``budget`` (same arguments): base ULPs and the error bound E per element of every output;
+    the rounding statistics (verifier.judge.rounding) read them too."""
     opdef = get_op(op)
     entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
     base, online_override = _merge_overrides(opdef, entry, overrides)
@@ -193,20 +224,15 @@ def budget(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]))
 
     derived = _derived_errors(opdef, inputs, params, ctx, dtypes) if opdef.derived else {}
-    out: dict[str, np.ndarray] = {}
+    Es: dict[str, np.ndarray] = {}
     for t, tol in entry.items():
         if t not in exact:
             raise UsageError(f"reference for {op!r} has no output {t!r}", fix="pass the Reference computed for this op")
         y = exact[t]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             E = derived[t] if tol.kappa == DERIVED else opdef.kappas[tol.kappa](x, y, params, ctx, xs)
-            E = np.broadcast_to(E, y.shape)
-            spacing = ulp(np.maximum(np.abs(y) - E, 0.0), out_dt[t])
-            b = base[t] + np.where(E > 0, E / spacing, 0.0)
-        # Non-finite references must be matched exactly; a NaN bound (inf·0 in a formula) is not a
-        # promise either way, so it is treated strictly too.
-        out[t] = np.where(np.isfinite(y) & ~np.isnan(b), b, 0.0)
-    return out
+        Es[t] = np.broadcast_to(np.asarray(E, dtype=np.float64), y.shape)
+    return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt)
 
 
 def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes) -> dict:

@@ -13,6 +13,13 @@ from verifier.ops.rmsnorm import check_rms, offset_units, rms_units, weights
 
 
 def k_add_residual(x, h, p, c, xs):
+    # x + residual rounded in acc, then to the residual's dtype. With both held exactly in acc (c_in = 0) that
+    # is one correctly rounded sum when the dtypes are the same, and when acc has p_acc >= 2·p_res + 2 bits
+    # (bf16 or f16 in fp32): double rounding of a sum is then innocuous (S. A. Figueroa, "When is double
+    # rounding innocuous?", SIGNUM Newsletter 30(3), 1995). Otherwise one unit more. A sum below eta may be
+    # flushed (eta is the smallest normal then; with gradual underflow the sum is exact).
+    if c.c_in == 0 and (c.u == c.u_res or c.u <= c.u_res * c.u_res / 4):
+        return np.where(np.abs(h) < c.eta, c.eta, 0.0)
     return gamma(1 + c.c_in, c.u) * np.abs(xs["x"] + xs["residual"]) + c.eta
 
 

@@ -48,6 +48,13 @@ RULES = {
               "Output elements differ from the certified float64 reference by more ULPs of the output dtype "
               "than the per-element, condition-aware budget allows.",
               "Run the repro command; the message names the worst element, its value and the expected value."),
+    "rounding": ("Output biased or not correctly rounded",
+                 "Every element is within its ULP budget, but over the whole output more elements are not "
+                 "correctly rounded, or the mean signed error is farther from zero, than the kernel's error model "
+                 "allows (truncating casts, intermediates rounded to the I/O dtype): a bias that accumulates "
+                 "downstream.",
+                 "Round to nearest even when converting to the output dtype and keep intermediates in fp32; declare "
+                 "an intermediate rounded on purpose with tolerance={'base_ulps': 2}."),
     "invariant": ("Op invariant violated",
                   "A mathematical property of the op (softmax rows sum to 1, normalised rows have unit RMS, ...) "
                   "does not hold within its bound.",

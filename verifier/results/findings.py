@@ -7,7 +7,7 @@ from typing import Optional
 from verifier.constants import SANITIZER_TOOLS
 
 CHECK_CLASSES = (
-    "build", "resources", "static", "refusal", "value", "invariant", "nan-inf", "unwritten",
+    "build", "resources", "static", "refusal", "value", "rounding", "invariant", "nan-inf", "unwritten",
     "out-of-range-write", "determinism", "crash", "timeout",
 ) + SANITIZER_TOOLS
 SEVERITIES = ("error", "warning", "info")

@@ -1,6 +1,7 @@
 """Callable defect catalogue: kernels written as Python callables (torch on the CPU) whose defect is a
-promise the author never declared. Each is caught with default contracts; its twin is the same function
-with the contract declared (verifier.spec.Contracts), and passes. Runs on any machine.
+promise the author never declared, or a precision pitfall (truncating casts, an intermediate in bf16, a cancelling
+variance). Each is caught with default contracts; its twin is the same function with the contract declared
+(verifier.spec.Contracts) or the pitfall fixed, and passes. Runs on any machine.
 
 Named defects.py, not spec.py, on purpose: `verifier check kernels/` must not pick these up (they fail by
 design). Check one explicitly: `verifier check kernels/defects/callable/defects.py --kernel NAME`.
@@ -29,6 +30,45 @@ def _sum_ftz(inputs, outputs, params, dt):
     outputs["y"].copy_(_ftz(_ftz(inputs["x"].float()).sum(dim=-1, dtype=torch.float32)))
 
 
+def _truncate_bf16(t):
+    """float32 -> bfloat16 by dropping the low 16 bits (truncation toward zero), as a hand-written cast does."""
+    return (t.float().view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+
+
+def _fused_add_rmsnorm(to_out):
+    """vLLM-style fused add + RMSNorm in fp32, converting the residual and y to the I/O dtype with ``to_out``."""
+    def fn(inputs, outputs, params, dt):
+        h = inputs["x"].float() + inputs["residual"].float()
+        r = torch.rsqrt((h * h).mean(-1, keepdim=True) + params["eps"])
+        outputs["residual"].copy_(to_out(h))
+        outputs["y"].copy_(to_out(h * r * inputs["w"].float()))
+    return fn
+
+
+def _gemma_rmsnorm(offset_in_io_dtype):
+    """Gemma RMSNorm y = x·r·(1 + w), fp32 statistics; the defect forms 1 + w in the weight's bf16."""
+    def fn(inputs, outputs, params, dt):
+        x, w = inputs["x"].float(), inputs["w"]
+        r = torch.rsqrt((x * x).mean(-1, keepdim=True) + params["eps"])
+        scale = (w + params["offset"]).float() if offset_in_io_dtype else w.float() + params["offset"]
+        outputs["y"].copy_(x * r * scale)
+    return fn
+
+
+def _layernorm(naive):
+    """LayerNorm in fp32; ``naive``: the textbook variance E[x²] - E[x]², which cancels when mean >> std."""
+    def fn(inputs, outputs, params, dt):
+        x = inputs["x"].float()
+        mu = x.mean(-1, keepdim=True)
+        if naive:
+            var = ((x * x).mean(-1, keepdim=True) - mu * mu).clamp_min(0.0)
+        else:
+            var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        y = (x - mu) * torch.rsqrt(var + params["eps"]) * inputs["w"].float() + inputs["b"].float()
+        outputs["y"].copy_(y)
+    return fn
+
+
 _NAN_DESC = "softmax treating NaN inputs as -inf mask entries (the row stays finite)"
 _FTZ_DESC = "fp32 row sum flushing subnormal inputs and outputs to zero, as -ftz=true builds do"
 
@@ -43,6 +83,24 @@ KERNELS = [
     CallableKernel(name="sum-subnormals-flush", op="reduce_sum", fn=_sum_ftz, dtypes=[dtypes("f32")],
                    contracts=Contracts(subnormals="flush"),
                    description=_FTZ_DESC + "; declared subnormals='flush' (twin)"),
+    CallableKernel(name="defect-fused-add-rmsnorm-truncates-bf16", op="fused_add_rmsnorm",
+                   fn=_fused_add_rmsnorm(_truncate_bf16), dtypes=[dtypes("bf16")],
+                   description="fp32 fused add + RMSNorm converting to bf16 by dropping the low 16 bits"),
+    CallableKernel(name="fused-add-rmsnorm-rne-bf16", op="fused_add_rmsnorm",
+                   fn=_fused_add_rmsnorm(lambda t: t.to(torch.bfloat16)), dtypes=[dtypes("bf16")],
+                   description="fp32 fused add + RMSNorm rounding to bf16 to nearest even (twin)"),
+    CallableKernel(name="defect-gemma-rmsnorm-offset-in-bf16", op="rmsnorm", fn=_gemma_rmsnorm(True),
+                   dtypes=[dtypes("bf16")], params={"offset": 1.0},
+                   description="Gemma RMSNorm adding the 1 to the bf16 weight in bf16 before the product"),
+    CallableKernel(name="gemma-rmsnorm-offset-in-fp32", op="rmsnorm", fn=_gemma_rmsnorm(False),
+                   dtypes=[dtypes("bf16")], params={"offset": 1.0},
+                   description="Gemma RMSNorm forming 1 + w in fp32 (twin)"),
+    CallableKernel(name="defect-layernorm-naive-variance", op="layernorm", fn=_layernorm(True),
+                   dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
+                   description="fp32 LayerNorm with the textbook variance E[x²] - E[x]²"),
+    CallableKernel(name="layernorm-two-pass", op="layernorm", fn=_layernorm(False),
+                   dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
+                   description="fp32 LayerNorm with the two-pass variance mean((x - mean)²) (twin)"),
 ]
 
 DEFECTS = {
@@ -56,4 +114,19 @@ DEFECTS = {
         "pitfall": "subnormal inputs flushed to zero (a -ftz=true build) while the spec promises subnormals are "
                    "preserved by default; declare Contracts(subnormals='flush')",
         "exposing_input": "subnormals"},
+    "defect-fused-add-rmsnorm-truncates-bf16": {
+        "caught_by": "rounding", "twin": "fused-add-rmsnorm-rne-bf16", "device": "cpu",
+        "pitfall": "fp32 -> bf16 by dropping the low 16 bits (truncation toward zero) instead of round-to-nearest-"
+                   "even: every element within 1 ULP, but a quarter of the residual is misrounded, biased -0.27 ULP",
+        "exposing_input": "normal_small"},
+    "defect-gemma-rmsnorm-offset-in-bf16": {
+        "caught_by": "rounding", "twin": "gemma-rmsnorm-offset-in-fp32", "device": "cpu",
+        "pitfall": "Gemma RMSNorm forming 1 + w in the bf16 weight dtype before the product: within 2 ULP, but a "
+                   "quarter of the outputs are not correctly rounded where fp32 rounds them all correctly",
+        "exposing_input": "normal_small"},
+    "defect-layernorm-naive-variance": {
+        "caught_by": "value", "twin": "layernorm-two-pass", "device": "cpu",
+        "pitfall": "LayerNorm variance by E[x^2] - E[x]^2 in fp32: a bf16 row of 1000s with one or two 1004s cancels "
+                   "to nothing (thousands of ULP off), while bf16-rounded 1000 +- 1 rows are constant and hide it",
+        "exposing_input": "cancel_ulp_bumps"},
 }

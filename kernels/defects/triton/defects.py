@@ -75,6 +75,9 @@ KERNELS = [
                  launcher="launch_ce_neg_log_p", dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                  math_mode="triton_approx", online=True, expectations=_DET,
                  description="cross entropy as -log(softmax(x)[label]), online max/sum over 4096-column tiles"),
+    _t("defect-triton-fused-add-rmsnorm-truncates-bf16", "fused_add_rmsnorm", "rounding_defects.py",
+       "launch_truncating", "fused add + RMSNorm converting fp32 to bf16 by clearing the low 16 bits", dts=BF16,
+       supports=max_row(16384, None, what="one block's registers")),
 ]
 
 DEFECTS = {
@@ -114,6 +117,11 @@ DEFECTS = {
         "caught_by": "value", "twin": "triton-layernorm", "device": "cpu",
         "pitfall": "LayerNorm variance by E[x^2] - E[x]^2: cancellation on mean >> std rows",
         "exposing_input": "mean_gg_std_1000"},
+    "defect-triton-fused-add-rmsnorm-truncates-bf16": {
+        "caught_by": "rounding", "twin": "triton-fused-add-rmsnorm", "device": "cpu",
+        "pitfall": "fp32 -> bf16 by clearing the low 16 bits (a bit-cast truncation) instead of round-to-nearest-even: "
+                   "within 1 ULP everywhere, a quarter of the residual misrounded toward zero",
+        "exposing_input": "normal_small"},
     "defect-triton-rmsnorm-io-dtype-acc": {
         "caught_by": "value", "twin": "triton-rmsnorm-tiled", "device": "cpu",
         "pitfall": "sum of squares accumulated in f16/bf16: stagnation on long rows",
