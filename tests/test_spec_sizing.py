@@ -238,7 +238,8 @@ def test_docs_specs_documents_every_public_name_and_field():
     doc = (ROOT / "docs" / "specs.md").read_text()
     missing = [n for n in public.__all__ if f"`{n}" not in doc]
     for cls in (public.CudaKernel, public.TritonKernel, public.CallableKernel, public.Launch, public.Scalar,
-                public.Workspace, public.Expectations, public.Contracts, public.Dtypes, public.Tile):
+                public.Workspace, public.Expectations, public.Contracts, public.Dtypes, public.Tile, public.Op,
+                public.Tensor, public.Invariant, public.OpCase):
         missing += [f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls)
                     if f.init and f.name != "origin" and f.name not in doc]
     assert not missing, f"docs/specs.md does not document {missing}"

@@ -172,8 +172,8 @@ class Op:
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
     description: str = ""
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
-    out_dims: dict = field(default_factory=dict, repr=False)  # output name -> dims (from the dict form)
-    out_fixed: dict = field(default_factory=dict, repr=False)  # output name -> its declared dtype (Tensor(dtype=))
+    out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
+    out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
