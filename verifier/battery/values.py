@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier.battery import gate
+from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
@@ -93,6 +94,17 @@ def record_fault(spec, opts, report, e: KernelFault) -> None:
     if not getattr(e, "reported", False):
         report.add(crash_finding(spec, opts, e))
         e.reported = True
+
+
+def hang_finding(spec, opts, e, **ctx) -> Finding:
+    """The **timeout** finding of a kernel call stopped at its checks' deadline (``e``: a
+    verifier.launch.watchdog.KernelHang), in the words of a child killed at its timeout; ``ctx``: dtype, input."""
+    where = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in ("dtype", "input"))
+    return Finding("timeout", f"the kernel's checks did not finish within {e.seconds:g} s and were stopped"
+                   + (f" while checking {where}" if where else "")
+                   + f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)",
+                   kernel=spec.name, seed=opts.seed,
+                   repro=repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx)
 
 
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,

@@ -14,9 +14,10 @@ import traceback
 
 from verifier.cli.args import add_selection_args
 from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
-                                EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
+                                EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE)
 from verifier.errors import UsageError, VerifierError
 from verifier.toolchain.bytecode import keep_bytecode
+from verifier.toolchain.proc import Terminated, terminate_as_interrupt
 
 # Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
 # what they need (start-up time; none of those modules imports this one).
@@ -276,6 +277,7 @@ def main(argv=None) -> int:
     keep_bytecode()  # verifier/toolchain/bytecode.py: its children start often
     parser = build_parser()
     try:
+        terminate_as_interrupt()  # SIGTERM (a CI job cancelled) cleans up as Ctrl-C does: exit 143
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)
@@ -296,6 +298,9 @@ def main(argv=None) -> int:
     except VerifierError as e:
         sys.stderr.write(f"verifier: {type(e).__name__}: {e}\n")
         return e.exit_code
+    except Terminated:
+        sys.stderr.write("verifier: terminated (SIGTERM); children killed, temporary files removed\n")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         sys.stderr.write("verifier: interrupted\n")
         return EXIT_INTERRUPTED

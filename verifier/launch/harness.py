@@ -37,6 +37,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
+from verifier.launch import watchdog
 from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome,  # noqa: F401 (re-exported)
                                      is_cuda_fault, out_dtype, signed, unwritten_summary)
 from verifier.ops import get_op
@@ -145,6 +146,7 @@ def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poi
     """Run ``run(spec, inputs, outputs, params, dt, device)`` on poisoned, guarded outputs, the tensors laid out
     as ``layout`` (verifier.inputs.layouts.Layout; default contiguous) says."""
     layout = layout or _lay.DEFAULT
+    kernel, run = run, lambda *a: watchdog.call(kernel, *a)  # past the battery's deadline: KernelHang
     if layout.large:
         from verifier.launch.large import execute_large
 
