@@ -3,7 +3,7 @@
 For each kernel (a kernel's battery stops only where continuing is meaningless: a build failure, or a CUDA
 fault that leaves the context unusable):
 build → resources → static (verifier.lint, CUDA sources) → refusal → value / invariant / nan-inf / unwritten /
-out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+out-of-range-write / input-clobbered (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
 (verifier.sanitizer, when present). The steps live in verifier.battery, the inputs in verifier.inputs.cases, the
 result model in verifier.results.kernel, the options in verifier.results.options.
 
@@ -176,7 +176,7 @@ def _check_values(spec, run, dt, opts, report, say):
         ran += 1
     if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)
-    checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+    checks = ("value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before
     why = (left_out or caveat or "every case refused by supports") if not ran else \

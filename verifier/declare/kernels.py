@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from verifier import dtypes as _dt
 from verifier.declare.contracts import Contracts
-from verifier.declare.aliases import check_aliases
+from verifier.declare.aliases import check_aliases, check_scratch
 from verifier.declare.device import capability_reason, check_capability
 from verifier.declare.packages import check_requires
 from verifier.declare.packages import missing as missing_package
@@ -209,6 +209,7 @@ class KernelSpec:
     min_capability: Optional[tuple] = None  # (major, minor) the GPU must have, e.g. (9, 0); refused below it
     requires: dict = field(default_factory=dict)  # {module: pip requirement} of another project's package
     outputs_alias: dict = field(default_factory=dict)  # {output: input} written over it, e.g. {"y": "x"}
+    scratch_inputs: tuple = ()  # inputs the kernel may change (scratch): not an input-clobbered finding
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -269,6 +270,8 @@ class KernelSpec:
         object.__setattr__(self, "requires", check_requires(self.name, self.requires))
         object.__setattr__(self, "outputs_alias", check_aliases(self.name, OPS[self.op], self.outputs_alias,
                                                                  self.dtypes))
+        object.__setattr__(self, "scratch_inputs", check_scratch(self.name, OPS[self.op], self.scratch_inputs,
+                                                                  self.outputs_alias))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             raise SpecError(

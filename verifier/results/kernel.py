@@ -14,7 +14,8 @@ from verifier.results.cells import FAIL, PASS, WARN, Cell, marked, skipped
 from verifier.results.findings import Finding
 from verifier.results.options import Options, repro_line
 
-RUN_CHECKS = ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism")
+RUN_CHECKS = ("refusal", "value", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered",
+              "determinism")
 USER_ERROR = "user"  # KernelReport.error_kind of an error in the spec's own code (verifier.declare.usercode)
 
 __all__ = ["KernelReport", "crash_finding", "RUN_CHECKS", "USER_ERROR", "Cell", "PASS", "FAIL", "WARN", "skipped"]
