@@ -211,7 +211,7 @@ def _value(bits, b: Guarded) -> str:
     """One element's bits as its dtype's value and the bits (a NaN's payload shows)."""
     v = np.array([bits], dtype=b.host.dtype).view(_dt.numpy_dtype(b.dtype))[0]
     width = 2 * b.host.itemsize
-    return f"{v} (bits 0x{int(bits) & ((1 << 4 * width) - 1):0{width}x})"
+    return f"{v!s} (bits 0x{int(bits) & ((1 << 4 * width) - 1):0{width}x})"
 
 
 def clobbered(b: Guarded, after: np.ndarray, scratch: bool = False) -> Optional[str]:
