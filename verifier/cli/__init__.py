@@ -99,9 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "or determinism (as in repro lines)")
     c.add_argument("--sanitize", action="store_true", help="also run compute-sanitizer (GPU only)")
     c.add_argument("--isolate", action="store_true",
-                   help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
+                   help="check each kernel in a fresh child process, not a fork of this one (default on a GPU where "
+                        "this process holds CUDA); a crash or hang is a finding either way")
     c.add_argument("--kernel-timeout", metavar="SECONDS",
-                   help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
+                   help="seconds a kernel's checks may take before they are stopped as a timeout finding, in a fork, "
+                        "a child process or this one (default 600)")
     c.add_argument("-j", "--jobs", metavar="N",
                    help="kernels checked at once, each in its own process (default auto: one per CPU, capped by the "
                         "GPUs' free memory, spread over the GPUs); the report is the same at any N")

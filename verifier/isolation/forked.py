@@ -35,7 +35,7 @@ from verifier.results.serialize import kernel_entry
 from verifier.toolchain.proc import die_with_parent, exit_status, load_prctl, read_answer, write_answer
 
 ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isolate` checks each kernel in a "
-                "fresh process with a timeout (--kernel-timeout), for hangs too")
+                "fresh process instead of a fork")
 
 
 _POLL_S = 0.02
