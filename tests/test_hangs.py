@@ -159,3 +159,16 @@ def test_sigterm_cleans_up_and_exits_143(spec, tmp_path):
     time.sleep(0.5)
     assert not any(_alive(k) for k in kids)
     assert os.listdir(tmp_path / "tmp") == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_a_checking_child_ends_on_sigterm(spec, tmp_path):
+    """Item 10: a child does not ignore SIGTERM (nor take the parent's clean-up handler for it): it ends, and the
+    parent reports that kernel's crash and goes on."""
+    p, kids = _start_hanging(spec, tmp_path)
+    for k in kids:
+        os.kill(k, signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == EXIT_FINDINGS, err
+    assert "killed by SIGTERM" in out
+    assert not any(_alive(k) for k in kids)
