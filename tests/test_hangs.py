@@ -93,7 +93,8 @@ def test_in_process_checks_stop_a_hanging_call(spec):
 def test_a_hanging_kernel_fails_its_pytest_test_and_only_it(spec, tmp_path):
     """The plugin runs kernels in the pytest process: the watchdog turns the hang into that test's failure."""
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
-                        str(REPO / "suites" / "test_ops.py"), "--verifier-specs", str(spec), "--verifier-kernels", "hangs,good",
+                        str(REPO / "suites" / "test_ops.py"), "--verifier-specs", str(spec),
+                        "--verifier-kernels", "hangs,good",
                         "--verifier-level",
                         "quick", "--verifier-device", "cpu", "-k", "test_softmax and normal_small"],
                        capture_output=True, text=True, cwd=REPO, env=_env(tmp_path, VERIFIER_KERNEL_TIMEOUT="2"),

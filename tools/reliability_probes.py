@@ -330,7 +330,8 @@ KERNELS = [CallableKernel(name="zeroes-x", op="softmax", fn=zeroes_x, dtypes=[dt
 
 
 def p35_torch_launcher(tmp: Path):
-    (tmp / "torch_launcher.py").write_text("import torch\nimport triton\n\n\n@triton.jit\ndef _unused(x):\n    pass\n\n\n"
+    (tmp / "torch_launcher.py").write_text("import torch\nimport triton\n\n\n@triton.jit\n"
+                                           "def _unused(x):\n    pass\n\n\n"
                                            "def launch(inputs, outputs, params, dt):\n"
                                            "    outputs['y'].copy_(torch.softmax(inputs['x'].float(), -1))\n")
     spec = _spec(tmp, '''

@@ -86,14 +86,14 @@ def too_large(spec, dt, M: int, N: int, device: Optional[str]) -> Optional[str]:
     if need >= QUERY_FROM_BYTES:
         have = available_host_bytes()
         if have is not None and need > have:
-            return (f"{M}x{N} needs about {_gb(need)} of host memory (inputs, outputs, the float64 reference and the judge's "
-                    f"arrays), more than the {_gb(have)} available (MemAvailable); check a smaller shape or on a "
+            return (f"{M}x{N} needs about {_gb(need)} of host memory (inputs, outputs, the float64 reference and the "
+                    f"judge's arrays), more than the {_gb(have)} available (MemAvailable); check a smaller shape or on a "
                     "machine with more memory")
     if device == "cuda":
         dev = required_bytes(spec.op, dt, M, N, params)
         if dev >= QUERY_FROM_BYTES:
             free = available_device_bytes()
             if free is not None and dev > free:
-                return (f"{M}x{N} needs about {_gb(dev)} of GPU memory (inputs, outputs, guard bands, the context), more than "
-                        f"the {_gb(free)} free on device 0")
+                return (f"{M}x{N} needs about {_gb(dev)} of GPU memory (inputs, outputs, guard bands, the context), "
+                        f"more than the {_gb(free)} free on device 0")
     return None

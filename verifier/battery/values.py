@@ -1,9 +1,10 @@
 """The values step: one input through the value (ULPs against the certified reference, within the
 per-element budget), invariant, nan-inf, unwritten (poisoned outputs), out-of-range-write (guard bands) and
-input-clobbered (every input bit for bit before and after the call) checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a refusal,
-a CUDA fault a **crash** (verifier.declare.usercode decides). A finding on a case with a layout of its own
-(verifier.inputs.layouts: strided rows, unaligned pointers, more than 2^31 elements) says what that layout
-suggests and how to fix or declare it."""
+input-clobbered (every input bit for bit before and after the call) checks. A refusal inside supports() is a
+**refusal** finding, a Python exception on some shapes a refusal, a CUDA fault a **crash**
+(verifier.declare.usercode decides). A finding on a case with a layout of its own (verifier.inputs.layouts:
+strided rows, unaligned pointers, more than 2^31 elements) says what that layout suggests and how to fix or
+declare it."""
 from __future__ import annotations
 
 from dataclasses import replace
