@@ -26,12 +26,18 @@ SPEC = textwrap.dedent('''
 
 KERN = textwrap.dedent('''
     import torch
+    import triton
     from triton.runtime.errors import OutOfResources
+
+    @triton.jit
+    def _noop(x_ptr):
+        pass
 
     def launch(inputs, outputs, params, dt):
         N = inputs["x"].shape[-1]
         if N > 2048:  # as Triton's compiler refuses a block whose shared memory does not fit
             raise OutOfResources(N * 96 + 32, 232448, "shared memory")
+        _noop[(1,)](inputs["x"])  # a launcher must launch Triton (one that only computes with torch is an error)
         outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
 ''')
 

@@ -404,11 +404,11 @@ def test_capture_finds_compiled_kernels_through_the_jit_and_the_launch_hook(monk
         JITFunction.run(None, grid=(1,), warmup=False)  # kernel[grid](...) through the JIT
         JITFunction.run(None, grid=(1,), warmup=True)  # a warmup compiles, launches nothing
         knobs.runtime.launch_enter_hook({"function": 22})  # compiled[grid](...): only the hook sees it
-    assert found == [a, b]
+    assert found == [a, b] and found.seen == 2  # the warmup is no launch
     assert JITFunction.run is before and knobs.runtime.launch_enter_hook.calls == hooks  # all restored
-    with launches(enabled=False) as nothing:
+    with launches(resolve=False) as counted:  # launched at all? (every run: a launcher computing with torch fails)
         JITFunction.run(None, grid=(1,), warmup=False)
-    assert nothing == []
+    assert counted == [] and counted.seen == 1
     del a, b
     gc.collect()
 

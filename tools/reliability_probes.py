@@ -452,6 +452,112 @@ KERNELS = [CallableKernel(name="wrongshape", op="softmax", fn=wrong_shape, dtype
                                                   r"^  fix: return tensors", r"^kernel-verifier: ")
 
 
+# --- issue #35: hangs, clobbered inputs, launches of nothing, memory, signals -----------------------------
+HANG = GOOD + '''
+import time
+
+def hangs(inputs, outputs, params, dt):
+    while True:
+        time.sleep(0.05)
+
+KERNELS = [CallableKernel(name="hangs", op="softmax", fn=hangs, dtypes=[dtypes("f32")]),
+           CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]
+'''
+
+
+def p35_hang(tmp: Path):
+    spec = _spec(tmp, HANG)
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress",
+                               "--kernel-timeout", "3")
+    return code, _pick(out, r"^hangs ", r"^good ", r"did not finish within")
+
+
+def p35_clobber(tmp: Path):
+    spec = _spec(tmp, GOOD + '''
+def zeroes_x(inputs, outputs, params, dt):
+    good(inputs, outputs, params, dt)
+    inputs["x"].zero_()
+
+KERNELS = [CallableKernel(name="zeroes-x", op="softmax", fn=zeroes_x, dtypes=[dtypes("f32")])]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress", "--case",
+                               "normal_small")
+    return code, _pick(out, r"^zeroes-x ", r"input 'x' changed")
+
+
+def p35_torch_launcher(tmp: Path):
+    (tmp / "torch_launcher.py").write_text("import torch\nimport triton\n\n\n@triton.jit\n"
+                                           "def _unused(x):\n    pass\n\n\n"
+                                           "def launch(inputs, outputs, params, dt):\n"
+                                           "    outputs['y'].copy_(torch.softmax(inputs['x'].float(), -1))\n")
+    spec = _spec(tmp, '''
+from verifier.spec import TritonKernel
+KERNELS = [TritonKernel(name="torch-inside", op="softmax", module="torch_launcher.py", launcher="launch",
+                        dtypes=[dtypes("f32")])]
+''')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress")
+    return code, _pick(out, r"^torch-inside ", r"launched no Triton kernel")
+
+
+def p35_memory(tmp: Path):
+    spec = _spec(tmp, GOOD + 'KERNELS = [CallableKernel(name="good", op="softmax", fn=good, dtypes=[dtypes("f32")])]\n')
+    code, out, err = _verifier(tmp, "check", spec, "--device", "cpu", "--level", "quick", "--no-progress", "--case",
+                               "hypothesis:64x1000000000:rng0")
+    seen = _pick(err, r"nothing was checked", r"needs about")
+    return code, re.sub(r"more than the [\d.]+ GB available", "more than the <N> GB available", seen)
+
+
+def _hanging_check(tmp: Path, *argv):
+    """`verifier check` on a hanging kernel, its TMPDIR under ``tmp``, once its checking child hangs."""
+    import time
+
+    (tmp / "t").mkdir()
+    spec = _spec(tmp, HANG)
+    p = subprocess.Popen([PY, "-m", "verifier.cli", "check", spec, "--kernel", "hangs", "--device", "cpu", "--level",
+                          "quick", "--no-progress", "--kernel-timeout", "60", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=_env(TMPDIR=str(tmp / "t")), cwd=tmp)
+    children = Path(f"/proc/{p.pid}/task/{p.pid}/children")
+    t0 = time.monotonic()
+    while not children.read_text().split() and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    time.sleep(2)
+    return p, [int(c) for c in children.read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def p35_sigterm(tmp: Path):
+    import signal
+    import time
+
+    p, kids = _hanging_check(tmp)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    time.sleep(1)
+    left = os.listdir(tmp / "t")
+    return p.returncode, (_pick(err, r"terminated") + f"\nchildren alive after: {sum(map(_alive, kids))}; "
+                          f"verifier-* folders left in TMPDIR: {len(left)}")
+
+
+def p35_sigkill(tmp: Path):
+    import time
+
+    p, kids = _hanging_check(tmp, "--isolate")
+    p.kill()
+    p.communicate(timeout=30)
+    time.sleep(2)
+    alive = [k for k in kids if _alive(k)]
+    for k in alive:
+        os.kill(k, 9)
+    return p.returncode, f"`verifier check` killed (SIGKILL) while its child checked a hung kernel; children alive " \
+                         f"2 s after: {len(alive)}"
+
+
 PROBES = [
     Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
           "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
@@ -476,6 +582,24 @@ PROBES = [
     Probe("11-suppressions", 11, "a `--verifier-sanitize` re-run's XML with a matching sanitizer-suppressions.toml "
           "entry (library step)", p11_suppressions),
     Probe("12-fp8-poison", 12, "the fp8 poison patterns (library table)", p12_fp8),
+    Probe("35-1-hang", 1, "a callable that never returns, `verifier check --kernel-timeout 3` on the CPU (no "
+          "`--isolate`); also `-j 1`, `-j 2`, `VERIFIER_KERNEL_TIMEOUT`, in-process and under pytest", p35_hang,
+          cheap=False, issue=35,
+          test="tests/test_hangs.py::test_a_hanging_callable_is_a_timeout_finding_and_the_other_kernel_is_checked"),
+    Probe("35-2-clobber", 2, "a callable that zeroes its input after computing the right output", p35_clobber,
+          cheap=False, issue=35,
+          test="tests/test_inputs_unchanged.py::test_a_kernel_zeroing_its_input_is_input_clobbered_naming_the_element"),
+    Probe("35-3-torch-launcher", 3, "a Triton launcher that computes with torch and launches no Triton kernel (CPU, "
+          "interpreter)", p35_torch_launcher, cheap=False, issue=35,
+          test="tests/test_triton_launched_nothing.py::test_a_launcher_computing_with_torch_is_the_kernels_error"),
+    Probe("35-8-memory", 8, "`--case hypothesis:64x1000000000:rng0`: a case past the machine's memory",
+          p35_memory, cheap=False, issue=35,
+          test="tests/test_case_memory.py::test_the_cli_refuses_a_huge_case_before_allocating_it"),
+    Probe("35-9-sigterm", 9, "SIGTERM to `verifier check` while a forked child checks a hung kernel", p35_sigterm,
+          cheap=False, issue=35, test="tests/test_hangs.py::test_sigterm_cleans_up_and_exits_143"),
+    Probe("35-10-sigkill", 10, "SIGKILL to `verifier check --isolate` while its child checks a hung kernel (a CI "
+          "job's timeout)", p35_sigkill, cheap=False, issue=35,
+          test="tests/test_hangs.py::test_children_die_with_a_killed_verifier"),
     Probe("35-5-unchecked", 5, "a CUDA kernel on a machine without a GPU (built, resource-checked, linted; values "
           "never checked): `verifier check kernels/defects/cuda/defects.py --kernel defect-spill-undeclared`",
           p35_unchecked, cheap=False, issue=35,

@@ -16,6 +16,7 @@ EXIT_USAGE = 2  # a bad option, path or spec file
 EXIT_INTERNAL = 3  # a bug in kernel-verifier
 EXIT_NOTHING_CHECKED = 4  # every kernel was skipped: never reads as a pass
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): children killed and temporary folders removed, as after Ctrl-C
 
 # Run levels (the effort of a run), cheapest first; verifier.results.levels says what each runs.
 LEVELS = ("quick", "ci", "thorough")

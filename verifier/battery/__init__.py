@@ -3,7 +3,8 @@
 For each kernel (a kernel's battery stops only where continuing is meaningless: a build failure, or a CUDA
 fault that leaves the context unusable):
 build → resources → static (verifier.lint, CUDA sources) → refusal → value / rounding / invariant / nan-inf /
-unwritten / out-of-range-write (every catalogue case and Hypothesis-drawn shapes) → determinism → sanitizer
+unwritten / out-of-range-write / input-clobbered (every catalogue case and Hypothesis-drawn shapes) → determinism →
+sanitizer
 (verifier.sanitizer, when present). The steps live in verifier.battery, the inputs in verifier.inputs.cases, the
 result model in verifier.results.kernel, the options in verifier.results.options.
 
@@ -26,6 +27,7 @@ Undeclared resource use (spills, stack) is a **resources** warning; declared con
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Optional
 
@@ -34,7 +36,7 @@ from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import record_fault, run_case
+from verifier.battery.values import hang_finding, record_fault, run_case
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
@@ -42,6 +44,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError, VerifierError
 from verifier.inputs.cases import draw, selected_cases
 from verifier.launch import runnable_reason, runner_for
+from verifier.launch import watchdog
 from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
@@ -71,46 +74,17 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             f"kernel {spec.name} declares no dtype {opts.dtype!r}",
             fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
         )
-    say = progress or (lambda s: None)
+    last = [""]  # the step a hang interrupts, for its finding
+
+    def say(msg: str):
+        last[0] = msg
+        if progress:
+            progress(msg)
+
     report.notes += _contracts.declared_notes(spec)
     try:
-        say(f"{spec.name}: build")
-        if not build_and_resources(spec, opts, report, tags):
-            if spec.unavailable():  # a package it needs is missing: every cell says so, nothing runs
-                report.skip_all([dt.tag for dt in tags], RUN_CHECKS, spec.unavailable())
-                report.notes.append(f"not checked: {spec.unavailable()}")
-            return report
-        if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
-            say(f"{spec.name}: static")
-            static_hook(spec, opts, report, tags)
-        why = runnable_reason(spec, opts.device)
-        if why:
-            for dt in tags:
-                for check in RUN_CHECKS:
-                    report.mark(dt.tag, check, skipped(why))
-            report.notes.append(f"not run: {why}")
-            if opts.sanitize:  # marks skipped(<reason>) cells; never launches anything on CPU
-                sanitizer_hook(spec, opts, report, tags)
-            return report
-        if spec.kind == "triton" and opts.device == "cuda":
-            say(f"{spec.name}: resources")
-            triton_resources(spec, opts, report, tags)
-        run = runner_for(spec)
-        for dt in tags:
-            if _wants(opts, "refusal"):
-                say(f"{spec.name} [{dt.tag}]: refusal")
-                check_refusal(spec, dt, opts, report, run=run)
-            if _wants(opts, "values"):
-                say(f"{spec.name} [{dt.tag}]: values")
-                _check_values(spec, run, dt, opts, report, say)
-            if _wants(opts, "determinism"):
-                say(f"{spec.name} [{dt.tag}]: determinism")
-                check_determinism(spec, dt, opts, report, run=run)
-        if opts.sanitize:
-            sanitizer_hook(spec, opts, report, tags)
-        everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None
-        if everywhere is not None:
-            usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
+        with watchdog.deadline(opts.kernel_timeout):  # a kernel call past it raises KernelHang (launch/watchdog.py)
+            _battery(spec, opts, report, tags, say)
     except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
         usercode.blame(report, e)
     except SpecError as e:  # this kernel's spec is malformed (found while running it): its error, the run goes on
@@ -119,11 +93,68 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
         raise  # a bad option (or a process-wide setting such as the Triton mode): exit 2
     except KernelFault as e:  # recorded once; nothing more of this kernel can run meaningfully
         record_fault(spec, opts, report, e)
+    except watchdog.KernelHang as e:  # a hang costs this kernel a timeout finding, nothing else
+        _timed_out(spec, opts, report, tags, e, last[0])
     except VerifierError as e:
         report.error = f"{type(e).__name__}: {e}"
     finally:
         report.seconds = time.monotonic() - t0
     return report
+
+
+def _battery(spec, opts, report, tags, say) -> None:
+    """The steps, in order (check_kernel records what ends them early)."""
+    say(f"{spec.name}: build")
+    if not build_and_resources(spec, opts, report, tags):
+        if spec.unavailable():  # a package it needs is missing: every cell says so, nothing runs
+            report.skip_all([dt.tag for dt in tags], RUN_CHECKS, spec.unavailable())
+            report.notes.append(f"not checked: {spec.unavailable()}")
+        return
+    if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
+        say(f"{spec.name}: static")
+        static_hook(spec, opts, report, tags)
+    why = runnable_reason(spec, opts.device)
+    if why:
+        for dt in tags:
+            for check in RUN_CHECKS:
+                report.mark(dt.tag, check, skipped(why))
+        report.notes.append(f"not run: {why}")
+        if opts.sanitize:  # marks skipped(<reason>) cells; never launches anything on CPU
+            sanitizer_hook(spec, opts, report, tags)
+        return
+    if spec.kind == "triton" and opts.device == "cuda":
+        say(f"{spec.name}: resources")
+        triton_resources(spec, opts, report, tags)
+    run = runner_for(spec)
+    for dt in tags:
+        if _wants(opts, "refusal"):
+            say(f"{spec.name} [{dt.tag}]: refusal")
+            check_refusal(spec, dt, opts, report, run=run)
+        if _wants(opts, "values"):
+            say(f"{spec.name} [{dt.tag}]: values")
+            _check_values(spec, run, dt, opts, report, say)
+        if _wants(opts, "determinism"):
+            say(f"{spec.name} [{dt.tag}]: determinism")
+            check_determinism(spec, dt, opts, report, run=run)
+    if opts.sanitize:
+        sanitizer_hook(spec, opts, report, tags)
+    everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None
+    if everywhere is not None:
+        usercode.blame_everywhere(report, everywhere, RUN_CHECKS)
+
+
+_STEP = re.compile(r"^\S+ \[(?P<tag>[^\]]+)\]: (?P<step>.+)$")  # a progress line of a dtype's step
+
+
+def _timed_out(spec, opts, report, tags, e, last: str) -> None:
+    """A kernel call stopped at the deadline: its timeout finding, naming the step it was in; the checks not
+    done are skipped."""
+    m = _STEP.match(last)
+    ctx = {"dtype": m["tag"]} if m else {}
+    if m and m["step"] != "values":
+        ctx["input"] = m["step"]  # a catalogue case, hypothesis:MxN:rngS, refusal or determinism: --case values
+    report.add(hang_finding(spec, opts, e, **ctx))
+    report.skip_all([dt.tag for dt in tags], RUN_CHECKS, "no result: the kernel's checks timed out")
 
 
 def _check_values(spec, run, dt, opts, report, say):
@@ -148,7 +179,7 @@ def _check_values(spec, run, dt, opts, report, say):
         ran += 1
     if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)
-    checks = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write")
+    checks = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before
     why = (left_out or caveat or "every case refused by supports") if not ran else \

@@ -40,8 +40,9 @@ class Closed:
 
 
 def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Optional[str] = None) -> Optional[Closed]:
-    """The gate before the inputs are drawn: the kernel's supports() (a UserCodeError propagates), then the
-    case's layout (``layout``, a verifier.inputs.layouts.Layout; ``device``: where it would run)."""
+    """The gate before the inputs are drawn: the kernel's supports() (a UserCodeError propagates), the case's
+    layout (``layout``, a verifier.inputs.layouts.Layout; ``device``: where it would run), then the memory it needs
+    (verifier.battery.memory) against what the machine has."""
     reason = spec.check_supported(M, N, dt)
     if reason is not None:
         return Closed(REFUSED, reason, f"case {name} ({M}x{N}) refused by design: {reason}")
@@ -56,8 +57,12 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
             return Closed(CONTRACT, why, f"case {name} {why}")
     if layout.large:
         why = large_device_reason(spec, dt, M, N, device)
-        if why is not None:
-            return Closed(DEVICE, why, f"case {name} ({M}x{N}) not run: {why}")
+    else:  # estimated before anything is allocated: past the machine's memory the case is not run
+        from verifier.battery.memory import too_large
+
+        why = too_large(spec, dt, M, N, device)
+    if why is not None:
+        return Closed(DEVICE, why, f"case {name} ({M}x{N}) not run: {why}")
     return None
 
 

@@ -1,9 +1,10 @@
 """The values step: one input through the value (ULPs against the certified reference, within the
 per-element budget), rounding (verifier.judge.rounding: the share misrounded and the bias), invariant, nan-inf,
-unwritten (poisoned outputs) and out-of-range-write (guard bands) checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a refusal,
-a CUDA fault a **crash** (verifier.declare.usercode decides). A finding on a case with a layout of its own
-(verifier.inputs.layouts: strided rows, unaligned pointers, more than 2^31 elements) says what that layout
-suggests and how to fix or declare it."""
+unwritten (poisoned outputs), out-of-range-write (guard bands) and input-clobbered (every input bit for bit before
+and after the call) checks. A refusal inside supports() is a **refusal** finding, a Python exception on some shapes a
+refusal, a CUDA fault a **crash** (verifier.declare.usercode decides). A finding on a case with a layout of its own
+(verifier.inputs.layouts: strided rows, unaligned pointers, more than 2^31 elements) says what that layout suggests
+and how to fix or declare it."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,6 +13,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from verifier.battery import gate
+from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import Unsupported
@@ -98,6 +100,17 @@ def record_fault(spec, opts, report, e: KernelFault) -> None:
         e.reported = True
 
 
+def hang_finding(spec, opts, e, **ctx) -> Finding:
+    """The **timeout** finding of a kernel call stopped at its checks' deadline (``e``: a
+    verifier.launch.watchdog.KernelHang), in the words of a child killed at its timeout; ``ctx``: dtype, input."""
+    where = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in ("dtype", "input"))
+    return Finding("timeout", f"the kernel's checks did not finish within {e.seconds:g} s and were stopped"
+                   + (f" while checking {where}" if where else "")
+                   + f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)",
+                   kernel=spec.name, seed=opts.seed,
+                   repro=repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx)
+
+
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
              repro: Optional[str] = None, layout=None) -> KernelReport:
@@ -149,6 +162,11 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])
         found.append(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
+    for name, what in outcome.clobbered.items():  # compared bit for bit before and after (verifier.launch.harness)
+        found.append(Finding("input-clobbered", f"input {name!r} changed during the call: {what}. Fix: leave inputs "
+                             f"as they were, or declare it: outputs_alias={{OUTPUT: {name!r}}} for an output written "
+                             f"over it, scratch_inputs=({name!r},) for an input the kernel may use as scratch",
+                             score=1.5e9, **ctx))
     for name, (count, (row, col)) in outcome.gap_hits.items():
         found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written in the gaps between "
                              f"rows, first at row {row}, column {col} (past N = {shape[1]})", score=2e9, **ctx))

@@ -16,9 +16,10 @@ import traceback
 from verifier.cli import preflight
 from verifier.cli.args import add_selection_args
 from verifier.constants import (DEFAULT_LEVEL, DEVICES, EXIT_FINDINGS, EXIT_INTERNAL,  # noqa: F401
-                                EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_USAGE)
+                                EXIT_INTERRUPTED, EXIT_NOTHING_CHECKED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE)
 from verifier.errors import UsageError, VerifierError
 from verifier.toolchain.bytecode import keep_bytecode
+from verifier.toolchain.proc import Terminated, terminate_as_interrupt
 
 # Everything else is imported inside the command that uses it: `verifier --help` and each subcommand load only
 # what they need (start-up time; none of those modules imports this one).
@@ -100,9 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "or determinism (as in repro lines)")
     c.add_argument("--sanitize", action="store_true", help="also run compute-sanitizer (GPU only)")
     c.add_argument("--isolate", action="store_true",
-                   help="check each kernel in a child process, so a crash or hang is a finding (default on a GPU)")
+                   help="check each kernel in a fresh child process, not a fork of this one (default on a GPU where "
+                        "this process holds CUDA); a crash or hang is a finding either way")
     c.add_argument("--kernel-timeout", metavar="SECONDS",
-                   help="seconds a kernel's checks may take in its child process before it is killed (default 600)")
+                   help="seconds a kernel's checks may take before they are stopped as a timeout finding, in a fork, "
+                        "a child process or this one (default 600)")
     c.add_argument("-j", "--jobs", metavar="N",
                    help="kernels checked at once, each in its own process (default auto: one per CPU, capped by the "
                         "GPUs' free memory, spread over the GPUs); the report is the same at any N")
@@ -302,6 +305,7 @@ def main(argv=None) -> int:
     keep_bytecode()  # verifier/toolchain/bytecode.py: its children start often
     parser = build_parser()
     try:
+        terminate_as_interrupt()  # SIGTERM (a CI job cancelled) cleans up as Ctrl-C does: exit 143
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)
@@ -322,6 +326,9 @@ def main(argv=None) -> int:
     except VerifierError as e:
         sys.stderr.write(f"verifier: {type(e).__name__}: {e}\n")
         return e.exit_code
+    except Terminated:
+        sys.stderr.write("verifier: terminated (SIGTERM); children killed, temporary files removed\n")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         sys.stderr.write("verifier: interrupted\n")
         return EXIT_INTERRUPTED

@@ -1,4 +1,6 @@
-"""Outputs written over an input (``outputs_alias={"y": "x"}``): a kernel that normalizes x in place.
+"""Inputs a kernel writes: outputs written over an input (``outputs_alias={"y": "x"}``: a kernel that normalizes
+x in place), and inputs it may use as scratch (``scratch_inputs=("x",)``); every other input must hold the same bits
+after the call (the input-clobbered check, verifier.launch.harness.clobbered).
 
 The harness then gives the kernel one buffer for both names, holding x on entry and, when the kernel is done, y
 (guard bands around it as around any output; verifier.launch.harness). The value checks compare it with the
@@ -35,6 +37,24 @@ def check_aliases(kernel: str, op, aliases, dts) -> dict:
                                 f"{op.input_dtype(src, dt)}", fix="an output written over an input has its dtype")
         seen.add(src)
     return dict(aliases)
+
+
+def check_scratch(kernel: str, op, names, aliases) -> tuple:
+    """``scratch_inputs`` validated: names of the op's inputs (not in-out tensors, not written over by an output:
+    those are outputs already), each once."""
+    if isinstance(names, str):
+        names = (names,)
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise SpecError(f"kernel {kernel!r}: field 'scratch_inputs' must be a tuple of input names",
+                        fix="e.g. scratch_inputs=('x',) for a kernel that may overwrite x")
+    allowed = [i for i in op.inputs if i not in op.inouts and i not in aliases.values()]
+    for n in names:
+        if n not in allowed or list(names).count(n) > 1:
+            raise SpecError(f"kernel {kernel!r}: scratch_inputs names {n!r}, not an input of op {op.name} the kernel "
+                            "only reads" + (" (named twice)" if n in allowed else ""),
+                            fix=f"name some of {allowed}, each once (an in-out tensor or an aliased input is an "
+                                "output already)")
+    return tuple(names)
 
 
 def aliased_inputs(spec) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from verifier.declare.contracts import Contracts
-from verifier.declare.aliases import check_aliases
+from verifier.declare.aliases import check_aliases, check_scratch
 from verifier.declare.args import (STRIDE_SUFFIX, LaunchLayout, Pointer, Scalar, Stride, Struct,  # noqa: F401
                                    Workspace, stride_of, workspace_of)  # re-exported: their home is declare/args.py
 from verifier.declare.device import capability_reason, check_capability
@@ -121,6 +121,7 @@ class KernelSpec:
     # (file, line) of the frames that built it, outside kernel-verifier (verifier.declare.source_lines); kept by
     # dataclasses.replace, so the registry's copy still points at the spec file's line
     declared_at: tuple = field(default=(), compare=False, repr=False)
+    scratch_inputs: tuple = ()  # inputs the kernel may change (scratch): not an input-clobbered finding
     kind: str = field(default="abstract", init=False)
 
     def __post_init__(self):
@@ -186,6 +187,8 @@ class KernelSpec:
         object.__setattr__(self, "requires", check_requires(self.name, self.requires))
         object.__setattr__(self, "outputs_alias", check_aliases(self.name, OPS[self.op], self.outputs_alias,
                                                                  self.dtypes))
+        object.__setattr__(self, "scratch_inputs", check_scratch(self.name, OPS[self.op], self.scratch_inputs,
+                                                                  self.outputs_alias))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             raise SpecError(

@@ -57,10 +57,12 @@ def _how(spec, opts, isolate: Optional[bool]) -> str:
     if _use_child(spec, opts, isolate):
         # --isolate asks for a fresh process; else a fork of this one where it can still use CUDA.
         return parallel.FORK if isolate is None and _forked.available(opts.device) else parallel.CHILD
-    if isolate is None and spec.kind in ("callable", "triton") and _forked.available(opts.device):
-        # A kernel that kills its process (segfault, os._exit) costs only its own report.
-        return parallel.FORK
-    return parallel.HERE
+    if isolate is None and spec.kind in ("callable", "triton"):
+        # A kernel that kills its process (segfault, os._exit) or hangs costs only its own report: a fork, or a
+        # fresh process where this one cannot fork (it holds CUDA), both killed at the kernel's timeout.
+        return parallel.FORK if _forked.available(opts.device) else parallel.CHILD
+    return parallel.HERE  # CUDA kernels on the CPU (build, resources, lint: no launch), or isolate=False
+    # (verifier.launch.watchdog stops a kernel call at the timeout in this process)
 
 
 def _parallel_how(how: str, opts, isolate: Optional[bool], plan_has_child: bool) -> str:
@@ -112,9 +114,10 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     """Run the battery on every kernel and go on after each, whatever it did.
 
     ``isolate``: run each kernel in a child process (verifier.isolation.children), so a fault is a **crash** finding
-    and a hang a **timeout** finding (after ``opts.timeout`` s); None means: on a GPU, yes; on the CPU,
+    and a hang a **timeout** finding (after ``opts.kernel_timeout`` s); None means: on a GPU, yes; on the CPU,
     callables and Triton kernels are checked in a fork of this process (verifier.isolation.forked: a kernel that kills
-    its process is a crash finding); False: everything in this process.
+    its process is a crash finding, one that hangs is killed at its timeout); False: everything in this process,
+    a kernel call past the timeout interrupted there (verifier.launch.watchdog: Python code only).
     ``jobs``: kernels checked at once, each in its own fork or child (verifier.isolation.parallel); None: one per
     CPU, capped by the GPUs' free memory. The reports, their order and the exit code are those of ``jobs=1``.
     --dtype / --case select what exists: kernels without it are reported skipped; if no kernel has it,

@@ -22,10 +22,11 @@ from verifier.isolation.children import STEP_PREFIX  # noqa: E402
 from verifier.launch.harness import is_cuda_fault  # noqa: E402
 from verifier.results.options import Options  # noqa: E402
 from verifier.results.serialize import kernel_entry  # noqa: E402
-from verifier.toolchain.proc import write_answer  # noqa: E402
+from verifier.toolchain.proc import die_with_parent, parent_from_environment, write_answer  # noqa: E402
 
 
 def main(argv) -> int:
+    die_with_parent(parent_from_environment())  # killed with the verifier process that started it
     with open(argv[0]) as fh:
         req = json.load(fh)
     phases.mark("child-imported")

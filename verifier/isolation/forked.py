@@ -8,7 +8,8 @@ child does (verifier.toolchain.proc.write_answer, read back by verifier.isolatio
 if it dies instead, the parent reports a **crash** naming the step the child was in (dtype and input, from its
 progress lines) and goes on with the next kernel.
 
-- On the CPU: callables and Triton kernels (interpreted) by default.
+- On the CPU: callables and Triton kernels (interpreted) by default, killed as a **timeout** after
+  ``opts.kernel_timeout`` as on a GPU.
 - On a GPU: every kernel, by default, while this process has not initialised the CUDA driver (a fork of one
   that has cannot use CUDA; verifier.gpu.probe keeps the parent's questions away from cuInit). The child makes
   its own CUDA context, so an illegal address poisons only it; it runs in its own process group with its output
@@ -31,10 +32,10 @@ from verifier.isolation import phases
 from verifier.isolation.children import CUDA_ERROR, STEP_PREFIX, dead_child_report, report_from_answer
 from verifier.launch.harness import is_cuda_fault
 from verifier.results.serialize import kernel_entry
-from verifier.toolchain.proc import exit_status, read_answer, write_answer
+from verifier.toolchain.proc import die_with_parent, exit_status, load_prctl, read_answer, write_answer
 
 ISOLATE_HINT = ("the run went on with the other kernels; `verifier check --isolate` checks each kernel in a "
-                "fresh process with a timeout (--kernel-timeout), for hangs too")
+                "fresh process instead of a fork")
 
 
 _POLL_S = 0.02
@@ -51,7 +52,7 @@ def available(device: str) -> bool:
 
 
 def check_forked(spec, opts, progress=None, env=None, alone: bool = False):
-    """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs (GPU) a timeout.
+    """The battery of ``spec`` in a fork; a child that dies gives a crash report, one that hangs a timeout.
     ``alone``: the only kernel of the run; a Triton kernel then gets compile helpers on a GPU (``_compile_helpers``)."""
     job = start_forked(spec, opts, None if opts.device == "cuda" else progress, env)
     helpers = _compile_helpers(spec, opts, env) if alone else []
@@ -63,9 +64,10 @@ def check_forked(spec, opts, progress=None, env=None, alone: bool = False):
             if job.expired():
                 return job.timed_out()
             time.sleep(_POLL_S)
-    except BaseException:  # interrupted: the child is in its own process group, out of the terminal's reach
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the child may be out of the terminal's reach
         job.kill()
         job.reap()
+        job.tmp.cleanup()
         raise
     finally:
         for h in helpers:  # their reports are not wanted: the compiles they left in Triton's cache were
@@ -93,7 +95,7 @@ def _compile_helpers(spec, opts, env) -> list:
 
 class ForkJob:
     """A forked child checking one kernel: its pid, the folder of its answer, step lines and (GPU) output, and
-    its deadline (GPU: opts.kernel_timeout from the fork; None on the CPU, as -j 1 there)."""
+    its deadline (opts.kernel_timeout from the fork, on the CPU as on a GPU: a hang is a timeout finding)."""
 
     def __init__(self, spec, opts, pid: int, tmp, deadline=None):
         self.spec, self.opts, self.pid, self.tmp, self.deadline = spec, opts, pid, tmp, deadline
@@ -161,8 +163,11 @@ def start_forked(spec, opts, progress=None, env=None) -> ForkJob:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # the child must not write the parent's buffered text a second time
     phases.mark("spawn")
+    parent = os.getpid()
+    load_prctl()  # looked up here: the child only calls it
     pid = os.fork()
     if pid == 0:  # the child: never returns
+        die_with_parent(parent)  # killed with this process, even by SIGKILL; SIGTERM ends it
         if gpu:
             _own_group_and_output(os.path.join(tmp.name, "output"))
         os.environ.update(env or {})
@@ -172,7 +177,7 @@ def start_forked(spec, opts, progress=None, env=None) -> ForkJob:
             os.setpgid(pid, pid)  # also here: a kill right after the fork must reach the group
         except OSError:  # the child did it first, or has already ended
             pass
-    return ForkJob(spec, opts, pid, tmp, time.monotonic() + opts.kernel_timeout if gpu else None)
+    return ForkJob(spec, opts, pid, tmp, time.monotonic() + opts.kernel_timeout)
 
 
 def _own_group_and_output(path: str) -> None:

@@ -37,6 +37,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
+from verifier.launch import watchdog
 from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome,  # noqa: F401 (re-exported)
                                      is_cuda_fault, out_dtype, signed, unwritten_summary)
 from verifier.ops import get_op
@@ -145,6 +146,7 @@ def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poi
     """Run ``run(spec, inputs, outputs, params, dt, device)`` on poisoned, guarded outputs, the tensors laid out
     as ``layout`` (verifier.inputs.layouts.Layout; default contiguous) says."""
     layout = layout or _lay.DEFAULT
+    kernel, run = run, lambda *a: watchdog.call(kernel, *a)  # past the battery's deadline: KernelHang
     if layout.large:
         from verifier.launch.large import execute_large
 
@@ -192,12 +194,49 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
             ins[name] = guarded(v.shape, dtype, fill, v, guard=False, **_layout_of(name, v.shape, dtype, strided,
                                                                                     layout))
     body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
-    after = body(run, spec, op, ins, bufs, dt, params, device)
+    after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})
     out = _judge(bufs, after, op, aliases)
+    scratch = set(getattr(spec, "scratch_inputs", ()))
+    for name, b in ins.items():
+        found = clobbered(b, ins_after[name], name in scratch)
+        if found:
+            out.clobbered[name] = found
     for name, src in aliases.items():
         out.unchanged[name] = same_bits(out.outputs[name], inputs_np[src])
     return out
+
+
+def _value(bits, b: Guarded) -> str:
+    """One element's bits as its dtype's value and the bits (a NaN's payload shows)."""
+    v = np.array([bits], dtype=b.host.dtype).view(_dt.numpy_dtype(b.dtype))[0]
+    width = 2 * b.host.itemsize
+    return f"{v!s} (bits 0x{int(bits) & ((1 << 4 * width) - 1):0{width}x})"
+
+
+def clobbered(b: Guarded, after: np.ndarray, scratch: bool = False) -> Optional[str]:
+    """What changed in input ``b``'s buffer during the call (``after``: its bits), compared bit for bit (a NaN
+    by its payload), or None: its elements (unless the spec declares the input ``scratch``), and around them the
+    gaps of a strided layout and the element before an unaligned one, which no kernel may write."""
+    before = b.host
+    if np.array_equal(before, after):
+        return None
+    elements = np.zeros(before.shape, dtype=bool)
+    b.elements(elements)[...] = True
+    changed = before != after
+    inside = changed & elements
+    if inside.any() and not scratch:
+        idx = np.argwhere(b.elements(changed))
+        first = tuple(int(i) for i in idx[0])
+        return (f"{len(idx)} of {b.n} elements changed, first at index {first}: "
+                f"{_value(b.elements(before)[first], b)} before the call, {_value(b.elements(after)[first], b)} after")
+    outside = changed & ~elements
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        where = "between its rows (the strided case's gaps)" if b.stride else "before its first element"
+        return (f"{int(outside.sum())} elements written outside the tensor, {where}, first at buffer index "
+                f"{i - b.start}: {_value(before[i], b)} before the call, {_value(after[i], b)} after")
+    return None
 
 
 def same_bits(a, b) -> np.ndarray:
@@ -238,10 +277,11 @@ def _check_placed(base: int, b: Guarded) -> None:
 def _launch_torch(run, spec, op, ins, bufs, dt, params, device) -> dict:
     """Torch tensors (Triton kernels, callables): each input's and guarded output's buffer copied to ``device`` as a
     whole, ``run`` given views of their tensors (an in-out tensor's view is also its input). Returns name -> bits of
-    the whole buffer."""
+    the whole buffer, for the outputs and for the inputs (each input is compared with what it held: ``clobbered``)."""
     import torch
 
-    inputs = {k: _torch_view(_to_device(b, device), b) for k, b in ins.items()}
+    in_whole = {k: _to_device(b, device) for k, b in ins.items()}  # read back after: inputs stay unchanged
+    inputs = {k: _torch_view(in_whole[k], b) for k, b in ins.items()}
     outputs, whole = {}, {}
     for name, b in bufs.items():
         buf = _to_device(b, device)
@@ -258,13 +298,13 @@ def _launch_torch(run, spec, op, ins, bufs, dt, params, device) -> dict:
         raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
     except Exception as e:
         raise KernelFault(e) from e
-    return {name: _bits(buf) for name, buf in whole.items()}
+    return {name: _bits(buf) for name, buf in whole.items()}, {k: _bits(buf) for k, buf in in_whole.items()}
 
 
 def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
     """CUDA specs: each input's and guarded output's buffer uploaded whole to a driver buffer (one host-to-device
     copy each), ``run`` given DeviceArrays of their tensors (an in-out tensor's is also its input). No torch.
-    Returns name -> bits of the whole buffer, downloaded."""
+    Returns name -> bits of the whole buffer, downloaded, for the outputs and for the inputs."""
     from verifier.gpu import libcuda as cd
     from verifier.launch.cuda import DeviceArray, require_gpu
 
@@ -278,6 +318,7 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
 
     try:
         inputs = {k: device_array(b) for k, b in ins.items()}
+        in_whole = {k: v.buffer for k, v in inputs.items()}  # downloaded after: inputs stay unchanged
         outputs, whole = {}, {}
         for name, b in bufs.items():
             view = device_array(b)
@@ -293,7 +334,8 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
             raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
         except Exception as e:
             raise KernelFault(e) from e
-        return {name: whole[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()}
+        return ({name: whole[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()},
+                {k: in_whole[k].download(b.host.dtype, b.host.shape) for k, b in ins.items()})
     finally:
         for d in dev:
             d.close()

@@ -48,6 +48,7 @@ class Outcome:
     guard_hits: dict = field(default_factory=dict)  # name -> list of (side, byte offset) of changed guard bytes
     gap_hits: dict = field(default_factory=dict)  # name -> (count, (row, column) of the first) of changed gap elements
     rows: object = None  # the large case's judged rows (None: every row is in ``outputs``)
+    clobbered: dict = field(default_factory=dict)  # input -> what the call changed in it (verifier.launch.harness)
     unchanged: dict = field(default_factory=dict)  # output written over an input -> mask of elements that kept
     # the input's bits (unwritten, unless the result rounds to the input: verifier.battery.values decides)
 

@@ -229,24 +229,36 @@ def _launch(spec, inputs, outputs, params, dt, device, mode, capture: bool = Fal
     _check_tensors(spec, inputs, outputs, dt, device, mode, params)
     mod = load_module(spec, mode)
     launcher = getattr(mod, spec.launcher)
+    from verifier.launch.triton_capture import interpreted, launches
+
     if mode == "interpreter":
         from verifier.launch.interpreter import watch
 
-        with np.errstate(all="ignore"), watch():  # numpy computes; inf/NaN are expected inputs
+        with np.errstate(all="ignore"), watch(), interpreted() as launched:  # numpy computes; inf/NaN expected
             launcher(inputs, outputs, params, dt)
+        _launched_some(spec, launched, M, N, dt)
         return []
     import torch
 
-    from verifier.launch.triton_capture import launches
-
-    with launches(enabled=capture) as launched:
+    with launches(resolve=capture) as launched:
         returned = launcher(inputs, outputs, params, dt)
         torch.cuda.synchronize()  # surface launch errors here, not at the next unrelated call
+    _launched_some(spec, launched, M, N, dt)
     if not capture:
         return []
     returned = list(returned) if isinstance(returned, (list, tuple)) else [returned]
     kernels = [h for h in returned if hasattr(h, "n_regs")]  # an older launcher's kernel[grid](...) results
     return kernels + [k for k in launched if not any(k is h for h in kernels)]
+
+
+def _launched_some(spec, launched, M: int, N: int, dt) -> None:
+    """A launcher that launched no Triton kernel computed its outputs another way (torch, say): nothing Triton
+    was checked, so it is the kernel's error (a SpecError: verdict 'error', exit 1), not a pass."""
+    if not launched.seen:
+        raise SpecError(f"kernel {spec.name}: launcher {spec.launcher}() launched no Triton kernel for M={M}, N={N}, "
+                        f"{dt.tag}: its outputs came from somewhere else (torch?), so no Triton code was checked",
+                        fix="launch the Triton kernel (directly or through its library's function) from the launcher; "
+                            "a kernel computed with torch is a CallableKernel")
 
 
 def run_triton(spec, inputs, outputs, params, dtypes, device, mode: str | None = None) -> None:

@@ -9,6 +9,10 @@ reads. Two of Triton's own paths see every launch (triton 3.4 to 3.9 alike):
 - ``knobs.runtime.launch_enter_hook`` (a hook chain) is called with every launch's metadata, including launches
   of an already compiled kernel that bypass the JIT (``compiled[grid](...)``); such a kernel is looked up among
   the live ``CompiledKernel`` objects by its CUDA function handle.
+
+In the interpreter (CPU) every launch ends in ``InterpretedFunction.run`` (``interpreted``). Either way a launcher
+that launched nothing computed its outputs some other way (torch): verifier.launch.triton makes that the
+kernel's error.
 """
 from __future__ import annotations
 
@@ -24,14 +28,38 @@ def _function_of(metadata):
         return None
 
 
+class Launched(list):
+    """The compiled kernels launched (``launches``), and ``seen``: how many launches Triton saw at all."""
+
+    seen = 0
+
+
 @contextlib.contextmanager
-def launches(enabled: bool = True):
-    """Yields a list that holds, after the block, the compiled kernels launched inside it (launch order, each
-    once). Does nothing when not ``enabled``."""
-    found: list = []
-    if not enabled:
+def interpreted():
+    """Yields a Launched whose ``seen`` counts, after the block, the Triton kernels the interpreter ran inside it
+    (every ``kernel[grid](...)``, autotuned or not, ends in ``InterpretedFunction.run``)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    found, run = Launched(), InterpretedFunction.run
+
+    def counting_run(self, *args, **kwargs):
+        if not kwargs.get("warmup", False):
+            found.seen += 1
+        return run(self, *args, **kwargs)
+
+    InterpretedFunction.run = counting_run
+    try:
         yield found
-        return
+    finally:
+        InterpretedFunction.run = run
+
+
+@contextlib.contextmanager
+def launches(resolve: bool = True):
+    """Yields a Launched: after the block, how many launches Triton saw inside it (``seen``: a launcher that
+    launched none computed without Triton) and, with ``resolve``, the compiled kernels launched (launch order,
+    each once)."""
+    found = Launched()
     from triton import knobs
     from triton.runtime.jit import JITFunction
 
@@ -39,11 +67,14 @@ def launches(enabled: bool = True):
 
     def recording_run(self, *args, **kwargs):
         kernel = run(self, *args, **kwargs)
-        if kernel is not None and not kwargs.get("warmup", False) and not any(kernel is k for k in found):
-            found.append(kernel)
+        if not kwargs.get("warmup", False):
+            found.seen += 1
+            if kernel is not None and resolve and not any(kernel is k for k in found):
+                found.append(kernel)
         return kernel
 
     def hook(metadata):
+        found.seen += 1
         handles.append(_function_of(metadata))
 
     chain = getattr(knobs.runtime, "launch_enter_hook", None)
@@ -59,7 +90,7 @@ def launches(enabled: bool = True):
             chain.remove(hook)
     known = {getattr(k, "function", None) for k in found}
     missing = [h for h in dict.fromkeys(handles) if h is not None and h not in known]
-    if missing:
+    if missing and resolve:
         found += _compiled_with(missing)
 
 

@@ -16,10 +16,11 @@ from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import record_fault, run_case
+from verifier.battery.values import hang_finding, record_fault, run_case
 from verifier.declare.usercode import UserCodeError, spec_error
 from verifier.errors import SpecError
 from verifier.gpu import pinning as gpu_pinning
+from verifier.launch import watchdog
 from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
 from verifier.plugin.session import (STATE, VerifierWarning, format_findings, known_skip, repro_command,
@@ -37,6 +38,7 @@ class Checker:
         self.opts = replace(opts, sanitize=False)  # compute-sanitizer runs are their own items (-memcheck)
         self.record, self.nodeid, self.config = record_property, nodeid, config
         self.strict = bool(getattr(config, "_verifier", {}).get("strict"))
+        self.where = {}  # dtype / input of this test, for a timeout finding
 
     # each method is one test's body
     def values(self, spec, dt, case, inputs):
@@ -124,6 +126,7 @@ class Checker:
     # helpers
     def _start(self, spec, dt, check, case, step: str = "values"):
         self.check = check
+        self.where = {"dtype": dt.tag} if case == "hypothesis" else {"dtype": dt.tag, "input": case}
         for k, val in (("kernel", spec.name), ("dtype", dt.tag), ("case", case)):
             self.record(k, val)
         for k, val in worker_property():
@@ -141,10 +144,14 @@ class Checker:
         return KernelReport(spec=spec, device=self.opts.device)
 
     def _guarded(self, report, step):
-        """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests."""
+        """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests. A kernel
+        call past the kernel timeout is stopped (verifier.launch.watchdog): this test's timeout finding."""
         error = None
         try:
-            step()
+            with watchdog.deadline(self.opts.kernel_timeout):
+                step()
+        except watchdog.KernelHang as e:
+            report.add(hang_finding(report.spec, self.opts, e, **self.where))
         except UserCodeError as e:
             error = e
         except SpecError as e:  # the spec is malformed (found while running it): this kernel's error

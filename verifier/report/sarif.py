@@ -70,6 +70,11 @@ RULES = {
                            "Guard bands around an output tensor changed: the kernel wrote out of bounds.",
                            "Check index arithmetic and bounds guards; run with `verifier check --sanitize` for the "
                            "faulting line."),
+    "input-clobbered": ("Input changed by the kernel",
+                        "An input tensor's bits differ after the call: the kernel wrote into it (scratch, an in-place "
+                        "update, a gradient over the logits), which the caller's tensor does not expect.",
+                        "Write into an output, or declare it: KernelSpec(outputs_alias={'y': 'x'}) for an output "
+                        "written over an input, KernelSpec(scratch_inputs=('x',)) for an input used as scratch."),
     "determinism": ("Output not bitwise reproducible",
                     "Two runs on the same input gave different bits, but the spec declares the kernel "
                     "deterministic (or a nondeterministic kernel left its tolerance).",

@@ -14,7 +14,8 @@ from verifier.results.cells import FAIL, PASS, WARN, Cell, marked, skipped
 from verifier.results.findings import Finding
 from verifier.results.options import Options, repro_line
 
-RUN_CHECKS = ("refusal", "value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "determinism")
+RUN_CHECKS = ("refusal", "value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write",
+              "input-clobbered", "determinism")
 USER_ERROR = "user"  # KernelReport.error_kind of an error in the spec's own code (verifier.declare.usercode)
 # A kernel's verdicts, best first. 'unchecked': no error finding, but its values were never checked (every value
 # cell skipped: a CUDA kernel on a machine without a GPU is built, resource-checked and linted only). It is not

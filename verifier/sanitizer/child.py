@@ -26,7 +26,7 @@ from verifier.launch import runner_for
 from verifier.launch.harness import execute
 from verifier.launch.triton import activate
 from verifier.results.options import derived_seed
-from verifier.toolchain.proc import write_answer
+from verifier.toolchain.proc import die_with_parent, parent_from_environment, write_answer
 
 
 def run(req: dict, launched: list) -> None:
@@ -69,6 +69,7 @@ def main(argv) -> int:
     if len(argv) != 1:
         sys.stderr.write("usage: python -m verifier.sanitizer.child REQUEST.json\n")
         return 2
+    die_with_parent(parent_from_environment())  # compute-sanitizer's child: ends once the verifier process has
     with open(argv[0]) as fh:
         req = json.load(fh)
     launched: list = []

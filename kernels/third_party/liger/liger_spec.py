@@ -25,7 +25,8 @@ KERNELS = [
                  dtypes=FLOAT_IO, supports=ONE_BLOCK, **_COMMON),
     TritonKernel(name="liger-softmax", op="softmax", launcher="softmax", dtypes=FLOAT_IO, supports=ONE_BLOCK,
                  **_COMMON),
-    # the loss in the logits' dtype (Liger keeps it so); int64 labels
+    # the loss in the logits' dtype (Liger keeps it so); int64 labels. Liger's forward writes the gradient over the
+    # logits (it saves the backward pass a buffer): the logits are scratch, declared, not an input-clobbered finding
     TritonKernel(name="liger-cross-entropy", op="cross_entropy", launcher="cross_entropy", dtypes=FLOAT_IO,
-                 online=True, **_COMMON),
+                 online=True, scratch_inputs=("x",), **_COMMON),
 ]
