@@ -558,6 +558,35 @@ def p35_sigkill(tmp: Path):
                          f"2 s after: {len(alive)}"
 
 
+# --- issue #35: launches validated without a GPU; lint on library code -----------------------------------------
+def p35_launch_mismatch(tmp: Path):
+    code, out, err = _verifier(tmp, "check", str(REPO / "tests/data/cabi/mismatch_spec.py"), "--device", "cpu",
+                               "--no-progress")
+    return code, _pick(out, r"^- \[build\]", r"passes 5 arguments")
+
+
+LIBRARY_SPEC = """from verifier.spec import CudaKernel, Launch, dtypes
+DATA = {data!r}
+KERNELS = [
+    CudaKernel(name="cub-block-reduce-100", op="reduce_sum", source=DATA + "/cub_partial_block.cu",
+               dtypes=[dtypes("f32")], launches=lambda M, N, dt, p: [Launch("cub_warp_reductions_100", (M,), (100,),
+                                                                              ("x", "y", "N"))]),
+    CudaKernel(name="welford-blockdim-y", op="reduce_sum", source=DATA + "/welford_cases.cu", dtypes=[dtypes("f32")],
+               launches=lambda M, N, dt, p: [Launch("ntid_ok", (M,), (32, 8), ("x", "y", "M", "N"))]),
+    CudaKernel(name="welford-missing-barrier", op="reduce_sum", source=DATA + "/welford_cases.cu",
+               dtypes=[dtypes("f32")],
+               launches=lambda M, N, dt, p: [Launch("ntid_missing_barrier_bad", (M,), (32, 8), ("x", "y", "M", "N"))]),
+]
+"""
+
+
+def p35_lint_library(tmp: Path):
+    (tmp / "lib_spec.py").write_text(LIBRARY_SPEC.format(data=str(REPO / "tests/data/lint")))
+    code, out, err = _verifier(tmp, "lint", "lib_spec.py", "--no-progress")
+    return code, _pick(out, r"^cub-block-reduce-100 ", r"^welford-blockdim-y ", r"^welford-missing-barrier ",
+                       r"shared-race")
+
+
 PROBES = [
     Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
           "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
@@ -600,6 +629,13 @@ PROBES = [
     Probe("35-10-sigkill", 10, "SIGKILL to `verifier check --isolate` while its child checks a hung kernel (a CI "
           "job's timeout)", p35_sigkill, cheap=False, issue=35,
           test="tests/test_hangs.py::test_children_die_with_a_killed_verifier"),
+    Probe("35-4-launch-args", 4, "a launch passing 5 arguments to an 8-parameter entry, on a machine without a GPU "
+          "(`tests/data/cabi/mismatch_spec.py`)", p35_launch_mismatch, cheap=False, issue=35,
+          test="tests/test_launch_args.py::test_five_arguments_to_an_eight_parameter_kernel_fail_verifier_check_on_the_cpu"),
+    Probe("35-12-lint-library", 12, "`verifier lint` on cub's BlockReduce in 100-thread blocks (a partial last warp) "
+          "and a Welford merge stepped by `blockDim.y`, beside the merge without its second barrier",
+          p35_lint_library, cheap=False, issue=35,
+          test="tests/test_lint_library.py::test_a_welford_merge_stepped_by_blockdim_is_clean"),
     Probe("35-5-unchecked", 5, "a CUDA kernel on a machine without a GPU (built, resource-checked, linted; values "
           "never checked): `verifier check kernels/defects/cuda/defects.py --kernel defect-spill-undeclared`",
           p35_unchecked, cheap=False, issue=35,
