@@ -35,17 +35,15 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
+from verifier.battery.plan import guarded
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import hang_finding, record_fault, run_case
+from verifier.battery.values import hang_finding, run_case
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
-from verifier.declare.usercode import UserCodeError
-from verifier.errors import SpecError, UsageError, VerifierError
+from verifier.errors import UsageError
 from verifier.inputs.cases import draw, selected_cases
 from verifier.launch import runnable_reason, runner_for
-from verifier.launch import watchdog
-from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
@@ -54,7 +52,7 @@ from verifier.results.options import PSEUDO_CASES, Options
 from verifier.sanitizer.runs import battery_hook as sanitizer_hook
 
 
-def _wants(opts: Options, step: str) -> bool:
+def _wants(opts: Options, step: str) -> bool:  # step: a name of verifier.battery.plan.PLAN
     """Whether this run includes ``step`` ('refusal', 'values', 'determinism'): all of them, unless
     ``--case`` narrows the run to one input (values) or one pseudo-case."""
     if opts.case is None:
@@ -82,21 +80,11 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             progress(msg)
 
     report.notes += _contracts.declared_notes(spec)
-    try:
-        with watchdog.deadline(opts.kernel_timeout):  # a kernel call past it raises KernelHang (launch/watchdog.py)
-            _battery(spec, opts, report, tags, say)
-    except UserCodeError as e:  # the spec's own code raised: this kernel's error, the run goes on
-        usercode.blame(report, e)
-    except SpecError as e:  # this kernel's spec is malformed (found while running it): its error, the run goes on
-        usercode.blame(report, usercode.spec_error(spec, e))
-    except UsageError:
-        raise  # a bad option (or a process-wide setting such as the Triton mode): exit 2
-    except KernelFault as e:  # recorded once; nothing more of this kernel can run meaningfully
-        record_fault(spec, opts, report, e)
-    except watchdog.KernelHang as e:  # a hang costs this kernel a timeout finding, nothing else
-        _timed_out(spec, opts, report, tags, e, last[0])
-    except VerifierError as e:
-        report.error = f"{type(e).__name__}: {e}"
+    try:  # the plan's ladder (verifier.battery.plan): the kernel's error, crash or timeout; the run goes on
+        error = guarded(spec, opts, report, lambda: _battery(spec, opts, report, tags, say),
+                        on_hang=lambda e: _timed_out(spec, opts, report, tags, e, last[0]))
+        if error is not None:
+            usercode.blame(report, error)
     finally:
         report.seconds = time.monotonic() - t0
     return report
@@ -110,7 +98,7 @@ def _battery(spec, opts, report, tags, say) -> None:
             report.skip_all([dt.tag for dt in tags], RUN_CHECKS, spec.unavailable())
             report.notes.append(f"not checked: {spec.unavailable()}")
         return
-    if spec.kind == "cuda" and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
+    if spec.builds_source and opts.case is None:  # static checks on the PTX (verifier.lint); no GPU needed
         say(f"{spec.name}: static")
         static_hook(spec, opts, report, tags)
     why = runnable_reason(spec, opts.device)
@@ -122,7 +110,7 @@ def _battery(spec, opts, report, tags, say) -> None:
         if opts.sanitize:  # marks skipped(<reason>) cells; never launches anything on CPU
             sanitizer_hook(spec, opts, report, tags)
         return
-    if spec.kind == "triton" and opts.device == "cuda":
+    if spec.uses_triton and opts.device == "cuda":
         say(f"{spec.name}: resources")
         triton_resources(spec, opts, report, tags)
     run = runner_for(spec)

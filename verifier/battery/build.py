@@ -28,14 +28,15 @@ def build_and_resources(spec, opts, report, dts) -> bool:
     missing = spec.unavailable()
     if missing:  # its package is not installed here (requires=): nothing to build, said once per cell
         for dt in dts:
-            for check in ("build", "resources") + (("static",) if spec.kind == "cuda" else ()):
+            for check in ("build", "resources") + (("static",) if spec.builds_source else ()):
                 report.mark(dt.tag, check, skipped(missing))
         return False
-    if spec.kind != "cuda":
+    if not spec.builds_source:
+        why = spec.build_skip(opts.device)
         for dt in dts:
             report.mark(dt.tag, "build", skipped("not a CUDA source"))
-            if not (spec.kind == "triton" and opts.device == "cuda"):
-                report.mark(dt.tag, "resources", skipped("compiled-kernel facts need a GPU" if spec.kind == "triton" else "Python callable"))
+            if why is not None:
+                report.mark(dt.tag, "resources", skipped(why))
         return True
     arches = build_arches(opts)
     # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
@@ -91,7 +92,7 @@ def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelRep
     dts = list(dts)
     if not build_and_resources(spec, opts, report, dts) and spec.unavailable():
         return report
-    if spec.kind == "triton" and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
+    if spec.uses_triton and opts.device == "cuda" and runnable_reason(spec, opts.device) is None:
         triton_resources(spec, opts, report, dts)
     return report
 

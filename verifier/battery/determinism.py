@@ -30,7 +30,7 @@ def _probe_shapes(spec: KernelSpec, device: str) -> tuple:
     repeats can differ only through memory the kernel reads without writing it, which 16 x 1000 (a masked tail
     tile too) shows as well, at a fraction of 64 x 4096's interpreted ops (0.4-0.9 s a dtype in suites/test_ops.py).
     A callable on the CPU keeps 64 x 4096: torch parallelises reductions over 32K elements."""
-    return PROBE_SHAPES[1:] if spec.kind == "triton" and device == "cpu" else PROBE_SHAPES
+    return PROBE_SHAPES[1:] if spec.interpreted(device) else PROBE_SHAPES
 
 
 def check_determinism(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,

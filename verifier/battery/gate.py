@@ -49,7 +49,7 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
     layout = layout or _lay.DEFAULT
     if layout.kind in (_lay.STRIDED, _lay.UNALIGNED):
         why = _contracts.layout_excluded(spec, layout.kind, _itemsizes(spec, dt))
-        if why is None and layout.kind == _lay.STRIDED and spec.kind == "cuda":
+        if why is None and layout.kind == _lay.STRIDED and spec.builds_source:  # its launches name strides
             from verifier.launch.cuda import strided_tensors
 
             why = None if strided_tensors(spec, M, N, dt, spec.op_params()) else NO_STRIDE
@@ -110,7 +110,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
     gap = interpreter_source_gap(spec, device)
     if gap:
         return gap
-    if spec.kind != "triton" or device != "cpu" or dt.input != "bfloat16":
+    if not spec.interpreted(device) or dt.input != "bfloat16":
         return None
     import ml_dtypes
 
@@ -126,7 +126,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 def interpreter_source_gap(spec, device) -> Optional[str]:
     """What the kernel's source does that the Triton interpreter runs differently from compiled Triton, whatever
     the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors), or None."""
-    if spec.kind != "triton" or device != "cpu":
+    if not spec.interpreted(device):
         return None
     from verifier.launch.triton_boolops import tensor_boolops
 
@@ -220,7 +220,7 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
     """The gate after a case ran in the Triton interpreter: the kernel raised ``fault`` (a
     verifier.launch.harness.KernelFault) in a way only the interpreter does, or the interpreter did bfloat16
     arithmetic on raw bits (``bf16_ops``, from verifier.launch.interpreter.recording). None: judge the case."""
-    if spec.kind != "triton" or device != "cpu":
+    if not spec.interpreted(device):
         return None
     how = "run compiled on a GPU to check it"
     if fault is not None:

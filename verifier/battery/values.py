@@ -55,7 +55,7 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
     if closed is not None:
         raise gate.NotRun(closed)
     verdict = judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
-    if not verdict.ok and ROUNDED in bf16_ops and spec.kind == "triton" and opts.device == "cpu":
+    if not verdict.ok and ROUNDED in bf16_ops and spec.interpreted(opts.device):
         # the interpreter rounded float32 -> bfloat16 toward zero: replay as compiled Triton rounds
         with faithful_rounding():
             replayed = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)

@@ -78,36 +78,11 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
 
 def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
     """A no-argument function launching ``spec`` once, without synchronizing; the first call is made here,
-    through the checked runner (refusals raise Unsupported, launch errors surface). A CUDA kernel goes through
-    the one CUDA runner on the tensors' device addresses and torch's current stream, where the events are."""
-    params = spec.op_params()
-    if spec.kind == "cuda":
-        from verifier.launch import cuda as cu
+    through the checked runner (refusals raise Unsupported, launch errors surface): its kind's runner module's
+    ``bench_call`` (verifier.launch.bench_call_for)."""
+    from verifier.launch import bench_call_for
 
-        import dataclasses
-
-        prepared = cu.prepare(spec, inputs, outputs, params, dt)  # its workspaces live as long as the lambda
-        cu.launch(prepared, sync=True)
-        by_stream = {prepared.stream: prepared}  # the same launches on another stream share the workspaces
-
-        def call():  # on torch's stream of the moment: a CUDA graph captures on a stream of its own
-            stream = cu.current_stream(inputs)
-            if stream not in by_stream:
-                by_stream[stream] = dataclasses.replace(prepared, stream=stream)
-            cu.launch(by_stream[stream], sync=False)
-
-        return call
-    if spec.kind == "triton":
-        from verifier.launch import triton as tr
-
-        tr.run_triton(spec, inputs, outputs, params, dt, "cuda", mode="compiled")
-        fn = getattr(tr.load_module(spec, "compiled"), spec.launcher)
-        return lambda: fn(inputs, outputs, params, dt)
-    from verifier.launch.callable import run_callable
-
-    run_callable(spec, inputs, outputs, params, dt, "cuda")  # raises Unsupported for a CPU-only callable
-    # Timed as the user calls it: a returned tensor is not copied into the outputs.
-    return lambda: spec.fn(inputs, outputs, params, dt)
+    return bench_call_for(spec)(spec, inputs, outputs, spec.op_params(), dt)
 
 
 def copy_buffers(nbytes: int, device: str = "cuda") -> tuple:
@@ -140,7 +115,7 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
     from verifier.launch import triton as tr
     from verifier.report.environment import environment
 
-    if any(k.kind == "triton" for k in list(kernels) + list(against)):
+    if any(k.uses_triton for k in list(kernels) + list(against)):
         tr.activate("compiled")
     timer = Timer(runs, warmup)
     result = BenchResult(environment=environment(), gpu=torch.cuda.get_device_name(0), l2_bytes=timer.l2_bytes,

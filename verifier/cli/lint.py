@@ -54,7 +54,7 @@ def run(args) -> int:
     if not paths:
         raise UsageError("no PATH given and no kernels/ directory here", fix="verifier lint PATH...")
     specs = registry.load(paths, args.kernel)
-    cuda = [s for s in specs if s.kind == "cuda"]
+    cuda = [s for s in specs if s.builds_source]
     preflight.build_cache(cuda)
     t0 = time.monotonic()
     selected = [(s, [d for d in s.dtypes if args.dtype in (None, d.tag)]) for s in cuda]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from verifier.declare.contracts import Contracts
 from verifier.declare.aliases import check_aliases, check_scratch
@@ -123,6 +123,44 @@ class KernelSpec:
     declared_at: tuple = field(default=(), compare=False, repr=False)
     scratch_inputs: tuple = ()  # inputs the kernel may change (scratch): not an input-clobbered finding
     kind: str = field(default="abstract", init=False)
+
+    # What a kind of kernel is: the steps ask these facts and methods, never the ``kind`` string, so a new kind is a
+    # new subclass here (with its runner module), and nothing else in verifier/ compares kinds.
+    builds_source: ClassVar[bool] = False  # a source nvcc builds: build, ptxas resources, static lint of its PTX,
+    # sanitizer filters by its entries, its host code the harness's own
+    uses_triton: ClassVar[bool] = False  # Triton: a mode to commit to, compiled facts on a GPU, the interpreter on CPU
+    imports_torch: ClassVar[bool] = True  # its check imports torch (a fork of a parent that preloaded it is cheap)
+    runner: ClassVar[str] = ""  # "module:function" of its launcher run(spec, inputs, outputs, params, dtypes, device)
+    what: ClassVar[str] = "a kernel"  # how messages name this kind ("a Triton kernel")
+    own_device_code: ClassVar[bool] = False  # launches device code of its own (what compute-sanitizer checks)
+    user_function: ClassVar[str] = "launch"  # the spec function that runs it, for messages ('fn', 'launcher')
+    guess_seconds: ClassVar[float] = 4.0  # its check's time before a run has recorded one (verifier.isolation)
+
+    def sources(self) -> list:
+        """The files whose lines findings point into (sanitizer records, static findings)."""
+        return []
+
+    def interpreted(self, device: str) -> bool:
+        """Whether it runs in an interpreter on ``device`` (Triton on the CPU): the interpreter's caveats apply."""
+        return self.uses_triton and device == "cpu"
+
+    def runs_on_gpu(self, device: str) -> bool:
+        """Whether its checks launch work on the GPU on ``device``."""
+        return self.builds_source or (device == "cuda" and self.uses_triton)
+
+    def build_skip(self, device: str) -> Optional[str]:
+        """Why there is nothing to build or no compiled-kernel facts to read on ``device``, or None."""
+        if self.builds_source or (self.uses_triton and device == "cuda"):
+            return None
+        return "compiled-kernel facts need a GPU" if self.uses_triton else self.what.removeprefix("a ")
+
+    def device_reason(self, device: str) -> Optional[str]:
+        """Why its launches cannot run on ``device`` (None if they can), its packages aside."""
+        return None
+
+    def static_skip(self) -> Optional[str]:
+        """Why the static checks (verifier.lint reads the PTX of CUDA sources) do not apply, or None."""
+        return None if self.builds_source else f"static analysis reads the PTX of CUDA sources; this is {self.what}"
 
     def __post_init__(self):
         if not self.declared_at:
@@ -259,6 +297,17 @@ class CudaKernel(KernelSpec):
     extra_flags: tuple = ()
     include_dirs: tuple = ()
     kind: str = field(default="cuda", init=False)
+    builds_source: ClassVar[bool] = True
+    own_device_code: ClassVar[bool] = True
+    imports_torch: ClassVar[bool] = False  # launched through the CUDA driver API on raw device addresses
+    runner: ClassVar[str] = "verifier.launch.cuda:run_cuda"
+    what: ClassVar[str] = "a CUDA kernel"
+
+    def sources(self) -> list:
+        return [self.source_path()]
+
+    def device_reason(self, device: str) -> Optional[str]:
+        return None if device == "cuda" else "no CUDA GPU: CUDA kernels are built and resource-checked only"
 
     def __post_init__(self):
         super().__post_init__()
@@ -300,6 +349,23 @@ class TritonKernel(KernelSpec):
     module: str = ""
     launcher: str = ""
     kind: str = field(default="triton", init=False)
+    uses_triton: ClassVar[bool] = True
+    own_device_code: ClassVar[bool] = True
+    user_function: ClassVar[str] = "launcher"
+    guess_seconds: ClassVar[float] = 10.0
+    runner: ClassVar[str] = "verifier.launch.triton:run_triton"
+    what: ClassVar[str] = "a Triton kernel"
+
+    def sources(self) -> list:
+        return [self.module_path()]
+
+    def device_reason(self, device: str) -> Optional[str]:
+        import importlib.util
+
+        # find_spec, not import: importing triton fixes compiled vs interpreted mode for the process.
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed (pip install 'kernel-verifier[triton]')"
+        return None
 
     def __post_init__(self):
         super().__post_init__()
@@ -327,6 +393,16 @@ class CallableKernel(KernelSpec):
     fn: Optional[Callable] = None
     device: str = "any"  # 'cpu', 'cuda' or 'any'
     kind: str = field(default="callable", init=False)
+    runner: ClassVar[str] = "verifier.launch.callable:run_callable"
+    user_function: ClassVar[str] = "fn"
+    guess_seconds: ClassVar[float] = 8.0
+    what: ClassVar[str] = "a Python callable"
+
+    def runs_on_gpu(self, device: str) -> bool:
+        return device == "cuda" and self.device != "cpu"
+
+    def device_reason(self, device: str) -> Optional[str]:
+        return None if self.device in ("any", device) else f"callable declared for {self.device}, device is {device}"
 
     def __post_init__(self):
         super().__post_init__()

@@ -102,7 +102,7 @@ def call(spec, function: str, fn, *args, **kwargs):
 
 def kernel_function(spec) -> str:
     """The name of the user function that runs the kernel (for messages)."""
-    return {"callable": "fn", "triton": "launcher"}.get(spec.kind, "launch")
+    return spec.user_function
 
 
 def _from_triton(e: BaseException) -> bool:

@@ -49,7 +49,7 @@ def _use_child(spec, opts, isolate: Optional[bool]) -> bool:
     if isolate is not None:
         return isolate
     # Automatic: on a GPU, everything that may launch device code; CPU-only callables stay in-process.
-    return opts.device == "cuda" and not (spec.kind == "callable" and spec.device == "cpu")
+    return opts.device == "cuda" and spec.runs_on_gpu(opts.device)
 
 
 def _how(spec, opts, isolate: Optional[bool]) -> str:
@@ -57,7 +57,7 @@ def _how(spec, opts, isolate: Optional[bool]) -> str:
     if _use_child(spec, opts, isolate):
         # --isolate asks for a fresh process; else a fork of this one where it can still use CUDA.
         return parallel.FORK if isolate is None and _forked.available(opts.device) else parallel.CHILD
-    if isolate is None and spec.kind in ("callable", "triton"):
+    if isolate is None and spec.imports_torch:
         # A kernel that kills its process (segfault, os._exit) or hangs costs only its own report: a fork, or a
         # fresh process where this one cannot fork (it holds CUDA), both killed at the kernel's timeout.
         return parallel.FORK if _forked.available(opts.device) else parallel.CHILD
@@ -84,9 +84,9 @@ def _preload(specs) -> None:
     import importlib
 
     names = ["references", "mpmath"]
-    if any(s.kind in ("triton", "callable") for s in specs):
+    if any(s.imports_torch for s in specs):
         names[:0] = ["torch", "torch.nn.functional"]
-    if any(s.kind == "triton" for s in specs):
+    if any(s.uses_triton for s in specs):
         names += ["triton", "triton.language"]
     for name in names:
         try:
@@ -130,7 +130,7 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
                          fix="take --dtype / --case from a finding's repro line, or see `verifier list` / "
                              "`verifier cases OP`")
     in_process = [s for s in specs if not unselected[s.name] and not _use_child(s, opts, isolate)]
-    triton = next((s for s in in_process if s.kind == "triton"), None)
+    triton = next((s for s in in_process if s.uses_triton), None)
     if triton is not None and runnable_reason(triton, opts.device) is None:
         activate(opts.triton_mode or ("compiled" if opts.device == "cuda" else "interpreter"))
     hows = {i: _how(s, opts, isolate) for i, s in enumerate(specs) if not unselected[s.name]}

@@ -11,7 +11,6 @@ import tempfile
 from verifier.toolchain.nvcc import cache_dir
 
 _FILE = "check-durations.json"
-KIND_GUESS = {"triton": 10.0, "callable": 8.0, "cuda": 4.0}  # seconds, when a kernel has no record yet
 
 
 def _key(spec, opts) -> str:
@@ -34,7 +33,7 @@ def _read() -> dict:
 def expected(specs, opts) -> list:
     """Expected seconds of each spec's check, in order: last run's, else its kind's guess."""
     known = _read()
-    return [float(known.get(_key(s, opts)) or KIND_GUESS.get(s.kind, 4.0)) for s in specs]
+    return [float(known.get(_key(s, opts)) or s.guess_seconds) for s in specs]
 
 
 def record(pairs, opts) -> None:

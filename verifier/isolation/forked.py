@@ -87,7 +87,7 @@ def _compile_helpers(spec, opts, env) -> list:
     from verifier.results.options import Options
 
     tags = [d.tag for d in spec.dtypes if opts.dtype in (None, d.tag)]
-    if (spec.kind != "triton" or opts.device != "cuda" or len(tags) < 2 or opts.case is not None or opts.sanitize
+    if (not spec.uses_triton or opts.device != "cuda" or len(tags) < 2 or opts.case is not None or opts.sanitize
             or usable_cpus() < 2 * len(tags)):
         return []
     return [start_forked(spec, Options(**{**opts.to_dict(), "dtype": tag}), None, env) for tag in tags[1:]]

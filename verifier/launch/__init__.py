@@ -1,6 +1,6 @@
-"""Runners: the one place that knows how a kernel is launched (cuda, triton, callable).
+"""Runners: how a kernel is launched (cuda, triton, callable).
 
-``runner_for(spec)`` picks the launcher of a spec's kind; ``runnable_reason(spec, device)`` says why its
+``runner_for(spec)`` imports the launcher its kind names (``KernelSpec.runner``); ``runnable_reason(spec, device)`` says why its
 launches cannot run on a device. The runner modules are imported on first use: importing torch or triton
 costs seconds, and importing triton fixes its compiled/interpreted mode (verifier.launch.triton).
 """
@@ -10,18 +10,19 @@ from typing import Callable, Optional
 
 
 def runner_for(spec) -> Callable:
-    """The launcher ``run(spec, inputs, outputs, params, dtypes, device)`` of the spec's kind."""
-    if spec.kind == "cuda":
-        from verifier.launch.cuda import run_cuda
+    """The launcher ``run(spec, inputs, outputs, params, dtypes, device)`` its kind names (``KernelSpec.runner``)."""
+    import importlib
 
-        return run_cuda
-    if spec.kind == "triton":
-        from verifier.launch.triton import run_triton
+    module, _, name = spec.runner.partition(":")
+    return getattr(importlib.import_module(module), name)
 
-        return run_triton
-    from verifier.launch.callable import run_callable
 
-    return run_callable
+def bench_call_for(spec) -> Callable:
+    """``bench_call(spec, inputs, outputs, params, dt) -> call()`` of the spec's runner module: one launch made (and
+    checked) at once, then a no-argument function that launches again without synchronizing (verifier bench)."""
+    import importlib
+
+    return getattr(importlib.import_module(spec.runner.partition(":")[0]), "bench_call")
 
 
 def runnable_reason(spec, device: str) -> Optional[str]:
@@ -29,17 +30,7 @@ def runnable_reason(spec, device: str) -> Optional[str]:
     missing = spec.unavailable() if hasattr(spec, "unavailable") else None
     if missing:  # another project's package it needs is not installed (verifier.declare.packages)
         return missing
-    if spec.kind == "cuda" and device != "cuda":
-        return "no CUDA GPU: CUDA kernels are built and resource-checked only"
-    if spec.kind == "callable" and spec.device not in ("any", device):
-        return f"callable declared for {spec.device}, device is {device}"
-    if spec.kind == "triton":
-        import importlib.util
-
-        # find_spec, not import: importing triton fixes compiled vs interpreted mode for the process.
-        if importlib.util.find_spec("triton") is None:
-            return "triton is not installed (pip install 'kernel-verifier[triton]')"
-    return None
+    return spec.device_reason(device)
 
 
 RETIRED_ENV = "VERIFIER_CUDA_LAUNCH"  # chose between two CUDA launch paths; there is one now (verifier.launch.cuda)

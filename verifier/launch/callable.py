@@ -43,3 +43,10 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
 def _returned(spec, what: str, fix: str) -> UserCodeError:
     origin = getattr(spec, "origin", None) or "<spec not loaded from a file>"
     return UserCodeError(f"kernel {spec.name}: fn() of spec file {origin} returned {what}", fix=fix)
+
+
+def bench_call(spec, inputs, outputs, params, dt):
+    """verifier bench's call: the function as the user calls it (a returned tensor is not copied into the outputs),
+    after one checked run (a CPU-only callable raises Unsupported)."""
+    run_callable(spec, inputs, outputs, params, dt, "cuda")
+    return lambda: spec.fn(inputs, outputs, params, dt)

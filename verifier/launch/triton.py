@@ -314,3 +314,10 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
                         "from the launcher")
     top = {k: max(d[k] for d in kernels) for k in ("registers", "local_bytes", "shared_bytes")}
     return {**top, "kernels": kernels}
+
+
+def bench_call(spec, inputs, outputs, params, dt):
+    """verifier bench's call: the launcher, compiled, after one checked run."""
+    run_triton(spec, inputs, outputs, params, dt, "cuda", mode="compiled")
+    fn = getattr(load_module(spec, "compiled"), spec.launcher)
+    return lambda: fn(inputs, outputs, params, dt)

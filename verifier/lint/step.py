@@ -217,7 +217,7 @@ def plan(spec, dts, arches) -> list:
     from verifier.toolchain.nvcc import compile_ptx
 
     jobs = []
-    if spec.kind != "cuda":
+    if not spec.builds_source:
         return jobs
     groups: dict = {}
     for dt in dts:
@@ -306,7 +306,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     from verifier.launch.symbols import ptx_entries, shown
     from verifier.toolchain.nvcc import compile_ptx
 
-    if spec.kind != "cuda":
+    if not spec.builds_source:
         for dt in dts:
             report.mark(dt.tag, CHECK, skipped("not a CUDA source: nothing to compile to PTX"))
         return

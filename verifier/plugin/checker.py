@@ -16,12 +16,11 @@ from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import hang_finding, record_fault, run_case
+from verifier.battery.plan import guarded
+from verifier.battery.values import hang_finding, run_case
 from verifier.declare.usercode import UserCodeError, spec_error
 from verifier.errors import SpecError
 from verifier.gpu import pinning as gpu_pinning
-from verifier.launch import watchdog
-from verifier.launch.harness import KernelFault
 from verifier.lint.step import battery_hook as static_hook
 from verifier.plugin.session import (STATE, VerifierWarning, format_findings, known_skip, repro_command,
                                      values_not_checked, worker_property)
@@ -86,7 +85,7 @@ class Checker:
         self._guarded(report, lambda: check_build(spec, self.opts, spec.dtypes, report))
         for note in report.notes:
             self.record("note", note)
-        if spec.kind == "cuda":  # a Triton kernel's build cells say only 'not a CUDA source'
+        if spec.builds_source:  # a Triton kernel's build cells say only 'not a CUDA source'
             self._skip_if_skipped(report, "build")
         self._conclude(report, "build,resources")
 
@@ -146,20 +145,13 @@ class Checker:
     def _guarded(self, report, step):
         """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests. A kernel
         call past the kernel timeout is stopped (verifier.launch.watchdog): this test's timeout finding."""
-        error = None
-        try:
-            with watchdog.deadline(self.opts.kernel_timeout):
-                step()
-        except watchdog.KernelHang as e:
-            report.add(hang_finding(report.spec, self.opts, e, **self.where))
-        except UserCodeError as e:
-            error = e
-        except SpecError as e:  # the spec is malformed (found while running it): this kernel's error
-            error = spec_error(report.spec, e)
-        except KernelFault as e:
+        def poisons(e):
             if e.cuda:
                 STATE.poisoned = str(e)
-            record_fault(report.spec, self.opts, report, e)
+
+        # the battery's own ladder (verifier.battery.plan.guarded), as `verifier check` runs it
+        error = guarded(report.spec, self.opts, report, step, on_fault=poisons,
+                        on_hang=lambda e: report.add(hang_finding(report.spec, self.opts, e, **self.where)))
         if error is not None:  # failed outside the except clause: the error's few lines, no chained traceback
             self._spec_error(error)
 

@@ -16,6 +16,7 @@ from typing import Optional
 import pytest
 
 from verifier.battery import gate
+from verifier.battery.plan import STEP_NAMES
 from verifier.constants import DEVICES, SANITIZER_TOOLS
 from verifier.declare import registry
 from verifier.declare.usercode import UserCodeError
@@ -139,7 +140,7 @@ def registered_kernels(config) -> list:
                 if not kernels:
                     raise UsageError(f"--verifier-kernels {','.join(v['globs'])} matches no registered kernel",
                                      fix="list them with `verifier list kernels/` (plus your --verifier-specs)")
-            if any(k.kind == "cuda" for k in kernels):  # their builds land in the cache: unusable, say so now
+            if any(k.builds_source for k in kernels):  # their builds land in the cache: unusable, say so now
                 from verifier.toolchain.nvcc import usable_cache_dir
 
                 usable_cache_dir()
@@ -166,17 +167,17 @@ def options(config) -> Options:
 
 
 def _runs_on_gpu(spec, device: str) -> bool:
-    return spec.kind == "cuda" or (device == "cuda" and (spec.kind == "triton" or getattr(spec, "device", "") == "cuda"))
+    return spec.builds_source or (device == "cuda" and (spec.uses_triton or getattr(spec, "device", "") == "cuda"))
 
 
 def _marks(spec, device: str) -> list:
     if _runs_on_gpu(spec, device):
         return [pytest.mark.gpu]
-    return [pytest.mark.interpreter] if spec.kind == "triton" else []
+    return [pytest.mark.interpreter] if spec.uses_triton else []
 
 
 # The steps of a generated suite (suites/test_ops.py marks each test ``verifier(op=..., step=...)``).
-STEPS = ("values", "shapes", "refusal", "determinism", "build", "static")
+STEPS = STEP_NAMES  # the battery's plan (verifier.battery.plan), one test per step
 NO_SANITIZER_GPU = "no CUDA GPU: compute-sanitizer re-runs need one"
 # Suite tests not generated because on this machine they could only skip: reason -> count. Shown in one line at
 # the end of the session (pytest_terminal_summary); an xdist worker hands its count to the controller.
@@ -190,15 +191,10 @@ def known_skip(spec, step: str, device: str, level: str) -> Optional[str]:
     if missing:  # a package it needs (its headers, its kernels) is not installed here
         return missing
     if step == "build":
-        if spec.kind != "cuda" and not (spec.kind == "triton" and device == "cuda"):
-            return "nothing to build: " + ("Triton's compiled-kernel facts need a GPU" if spec.kind == "triton"
-                                           else "a Python callable")
-        return None
+        why = spec.build_skip(device)
+        return None if why is None else "nothing to build: " + ("Triton's " + why if spec.uses_triton else spec.what)
     if step == "static":
-        if spec.kind != "cuda":
-            return ("static analysis reads the PTX of CUDA sources; this is "
-                    + ("a Triton kernel" if spec.kind == "triton" else "a Python callable"))
-        return None
+        return spec.static_skip()
     why = runnable_reason(spec, device)
     if why:
         return why
@@ -232,7 +228,7 @@ def _closed_by_inputs(spec, dt, case, device: str, seed) -> Optional[str]:
     interpreter; a declared contract leaving NaN or inf inputs out), or None. Drawn here only where the gate can
     close, with the test's own seed: the test would draw the same inputs and only skip."""
     c, _ = _contracts.effective(spec)
-    may_close = (spec.kind == "triton" and device == "cpu" and dt.input == "bfloat16") or not (
+    may_close = (spec.interpreted(device) and dt.input == "bfloat16") or not (
         c.nan_inputs == "propagate" and c.inf_inputs == "propagate")
     if not may_close or getattr(case.layout, "large", False):
         return None
@@ -269,7 +265,7 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None, orig
         if why:
             n = _count(k, variants, names, v["level"])
             NOT_GENERATED[why] += n
-            if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
+            if v["sanitize"] and len(names) > 1 and k.own_device_code:
                 NOT_GENERATED[NO_SANITIZER_GPU] += n * len(v["tools"])
             continue
         if len(names) == 3:
@@ -292,7 +288,7 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None, orig
             variants = cased
         for vals, ident in variants:
             params.append(pytest.param(*vals, id=ident, marks=_marks(k, device)))
-            if v["sanitize"] and len(names) > 1 and k.kind in ("cuda", "triton"):
+            if v["sanitize"] and len(names) > 1 and k.own_device_code:
                 if step and device != "cuda":
                     NOT_GENERATED[NO_SANITIZER_GPU] += len(v["tools"])
                     continue

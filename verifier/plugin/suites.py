@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-SUFFIXES = {"": "values", "_shapes": "shapes", "_refusal": "refusal", "_determinism": "determinism",
-            "_build": "build", "_static": "static"}
+from verifier.battery.plan import PLAN
+
+SUFFIXES = {s.suffix: s.name for s in PLAN}  # the battery's plan (verifier.battery.plan): a test per step
 SPEC_FILE_ATTR = "VERIFIER_SPEC_FILE"  # on a generated module: parametrize with this spec file's kernels only
 
 

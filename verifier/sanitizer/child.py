@@ -38,7 +38,7 @@ def run(req: dict, launched: list) -> None:
     dt = next((d for d in spec.dtypes if d.tag == req["dtype"]), None)
     if dt is None:
         raise LookupError(f"kernel {spec.name} declares no dtype {req['dtype']!r}")
-    if device == "cuda" and spec.kind == "triton":
+    if device == "cuda" and spec.uses_triton:
         activate("compiled")
     run_fn = runner_for(spec)
     params = spec.op_params()
@@ -54,7 +54,7 @@ def run(req: dict, launched: list) -> None:
 def _synchronize(spec) -> None:
     """Wait for the device before reporting: through the driver for a CUDA kernel (no torch import), torch's
     otherwise."""
-    if spec.kind == "cuda":
+    if not spec.imports_torch:
         from verifier.gpu import libcuda
 
         libcuda.context()  # current on this thread (the launches made it so; cheap to say again)

@@ -181,7 +181,7 @@ def tail_shapes(spec, dt) -> list:
 
 
 def kernel_filters(spec, dt, shapes) -> list:
-    if spec.kind == "cuda":
+    if spec.builds_source:
         entries = {l.entry for M, N in shapes for l in launches_for(spec, M, N, dt, spec.op_params())}
         return [KernelFilter(e, True) for e in sorted(_symbols(spec, dt, entries))]
     # Triton: no include filter. A name filter that missed the launched kernel (one imported from another
@@ -345,8 +345,8 @@ def _judge(spec, dt, tool, code, xml_path: Path, child, output, timeout, shapes,
 # --- a kernel's cells ------------------------------------------------------------------------------
 def not_runnable(spec, device: str) -> Optional[str]:
     """Why the sanitizer cannot run this kernel here (None if it can)."""
-    if spec.kind not in ("cuda", "triton"):
-        return "compute-sanitizer checks CUDA and Triton kernels; this is a Python callable"
+    if not spec.own_device_code:
+        return f"compute-sanitizer checks CUDA and Triton kernels; this is {spec.what}"
     if device != "cuda":
         return "no CUDA GPU: compute-sanitizer needs one"
     return None

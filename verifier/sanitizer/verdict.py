@@ -22,11 +22,7 @@ UNREADABLE = "UnreadableXML"  # first word of the finding's message (the suppres
 
 
 def sources(spec) -> list:
-    if spec.kind == "cuda":
-        return [spec.source_path()]
-    if spec.kind == "triton":
-        return [spec.module_path()]
-    return []
+    return spec.sources()
 
 
 def unreadable_finding(tool: str, code: Optional[int], parsed: Parsed, findings: list, xml_path, log_path,
@@ -63,7 +59,7 @@ def _host_side(spec, findings: list) -> list:
     It stays in the report as a warning saying so (seen on an H200 with Liger-Kernel 0.8.5's cross entropy,
     whose wrapper copies scalars to the host with .item()); in a CUDA spec the host code is the harness's, whose
     copies read only buffers it wrote, so there it stays an error."""
-    if spec.kind == "cuda" or any(f.severity == "error" and finding_kind(f).rstrip(":") != HOST_API for f in findings):
+    if spec.builds_source or any(f.severity == "error" and finding_kind(f).rstrip(":") != HOST_API for f in findings):
         return findings
     out = []
     for f in findings:

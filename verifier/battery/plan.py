@@ -1,0 +1,74 @@
+"""The battery's plan: its steps in order and what happens when one raises, one home for ``verifier check``
+(verifier.battery.check_kernel) and the pytest plugin's suites (verifier.plugin), so the two judge alike.
+
+``PLAN``: the steps, in the order the battery runs them for a kernel: build (nvcc and ptxas, or the compiled
+kernel's facts), static (verifier.lint on the PTX), then per dtype refusal, values (every catalogue case), shapes
+(Hypothesis-drawn) and determinism. A generated suite has one test per step (``test_<op><suffix>``).
+
+``guarded``: the exception-to-verdict ladder of one step. The spec's own code raising, or a spec found malformed
+while it runs, is that kernel's error (returned: the CLI blames the report, a suite test fails with it); a kernel's
+fault is recorded as its crash finding; a call past the kernel timeout is its timeout finding; a UsageError (a bad
+option, a process-wide setting) propagates (exit 2); another VerifierError is the report's error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from verifier.battery.values import record_fault
+from verifier.declare import usercode
+from verifier.declare.usercode import UserCodeError
+from verifier.errors import SpecError, UsageError, VerifierError
+from verifier.launch import watchdog
+from verifier.launch.harness import KernelFault
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the plan: its name (``--case`` and suite marks use it), the suffix of its suite test and the
+    check classes it judges; ``per_dtype``: run once per dtype variant (else once per kernel)."""
+
+    name: str
+    suffix: str
+    checks: tuple
+    per_dtype: bool = True
+
+
+VALUE_CHECKS = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")
+PLAN: tuple = (
+    Step("build", "_build", ("build", "resources"), per_dtype=False),
+    Step("static", "_static", ("static",), per_dtype=False),
+    Step("refusal", "_refusal", ("refusal",)),
+    Step("values", "", VALUE_CHECKS),
+    Step("shapes", "_shapes", VALUE_CHECKS),
+    Step("determinism", "_determinism", ("determinism",)),
+)
+STEP_NAMES = tuple(s.name for s in PLAN)
+
+
+def guarded(spec, opts, report, step: Callable[[], None], *, on_hang: Callable, on_fault: Optional[Callable] = None,
+            deadline: bool = True) -> Optional[UserCodeError]:
+    """Run ``step()`` under the kernel timeout (``deadline``) with the ladder above; returns the kernel's error (the
+    spec's own code, or a malformed spec) for the caller to report, else None. ``on_hang(e)`` records a timeout;
+    ``on_fault(e)`` is told of a kernel fault after it is recorded (the plugin marks a broken CUDA context)."""
+    try:
+        if deadline:
+            with watchdog.deadline(opts.kernel_timeout):  # a kernel call past it raises KernelHang
+                step()
+        else:
+            step()
+    except UserCodeError as e:  # the spec's own code raised
+        return e
+    except SpecError as e:  # the spec is malformed (found while running it)
+        return usercode.spec_error(spec, e)
+    except UsageError:
+        raise
+    except KernelFault as e:  # recorded once; nothing more of this kernel can run meaningfully
+        record_fault(spec, opts, report, e)
+        if on_fault is not None:
+            on_fault(e)
+    except watchdog.KernelHang as e:  # a hang costs this kernel a timeout finding, nothing else
+        on_hang(e)
+    except VerifierError as e:
+        report.error = f"{type(e).__name__}: {e}"
+    return None
