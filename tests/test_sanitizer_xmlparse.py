@@ -177,8 +177,7 @@ def test_a_host_api_initcheck_record_behind_a_python_launcher_is_a_warning_namin
     "Host API uninitialized memory access" 16 times and nothing in the Triton kernel. Behind a Python launcher that
     is the host code's (the library's .item() copies), a warning; in a CUDA spec, or beside a device record, an
     error still."""
-    from types import SimpleNamespace
-
+    from verifier.declare.kernels import CallableKernel, CudaKernel, TritonKernel
     from verifier.results.findings import Finding
     from verifier.sanitizer.verdict import _host_side
 
@@ -186,7 +185,7 @@ def test_a_host_api_initcheck_record_behind_a_python_launcher_is_a_warning_namin
                   severity="error", kernel="k")
     device = Finding("initcheck", "UninitializedGlobalRead: Uninitialized __global__ memory read of size 4",
                      severity="error", kernel="k")
-    (w,) = _host_side(SimpleNamespace(kind="triton"), [api])
+    (w,) = _host_side(TritonKernel, [api])  # the kinds answer as classes (KernelSpec.builds_source)
     assert w.severity == "warning" and "in host code" in w.message and "--show-backtrace yes" in w.message
-    assert _host_side(SimpleNamespace(kind="cuda"), [api]) == [api]
-    assert [f.severity for f in _host_side(SimpleNamespace(kind="callable"), [api, device])] == ["error", "error"]
+    assert _host_side(CudaKernel, [api]) == [api]
+    assert [f.severity for f in _host_side(CallableKernel, [api, device])] == ["error", "error"]
