@@ -587,6 +587,35 @@ def p35_lint_library(tmp: Path):
                        r"shared-race")
 
 
+def p35_interpreter_and(tmp: Path):
+    src = (REPO / "tests" / "test_interpreter_caveats.py").read_text()
+    quote = "'" * 3
+    start = src.index("BOOLOPS_MODULE = " + quote) + len("BOOLOPS_MODULE = " + quote)
+    (tmp / "rowsum.py").write_text(src[start:src.index(quote, start)])
+    (tmp / "k_spec.py").write_text("from verifier.spec import TritonKernel, dtypes\n"
+                                   "KERNELS = [TritonKernel(name='rowsum-py-and', op='reduce_sum', module='rowsum.py', "
+                                   "launcher='py_and', dtypes=[dtypes('f32')], "
+                                   "supports=lambda M, N, d: None if N <= 4096 else 'N > 4096')]\n")
+    code, out, err = _verifier(tmp, "check", "k_spec.py", "--device", "cpu", "--level", "quick", "--no-progress")
+    return code, _pick(out, r"^rowsum-py-and ", r"interpreter gap")
+
+
+def p35_initcheck_torch_fill(tmp: Path):
+    from verifier.sanitizer import runs
+
+    info = runs.ToolInfo(path="compute-sanitizer", version="2025.3",
+                         options=frozenset({"tool", "xml", "save", "print-limit", "error-exitcode", "kernel-name",
+                                            "kernel-name-exclude"}))
+    lines = []
+    for tool in ("memcheck", "initcheck"):
+        cmd = runs.build_command(info, tool, "k.xml", "k.log", [], ["python", "-m", "verifier.sanitizer.child"])
+        excl = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--kernel-name-exclude"]
+        lines.append(f"{tool}: --kernel-name-exclude " + (" ".join(excl) if excl else
+                     "none (torch's kernels, torch.zeros' fill among them, are instrumented: their writes count)"))
+    return None, "\n".join(lines) + ("\non the H200: a tl.atomic_add on a torch.zeros counter, and Liger's cross "
+                                     "entropy, initcheck-clean (docs/gpu-runs/2026-12-04-issues-34-35-36.md, runs 10-12)")
+
+
 PROBES = [
     Probe("1-unreadable-xml", 1, "compute-sanitizer exits 86 (errors found), its XML cut short before the first "
           "record (a recorded XML truncated at 300 bytes)", p1_unreadable_xml),
@@ -636,6 +665,12 @@ PROBES = [
           "and a Welford merge stepped by `blockDim.y`, beside the merge without its second barrier",
           p35_lint_library, cheap=False, issue=35,
           test="tests/test_lint_library.py::test_a_welford_merge_stepped_by_blockdim_is_clean"),
+    Probe("35-12-interpreter-and", 12, "a Triton kernel masking with Python `and` on block tensors, on the CPU (the "
+          "interpreter evaluates `and` as Python: the second operand)", p35_interpreter_and, cheap=False, issue=35,
+          test="tests/test_interpreter_caveats.py::test_python_and_on_blocks_is_an_interpreter_gap_not_a_finding"),
+    Probe("35-12-initcheck-fill", 12, "initcheck on a kernel reading a counter that torch.zeros filled (library "
+          "step: the command line; the GPU result recorded)", p35_initcheck_torch_fill, issue=35,
+          test="tests/test_sanitizer_driver.py::test_every_mandatory_option_is_on_the_command_line"),
     Probe("35-5-unchecked", 5, "a CUDA kernel on a machine without a GPU (built, resource-checked, linted; values "
           "never checked): `verifier check kernels/defects/cuda/defects.py --kernel defect-spill-undeclared`",
           p35_unchecked, cheap=False, issue=35,
