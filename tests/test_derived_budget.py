@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from op_registry import registry  # noqa: F401 (the fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -18,20 +19,13 @@ from derived_twins import REFERENCES, twin  # noqa: E402
 
 from verifier.errors import SpecError  # noqa: E402
 from verifier.numerics.errmodel import INTRINSICS  # noqa: E402
-from verifier.ops import OPS, Op, register  # noqa: E402
+from verifier.ops import Op, register  # noqa: E402
 from verifier.ops.derived import NoErrorRule, Rounding, propagate  # noqa: E402
 from verifier.spec import dtypes, may_round  # noqa: E402
 
 F32 = Rounding(2.0 ** -24, 2.0 ** -149, INTRINSICS[("float32", "precise")])
 
 
-@pytest.fixture
-def registry():
-    """User ops registered by a test leave the registry as it was."""
-    before = dict(OPS)
-    yield
-    OPS.clear()
-    OPS.update(before)
 
 
 @pytest.mark.parametrize("tag", ["f32", "bf16"])

@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from verifier.gpu.probe import driver_device_count
+from gpu_requirements import gpu_and_nvcc_reason
 
 SPEC = Path(__file__).resolve().parent / "data" / "entry_names" / "row_sum_spec.py"
 
 
-def _gpu_reason():
-    if driver_device_count() == 0:
-        return "needs an NVIDIA GPU and its driver (libcuda sees no device)"
-    if shutil.which("nvcc") is None:
-        return "needs nvcc to build the CUDA kernels"
-    return None
+_gpu_reason = gpu_and_nvcc_reason  # tests/gpu_requirements.py
 
 
 _REASON = _gpu_reason()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ from verifier.launch.callable import run_callable
 from verifier.launch.harness import execute
 from verifier.results.options import Options
 from verifier.spec import CallableKernel, SpecError, dtypes
+from gpu_requirements import gpu_and_nvcc_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = Options(level="quick", device="cpu", case="normal_small")
@@ -139,14 +139,7 @@ def test_a_triton_kernel_writing_its_input_in_the_interpreter(tmp_path):
     assert [f["check"] for f in k["findings"]] == ["input-clobbered"], k["findings"]
 
 
-def _gpu_reason():
-    from verifier.gpu.probe import driver_device_count
-
-    if driver_device_count() == 0:
-        return "needs an NVIDIA GPU and its driver (libcuda sees no device)"
-    if shutil.which("nvcc") is None:
-        return "needs nvcc to build the CUDA kernels"
-    return None
+_gpu_reason = gpu_and_nvcc_reason  # tests/gpu_requirements.py
 
 
 @pytest.mark.gpu

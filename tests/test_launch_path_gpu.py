@@ -7,7 +7,6 @@ buffers too."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,18 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifier.gpu.probe import driver_device_count
+from gpu_requirements import gpu_and_nvcc_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_SPECS = ROOT / "tests" / "data" / "gpu" / "guard_defects_spec.py"
 
 
-def _gpu_reason():
-    if driver_device_count() == 0:
-        return "needs an NVIDIA GPU and its driver (libcuda sees no device)"
-    if shutil.which("nvcc") is None:
-        return "needs nvcc to build the CUDA kernels"
-    return None
+_gpu_reason = gpu_and_nvcc_reason  # tests/gpu_requirements.py
 
 
 def _torch_reason():

@@ -6,7 +6,6 @@ code must be 1 (findings), never 2 or 3."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,25 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from verifier.gpu.probe import driver_device_count
+from gpu_requirements import gpu_and_nvcc_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _gpu_reason():
-    if driver_device_count() == 0:
-        return "needs an NVIDIA GPU and its driver (libcuda sees no device)"
-    if shutil.which("nvcc") is None:
-        return "needs nvcc to build the CUDA kernels"
-    import importlib.util
-
-    if importlib.util.find_spec("triton") is None:  # found, not imported: importing it here would fix its mode
-        return "needs triton"  # before a VERIFIER_TRITON_MODE=interpreter session commits (a GPU's -m interpreter)
-    import torch
-
-    if not torch.cuda.is_available():
-        return f"needs a CUDA build of torch (this is {torch.__version__})"
-    return None
+_gpu_reason = gpu_and_nvcc_reason  # tests/gpu_requirements.py
 
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_reason() is not None, reason=_gpu_reason() or "")]

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from op_registry import registry  # noqa: F401 (the fixture)
 
 from verifier.errors import SpecError
 from verifier.ops import BUNDLED, OPS, get_op, register
@@ -21,12 +22,6 @@ def amax_ref(inputs, params):
     return {"y": inputs["x"].abs().amax(dim=-1)}
 
 
-@pytest.fixture
-def registry():
-    before = dict(OPS)
-    yield
-    OPS.clear()
-    OPS.update(before)
 
 
 def cli(*args, cwd=ROOT):

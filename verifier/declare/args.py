@@ -81,8 +81,22 @@ def _symbol(value) -> bool:
     return isinstance(value, str) and value in SYMBOLS
 
 
+class _OneScalar:
+    """An argument passed as one C scalar of type ``kind``: its size is its alignment (Scalar, Stride)."""
+
+    kind: str
+
+    @property
+    def nbytes(self) -> int:
+        return scalar_size(self.kind)
+
+    @property
+    def align(self) -> int:
+        return self.nbytes
+
+
 @dataclass(frozen=True)
-class Scalar:
+class Scalar(_OneScalar):
     """A scalar kernel argument of C type ``kind`` (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
     float32, float64); ``value`` a number, or 'M', 'N', 'eps' (bound per call)."""
 
@@ -95,14 +109,6 @@ class Scalar:
         if not _symbol(self.value) and not isinstance(self.value, Stride) and stride_of(self.value) is None:
             check_value(self.kind, self.value, f"Scalar({self.kind!r}, {self.value!r})")
 
-    @property
-    def nbytes(self) -> int:
-        return scalar_size(self.kind)
-
-    @property
-    def align(self) -> int:
-        return self.nbytes
-
     def describe(self) -> str:
         return f"{self.kind} {_short(self.value)}"
 
@@ -111,7 +117,7 @@ class Scalar:
 
 
 @dataclass(frozen=True)
-class Stride:
+class Stride(_OneScalar):
     """The row stride of a 2-D tensor of the op, in elements, as a launch argument of C type ``kind`` ('int32' or
     'int64'); the string ``"x.stride"`` is ``Stride("x")``. A launch that passes a tensor's stride is given that
     tensor with rows N + 64 elements apart in the strided cases (verifier.inputs.layouts)."""
@@ -123,14 +129,6 @@ class Stride:
         if self.kind not in ("int32", "int64"):
             raise SpecError(f"Stride({self.tensor!r}, {self.kind!r}): kind must be 'int32' or 'int64'",
                             fix=f"write Stride({self.tensor!r}, 'int64') for a 64-bit stride")
-
-    @property
-    def nbytes(self) -> int:
-        return scalar_size(self.kind)
-
-    @property
-    def align(self) -> int:
-        return self.nbytes
 
     def describe(self) -> str:
         return f"{self.kind} {self.tensor}.stride"
