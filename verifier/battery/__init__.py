@@ -35,7 +35,7 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
-from verifier.battery.plan import guarded
+from verifier.battery.plan import config_variants, guarded, labelled, pinned
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare import contracts as _contracts
@@ -114,16 +114,24 @@ def _battery(spec, opts, report, tags, say) -> None:
         say(f"{spec.name}: resources")
         triton_resources(spec, opts, report, tags)
     run = runner_for(spec)
+    configs = config_variants(spec)
+    first = configs[0][0]  # refusal and determinism: an autotuned kernel's first config (no benchmarking)
     for dt in tags:
         if _wants(opts, "refusal"):
             say(f"{spec.name} [{dt.tag}]: refusal")
-            check_refusal(spec, dt, opts, report, run=run)
+            with pinned(spec, first):
+                check_refusal(spec, dt, opts, report, run=run)
         if _wants(opts, "values"):
             say(f"{spec.name} [{dt.tag}]: values")
-            _check_values(spec, run, dt, opts, report, say)
+            for index, config in configs:  # an autotuned Triton kernel: every config it may pick
+                before = len(report.findings)
+                with pinned(spec, index):
+                    _check_values(spec, run, dt, opts, report, say)
+                labelled(report, before, config)
         if _wants(opts, "determinism"):
             say(f"{spec.name} [{dt.tag}]: determinism")
-            check_determinism(spec, dt, opts, report, run=run)
+            with pinned(spec, first):
+                check_determinism(spec, dt, opts, report, run=run)
     if opts.sanitize:
         sanitizer_hook(spec, opts, report, tags)
     everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None

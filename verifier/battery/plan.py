@@ -5,6 +5,8 @@
 kernel's facts), static (verifier.lint on the PTX), then per dtype refusal, values (every catalogue case), shapes
 (Hypothesis-drawn) and determinism. A generated suite has one test per step (``test_<op><suffix>``).
 
+``config_variants`` / ``pinned``: an autotuned Triton kernel's values are checked under every config it may pick.
+
 ``guarded``: the exception-to-verdict ladder of one step. The spec's own code raising, or a spec found malformed
 while it runs, is that kernel's error (returned: the CLI blames the report, a suite test fails with it); a kernel's
 fault is recorded as its crash finding; a call past the kernel timeout is its timeout finding; a UsageError (a bad
@@ -12,7 +14,8 @@ option, a process-wide setting) propagates (exit 2); another VerifierError is th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from verifier.battery.values import record_fault
@@ -44,6 +47,33 @@ PLAN: tuple = (
     Step("determinism", "_determinism", ("determinism",)),
 )
 STEP_NAMES = tuple(s.name for s in PLAN)
+
+
+def config_variants(spec) -> list:
+    """[(config index, label)] the values step runs under: every config an autotuned Triton kernel may pick
+    (verifier.launch.triton_configs: the autotuner picks the fastest here, a wrong config is a bug elsewhere); one
+    unlabelled run for every other kernel. Refusal and determinism run under the first."""
+    if not spec.uses_triton:
+        return [(None, "")]
+    from verifier.launch.triton import autotune_variants
+
+    return autotune_variants(spec)
+
+
+def pinned(spec, index):
+    """The kernel pinned to config ``index`` of config_variants while the block runs (None: as it is)."""
+    if index is None:
+        return contextlib.nullcontext()
+    from verifier.launch.triton import autotune_pinned
+
+    return autotune_pinned(spec, index)
+
+
+def labelled(report, before: int, config: str) -> None:
+    """The findings added since ``before`` say which config they used."""
+    if config:
+        report.findings[before:] = [replace(f, message=f"{f.message}\n    under {config}")
+                                    for f in report.findings[before:]]
 
 
 def guarded(spec, opts, report, step: Callable[[], None], *, on_hang: Callable, on_fault: Optional[Callable] = None,

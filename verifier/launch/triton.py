@@ -17,6 +17,7 @@ before anything imports triton:
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -321,3 +322,25 @@ def bench_call(spec, inputs, outputs, params, dt):
     run_triton(spec, inputs, outputs, params, dt, "cuda", mode="compiled")
     fn = getattr(load_module(spec, "compiled"), spec.launcher)
     return lambda: fn(inputs, outputs, params, dt)
+
+
+def autotune_variants(spec) -> list:
+    """[(config index, label)] of an autotuned kernel's configs (verifier.launch.triton_configs), in this process's
+    Triton mode; [(None, "")] for a kernel without an autotuner, or one config."""
+    from verifier.launch import triton_configs
+
+    mod = load_module(spec)
+    n = triton_configs.config_count(mod, spec.launcher)
+    return [(None, "")] if n < 2 else [(i, triton_configs.label(mod, i, spec.launcher)) for i in range(n)]
+
+
+@contextlib.contextmanager
+def autotune_pinned(spec, index):
+    """The kernel's autotuners pinned to config ``index`` while the block runs (None: as they are)."""
+    if index is None:
+        yield
+        return
+    from verifier.launch import triton_configs
+
+    with triton_configs.pinned(load_module(spec), index, spec.launcher):
+        yield

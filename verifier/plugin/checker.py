@@ -16,7 +16,7 @@ from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.plan import guarded
+from verifier.battery.plan import config_variants, guarded, labelled, pinned
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare.usercode import UserCodeError, spec_error
 from verifier.errors import SpecError
@@ -57,7 +57,8 @@ class Checker:
             self._skip(closed.reason if closed.kind == gate.INTERPRETER else closed.text)
         report = self._report(spec)
         try:
-            self._guarded(report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report, layout=case.layout))
+            self._guarded(report, lambda: self._every_config(
+                spec, report, lambda: run_case(spec, dt, case.name, inputs, self.opts, report, layout=case.layout)))
         except gate.NotRun as e:  # ran in the interpreter, which cannot run it faithfully: the battery's words
             self._skip(e.closed.reason)
         self._conclude(report, "value")
@@ -68,7 +69,7 @@ class Checker:
         reported with its repro case."""
         self._start(spec, dt, "value", "hypothesis", step="shapes")
         report = self._report(spec)
-        self._guarded(report, lambda: check_shapes(spec, dt, self.opts, report))
+        self._guarded(report, lambda: self._every_config(spec, report, lambda: check_shapes(spec, dt, self.opts, report)))
         self._conclude(report, "value")
 
     def build(self, spec):
@@ -111,14 +112,14 @@ class Checker:
         """Shapes outside supports() are refused with verifier.errors.Unsupported, before any launch."""
         self._start(spec, dt, "refusal", "refusal")
         report = self._report(spec)
-        self._guarded(report, lambda: check_refusal(spec, dt, self.opts, report))
+        self._guarded(report, lambda: self._first_config(spec, lambda: check_refusal(spec, dt, self.opts, report)))
         self._conclude(report, "refusal")
 
     def determinism(self, spec, dt):
         """Repeated runs on one input: bitwise equal if declared deterministic, else each within tolerance."""
         self._start(spec, dt, "determinism", "determinism")
         report = self._report(spec)
-        self._guarded(report, lambda: check_determinism(spec, dt, self.opts, report))
+        self._guarded(report, lambda: self._first_config(spec, lambda: check_determinism(spec, dt, self.opts, report)))
         self._skip_if_skipped(report, "determinism")
         self._conclude(report, "determinism")
 
@@ -141,6 +142,20 @@ class Checker:
 
     def _report(self, spec):
         return KernelReport(spec=spec, device=self.opts.device)
+
+    @staticmethod
+    def _every_config(spec, report, step):
+        """The step under every config an autotuned Triton kernel may pick, as the battery runs it (plan.py)."""
+        for index, config in config_variants(spec):
+            before = len(report.findings)
+            with pinned(spec, index):
+                step()
+            labelled(report, before, config)
+
+    @staticmethod
+    def _first_config(spec, step):
+        with pinned(spec, config_variants(spec)[0][0]):
+            step()
 
     def _guarded(self, report, step):
         """Run a step; a CUDA fault is recorded (by the battery) and poisons this process for later tests. A kernel

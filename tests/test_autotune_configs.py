@@ -1,0 +1,57 @@
+"""Autotuned Triton kernels are checked in every config they may pick (issue #36): a config that is wrong is a bug on
+the GPU or shape where the autotuner picks it, never seen where it picks another. The battery and the plugin pin each
+config in turn (verifier.launch.triton_configs); findings say which config they used. In the Triton interpreter
+(tests/data/autotune/: a row sum whose BLOCK=32 config has no loop over the row)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "tests" / "data" / "autotune" / "autotune_spec.py"
+if importlib.util.find_spec("triton") is None:  # find_spec: importing triton at collection fixes its mode
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+
+def _check(*extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    return subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(SPEC), "--device", "cpu", "--level",
+                           "quick", "--format", "json", "--no-progress", *extra], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=ROOT)
+
+
+def test_a_wrong_config_is_found_and_named_and_a_right_kernel_passes_in_every_config():
+    r = _check()
+    assert r.returncode == 1, r.stderr[-2000:]
+    kernels = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
+    assert kernels["rowsum-autotuned-ok"]["verdict"] == "pass", kernels["rowsum-autotuned-ok"]["findings"][:2]
+    bug = kernels["rowsum-autotuned-bug"]
+    assert bug["verdict"] == "fail"
+    values = [f for f in bug["findings"] if f["check"] == "value"]
+    assert values and all("under autotune config 2 of 2 (_rowsum: BLOCK=32" in f["message"] for f in values)
+    assert not any("config 1 of 2" in f["message"] for f in bug["findings"])  # BLOCK=4096 holds every row here
+
+
+def test_pinning_restores_the_configs_and_names_only_the_launchers_kernels():
+    from verifier.launch import triton as runner
+    from verifier.launch.triton import activate
+    from verifier.launch.triton_configs import autotuners, label, pinned
+    from verifier.spec import TritonKernel, dtypes
+
+    activate("interpreter") if runner.triton_mode() == "interpreter" else pytest.skip("a compiled-mode worker")
+    spec = TritonKernel(name="k", op="reduce_sum", module=str(SPEC.parent / "rowsum_autotuned.py"),
+                        launcher="launch_bug", dtypes=[dtypes("f32")])
+    mod = runner.load_module(spec)
+    ((name, tuner),) = autotuners(mod, "launch_bug")
+    assert name == "_rowsum" and len(tuner.configs) == 2
+    with pinned(mod, 1, "launch_bug"):
+        assert [c.kwargs for c in tuner.configs] == [{"BLOCK": 32}]
+    assert len(tuner.configs) == 2 and len(autotuners(mod)) == 2
+    assert label(mod, 0, "launch_bug").startswith("autotune config 1 of 2 (_rowsum: BLOCK=4096, num_warps=4")
+    assert runner.autotune_variants(TritonKernel(name="plain", op="softmax", module=str(ROOT / "kernels/triton/softmax.py"),
+                                                 launcher="launch", dtypes=[dtypes("f32")])) == [(None, "")]

@@ -1,0 +1,61 @@
+"""Autotuned Triton kernels checked in every config they may pick (issue #36): the autotuner picks the config that
+is fastest on this GPU for this shape, so a config that is wrong is a bug on another GPU or shape, never seen here.
+
+``autotuners(module)``: the ``@triton.autotune`` objects of a kernel module (behind ``@triton.heuristics`` too).
+``pinned(module, i)``: while it holds, every autotuner of the module has only its config ``i`` (of a shorter list,
+its last), so it launches that config without benchmarking (Triton runs a one-config autotuner directly);
+``config_count`` is the longest list, ``label`` says a config in words for findings."""
+from __future__ import annotations
+
+import contextlib
+
+
+def autotuners(module, launcher: str = "") -> list:
+    """[(name, Autotuner)] of ``module``'s globals, each once, in name order: those the ``launcher`` function names
+    when it names any, else all of them (a launcher reaching its kernels through a helper)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover - Triton without an autotuner
+        return []
+    seen, out = set(), []
+    for name in sorted(vars(module)):
+        obj, depth = getattr(module, name), 0
+        while obj is not None and depth < 8:  # heuristics(autotune(jit)): follow .fn down to the autotuner
+            if isinstance(obj, Autotuner):
+                if id(obj) not in seen:
+                    seen.add(id(obj))
+                    out.append((name, obj))
+                break
+            obj, depth = getattr(obj, "fn", None), depth + 1
+    code = getattr(getattr(module, launcher, None), "__code__", None)
+    named = [(n, a) for n, a in out if code is not None and n in code.co_names]
+    return named or out
+
+
+def config_count(module, launcher: str = "") -> int:
+    """How many configs the launcher's autotuned kernels pick from (the longest list; 1 with no autotuner)."""
+    return max([len(a.configs) for _, a in autotuners(module, launcher)] or [1])
+
+
+def label(module, i: int, launcher: str = "") -> str:
+    """'autotune config 2 of 4 (kernel: BLOCK=128, num_warps=4)' for each autotuned kernel the launcher uses."""
+    parts = []
+    for name, a in autotuners(module, launcher):
+        cfg = a.configs[min(i, len(a.configs) - 1)]
+        words = ", ".join([f"{k}={v}" for k, v in sorted(cfg.kwargs.items())]
+                          + [f"{k}={getattr(cfg, k)}" for k in ("num_warps", "num_stages") if getattr(cfg, k, None)])
+        parts.append(f"{name}: {words}")
+    return f"autotune config {i + 1} of {config_count(module, launcher)} ({'; '.join(parts)})"
+
+
+@contextlib.contextmanager
+def pinned(module, i: int, launcher: str = ""):
+    """Every autotuner the launcher uses restricted to its config ``i`` while the block runs; restored after."""
+    saved = [(a, a.configs) for _, a in autotuners(module, launcher)]
+    try:
+        for a, configs in saved:
+            a.configs = [configs[min(i, len(configs) - 1)]]
+        yield
+    finally:
+        for a, configs in saved:
+            a.configs = configs
