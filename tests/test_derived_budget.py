@@ -19,7 +19,7 @@ from derived_twins import REFERENCES, twin  # noqa: E402
 
 from verifier.errors import SpecError  # noqa: E402
 from verifier.numerics.errmodel import INTRINSICS  # noqa: E402
-from verifier.ops import Op, register  # noqa: E402
+from verifier.ops import OPS, Op, register  # noqa: E402
 from verifier.ops.derived import NoErrorRule, Rounding, propagate  # noqa: E402
 from verifier.spec import dtypes, may_round  # noqa: E402
 
@@ -94,3 +94,21 @@ def test_budget_of_an_op_without_a_rule_is_that_kernels_spec_error(registry):
     with pytest.raises(SpecError) as e:
         budget(op.name, dtypes("f32"), "precise", xs, ref, {})
     assert "torch.erf" in e.value.message and "no error rule" in e.value.message and "recipe=" in e.value.fix
+
+
+@pytest.mark.parametrize("name", ["layernorm", "rmsnorm", "fused_add_rmsnorm"])
+def test_no_derived_budget_is_infinite_on_a_finite_reference(registry, name):
+    """An infinite budget accepts any value: a silent pass. A cancelled variance (mean >> std rows, cancel_ulp_bumps)
+    once sent rsqrt's interval below 0; the floors (a sum of squares >= 0, + eps > 0) keep it bounded."""
+    from references import reference
+    from verifier.judge import tolerance as T
+
+    register(twin(name))
+    for tag in ("f32", "bf16"):
+        dt = dtypes(tag)
+        for case, xs in D.cases(name, dt, max_n=4096):
+            ref = reference(name, xs, {}, dt.output)
+            b = T.budget(f"derived_{name}", dt, "precise", xs, ref, dict(OPS[name].params))
+            bad = {t: int((~np.isfinite(v) & np.isfinite(ref.exact[t])).sum()) for t, v in b.items()}
+            assert not any(bad.values()), (tag, case.name, bad)
+

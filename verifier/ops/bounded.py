@@ -38,14 +38,23 @@ def f64(t) -> torch.Tensor:
 class Bounded:
     """A float64 value and the absolute error bound of the kernel's computation of it."""
 
-    __slots__ = ("v", "e", "r")
+    __slots__ = ("v", "e", "r", "floor")
 
-    def __init__(self, v, e, r: Rounding):
+    def __init__(self, v, e, r: Rounding, floor=None):
         self.v = f64(v)
         self.e = torch.broadcast_to(f64(e), self.v.shape) if isinstance(e, torch.Tensor) else \
             torch.full(self.v.shape, float(e), dtype=torch.float64)
         self.e = torch.where(torch.isfinite(self.v), self.e, 0.0)  # a special value is exact (IEEE)
         self.r = r
+        # A lower bound the kernel's value cannot go below whatever its errors (a sum of squares is >= 0 in any
+        # rounding; + eps then > 0): where v - e would leave a function's domain (rsqrt of a cancelled variance),
+        # the interval starts here instead of making the bound infinite. None: v - e is all that is known.
+        self.floor = None if floor is None else torch.broadcast_to(f64(floor), self.v.shape)
+
+    def low(self) -> torch.Tensor:
+        """The least value the kernel may have computed: v - e, or the floor where that is higher."""
+        lo = self.v - self.e
+        return lo if self.floor is None else torch.maximum(lo, self.floor)
 
     # --- the torch protocol: torch.* functions given a Bounded come here
     @classmethod
@@ -76,7 +85,7 @@ class Bounded:
 
     def __getitem__(self, idx):
         idx = plain(idx)
-        return Bounded(self.v[idx], self.e[idx], self.r)
+        return Bounded(self.v[idx], self.e[idx], self.r, floor=None if self.floor is None else self.floor[idx])
 
     def __iter__(self):
         for i in range(len(self.v)):
@@ -142,12 +151,13 @@ def lift(a, r: Rounding) -> Bounded:
     if isinstance(a, torch.Tensor):
         v = f64(a)
         exact = not a.is_floating_point() or bool(torch.all(v == torch.round(v)).item()) if v.numel() else True
-        return Bounded(v, 0.0 if exact else r.u * v.abs(), r)
+        e = 0.0 if exact else r.u * v.abs()
+        return Bounded(v, e, r)
     if isinstance(a, bool) or isinstance(a, int):
-        return Bounded(torch.tensor(float(a), dtype=torch.float64), 0.0, r)
+        return Bounded(torch.tensor(float(a), dtype=torch.float64), 0.0, r, floor=float(a))
     if isinstance(a, float):
-        return Bounded(torch.tensor(a, dtype=torch.float64), 0.0 if a == round(a) and math.isfinite(a)
-                       else r.u * abs(a), r)
+        e = 0.0 if a == round(a) and math.isfinite(a) else r.u * abs(a)
+        return Bounded(torch.tensor(a, dtype=torch.float64), e, r, floor=a - e if math.isfinite(a) else None)
     raise NoErrorRule(f"an operand of type {type(a).__name__}")
 
 
@@ -159,11 +169,11 @@ def round_err(r: Rounding, res, units=1.0, eta=True):
     return units * r.u * res.abs() + (r.eta if eta else 0.0)
 
 
-def B(v, e, r):
+def B(v, e, r, floor=None):
     """A result: a NaN bound reads as unbounded; an infinite or NaN value is exact (IEEE gives the kernel the same
-    special value, and the comparison matches specials exactly)."""
+    special value, and the comparison matches specials exactly); ``floor`` as Bounded's."""
     v = f64(v)
-    return Bounded(v, torch.where(torch.isfinite(v), nan0(f64(e)), 0.0), r)
+    return Bounded(v, torch.where(torch.isfinite(v), nan0(f64(e)), 0.0), r, floor=floor)
 
 
 

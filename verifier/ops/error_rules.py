@@ -18,7 +18,11 @@ def _add(a, b, sign=1.0):
     r = _rounding_of((a, b))
     a, b = _lift(a, r), _lift(b, r)
     v = a.v + sign * b.v
-    return _B(v, a.e + b.e + _round_err(r, v, eta=False), r)
+    floor = None
+    if sign > 0 and a.floor is not None and b.floor is not None:  # rounding is monotone: fl(a+b) >= fl(lo_a+lo_b)
+        lo = a.low() + b.low()
+        floor = lo - r.u * lo.abs()
+    return _B(v, a.e + b.e + _round_err(r, v, eta=False), r, floor=floor)
 
 
 def _mul(a, b):
@@ -27,7 +31,9 @@ def _mul(a, b):
     v = a.v * b.v
     with torch.no_grad():
         e = a.v.abs() * b.e + b.v.abs() * a.e + a.e * b.e + _round_err(r, v)
-    return _B(v, e, r)
+    square = a is b or (a.floor is not None and b.floor is not None and bool((a.low() >= 0).all())
+                        and bool((b.low() >= 0).all()))
+    return _B(v, e, r, floor=0.0 if square else None)  # a square, or a product of nonnegatives, is >= 0 rounded
 
 
 def _div(a, b):
@@ -35,6 +41,8 @@ def _div(a, b):
     a, b = _lift(a, r), _lift(b, r)
     v = a.v / b.v
     room = b.v.abs() - b.e
+    if b.floor is not None:  # a divisor known positive (a clamped or eps-shifted norm) is at least its floor
+        room = torch.maximum(room, b.low())
     e = torch.where(room > 0, (a.e + v.abs() * b.e) / room.clamp_min(1e-300), torch.full_like(v, math.inf))
     e = torch.where((a.e == 0) & (b.e == 0), torch.zeros_like(v), e)
     return _B(v, e + _round_err(r, v, r.intr.div), r)
@@ -44,13 +52,14 @@ def _monotone(a, f: Callable, units: float, domain_lo=-math.inf, eta=True):
     """f increasing or decreasing on [a - e, a + e] (inf once that leaves f's domain)."""
     r = a.r
     v = f(a.v)
-    lo, hi = a.v - a.e, a.v + a.e
+    lo, hi = a.low(), a.v + a.e
     inside = lo > domain_lo if domain_lo > -math.inf else torch.ones_like(lo, dtype=torch.bool)
     with np.errstate(all="ignore"):
         d = torch.maximum((f(hi) - v).abs(), (f(torch.where(inside, lo, a.v)) - v).abs())
     d = torch.where(a.e == 0, torch.zeros_like(v), torch.where(inside, d, torch.full_like(v, math.inf)))
     d = torch.where(torch.isfinite(a.v), d, 0.0)  # f(±inf) is exact
-    return _B(v, d + _round_err(r, v, units, eta), r)
+    return _B(v, d + _round_err(r, v, units, eta), r,
+              floor=0.0 if f in (torch.sqrt, torch.rsqrt, torch.exp) else None)
 
 
 def _exp(a):
@@ -58,7 +67,7 @@ def _exp(a):
     i = a.r.intr
     b = _monotone(a, torch.exp, i.exp)
     arg = torch.where(torch.isfinite(a.v), i.exp_arg * a.r.u * a.v.abs() * b.v.abs(), 0.0)  # exp(±inf) is exact
-    return _B(b.v, b.e + arg, a.r)
+    return _B(b.v, b.e + arg, a.r, floor=0.0)
 
 
 def _log(a):
@@ -135,7 +144,8 @@ def _sum(a, dim=None, keepdim=False, dtype=None):
     # product each (the softmax family's hand model counts the same)
     units = max(n - 1, 0) * (1 + ((r.intr.exp + 1.0) if r.online else 0.0))
     e = a.e.sum(dim=dims, keepdim=keepdim) + r.gamma(units) * a.v.abs().sum(dim=dims, keepdim=keepdim)
-    return _B(v, e, r)
+    nonneg = a.floor is not None and bool((a.low() >= 0).all())  # a sum of nonnegatives stays >= 0 rounded
+    return _B(v, e, r, floor=0.0 if nonneg else None)
 
 
 def _mean(a, dim=None, keepdim=False, dtype=None):
@@ -144,7 +154,7 @@ def _mean(a, dim=None, keepdim=False, dtype=None):
     _, n = _dims(_lift(a, r), dim)
     v = s.v / n
     # 1/n rounded and the product: two roundings (or one division)
-    return _B(v, s.e / n + _round_err(r, v, 2.0), r)
+    return _B(v, s.e / n + _round_err(r, v, 2.0), r, floor=s.floor)
 
 
 def _var(a, dim=None, unbiased=None, keepdim=False, correction=None):
@@ -199,7 +209,10 @@ def _clamp(a, min=None, max=None):
     lo, hi = _plain(min), _plain(max)
     v = a.v.clamp(min=lo, max=hi) if not isinstance(lo, torch.Tensor) and not isinstance(hi, torch.Tensor) else \
         torch.clamp(a.v, min=lo, max=hi)
-    return _B(v, a.e, r)
+    floor = a.floor
+    if isinstance(lo, (int, float)) and math.isfinite(lo):  # clamped below at fl(lo)
+        floor = lo - r.u * abs(lo) if floor is None else torch.maximum(floor, torch.tensor(lo - r.u * abs(lo)))
+    return _B(v, a.e, r, floor=floor)
 
 
 def _where(cond, a, b):
@@ -337,7 +350,7 @@ def dispatch(name: str, args: tuple, kwargs: dict):
         if name in ("neg", "negative"):
             return _B(-a.v, a.e, r)
         if name == "abs":
-            return _B(a.v.abs(), a.e, r)
+            return _B(a.v.abs(), a.e, r, floor=0.0)
         return a  # conversions keep float64: the reference's value and the kernel's error
     if name in _SHAPE:
         a, rest = args[0], args[1:]
@@ -346,7 +359,8 @@ def dispatch(name: str, args: tuple, kwargs: dict):
         rest, kw = _plain(rest), {k: _plain(v) for k, v in kwargs.items()}
         if name in ("expand_as", "view_as", "reshape_as", "type_as"):
             rest = tuple(x.v if isinstance(x, Bounded) else x for x in rest)
-        return _B(getattr(a.v, name)(*rest, **kw), getattr(a.e, name)(*rest, **kw), r)
+        floor = None if a.floor is None else getattr(a.floor, name)(*rest, **kw)
+        return _B(getattr(a.v, name)(*rest, **kw), getattr(a.e, name)(*rest, **kw), r, floor=floor)
     if name in ("cat", "concat", "concatenate", "stack"):
         seq = args[0]
         r = _rounding_of((seq,))
