@@ -13,8 +13,8 @@ forward error propagation (verifier.ops.derived, docs/tolerances.md "Ops without
 """
 from __future__ import annotations
 
-import inspect
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -121,10 +121,13 @@ class Invariant:
 
 def _where_declared() -> Optional[str]:
     """'file:line' of the line that constructed the op (the first frame outside this module and the dataclass's
-    generated __init__)."""
-    for frame in inspect.stack()[2:]:
-        if frame.filename != __file__ and not frame.filename.startswith("<"):
-            return f"{frame.filename}:{frame.lineno}"
+    generated __init__); frames walked directly, no source read."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name != __file__ and not name.startswith("<"):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
     return None
 
 
