@@ -29,7 +29,7 @@ from verifier.declare.source_lines import construction_sites, line_in
 from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
-from verifier.ops import OPS, Op, register
+from verifier.ops import OPS, Op, register, variant_for
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -233,6 +233,10 @@ class KernelSpec:
                 f"kernel {self.name!r}: field 'params' has {sorted(unknown)} which op {self.op!r} does not take",
                 fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}",
             )
+        try:  # optional inputs (a mask) the params name: the kernel's op is the variant that has them
+            object.__setattr__(self, "op", variant_for(self.op, self.params))
+        except SpecError as e:
+            raise SpecError(f"kernel {self.name!r}: field 'params': {e.message}", fix=e.fix) from None
 
     @property
     def line(self) -> Optional[int]:

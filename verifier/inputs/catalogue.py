@@ -474,8 +474,8 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     exp_ops = tuple(o.name for o in OPS.values() if o.exp_family)
     rows = [(name, exposes, M, N, factory, exp_ops if ops == _EXP else ops, ok, fixed_m, None, name in _QUICK)
             for name, exposes, M, N, factory, ops, ok, fixed_m in _TABLE]
-    rows += [(c.name, c.exposes, c.M, c.N, c.sampler, (op,), c.dtype_ok, c.fixed_m, c.policy, c.quick)
-             for c in opdef.cases]
+    rows += [(c.name, c.exposes, c.M, c.N, c.sampler, (opdef.base,), c.dtype_ok, c.fixed_m, c.policy, c.quick)
+             for c in opdef.cases if set(c.needs) <= set(opdef.inputs)]
     cases = []
     for name, exposes, M, N, factory, ops, ok, fixed_m, policy, quick in rows:
         if lv.quick_cases_only and not quick:
@@ -483,7 +483,7 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
         if lv.rows is not None and not fixed_m:
             M = lv.rows
         case = Case(name, exposes, M, N, maker(M, N, factory, policy), ops, ok)
-        if case.applies_to(op, dtypes):
+        if case.applies_to(opdef.base, dtypes):  # a variant (optional inputs present) has its op's cases
             cases.append(case)
     if not lv.quick_cases_only:
         for name, exposes, M, N, kind in _LAYOUT_CASES:

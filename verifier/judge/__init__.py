@@ -53,6 +53,7 @@ class Judgement:
     comparison: Comparison
     violations: list  # verifier.numerics.violations.Violation, one per broken invariant
     reference: object  # the references.Reference the outputs were compared with
+    undeclared: tuple = ()  # facts of an undeclared contract param the outputs showed (a warning each)
 
     @property
     def ok(self) -> bool:
@@ -113,6 +114,8 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
     if ref is None:
         ref = reference(c.op, xs, c.params, c.dtypes.output)
     verdict = _judge_once(c, xs, outputs, ref, invariants, context)
+    if get_op(c.op).contract_params:
+        verdict = _undeclared_contract(c, xs, outputs, verdict, invariants, context)
     if verdict.ok or not c.flushes or not has_subnormals(list(xs.values()) + list(outputs.values())):
         return verdict
     fx = {k: flush(v) for k, v in xs.items()}
@@ -121,6 +124,39 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
                           exact={k: flush(v) for k, v in flushed_ref.exact.items()})
     again = _judge_once(c, fx, {k: flush(v) for k, v in outputs.items()}, flushed_ref, invariants, context)
     return again if again.ok else verdict
+
+
+def _undeclared_contract(c: Criteria, xs: dict, outputs: dict, verdict: Judgement, invariants: bool,
+                         context) -> Judgement:
+    """An op's contract param the kernel left undeclared (``Op.contract_params``: softmax's ``masked_rows``, whose
+    reference with None follows the first value): where the outputs follow one of its values on an input where the
+    values differ, that is the verdict, with a warning naming the param to declare. A kernel that declared a value
+    is held to it (the first judgement). Only a failed judgement, or NaN outputs (the first value's rows), look."""
+    from references import reference
+
+    op = get_op(c.op)
+    for k, contract in op.contract_params.items():
+        values = contract.values
+        if c.params.get(k) is not None or not contract.open_for(c.params):
+            continue
+        if verdict.ok and not any(np.isnan(np.asarray(v, dtype=np.float64)).any() for v in outputs.values()):
+            continue
+        refs = {v: reference(c.op, xs, {**c.params, k: v}, c.dtypes.output) for v in values}
+        if all(_same(refs[values[0]], r) for r in refs.values()):
+            continue  # the values agree on this input: nothing was shown
+        for v in values:
+            again = verdict if verdict.ok and v == values[0] else _judge_once(
+                replace(c, params={**c.params, k: v}), xs, outputs, refs[v], invariants, context)
+            if again.ok:
+                return replace(again, undeclared=verdict.undeclared + (
+                    f"the outputs follow {k}={v!r}, which the kernel does not declare: declare params={{{k!r}: "
+                    f"{v!r}}} (one of {', '.join(map(repr, values))}) so that the other is a finding",))
+    return verdict
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(np.asarray(a.rounded[t], dtype=np.float64), np.asarray(b.rounded[t], dtype=np.float64),
+                              equal_nan=True) for t in a.rounded)
 
 
 def check_output(op: str, inputs: dict, actual, dtypes, math_mode: str = "precise", params: Optional[dict] = None,

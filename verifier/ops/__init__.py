@@ -35,13 +35,39 @@ from verifier.ops import (
 )
 from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
 
-__all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
+__all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
 
 OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
-OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
+
+
+class _Registry(dict):
+    """name -> Op. Iterating it gives the declared ops; an op's variants (``Op.variant``: the tensors a kernel with
+    optional inputs sees) are found by name too, registered by the kernel that declares them (``variant_for``)."""
+
+    variants: dict = {}
+
+    def __missing__(self, name):
+        return self.variants[name]
+
+    def get(self, name, default=None):
+        return dict.get(self, name, self.variants.get(name, default))
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or name in self.variants
+
+
+OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
+
+
+def variant_for(name: str, params: dict) -> str:
+    """The name of the op a kernel of op ``name`` with ``params`` sees (its optional inputs resolved), registered."""
+    v = OPS[name].variant(params)
+    if v.name != name:
+        OPS.variants[v.name] = v
+    return v.name
 
 
 def register(op: Op) -> Op:
@@ -56,6 +82,8 @@ def register(op: Op) -> Op:
             raise SpecError(f"op {op.name!r} declared at {op.origin} is already declared at {have.origin}",
                             fix="give your op another name (bundled ops: " + ", ".join(b.name for b in BUNDLED) + ")")
     OPS[op.name] = op
+    for k in [k for k, v in OPS.variants.items() if v.base == op.name]:  # declared again: its variants go stale
+        del OPS.variants[k]
     return op
 
 

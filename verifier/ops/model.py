@@ -52,12 +52,16 @@ class Tensor:
     sampler, 'weight' 1 + 0.1·N(0,1), 'bias' 0.1·N(0,1), 'scale' positive float32, 'index' integers in [0, N) or from
     ``make``), ``dtype`` (a fixed dtype, e.g. 'int32' or 'float32', or the name of the str param holding it; default: the
     kernel variant's dtype for the role) and ``make(rng, x, params, policy) -> array`` (how to draw it, seeing the
-    drawn x as float64: index roles, an additive mask of -inf, a causal pattern)."""
+    drawn x as float64: index roles, an additive mask of -inf, a causal pattern). ``optional=True``: an input only
+    the kernels that declare it take; the op has a param of the same name, default None (absent), which a kernel
+    sets to True (the declared shape) or to a shape the declared one broadcasts from (``"N"`` for an ``"MxN"``
+    mask): see ``Op.variant``."""
 
     shape: str
     role: Optional[str] = None
     dtype: Optional[str] = None
     make: Optional[Callable] = field(default=None, repr=False, compare=False)
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ class Role:
 @dataclass(frozen=True)
 class OpCase:
     """An adversarial case only this op has: (name, exposes, M at 'ci', N, sampler factory of x,
-    dtype_ok, M is the point, label policy, at the 'quick' level). ``sampler(rng)`` returns a function
+    dtype_ok, M is the point, label policy, at the 'quick' level, the optional inputs it needs). ``sampler(rng)`` returns a function
     ``draw(shape, dtype) -> float64 array`` (verifier.inputs.strategies has the bundled ones)."""
 
     name: str
@@ -103,6 +107,7 @@ class OpCase:
     fixed_m: bool = False
     policy: Optional[str] = None
     quick: bool = False
+    needs: tuple = ()  # optional inputs (Tensor(optional=True)) it is about: only kernels taking them get it
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,19 @@ class Invariant:
     measure: Callable = field(repr=False, compare=False)
     bound: Any = field(repr=False, compare=False)
     what: str = ""
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A behaviour a kernel declares through a param (``Op.contract_params``): its ``values`` (the first is what the
+    reference does while it is undeclared) and ``when(params) -> bool``, the kernels it is open for (default: all);
+    for the others an undeclared param means the first value, strictly."""
+
+    values: tuple
+    when: Optional[Callable] = field(default=None, compare=False)
+
+    def open_for(self, params: dict) -> bool:
+        return self.when is None or bool(self.when(params))
 
 
 def _where_declared() -> Optional[str]:
@@ -152,6 +170,9 @@ class Op:
     cases: ``OpCase`` adversarial inputs only this op has; they join the catalogue for it.
     bytes_moved: ``fn(M, N, dtypes, params) -> int`` for ``verifier bench``; default: every input read once and
     every output written once at its dtype.
+    contract_params: ``{param: (values...)}``: params whose value is a behaviour the kernel declares (softmax's
+    ``masked_rows``: 'nan' or 'zeros'); left None, an output matching any of the values passes with a warning
+    naming the param (verifier.judge). A value may be a ``Contract(values, when)``.
     """
 
     name: str
@@ -174,9 +195,12 @@ class Op:
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
     description: str = ""
+    contract_params: dict = field(default_factory=dict)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
+    optional: dict = field(default_factory=dict, repr=False, init=False)  # optional input name -> its Role
+    base: str = field(default="", compare=False, init=False)  # a variant's op (Op.variant); else its own name
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
@@ -185,11 +209,20 @@ class Op:
         if self.origin is None:
             object.__setattr__(self, "origin", _where_declared())
         object.__setattr__(self, "params", dict(self.params or {}))
+        if not self.base:
+            object.__setattr__(self, "base", self.name)
         roles = {r.name: r for r in self.roles}
         if isinstance(self.inputs, dict):
+            optional = {}
             for t, decl in self.inputs.items():
-                roles[t] = _input_role(where, t, decl, self.params)
-            object.__setattr__(self, "inputs", tuple(self.inputs))
+                role = _input_role(where, t, decl, self.params)
+                if isinstance(decl, Tensor) and decl.optional:
+                    _check_optional(where, t, role, self.params)
+                    optional[t] = role
+                else:
+                    roles[t] = role
+            object.__setattr__(self, "optional", optional)
+            object.__setattr__(self, "inputs", tuple(t for t in self.inputs if t not in optional))
         if isinstance(self.outputs, dict):
             dims, rows, fixed = {}, list(self.row_outputs), {}
             for t, decl in self.outputs.items():
@@ -251,6 +284,53 @@ class Op:
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
                     raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N nor an int param",
                                     fix=f"add params={{'{d}': <int>}} or use M, N or a number")
+
+        contracts = {}
+        for k, values in self.contract_params.items():
+            contracts[k] = values if isinstance(values, Contract) else Contract(tuple(values or ()))
+            if k not in self.params or self.params[k] is not None or not contracts[k].values:
+                raise SpecError(f"{where}: contract param {k!r} needs params={{{k!r}: None}} and its values",
+                                fix=f"declare params={{{k!r}: None}}, contract_params={{{k!r}: ('a', 'b')}}")
+        object.__setattr__(self, "contract_params", contracts)
+
+    def variant(self, params: Optional[dict] = None) -> "Op":
+        """The op as a kernel with these params sees it: its optional inputs that ``params`` names present (in the
+        shape the param says), the others absent. Without any present, the op itself; else a variant named
+        ``op[mask:N,sinks]``, every other field the op's own (``base`` says whose variant it is). The registry
+        (verifier.ops) holds one variant per name, so every module that looks an op up by name sees its tensors."""
+        p = {**self.params, **(params or {})}
+        for k, contract in self.contract_params.items():
+            if p.get(k) is not None and p[k] not in contract.values:
+                raise SpecError(f"op {self.name!r}: param {k}={p[k]!r} is not one of {list(contract.values)}",
+                                fix=f"declare {k} as one of {', '.join(map(repr, contract.values))} (or leave it out)")
+        present = {}
+        for t, role in self.optional.items():
+            want = p.get(t)
+            if want is None or want is False:
+                continue
+            if want is True:
+                present[t] = role
+                continue
+            dims = parse_shape(want, f"op {self.name!r}: param {t!r}") if isinstance(want, str) else None
+            full = role.dims
+            if dims is None or len(dims) > len(full) or tuple(full[len(full) - len(dims):]) != dims:
+                raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}, not a shape {t} {full} broadcasts from",
+                                fix=f"set {t}=True (shape {'x'.join(map(str, full))}), or a trailing part of it "
+                                    f"(e.g. {full[-1]!r}), or None for a kernel without {t}")
+            present[t] = Role(t, _kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
+                              dtype=role.dtype)
+        if not present:
+            return self
+        from dataclasses import replace
+
+        v = replace(self, roles=self.roles + tuple(present.values()), inputs=self.inputs + tuple(present),
+                    origin=self.origin)
+        tag = ",".join(t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
+                       for t, r in present.items())
+        for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("optional", self.optional),
+                       ("out_dims", self.out_dims), ("out_fixed", self.out_fixed)):
+            object.__setattr__(v, k, val)
+        return v
 
     @property
     def derived(self) -> bool:
@@ -315,7 +395,9 @@ class Op:
                         for t in self.inputs)
         outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
                                    if t in self.out_fixed else "") for t in self.outputs)
-        return f"{ins} -> {outs}"
+        opt = "".join(f", [{t}[{','.join(str(d) for d in r.dims)}]]" for t, r in self.optional.items()
+                      if t not in self.inputs)
+        return f"{ins}{opt} -> {outs}"
 
 
 def _input_role(where: str, name: str, decl, params: dict) -> Role:
@@ -340,6 +422,12 @@ def _input_role(where: str, name: str, decl, params: dict) -> Role:
     if t.make is not None and not callable(t.make):
         raise SpecError(f"{where}: input {name!r}: make must be a function", fix="make=fn(rng, x, params, policy)")
     return Role(name, _kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
+
+
+def _check_optional(where: str, name: str, role: Role, params: dict) -> None:
+    if name == "x" or params.get(name, "missing") is not None:
+        raise SpecError(f"{where}: optional input {name!r} needs a param of its name, default None",
+                        fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
 
 
 def _output_decl(where: str, name: str, decl) -> tuple:

@@ -24,6 +24,7 @@ from verifier.errors import SpecError, UsageError
 from verifier.gpu.probe import resolve_device
 from verifier.declare import contracts as _contracts
 from verifier.inputs.cases import cases_for, draw
+from verifier.ops import OPS
 from verifier.launch import runnable_reason
 from verifier.report.text import format_finding
 from verifier.results.levels import TABLE as LEVELS
@@ -253,7 +254,7 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None, orig
     device, v = resolved_device(config), config._verifier
     params = []
     for k in registered_kernels(config):
-        if k.op != op or (origin is not None and k.origin != origin):
+        if OPS[k.op].base != op or (origin is not None and k.origin != origin):  # a variant: its op's suite
             continue
         why = known_skip(k, step, device, v["level"]) if step else None
         variants = [((k,), k.name)] if len(names) == 1 else [((k, d), f"{k.name}-{d.tag}") for d in k.dtypes]
