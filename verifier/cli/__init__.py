@@ -295,6 +295,8 @@ def cmd_ops(args) -> int:
         budget = "derived from the reference" if op.derived else "hand-derived error model"
         where = "bundled" if any(b is op for b in BUNDLED) else f"declared at {op.origin}"
         print(f"{op.name}: {op.signature()}")
+        if op.optional:
+            print(f"    optional inputs (a param of the same name takes them): {op.optional_signature()}")
         print(f"    params: {params}; budget: {budget}; invariants: "
               f"{len(op.invariants) if isinstance(op.invariants, (list, tuple)) else 'yes' if op.invariants else 'none'}"
               f"; own cases: {len(op.cases)}; {where}")

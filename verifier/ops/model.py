@@ -395,9 +395,11 @@ class Op:
                         for t in self.inputs)
         outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
                                    if t in self.out_fixed else "") for t in self.outputs)
-        opt = "".join(f", [{t}[{','.join(str(d) for d in r.dims)}]]" for t, r in self.optional.items()
-                      if t not in self.inputs)
-        return f"{ins}{opt} -> {outs}"
+        return f"{ins} -> {outs}"
+
+    def optional_signature(self) -> str:
+        """'mask[M,N], sinks[M]': the optional inputs a kernel may declare (params of their names), or ''."""
+        return ", ".join(f"{t}[{','.join(str(d) for d in r.dims)}]" for t, r in self.optional.items())
 
 
 def _input_role(where: str, name: str, decl, params: dict) -> Role:
