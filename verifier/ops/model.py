@@ -201,6 +201,7 @@ class Op:
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
     optional: dict = field(default_factory=dict, repr=False, init=False)  # optional input name -> its Role
     base: str = field(default="", compare=False, init=False)  # a variant's op (Op.variant); else its own name
+    of: Any = field(default=None, repr=False, compare=False, init=False)  # a variant's op itself
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
@@ -298,6 +299,8 @@ class Op:
         shape the param says), the others absent. Without any present, the op itself; else a variant named
         ``op[mask:N,sinks]``, every other field the op's own (``base`` says whose variant it is). The registry
         (verifier.ops) holds one variant per name, so every module that looks an op up by name sees its tensors."""
+        if self.base != self.name:  # a variant's variant: the op's
+            return self.of.variant(params)
         p = {**self.params, **(params or {})}
         for k, contract in self.contract_params.items():
             if p.get(k) is not None and p[k] not in contract.values:
@@ -327,7 +330,7 @@ class Op:
                     origin=self.origin)
         tag = ",".join(t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
                        for t, r in present.items())
-        for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("optional", self.optional),
+        for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("of", self), ("optional", self.optional),
                        ("out_dims", self.out_dims), ("out_fixed", self.out_fixed)):
             object.__setattr__(v, k, val)
         return v
