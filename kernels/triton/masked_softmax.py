@@ -42,7 +42,7 @@ def masked_softmax_kernel(x_ptr, mask_ptr, slope_ptr, sink_ptr, y_ptr, N, stride
     s = tl.sum(e, 0)
     if SINKS:
         s = s + tl.exp(sink - m)
-    y = tl.where(s > 0, e / s, 0.0)
+    y = tl.where(s == 0.0, 0.0, e / s)  # NaN (a NaN logit) propagates; only a row with nothing live is 0
     tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=inb)
 
 

@@ -78,6 +78,15 @@ KERNELS = [
     _t("defect-triton-fused-add-rmsnorm-truncates-bf16", "fused_add_rmsnorm", "rounding_defects.py",
        "launch_truncating", "fused add + RMSNorm converting fp32 to bf16 by clearing the low 16 bits", dts=BF16,
        supports=max_row(16384, None, what="one block's registers")),
+    # softmax with extra inputs (twin: triton-masked-softmax, kernels/triton/masked_softmax_spec.py)
+    *(TritonKernel(name=n, op="softmax", module="masked_softmax_defects.py", launcher=fn, dtypes=LS_DTS,
+                   math_mode="triton_approx", expectations=_DET, supports=_ONE_ROW, description=d,
+                   params={"scale": 0.125, "mask": "MxN", "causal": True, "masked_rows": "zeros"})
+      for n, fn, d in (
+          ("defect-triton-masked-softmax-causal-off-by-one", "launch_causal_off_by_one",
+           "causal mask with '>=': the diagonal is masked (row i attends to j < i)"),
+          ("defect-triton-masked-softmax-nan-rows", "launch_masked_rows_nan",
+           "no guard for a fully masked row: -inf - -inf = NaN where zeros are declared"))),
 ]
 
 DEFECTS = {
@@ -147,4 +156,12 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
+    "defect-triton-masked-softmax-causal-off-by-one": {
+        "caught_by": "value", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "causal mask off by one column ('>=' for '>'): the diagonal masked, row 0 fully masked",
+        "exposing_input": "sm_causal_triangle"},
+    "defect-triton-masked-softmax-nan-rows": {
+        "caught_by": "nan-inf", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "a fully masked row gives NaN (0/0) where the kernel declares zeros (masked_rows='zeros')",
+        "exposing_input": "sm_mask_full_rows"},
 }
