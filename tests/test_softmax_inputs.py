@@ -1,0 +1,122 @@
+"""The softmax family's extra inputs: optional inputs on the public Op (variants), the references' semantics
+(scale, causal, mask, softcap, ALiBi, sinks), the masked_rows contract (undeclared: a warning), the budget."""
+import numpy as np
+import pytest
+import torch
+
+from references import reference
+from verifier.errors import SpecError
+from verifier.judge import Criteria, judge
+from verifier.ops import OPS, variant_for
+from verifier.spec import CallableKernel, Op, Tensor, dtypes
+
+P = {"mask": "MxN", "causal": True, "scale": 0.5}
+
+
+def _inputs(M=6, N=8, seed=0, dead_row=2):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    mask = np.where(rng.random((M, N)) < 0.3, -np.inf, 0).astype(np.float32)
+    mask[:, 0] = 0
+    if dead_row is not None:
+        mask[dead_row] = -np.inf
+    return {"x": x, "mask": mask}
+
+
+def _torch(xs, p, zeros=False):
+    z = torch.tensor(xs["x"], dtype=torch.float64) * p.get("scale", 1.0) + torch.tensor(xs["mask"], dtype=torch.float64)
+    M, N = z.shape
+    z = z.masked_fill(torch.ones(M, N, dtype=torch.bool).triu(1), float("-inf"))
+    y = torch.softmax(z, -1)
+    return (torch.nan_to_num(y, nan=0.0) if zeros else y).float().numpy()
+
+
+def test_default_op_is_unchanged_and_optional_inputs_make_a_variant():
+    sm = OPS["softmax"]
+    assert sm.inputs == ("x",) and sm.signature() == "x[M,N] -> y[M,N]"
+    name = variant_for("softmax", {"mask": "N"})
+    assert name == "softmax[mask:N]" and OPS[name].inputs == ("x", "mask") and OPS[name].base == "softmax"
+    assert OPS[name].shape_of("mask", 4, 8) == (8,)
+    assert variant_for("softmax", {"scale": 2.0}) == "softmax"  # params alone keep the op
+    with pytest.raises(SpecError, match="broadcasts from"):
+        OPS["softmax"].variant({"mask": "M"})
+    with pytest.raises(SpecError, match="masked_rows"):
+        OPS["softmax"].variant({"masked_rows": "zero"})
+
+
+def test_reference_follows_torch_composition_and_the_contract():
+    xs = _inputs()
+    name = variant_for("softmax", P)
+    r = reference(name, xs, P, "float32")
+    want = _torch(xs, P)
+    assert np.isnan(r.rounded["y"][2]).all() and np.isnan(r.rounded["y"][0]).sum() == 0
+    np.testing.assert_allclose(np.nan_to_num(r.rounded["y"]), np.nan_to_num(want), rtol=1e-6, atol=1e-7)
+    rz = reference(name, xs, {**P, "masked_rows": "zeros"}, "float32")
+    assert (rz.rounded["y"][2] == 0).all()
+    # causal: row 0 keeps column 0 only (the triangle's first row); the mask keeps column 0 too
+    assert rz.rounded["y"][0, 0] == 1.0 and (rz.rounded["y"][0, 1:] == 0).all()
+
+
+@pytest.mark.parametrize("declared,zeros,ok,warns", [
+    (None, False, True, True), (None, True, True, True), ("zeros", True, True, False), ("zeros", False, False, False),
+    ("nan", True, False, False), ("nan", False, True, False)])
+def test_masked_rows_contract(declared, zeros, ok, warns):
+    xs = _inputs()
+    name = variant_for("softmax", P)
+    p = {**OPS[name].params, **P, "masked_rows": declared}
+    v = judge(Criteria(op=name, dtypes=dtypes("f32"), params=p), xs, {"y": _torch(xs, P, zeros)})
+    assert v.ok == ok
+    assert bool(v.undeclared) == warns
+    if warns:
+        assert "masked_rows" in v.undeclared[0] and ("'zeros'" if zeros else "'nan'") in v.undeclared[0]
+
+
+def test_no_dead_row_no_warning():
+    xs = _inputs(dead_row=None)
+    name = variant_for("softmax", P)
+    v = judge(Criteria(op=name, dtypes=dtypes("f32"), params={**OPS[name].params, **P}), xs, {"y": _torch(xs, P)})
+    assert v.ok and not v.undeclared
+
+
+def test_scale_applied_to_the_max_only_is_caught():
+    """exp(x·s - max(x)·s) vs exp(x - max)·... : a kernel scaling only the max is over budget."""
+    xs = _inputs(dead_row=None)
+    p = {"scale": 0.125, "mask": "MxN", "causal": True, "masked_rows": "nan"}
+    name = variant_for("softmax", p)
+    z = torch.tensor(xs["x"], dtype=torch.float64) + torch.tensor(xs["mask"], dtype=torch.float64)
+    z = z.masked_fill(torch.ones(6, 8, dtype=torch.bool).triu(1), float("-inf"))
+    bad = torch.softmax(z, -1).float().numpy()  # scale forgotten in the exponent
+    v = judge(Criteria(op=name, dtypes=dtypes("f32"), params={**OPS[name].params, **p}), xs, {"y": bad})
+    assert not v.ok
+
+
+def test_softcap_sinks_alibi_reference():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 16)) * 100).astype(np.float32)
+    sl, sk = np.full(4, 0.25, np.float32), rng.standard_normal(4).astype(np.float32)
+    p = {"softcap": 30.0, "alibi_slopes": True, "sinks": True, "causal": True, "causal_offset": 2}
+    name = variant_for("softmax", p)
+    r = reference(name, {"x": x, "alibi_slopes": sl, "sinks": sk}, p, "float32")
+    z = 30.0 * np.tanh(x.astype(np.float64) / 30.0)
+    i, j = np.arange(4)[:, None] + 2, np.arange(16)[None, :]
+    z = np.where(j > i, -np.inf, z - 0.25 * np.abs(i - j))
+    zc = np.concatenate([z, sk.astype(np.float64)[:, None]], 1)
+    want = np.exp(zc - zc.max(1, keepdims=True))
+    want = (want / want.sum(1, keepdims=True))[:, :16]
+    np.testing.assert_allclose(r.exact["y"], want, rtol=1e-12, atol=1e-300)
+    assert r.exact["y"].sum(1).max() < 1  # the sink holds some mass
+
+
+def test_user_op_with_an_optional_input():
+    def ref(inputs, params):
+        x = inputs["x"]
+        return {"y": x + inputs["b"] if "b" in inputs else x}
+
+    op = Op("add_opt_bias_t", inputs={"x": "MxN", "b": Tensor("N", role="bias", optional=True)}, outputs={"y": "MxN"},
+            params={"b": None}, reference=ref)
+    assert op.inputs == ("x",) and "b" in op.optional
+    k = CallableKernel(name="add-opt-bias", op=op, fn=lambda i, o, p, d: {"y": i["x"] + i["b"]},
+                       dtypes=[dtypes("f32")], params={"b": True})
+    assert OPS[k.op].inputs == ("x", "b") and k.op == "add_opt_bias_t[b]"
+    with pytest.raises(SpecError, match="param of its name"):
+        Op("bad_opt_t", inputs={"x": "MxN", "b": Tensor("N", optional=True)}, outputs={"y": "MxN"}, reference=ref)
