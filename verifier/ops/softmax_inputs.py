@@ -150,17 +150,6 @@ def fully_masked(z: np.ndarray, xs: dict) -> np.ndarray:
     return dead
 
 
-def extra_bytes(M: int, N: int, dt, params: dict) -> int:
-    """Bytes the optional inputs add to a kernel's traffic (the mask in the input dtype, slopes and sinks f32)."""
-    from verifier import dtypes as _dt
-
-    n = 0
-    if params.get("mask"):
-        n += (N if params["mask"] == "N" else M * N) * _dt.numpy_dtype(dt.input).itemsize
-    n += 4 * M * (bool(params.get("alibi_slopes")) + bool(params.get("sinks")))
-    return n
-
-
 # --------------------------------------------------------------------------- adversarial cases
 
 def _randn(scale: float = 1.0):
