@@ -42,7 +42,12 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
     import torch
     import torch.nn.functional as F
 
+    from verifier.ops import get_op
+
+    op = get_op(op).base  # a variant (softmax[mask]): its op, on the logits its params say
     x = inputs["x"].float()
+    if op in ("softmax", "log_softmax"):
+        x = _logits(x, inputs, params)
     if op == "fused_add_rmsnorm":
         x = x + inputs["residual"].float()
     if op in ("rmsnorm", "fused_add_rmsnorm"):
@@ -61,6 +66,26 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
+
+
+def _logits(x, inputs, params):
+    """The softmax family's extra inputs and params as a test would write them (verifier/ops/softmax_inputs.py)."""
+    import torch
+
+    M, N = x.shape
+    z = x * params.get("scale", 1.0)
+    if params.get("softcap"):
+        z = params["softcap"] * torch.tanh(z / params["softcap"])
+    rows = torch.arange(M, device=x.device)
+    i = ((rows % params["q_len"] if params.get("q_len") else rows) + params.get("causal_offset", 0))[:, None]
+    j = torch.arange(N, device=x.device)[None, :]
+    if "alibi_slopes" in inputs:
+        z = z - inputs["alibi_slopes"].float()[:, None] * (i - j).abs().float()
+    if "mask" in inputs:
+        z = z + inputs["mask"].float()
+    if params.get("causal"):
+        z = z.masked_fill(j > i, float("-inf"))
+    return z
 
 
 def _one(spec, run, dt, M, N, device):

@@ -86,7 +86,9 @@ KERNELS = [
           ("defect-triton-masked-softmax-causal-off-by-one", "launch_causal_off_by_one",
            "causal mask with '>=': the diagonal is masked (row i attends to j < i)"),
           ("defect-triton-masked-softmax-nan-rows", "launch_masked_rows_nan",
-           "no guard for a fully masked row: -inf - -inf = NaN where zeros are declared"))),
+           "no guard for a fully masked row: -inf - -inf = NaN where zeros are declared"),
+          ("defect-triton-masked-softmax-max-before-mask", "launch_max_before_mask",
+           "the row max taken over x·scale before the mask is added"))),
 ]
 
 DEFECTS = {
@@ -164,4 +166,9 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-masked-softmax", "device": "cpu",
         "pitfall": "a fully masked row gives NaN (0/0) where the kernel declares zeros (masked_rows='zeros')",
         "exposing_input": "sm_mask_full_rows"},
+    "defect-triton-masked-softmax-max-before-mask": {
+        "caught_by": "value", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "the row max taken before the mask is added: a masked column holding the largest logit "
+                   "underflows every live exp (wrong or 0/0 on large logits; exact on randn)",
+        "exposing_input": "sm_huge_logits"},
 }
