@@ -120,3 +120,35 @@ def test_user_op_with_an_optional_input():
     assert OPS[k.op].inputs == ("x", "b") and k.op == "add_opt_bias_t[b]"
     with pytest.raises(SpecError, match="param of its name"):
         Op("bad_opt_t", inputs={"x": "MxN", "b": Tensor("N", optional=True)}, outputs={"y": "MxN"}, reference=ref)
+
+
+def _zeros_rows_kernel(inputs, outputs, params, dt):
+    z = inputs["x"].float() * params["scale"] + inputs["mask"].float()
+    n = z.shape[1]
+    z = z.masked_fill(torch.ones(z.shape[0], n, dtype=torch.bool).triu(1), float("-inf"))
+    return {"y": torch.nan_to_num(torch.softmax(z, -1), nan=0.0).to(inputs["x"].dtype)}
+
+
+@pytest.mark.parametrize("declared,verdict", [(None, "warning"), ("zeros", "pass"), ("nan", "nan-inf")])
+def test_battery_judges_the_contract_on_the_full_rows_case(declared, verdict):
+    """One input through the battery (run_case): the case's mask maker draws fully masked rows; the kernel writes
+    zeros there. Undeclared: a warning naming masked_rows; declared zeros: clean; declared nan: a nan-inf finding."""
+    from verifier.battery.values import run_case
+    from verifier.inputs.cases import cases_for
+    from verifier.results.options import Options, derived_seed
+
+    extra = {} if declared is None else {"masked_rows": declared}
+    k = CallableKernel(name=f"zeros-rows-{declared}", op="softmax", fn=_zeros_rows_kernel, dtypes=[dtypes("f32")],
+                       params={"scale": 0.125, "mask": "MxN", "causal": True, **extra})
+    dt = k.dtypes[0]
+    case = next(c for c in cases_for(k, dt, "ci") if c.name == "sm_mask_full_rows")
+    xs = case.make(np.random.default_rng(derived_seed(0, k.name, dt.tag, case.name)), dt, k.op, k.op_params())
+    assert np.isneginf(xs["mask"][0]).all()  # the case's full rows
+    report = run_case(k, dt, case.name, xs, Options(level="ci", device="cpu"))
+    got = [(f.check, f.severity) for f in report.findings]
+    if verdict == "pass":
+        assert got == []
+    elif verdict == "warning":
+        assert got == [("value", "warning")] and "masked_rows" in report.findings[0].message
+    else:
+        assert ("nan-inf", "error") in got
