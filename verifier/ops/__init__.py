@@ -17,6 +17,10 @@ cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore
                                                                           label_dtype='int64'
 ===================  =======================  ==========================  =====================
 
+softmax, log_softmax and online_softmax_stats also take attention's score transforms (verifier.ops.softmax_inputs):
+params scale, softcap, causal, causal_offset, q_len (and masked_rows, a contract, for the first two) and the optional
+inputs mask[M,N] / mask[N], alibi_slopes[M], sinks[M], present in a kernel's variant of the op (``Op.variant``).
+
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
