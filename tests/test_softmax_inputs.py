@@ -152,3 +152,16 @@ def test_battery_judges_the_contract_on_the_full_rows_case(declared, verdict):
         assert got == [("value", "warning")] and "masked_rows" in report.findings[0].message
     else:
         assert ("nan-inf", "error") in got
+
+
+def test_q_len_rows_and_bottom_right_alignment():
+    """Rows are (heads, queries) flattened: row r is query r mod q_len; causal_offset = N - q_len is FlashAttention's
+    bottom-right alignment (the last query sees every key)."""
+    from verifier.ops.softmax_inputs import causal_masked
+
+    M, N, q = 8, 6, 4
+    m = causal_masked(M, N, {"causal": True, "q_len": q, "causal_offset": N - q})
+    keep = (~m).sum(1)
+    assert keep.tolist() == [3, 4, 5, 6, 3, 4, 5, 6]
+    top_left = causal_masked(M, N, {"causal": True})  # PyTorch is_causal: row i keeps 0..i
+    assert (~top_left).sum(1).tolist() == [1, 2, 3, 4, 5, 6, 6, 6]

@@ -24,7 +24,7 @@ def masked_softmax_kernel(x_ptr, mask_ptr, slope_ptr, sink_ptr, y_ptr, N, stride
     if SOFTCAP:
         t = z / softcap
         z = softcap * (1.0 - 2.0 / (tl.exp(2.0 * t) + 1.0))
-    qi = row % q_len if q_len > 0 else row
+    qi = tl.where(q_len > 0, row % tl.maximum(q_len, 1), row)  # a select: q_len is a runtime scalar
     if ALIBI:
         slope = tl.load(slope_ptr + row).to(tl.float32)
         z = z - slope * tl.abs((qi + offset - cols).to(tl.float32))
