@@ -118,6 +118,11 @@ def test_user_op_with_an_optional_input():
     k = CallableKernel(name="add-opt-bias", op=op, fn=lambda i, o, p, d: {"y": i["x"] + i["b"]},
                        dtypes=[dtypes("f32")], params={"b": True})
     assert OPS[k.op].inputs == ("x", "b") and k.op == "add_opt_bias_t[b]"
+    from verifier.judge import check_output
+
+    x, b = np.arange(15, dtype=np.float32).reshape(3, 5) / 7, np.linspace(-1, 1, 5).astype(np.float32)
+    assert check_output(k.op, {"x": x, "b": b}, x + b, dtypes("f32"), params={"b": True}).ok  # derived budget
+    assert not check_output(k.op, {"x": x, "b": b}, x, dtypes("f32"), params={"b": True}).ok  # the bias ignored
     with pytest.raises(SpecError, match="param of its name"):
         Op("bad_opt_t", inputs={"x": "MxN", "b": Tensor("N", optional=True)}, outputs={"y": "MxN"}, reference=ref)
 
