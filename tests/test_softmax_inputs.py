@@ -170,3 +170,12 @@ def test_q_len_rows_and_bottom_right_alignment():
     assert keep.tolist() == [3, 4, 5, 6, 3, 4, 5, 6]
     top_left = causal_masked(M, N, {"causal": True})  # PyTorch is_causal: row i keeps 0..i
     assert (~top_left).sum(1).tolist() == [1, 2, 3, 4, 5, 6, 6, 6]
+
+
+def test_a_variant_is_found_by_its_name():
+    from verifier.inputs.catalogue import catalogue
+
+    names = {c.name for c in catalogue("softmax[mask:N]")}
+    assert {"sm_mask_full_rows", "sm_mask_all_but_last", "sm_causal_triangle"} <= names
+    assert "sm_mask_full_rows" not in {c.name for c in catalogue("softmax")}  # needs a mask
+    assert "softmax[sinks]" in OPS and "softmax[bogus]" not in OPS

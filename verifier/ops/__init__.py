@@ -54,13 +54,24 @@ class _Registry(dict):
     variants: dict = {}
 
     def __missing__(self, name):
+        if name not in self.variants and isinstance(name, str) and name.endswith("]") and "[" in name:
+            base, _, tags = name[:-1].partition("[")  # 'softmax[mask:N,sinks]', as Op.variant names it
+            if dict.__contains__(self, base) and tags:
+                params = dict((t.partition(":")[0], t.partition(":")[2] or True) for t in tags.split(","))
+                if set(params) <= set(dict.__getitem__(self, base).optional):
+                    variant_for(base, params)
         return self.variants[name]
 
-    def get(self, name, default=None):
-        return dict.get(self, name, self.variants.get(name, default))
-
     def __contains__(self, name):
-        return dict.__contains__(self, name) or name in self.variants
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
 
 
 OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
