@@ -39,7 +39,8 @@ from verifier.ops import (
 )
 from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
 
-__all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
+__all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
+           "register"]
 
 OpDef = Op  # the older name
 

@@ -95,8 +95,8 @@ class Role:
 @dataclass(frozen=True)
 class OpCase:
     """An adversarial case only this op has: (name, exposes, M at 'ci', N, sampler factory of x,
-    dtype_ok, M is the point, label policy, at the 'quick' level, the optional inputs it needs). ``sampler(rng)`` returns a function
-    ``draw(shape, dtype) -> float64 array`` (verifier.inputs.strategies has the bundled ones)."""
+    dtype_ok, M is the point, label policy, at the 'quick' level, the optional inputs it needs). ``sampler(rng)``
+    returns a function ``draw(shape, dtype) -> float64 array`` (verifier.inputs.strategies has the bundled ones)."""
 
     name: str
     exposes: str

@@ -37,7 +37,8 @@ def _launch(inputs, outputs, params, off_by_one=False, nan_rows=False, max_befor
     M, N = x.shape
     block = triton.next_power_of_2(N)
     return _kernel[(M,)](x, mask, y, N, x.stride(0), mask.stride(0), y.stride(0), float(params["scale"]),
-                         OFF_BY_ONE=off_by_one, NAN_ROWS=nan_rows, MAX_BEFORE_MASK=max_before_mask, BLOCK=block, num_warps=max(1, min(16, block // 256)))
+                         OFF_BY_ONE=off_by_one, NAN_ROWS=nan_rows, MAX_BEFORE_MASK=max_before_mask, BLOCK=block,
+                         num_warps=max(1, min(16, block // 256)))
 
 
 def launch_causal_off_by_one(inputs, outputs, params, dtypes):
