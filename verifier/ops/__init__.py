@@ -15,6 +15,8 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
+                                              indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -32,8 +34,9 @@ from verifier.ops import (
     reduce_sum,
     rmsnorm,
     softmax,
+    topk_softmax,
 )
-from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
+from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op
 
 __all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
 
@@ -41,6 +44,7 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+BUNDLED += (topk_softmax.OPDEF,)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

@@ -23,6 +23,7 @@ _TILE64 = max_row(65536, "triton-online-softmax (4096-column tiles)")
 _ONE_ROW = max_row(65536, None, what="the one-block limit")
 BF16 = [dtypes("bf16")]
 LS_DTS = [dtypes("f32"), dtypes("bf16")]
+_ROUTE_IO = [dtypes("f32"), dtypes("bf16", "f32")]  # routing: logits f32 / bf16, values f32
 
 KERNELS = [
     TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
@@ -78,6 +79,17 @@ KERNELS = [
     _t("defect-triton-fused-add-rmsnorm-truncates-bf16", "fused_add_rmsnorm", "rounding_defects.py",
        "launch_truncating", "fused add + RMSNorm converting fp32 to bf16 by clearing the low 16 bits", dts=BF16,
        supports=max_row(16384, None, what="one block's registers")),
+    # routing_defects.py: MoE routing (topk_softmax); twins in kernels/triton/routing_spec.py
+    *(TritonKernel(name=name, op="topk_softmax", module="routing_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params={"k": 8, **p}, expectations=_DET, description=description,
+                   supports=lambda M, N, dt: f"E={N} < k=8" if N < 8 else f"E={N} > 4096" if N > 4096 else None)
+      for name, launcher, dts, p, description in (
+          ("defect-triton-topk-renorm-over-e", "launch_renorm_over_e", [dtypes("bf16", "f32")],
+           {"renormalize": True, "index_dtype": "int64"}, "top-8 values divided by the sum of all E gates"),
+          ("defect-triton-topk-no-max-sub", "launch_no_max_sub", _ROUTE_IO, {},
+           "softmax gates as exp(x) / sum(exp(x)), no max subtraction"),
+          ("defect-triton-topk-tail-lost", "launch_tail_lost", _ROUTE_IO, {},
+           "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"))),
 ]
 
 DEFECTS = {
@@ -147,4 +159,19 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
+    "defect-triton-topk-renorm-over-e": {
+        "caught_by": "value", "twin": "triton-topk-softmax-renorm", "device": "cpu",
+        "pitfall": "MoE routing renormalized over all E gates instead of the k picked: the values stay the plain "
+                   "softmax, not summing to 1",
+        "exposing_input": "normal_small"},
+    "defect-triton-topk-no-max-sub": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing softmax without max subtraction: exp(x) overflows past 88.7, inf / inf = NaN gates: the "
+                   "largest experts are lost from the picks",
+        "exposing_input": "topk_wide_logits"},
+    "defect-triton-topk-tail-lost": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing kernel laid out for E a multiple of 32: the last E % 32 experts are never read, picks "
+                   "and gates wrong for E = 60",
+        "exposing_input": "topk_e60"},
 }
