@@ -58,6 +58,12 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = x.sum(-1)
     elif op == "cross_entropy":
         y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    elif op == "merge_attn_states":  # the merge in float32 torch, in the declared base
+        la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
+        m = torch.maximum(la, lb)
+        pw = torch.exp if params["lse_base"] == "e" else torch.exp2
+        wa, wb = pw(la - m), pw(lb - m)
+        y = x * (wa / (wa + wb))[:, None] + inputs["v_b"].float() * (wb / (wa + wb))[:, None]
     elif op == "topk_softmax":  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: below)
         y = torch.topk(torch.softmax(x, -1) if params["gate"] == "softmax" else torch.sigmoid(x), int(params["k"]))[0]
         y = y / y.sum(-1, keepdim=True) if params["renormalize"] else y
@@ -82,7 +88,8 @@ def _one(spec, run, dt, M, N, device):
     params = spec.op_params()
     inputs = {t: (torch.randint(N, op.shape_of(t, M, N), generator=gen,  # integer roles: class labels in [0, N)
                                 dtype=_dt.torch_dtype(op.input_dtype(t, dt, params))) if op.role(t).kind == "labels"
-                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt)).to(device) for t in op.inputs}
+                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(  # a fixed dtype (an lse): its own
+                      _dt.torch_dtype(op.role(t).dtype) if op.role(t).dtype else in_dt)).to(device) for t in op.inputs}
     out = op.outputs[0]
     shape = op.shape_of(out, M, N, params)
     n, slack = int(torch.Size(shape).numel()), 1 << 16

@@ -57,6 +57,18 @@ def _topk_softmax(inputs, outputs, params, dt):
     return {"values": values, "indices": indices.to(getattr(torch, params["index_dtype"]))}
 
 
+def _merge_attn_states(inputs, outputs, params, dt):
+    # vLLM's / FlashInfer's arithmetic in torch: weights from the lse difference to the max, in float32.
+    la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
+    m = torch.maximum(la, lb)
+    exp = torch.exp if params["lse_base"] == "e" else torch.exp2
+    wa, wb = exp(la - m), exp(lb - m)
+    s = wa + wb
+    v = inputs["x"].float() * (wa / s)[:, None] + inputs["v_b"].float() * (wb / s)[:, None]
+    lse = m + (torch.log(s) if params["lse_base"] == "e" else torch.log2(s))
+    return {"v": v.to(inputs["x"].dtype), "lse": lse}
+
+
 def _k_le_e(M, N, dt):
     # Routers have tens to a few thousand experts; longer rows only cost the CPU suites time.
     return f"E={N} < k=8: no top 8" if N < 8 else f"E={N} > 4096 experts" if N > 4096 else None
@@ -89,4 +101,9 @@ KERNELS = [
     CallableKernel(name="torch-topk-softmax-renorm", op="topk_softmax", fn=_topk_softmax, dtypes=[dtypes("bf16", "f32")],
                    params={"renormalize": True}, supports=_k_le_e,
                    description="softmax, torch.topk(k=8), values / values.sum(-1)"),
+    CallableKernel(name="torch-merge-attn-states", op="merge_attn_states", fn=_merge_attn_states, dtypes=FLOAT_IO,
+                   description="the merge in torch, float32 weights from exp(lse - max): the unfused composition"),
+    CallableKernel(name="torch-merge-attn-states-base2", op="merge_attn_states", fn=_merge_attn_states,
+                   dtypes=[dtypes("bf16")], params={"lse_base": "2"},
+                   description="the merge with log2-sum-exp2 states (FlashInfer's convention), exp2 / log2"),
 ]

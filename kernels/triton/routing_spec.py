@@ -36,3 +36,4 @@ KERNELS = [
     _routing("triton-topk-softmax-high-ties", launcher="launch_high_ties", dts=[dtypes("bf16", "f32")],
              description="softmax, top 8, ties broken toward the larger index (a right choice too)"),
 ]
+

@@ -17,6 +17,8 @@ cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore
                                                                           label_dtype='int64'
 topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
                                               indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
+merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
+                     v_b[M,N], lse_b[M]
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -30,6 +32,7 @@ from verifier.ops import (
     fused_add_rmsnorm,
     layernorm,
     log_softmax,
+    merge_attn_states,
     online_softmax_stats,
     reduce_sum,
     rmsnorm,
@@ -44,7 +47,7 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
-BUNDLED += (topk_softmax.OPDEF,)
+BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

@@ -90,6 +90,17 @@ KERNELS = [
            "softmax gates as exp(x) / sum(exp(x)), no max subtraction"),
           ("defect-triton-topk-tail-lost", "launch_tail_lost", _ROUTE_IO, {},
            "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"))),
+    # merge_states_defects.py: attention-state merge (merge_attn_states); twins in kernels/triton/merge_states_spec.py
+    *(TritonKernel(name=name, op="merge_attn_states", module="merge_states_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params=p, expectations=_DET, description=description,
+                   supports=max_row(8192, None, what="one block per row"))
+      for name, launcher, dts, p, description in (
+          ("defect-triton-merge-mixed-base", "launch_mixed_base", BF16, {"lse_base": "2", "empty": "zero"},
+           "base-2 states weighted with exp (base e)"),
+          ("defect-triton-merge-no-max-sub", "launch_no_max_sub", [dtypes("f32"), dtypes("bf16")], {},
+           "weights exp(lse) without the max subtracted"),
+          ("defect-triton-merge-unguarded-empty", "launch_unguarded_empty", BF16, {"lse_base": "2", "empty": "zero"},
+           "promises v = 0, lse = -inf for two empty states, merges -inf - -inf = NaN"))),
 ]
 
 DEFECTS = {
@@ -174,4 +185,17 @@ DEFECTS = {
         "pitfall": "routing kernel laid out for E a multiple of 32: the last E % 32 experts are never read, picks "
                    "and gates wrong for E = 60",
         "exposing_input": "topk_e60"},
+    "defect-triton-merge-mixed-base": {
+        "caught_by": "value", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "attention-state merge of base-2 lse (FlashInfer's log2-sum-exp2) weighted with exp: wrong weights "
+                   "wherever the two lse differ",
+        "exposing_input": "normal_small"},
+    "defect-triton-merge-no-max-sub": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states", "device": "cpu",
+        "pitfall": "attention-state merge without the max subtracted: exp(lse) overflows past 88.7, inf / inf = NaN",
+        "exposing_input": "merge_big_lse"},
+    "defect-triton-merge-unguarded-empty": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "two empty states (both lse -inf) merged as -inf - -inf = NaN where v = 0, lse = -inf was declared",
+        "exposing_input": "merge_both_neg_inf"},
 }
