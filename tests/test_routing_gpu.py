@@ -1,5 +1,5 @@
-"""The routing-family CUDA kernels on a GPU (kernels/cuda/routing_spec.py): each passes its whole battery at the
-'ci' level (values, tie-aware picks, invariants, poison and guards, determinism), and on exact ties picks the
+"""The routing-family CUDA kernels on a GPU (kernels/cuda/routing_spec.py, merge_states_spec.py): each passes its
+whole battery at the 'ci' level (values, tie-aware picks, invariants, poison and guards, determinism), and on exact ties picks the
 smaller index as vLLM's kernel does (a right choice the tie-aware comparison must accept)."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ _REASON = gpu_and_nvcc_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
 
 ROUTING = ROOT / "kernels" / "cuda" / "routing_spec.py"
+MERGE = ROOT / "kernels" / "cuda" / "merge_states_spec.py"
 
 
 def _specs(path):
@@ -23,12 +24,16 @@ def _specs(path):
     return {k.name: k for k in load_spec_file(path)}
 
 
-@pytest.mark.parametrize("name", sorted(_specs(ROUTING)) if _REASON is None else ["cuda-topk-softmax"])
-def test_routing_cuda_kernel_passes_its_battery(name):
+_ALL = [(ROUTING, n) for n in ("cuda-topk-softmax", "cuda-topk-softmax-renorm-i64", "cuda-topk-sigmoid-k1")] + \
+       [(MERGE, n) for n in ("cuda-merge-attn-states", "cuda-merge-attn-states-base2-zero")]
+
+
+@pytest.mark.parametrize("path,name", _ALL, ids=[n for _, n in _ALL])
+def test_routing_family_cuda_kernel_passes_its_battery(path, name):
     from verifier.battery import check_kernel
     from verifier.results.options import Options
 
-    report = check_kernel(_specs(ROUTING)[name], Options(level="ci", device="cuda"))
+    report = check_kernel(_specs(path)[name], Options(level="ci", device="cuda"))
     assert report.verdict == "pass", "\n".join(f"{f.check} {f.dtype} {f.input}: {f.message}" for f in report.findings)
 
 
