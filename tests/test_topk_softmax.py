@@ -168,8 +168,7 @@ def _check(spec_path, name, case, dtype):
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
 def test_high_tie_break_kernel_passes_and_twins_are_caught_with_their_message():
     defects = REPO / "kernels" / "defects" / "triton" / "defects.py"
-    ok = _check(REPO / "kernels" / "triton" / "routing_spec.py", "triton-topk-softmax-high-ties", "topk_exact_ties",
-                "bf16tof32")
+    ok = _check(defects, "triton-topk-softmax-high-ties", "topk_exact_ties", "bf16tof32")
     assert ok.verdict == "pass", [f.message for f in ok.findings]
     tail = [f.message for f in _check(defects, "defect-triton-topk-tail-lost", "topk_e60", "f32").findings]
     assert any("picks wrong (tie-aware)" in m and "is not in the top k" in m for m in tail), tail

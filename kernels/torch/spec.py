@@ -69,6 +69,11 @@ def _merge_attn_states(inputs, outputs, params, dt):
     return {"v": v.to(inputs["x"].dtype), "lse": lse}
 
 
+def _head_dim(M, N, dt):
+    # Attention heads are 64-512 wide; longer rows only cost the CPU suites time.
+    return f"N={N} > 8192: not a head dimension" if N > 8192 else None
+
+
 def _k_le_e(M, N, dt):
     # Routers have tens to a few thousand experts; longer rows only cost the CPU suites time.
     return f"E={N} < k=8: no top 8" if N < 8 else f"E={N} > 4096 experts" if N > 4096 else None
@@ -101,9 +106,7 @@ KERNELS = [
     CallableKernel(name="torch-topk-softmax-renorm", op="topk_softmax", fn=_topk_softmax, dtypes=[dtypes("bf16", "f32")],
                    params={"renormalize": True}, supports=_k_le_e,
                    description="softmax, torch.topk(k=8), values / values.sum(-1)"),
-    CallableKernel(name="torch-merge-attn-states", op="merge_attn_states", fn=_merge_attn_states, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-merge-attn-states", op="merge_attn_states", fn=_merge_attn_states,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], supports=_head_dim,
                    description="the merge in torch, float32 weights from exp(lse - max): the unfused composition"),
-    CallableKernel(name="torch-merge-attn-states-base2", op="merge_attn_states", fn=_merge_attn_states,
-                   dtypes=[dtypes("bf16")], params={"lse_base": "2"},
-                   description="the merge with log2-sum-exp2 states (FlashInfer's convention), exp2 / log2"),
 ]

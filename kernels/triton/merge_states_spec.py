@@ -6,7 +6,7 @@ _DET = Expectations(deterministic=True)
 _MERGE_ROWS = max_row(8192, None, what="one block per row")
 KERNELS = [
     TritonKernel(name="triton-merge-attn-states", op="merge_attn_states", module="merge_states.py", launcher="launch",
-                 dtypes=[dtypes("f32"), dtypes("bf16")], math_mode="triton_approx", supports=_MERGE_ROWS,
+                 dtypes=[dtypes("bf16")], math_mode="triton_approx", supports=_MERGE_ROWS,
                  expectations=_DET, description="BLOCK_M rows a program, lse in base e, both empty: NaN"),
     TritonKernel(name="triton-merge-attn-states-base2-zero", op="merge_attn_states", module="merge_states.py",
                  launcher="launch", dtypes=[dtypes("bf16")], math_mode="triton_approx", supports=_MERGE_ROWS,

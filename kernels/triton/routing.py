@@ -4,9 +4,6 @@ fp32 math whatever the logits' dtype. Gates: softmax over all E (the row max sub
 rounds of an argmax (the largest gate, the smallest index among equal ones, as vLLM's kernel breaks ties), each
 pick removed before the next; the k values are kept in registers and, renormalized, divided by their sum before
 one store. A NaN gate is picked after every number (any distinct picks are right in such a row).
-
-``launch_high_ties`` breaks ties toward the larger index instead: as right as the other (the op's contract leaves
-the tie-break free), the must-pass control of the tie-aware comparison.
 """
 import triton
 import triton.language as tl
@@ -17,7 +14,7 @@ MAX_E = 4096  # one block of fp32 per row; routers have 8-512 experts
 @triton.jit
 def topk_softmax_kernel(x_ptr, values_ptr, indices_ptr, M, E, stride_x, stride_v, stride_i,
                         K: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr,
-                        SIGMOID: tl.constexpr, RENORMALIZE: tl.constexpr, HIGH_TIES: tl.constexpr):
+                        SIGMOID: tl.constexpr, RENORMALIZE: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M).to(tl.int64)
     cols = tl.arange(0, BLOCK_E)
     live_row = rows < M
@@ -38,10 +35,7 @@ def topk_softmax_kernel(x_ptr, values_ptr, indices_ptr, M, E, stride_x, stride_v
     for j in tl.static_range(K):
         best = tl.max(key, 1)
         hit = key == best[:, None]
-        if HIGH_TIES:
-            pick = tl.max(tl.where(hit, cols[None, :], -1), 1)
-        else:
-            pick = tl.min(tl.where(hit, cols[None, :], BLOCK_E), 1)
+        pick = tl.min(tl.where(hit, cols[None, :], BLOCK_E), 1)
         chosen = cols[None, :] == pick[:, None]
         gate = tl.sum(tl.where(chosen, g, 0.0), 1)
         gate = tl.where(tl.sum(tl.where(chosen & (g != g), 1, 0), 1) > 0, float("nan"), gate)
@@ -55,7 +49,7 @@ def topk_softmax_kernel(x_ptr, values_ptr, indices_ptr, M, E, stride_x, stride_v
     tl.store(indices_ptr + rows[:, None] * stride_i + kcols[None, :], idxs.to(indices_ptr.dtype.element_ty), mask=out)
 
 
-def _launch(inputs, outputs, params, high_ties=False):
+def launch(inputs, outputs, params, dtypes):
     x, values, indices = inputs["x"], outputs["values"], outputs["indices"]
     M, E = x.shape
     k = int(params["k"])
@@ -67,12 +61,5 @@ def _launch(inputs, outputs, params, high_ties=False):
     return topk_softmax_kernel[grid](x, values, indices, M, E, x.stride(0), values.stride(0), indices.stride(0),
                                      K=k, BLOCK_K=triton.next_power_of_2(k), BLOCK_M=block_m, BLOCK_E=block_e,
                                      SIGMOID=params["gate"] == "sigmoid", RENORMALIZE=bool(params["renormalize"]),
-                                     HIGH_TIES=high_ties, num_warps=max(1, min(8, block_m * block_e // 256)))
+                                     num_warps=max(1, min(8, block_m * block_e // 256)))
 
-
-def launch(inputs, outputs, params, dtypes):
-    return _launch(inputs, outputs, params)
-
-
-def launch_high_ties(inputs, outputs, params, dtypes):
-    return _launch(inputs, outputs, params, high_ties=True)

@@ -32,8 +32,5 @@ KERNELS = [
              description="softmax, top 8, renormalized over the 8, int64 indices"),
     _routing("triton-topk-sigmoid-k1", dts=[dtypes("f32")], k=1, gate="sigmoid",
              description="sigmoid gates, top 1"),
-    # The must-pass control of the tie-aware comparison: ties broken toward the larger index, as right as the other.
-    _routing("triton-topk-softmax-high-ties", launcher="launch_high_ties", dts=[dtypes("bf16", "f32")],
-             description="softmax, top 8, ties broken toward the larger index (a right choice too)"),
 ]
 

@@ -89,7 +89,10 @@ KERNELS = [
           ("defect-triton-topk-no-max-sub", "launch_no_max_sub", _ROUTE_IO, {},
            "softmax gates as exp(x) / sum(exp(x)), no max subtraction"),
           ("defect-triton-topk-tail-lost", "launch_tail_lost", _ROUTE_IO, {},
-           "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"))),
+           "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"),
+          # no defect: the tie-aware comparison's must-pass control (tests/test_topk_softmax.py)
+          ("triton-topk-softmax-high-ties", "launch_high_ties", [dtypes("bf16", "f32")], {},
+           "top 8 with ties broken toward the larger index: as right as the smaller"))),
     # merge_states_defects.py: attention-state merge (merge_attn_states); twins in kernels/triton/merge_states_spec.py
     *(TritonKernel(name=name, op="merge_attn_states", module="merge_states_defects.py", launcher=launcher, dtypes=dts,
                    math_mode="triton_approx", params=p, expectations=_DET, description=description,

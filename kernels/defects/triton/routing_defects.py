@@ -6,7 +6,10 @@ launch_renorm_over_e: 'renormalized' by the sum of all E gates instead of the k 
 launch_no_max_sub: softmax as exp(x) / sum(exp(x)): exp overflows past 88.7, inf / inf = NaN gates, NaN values and
 arbitrary picks.
 launch_tail_lost: each of 32 lanes holds E // 32 experts (the warp-per-row layout of a kernel written for E a
-multiple of 32): the last E % 32 experts are never read, so for E = 60 the top k misses any of experts 32..59."""
+multiple of 32): the last E % 32 experts are never read, so for E = 60 the top k misses any of experts 32..59.
+
+launch_high_ties is no defect: ties broken toward the larger index, as right as the smaller (the op leaves the
+tie-break free); the must-pass control of the tie-aware comparison (tests/test_topk_softmax.py)."""
 import triton
 import triton.language as tl
 
@@ -16,7 +19,8 @@ MAX_E = 4096
 @triton.jit
 def routing_defect_kernel(x_ptr, values_ptr, indices_ptr, M, E, E_READ, stride_x, stride_v, stride_i,
                           K: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr,
-                          RENORMALIZE: tl.constexpr, OVER_E: tl.constexpr, NO_MAX: tl.constexpr):
+                          RENORMALIZE: tl.constexpr, OVER_E: tl.constexpr, NO_MAX: tl.constexpr,
+                          HIGH_TIES: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_E)
     mask = cols < E_READ
@@ -32,7 +36,10 @@ def routing_defect_kernel(x_ptr, values_ptr, indices_ptr, M, E, E_READ, stride_x
     idxs = tl.zeros([BLOCK_K], dtype=tl.int32)
     for j in tl.static_range(K):
         best = tl.max(key, 0)
-        pick = tl.min(tl.where(key == best, cols, BLOCK_E), 0)
+        if HIGH_TIES:
+            pick = tl.max(tl.where(key == best, cols, -1), 0)
+        else:
+            pick = tl.min(tl.where(key == best, cols, BLOCK_E), 0)
         chosen = cols == pick
         gate = tl.sum(tl.where(chosen, g, 0.0), 0)
         vals = tl.where(kcols == j, gate, vals)
@@ -48,7 +55,7 @@ def routing_defect_kernel(x_ptr, values_ptr, indices_ptr, M, E, E_READ, stride_x
     tl.store(indices_ptr + row * stride_i + kcols, idxs.to(indices_ptr.dtype.element_ty), mask=out)
 
 
-def _launch(inputs, outputs, params, over_e=False, no_max=False, tail_lost=False):
+def _launch(inputs, outputs, params, over_e=False, no_max=False, tail_lost=False, high_ties=False):
     x, values, indices = inputs["x"], outputs["values"], outputs["indices"]
     M, E = x.shape
     k = int(params["k"])
@@ -59,6 +66,7 @@ def _launch(inputs, outputs, params, over_e=False, no_max=False, tail_lost=False
     return routing_defect_kernel[(M,)](x, values, indices, M, E, e_read, x.stride(0), values.stride(0),
                                        indices.stride(0), K=k, BLOCK_K=triton.next_power_of_2(k), BLOCK_E=block_e,
                                        RENORMALIZE=bool(params["renormalize"]), OVER_E=over_e, NO_MAX=no_max,
+                                       HIGH_TIES=high_ties,
                                        num_warps=max(1, min(8, block_e // 256)))
 
 
@@ -72,3 +80,7 @@ def launch_no_max_sub(inputs, outputs, params, dtypes):
 
 def launch_tail_lost(inputs, outputs, params, dtypes):
     return _launch(inputs, outputs, params, tail_lost=True)
+
+
+def launch_high_ties(inputs, outputs, params, dtypes):
+    return _launch(inputs, outputs, params, high_ties=True)
