@@ -63,6 +63,15 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = x.sum(-1)
     elif op == "cross_entropy":
         y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    elif op == "merge_attn_states":  # the merge in float32 torch, in the declared base
+        la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
+        m = torch.maximum(la, lb)
+        pw = torch.exp if params["lse_base"] == "e" else torch.exp2
+        wa, wb = pw(la - m), pw(lb - m)
+        y = x * (wa / (wa + wb))[:, None] + inputs["v_b"].float() * (wb / (wa + wb))[:, None]
+    elif op == "topk_softmax":  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: below)
+        y = torch.topk(torch.softmax(x, -1) if params["gate"] == "softmax" else torch.sigmoid(x), int(params["k"]))[0]
+        y = y / y.sum(-1, keepdim=True) if params["renormalize"] else y
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
@@ -104,15 +113,16 @@ def _one(spec, run, dt, M, N, device):
     params = spec.op_params()
     inputs = {t: (torch.randint(N, op.shape_of(t, M, N), generator=gen,  # integer roles: class labels in [0, N)
                                 dtype=_dt.torch_dtype(op.input_dtype(t, dt, params))) if op.role(t).kind == "labels"
-                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt)).to(device) for t in op.inputs}
-    n, slack = M * N, 1 << 16
-    buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
+                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(  # a fixed dtype (an lse): its own
+                      _dt.torch_dtype(op.role(t).dtype) if op.role(t).dtype else in_dt)).to(device) for t in op.inputs}
     out = op.outputs[0]
-    shape = op.shape_of(out, M, N)
-    outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
+    shape = op.shape_of(out, M, N, params)
+    n, slack = int(torch.Size(shape).numel()), 1 << 16
+    buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(op.output_dtype(out, dt, params)), device=device)
+    outputs = {out: buf[:n].view(shape)}
     for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, updated in place: compared below)
-        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(op.shape_of(t, M, N),
-                                                                   dtype=_dt.torch_dtype(dt.output), device=device)
+        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(
+            op.shape_of(t, M, N, params), dtype=_dt.torch_dtype(op.output_dtype(t, dt, params)), device=device)
     before = {t: inputs[t].clone() for t in op.inouts}
     try:
         run(spec, inputs, outputs, params, dt, device)
@@ -125,6 +135,10 @@ def _one(spec, run, dt, M, N, device):
         if spec.op == "fused_add_rmsnorm":  # the stored residual too
             h = (inputs["x"].float() + inputs["residual"].float()).to(outputs["residual"].dtype)
             torch.testing.assert_close(outputs["residual"].cpu(), h.cpu())
+        if spec.op == "topk_softmax":  # the picks, as vLLM's tests compare them: equal to torch.topk's
+            g = inputs["x"].float()
+            g = torch.softmax(g, -1) if params["gate"] == "softmax" else torch.sigmoid(g)
+            torch.testing.assert_close(outputs["indices"].long().cpu(), torch.topk(g, int(params["k"]))[1].cpu())
     except AssertionError as e:
         return {"result": "caught", "detail": str(e).strip().splitlines()[0]}
     return {"result": "missed", "detail": ""}

@@ -47,6 +47,38 @@ def _cross_entropy(inputs, outputs, params, dt):
                                     ignore_index=int(params["ignore_index"]))}
 
 
+def _topk_softmax(inputs, outputs, params, dt):
+    # vLLM's torch composition: gates in fp32 over all E, torch.topk (largest first), renormalized over the k.
+    x = inputs["x"].float()
+    g = torch.softmax(x, dim=-1) if params["gate"] == "softmax" else torch.sigmoid(x)
+    values, indices = torch.topk(g, int(params["k"]), dim=-1)
+    if params["renormalize"]:
+        values = values / values.sum(dim=-1, keepdim=True)
+    return {"values": values, "indices": indices.to(getattr(torch, params["index_dtype"]))}
+
+
+def _merge_attn_states(inputs, outputs, params, dt):
+    # vLLM's / FlashInfer's arithmetic in torch: weights from the lse difference to the max, in float32.
+    la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
+    m = torch.maximum(la, lb)
+    exp = torch.exp if params["lse_base"] == "e" else torch.exp2
+    wa, wb = exp(la - m), exp(lb - m)
+    s = wa + wb
+    v = inputs["x"].float() * (wa / s)[:, None] + inputs["v_b"].float() * (wb / s)[:, None]
+    lse = m + (torch.log(s) if params["lse_base"] == "e" else torch.log2(s))
+    return {"v": v.to(inputs["x"].dtype), "lse": lse}
+
+
+def _head_dim(M, N, dt):
+    # Attention heads are 64-512 wide; longer rows only cost the CPU suites time.
+    return f"N={N} > 8192: not a head dimension" if N > 8192 else None
+
+
+def _k_le_e(M, N, dt):
+    # Routers have tens to a few thousand experts; longer rows only cost the CPU suites time.
+    return f"E={N} < k=8: no top 8" if N < 8 else f"E={N} > 4096 experts" if N > 4096 else None
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -68,4 +100,13 @@ KERNELS = [
     CallableKernel(name="torch-cross-entropy", op="cross_entropy", fn=_cross_entropy,
                    dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
+    CallableKernel(name="torch-topk-softmax", op="topk_softmax", fn=_topk_softmax,
+                   dtypes=[dtypes("f32"), dtypes("bf16", "f32")], supports=_k_le_e,
+                   description="torch.softmax(x.float(), -1) then torch.topk(k=8): the unfused composition"),
+    CallableKernel(name="torch-topk-softmax-renorm", op="topk_softmax", fn=_topk_softmax, dtypes=[dtypes("bf16", "f32")],
+                   params={"renormalize": True}, supports=_k_le_e,
+                   description="softmax, torch.topk(k=8), values / values.sum(-1)"),
+    CallableKernel(name="torch-merge-attn-states", op="merge_attn_states", fn=_merge_attn_states,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], supports=_head_dim,
+                   description="the merge in torch, float32 weights from exp(lse - max): the unfused composition"),
 ]

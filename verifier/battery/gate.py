@@ -71,7 +71,7 @@ def _itemsizes(spec, dt) -> list:
     from verifier.ops import get_op
 
     op = get_op(spec.op)
-    names = [op.input_dtype(t, dt, spec.op_params()) for t in op.inputs] + [op.output_dtype(t, dt) for t in op.outputs]
+    names = [op.input_dtype(t, dt, spec.op_params()) for t in op.inputs] + [op.output_dtype(t, dt, spec.op_params()) for t in op.outputs]
     return [_dt.numpy_dtype(n).itemsize for n in names]
 
 

@@ -26,6 +26,7 @@ from verifier.declare.kernels import Dtypes
 from verifier.judge import invariants as _inv
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.judge.selection import compare_selection
 from verifier.numerics.violations import Violation
 from verifier.ops import get_op
 
@@ -66,8 +67,12 @@ class Judgement:
 
 
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
-    errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
-    comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
+    op = get_op(c.op)
+    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
+        comparison = compare_selection(op, c, xs, outputs, context)
+    else:
+        errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
+        comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
     violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
                             out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
         if invariants else []
@@ -90,9 +95,7 @@ def _relabel(verdict: Judgement, rows) -> Judgement:
     def index(i):
         return (int(rows[i[0]]),) + tuple(i[1:]) if len(i) else i
 
-    tensors = tuple(replace(t, worst=tuple(replace(e, index=index(e.index)) for e in t.worst),
-                            nonfinite=tuple(replace(n, index=index(n.index)) for n in t.nonfinite))
-                    for t in verdict.comparison.tensors)
+    tensors = tuple(t.relabeled(index) for t in verdict.comparison.tensors)
     note = f" [row numbers count the judged rows {rows.tolist()}]"
     violations = [Violation(v.invariant, rows[np.asarray(v.rows, dtype=np.int64)], v.message + note, v.score)
                   for v in verdict.violations]

@@ -177,7 +177,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
     bufs, ins = {}, {}
     for name in op.outputs:
-        dtype = _out_dtype(name, op, dt)
+        dtype = _out_dtype(name, op, dt, params)
         shape = op.shape_of(name, M, N, params)
         held = _held(name, op, spec)
         middle, gap = None, None

@@ -34,7 +34,7 @@ def required_bytes(op_name: str, dt, M: int, N: int, params: dict) -> int:
         if t not in op.inouts:
             total += int(np.prod(op.shape_of(t, M, N))) * _dt.numpy_dtype(op.input_dtype(t, dt, params)).itemsize
     for t in op.outputs:
-        total += int(np.prod(op.shape_of(t, M, N))) * _dt.numpy_dtype(out_dtype(t, op, dt)).itemsize
+        total += int(np.prod(op.shape_of(t, M, N, params))) * _dt.numpy_dtype(out_dtype(t, op, dt, params)).itemsize
         total += 2 * GUARD_BYTES
     return total
 
@@ -75,16 +75,16 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
         if name not in op.outputs and name not in held.values():
             inputs[name] = mem.tensor(v)
     for name in op.outputs:
-        dtype = out_dtype(name, op, dt)
+        dtype = out_dtype(name, op, dt, params)
         src = held[name]
-        outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
+        outputs[name] = mem.output(op.shape_of(name, M, N, params), dtype, POISON[dtype][which],
                                    inputs_np[src] if src else None)
         if src:  # the kernel updates it in place / writes the output over it
             inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)
     result, counts = Outcome(outputs={}), {}
     for name in op.outputs:
-        dtype = out_dtype(name, op, dt)
+        dtype = out_dtype(name, op, dt, params)
         hits = mem.guard_hits(outputs[name])
         if hits:
             result.guard_hits[name] = hits

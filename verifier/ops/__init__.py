@@ -15,6 +15,10 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
+                                              indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
+merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
+                     v_b[M,N], lse_b[M]
 ===================  =======================  ==========================  =====================
 
 softmax, log_softmax and online_softmax_stats also take attention's score transforms (verifier.ops.softmax_inputs):
@@ -32,12 +36,14 @@ from verifier.ops import (
     fused_add_rmsnorm,
     layernorm,
     log_softmax,
+    merge_attn_states,
     online_softmax_stats,
     reduce_sum,
     rmsnorm,
     softmax,
+    topk_softmax,
 )
-from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
+from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
            "register"]
@@ -75,6 +81,7 @@ class _Registry(dict):
 
 
 
+BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
 OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
 
 

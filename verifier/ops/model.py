@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from verifier.errors import SpecError, UsageError
+from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
+from verifier.ops.selection import Selection  # noqa: F401
+from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
 
 SHAPES = ("rows", "vector", "row", "other")  # (M, N), (N,), (M,), anything else
 KINDS = ("data", "weight", "bias", "labels", "scale")
@@ -124,19 +127,6 @@ class Invariant:
     what: str = ""
 
 
-@dataclass(frozen=True)
-class Contract:
-    """A behaviour a kernel declares through a param (``Op.contract_params``): its ``values`` (the first is what the
-    reference does while it is undeclared) and ``when(params) -> bool``, the kernels it is open for (default: all);
-    for the others an undeclared param means the first value, strictly."""
-
-    values: tuple
-    when: Optional[Callable] = field(default=None, compare=False)
-
-    def open_for(self, params: dict) -> bool:
-        return self.when is None or bool(self.when(params))
-
-
 def _where_declared() -> Optional[str]:
     """'file:line' of the line that constructed the op (the first frame outside this module and the dataclass's
     generated __init__); frames walked directly, no source read."""
@@ -196,12 +186,15 @@ class Op:
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
     description: str = ""
     contract_params: dict = field(default_factory=dict)
+    selection: Optional[Selection] = field(default=None, repr=False)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
     optional: dict = field(default_factory=dict, repr=False, init=False)  # optional input name -> its Role
     base: str = field(default="", compare=False, init=False)  # a variant's op (Op.variant); else its own name
     of: Any = field(default=None, repr=False, compare=False, init=False)  # a variant's op itself
+    out_dtype_params: dict = field(default_factory=dict, repr=False, init=False)  # output name -> its dtype's param
+    out_dtype_params: dict = field(default_factory=dict, repr=False, init=False)  # output name -> its dtype's param
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
@@ -225,15 +218,19 @@ class Op:
             object.__setattr__(self, "optional", optional)
             object.__setattr__(self, "inputs", tuple(t for t in self.inputs if t not in optional))
         if isinstance(self.outputs, dict):
-            dims, rows, fixed = {}, list(self.row_outputs), {}
+            dims, rows, fixed, by_param = {}, list(self.row_outputs), {}, {}
             for t, decl in self.outputs.items():
-                d, dtype = _output_decl(where, t, decl)
+                d, dtype = _output_decl(where, t, decl, self.params)
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
-                if dtype is not None:
+                if dtype is not None and dtype in self.params:
+                    by_param[t] = dtype
+                    fixed[t] = self.params[dtype]  # the default; output_dtype(t, dt, params) reads the kernel's
+                elif dtype is not None:
                     fixed[t] = dtype
             object.__setattr__(self, "out_fixed", fixed)
+            object.__setattr__(self, "out_dtype_params", by_param)
             object.__setattr__(self, "outputs", tuple(self.outputs))
             object.__setattr__(self, "row_outputs", tuple(dict.fromkeys(rows)))
             object.__setattr__(self, "out_dims", dims)
@@ -278,6 +275,8 @@ class Op:
             if not isinstance(c, OpCase):
                 raise SpecError(f"{where}: cases must be OpCase(...) items, got {type(c).__name__}",
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
+        if self.selection is not None:
+            _check_selection(where, self)
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
         for t in self.inputs + self.outputs:
@@ -380,9 +379,13 @@ class Op:
             return dt.input
         return {**self.params, **(params or {})}[r.dtype_param]
 
-    def output_dtype(self, tensor: str, dt) -> str:
-        """The dtype a kernel writes ``tensor`` in: its declared dtype, the input dtype for an in-out tensor, else
-        the variant's output dtype."""
+    def output_dtype(self, tensor: str, dt, params: Optional[dict] = None) -> str:
+        """The dtype a kernel writes ``tensor`` in: its declared dtype (or the dtype its dtype param names, with
+        the kernel's ``params``), the input dtype for an in-out tensor, else the variant's output dtype."""
+        if tensor in self.out_dtype_params:
+            from verifier import dtypes as _dt
+
+            return _dt.canonical({**self.params, **(params or {})}[self.out_dtype_params[tensor]])
         if tensor in self.out_fixed:
             return self.out_fixed[tensor]
         return dt.input if tensor in self.inouts else dt.output
@@ -435,9 +438,10 @@ def _check_optional(where: str, name: str, role: Role, params: dict) -> None:
                         fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
 
 
-def _output_decl(where: str, name: str, decl) -> tuple:
+def _output_decl(where: str, name: str, decl, params: Optional[dict] = None) -> tuple:
     """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
-    dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed."""
+    dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed;
+    ``Tensor("MxK", dtype="index_dtype")`` names the str param holding it (returned as that name)."""
     t = decl if isinstance(decl, Tensor) else Tensor(decl)
     if t.role not in (None, "output"):
         raise SpecError(f"{where}: output {name!r} declares role {t.role!r}",
@@ -447,30 +451,41 @@ def _output_decl(where: str, name: str, decl) -> tuple:
         raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row",
                         fix="outputs are per row: 'MxN', 'M' or 'MxK'")
     dtype = None
+    if isinstance(t.dtype, str) and isinstance((params or {}).get(t.dtype), str):
+        _output_dtype(where, name, params[t.dtype])  # the default must be a dtype an output can have
+        return dims, t.dtype
     if t.dtype is not None:
-        from verifier import dtypes as _dt
-
-        try:
-            dtype = _dt.canonical(t.dtype)
-        except UsageError as e:
-            raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
-        if dtype in ("int8", "uint8", "int16"):
-            raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
+        dtype = _output_dtype(where, name, t.dtype)
     return dims, dtype
 
 
-IO_ROLES = ("input", "output", "weight")
+def _output_dtype(where: str, name: str, text) -> str:
+    from verifier import dtypes as _dt
+
+    try:
+        dtype = _dt.canonical(text)
+    except UsageError as e:
+        raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
+    if dtype in ("int8", "uint8", "int16"):
+        raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
+    return dtype
 
 
-def may_round(t, to: str = "input"):
-    """In an op's reference: a kernel may store this intermediate in the variant's ``to`` dtype ('input', 'output' or
-    'weight') and compute on from the stored value (fused_add_rmsnorm's residual; x·rstd rounded to the I/O dtype
-    before the weight). The float64 value is unchanged; the derived budget adds that rounding, u·|t| plus the dtype's
-    underflow (verifier.ops.bounded.Bounded.rounded_to). No torch import here: spec files import this module."""
-    if to not in IO_ROLES:
-        raise SpecError(f"may_round(..., to={to!r})", fix=f"to is one of {', '.join(IO_ROLES)}")
-    rounded = getattr(type(t), "rounded_to", None)
-    return rounded(t, to) if rounded is not None else t
+def _check_selection(where: str, op: "Op") -> None:
+    sel = op.selection
+    if not isinstance(sel, Selection):
+        raise SpecError(f"{where}: selection must be a Selection(...), got {type(sel).__name__}",
+                        fix="write selection=Selection(indices='indices', scores=fn, at=fn)")
+    dims = op.out_dims.get(sel.indices)
+    if sel.indices not in op.outputs or dims is None or len(dims) != 2:
+        raise SpecError(f"{where}: selection names indices {sel.indices!r}, not an [M, k] output",
+                        fix="declare the picks as an output, e.g. outputs={'indices': Tensor('Mxk', dtype='int32')}")
+    if not str(op.out_fixed.get(sel.indices, "")).startswith("int"):
+        raise SpecError(f"{where}: selection's indices {sel.indices!r} have no integer dtype",
+                        fix="declare them Tensor('Mxk', dtype='int32') (or a str param holding 'int32' / 'int64')")
+    if not callable(sel.scores) or not callable(sel.at):
+        raise SpecError(f"{where}: selection's scores and at must be functions",
+                        fix="scores=fn(inputs, params) -> [M, E] tensor; at=fn(inputs, params) -> {output: tensor}")
 
 
 def lookup_op(ops: dict, name: str) -> Op:

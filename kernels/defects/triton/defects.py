@@ -23,6 +23,7 @@ _TILE64 = max_row(65536, "triton-online-softmax (4096-column tiles)")
 _ONE_ROW = max_row(65536, None, what="the one-block limit")
 BF16 = [dtypes("bf16")]
 LS_DTS = [dtypes("f32"), dtypes("bf16")]
+_ROUTE_IO = [dtypes("f32"), dtypes("bf16", "f32")]  # routing: logits f32 / bf16, values f32
 
 KERNELS = [
     TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
@@ -89,6 +90,31 @@ KERNELS = [
            "no guard for a fully masked row: -inf - -inf = NaN where zeros are declared"),
           ("defect-triton-masked-softmax-max-before-mask", "launch_max_before_mask",
            "the row max taken over x·scale before the mask is added"))),
+    # routing_defects.py: MoE routing (topk_softmax); twins in kernels/triton/routing_spec.py
+    *(TritonKernel(name=name, op="topk_softmax", module="routing_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params={"k": 8, **p}, expectations=_DET, description=description,
+                   supports=lambda M, N, dt: f"E={N} < k=8" if N < 8 else f"E={N} > 4096" if N > 4096 else None)
+      for name, launcher, dts, p, description in (
+          ("defect-triton-topk-renorm-over-e", "launch_renorm_over_e", [dtypes("bf16", "f32")],
+           {"renormalize": True, "index_dtype": "int64"}, "top-8 values divided by the sum of all E gates"),
+          ("defect-triton-topk-no-max-sub", "launch_no_max_sub", _ROUTE_IO, {},
+           "softmax gates as exp(x) / sum(exp(x)), no max subtraction"),
+          ("defect-triton-topk-tail-lost", "launch_tail_lost", _ROUTE_IO, {},
+           "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"),
+          # no defect: the tie-aware comparison's must-pass control (tests/test_topk_softmax.py)
+          ("triton-topk-softmax-high-ties", "launch_high_ties", [dtypes("bf16", "f32")], {},
+           "top 8 with ties broken toward the larger index: as right as the smaller"))),
+    # merge_states_defects.py: attention-state merge (merge_attn_states); twins in kernels/triton/merge_states_spec.py
+    *(TritonKernel(name=name, op="merge_attn_states", module="merge_states_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params=p, expectations=_DET, description=description,
+                   supports=max_row(8192, None, what="one block per row"))
+      for name, launcher, dts, p, description in (
+          ("defect-triton-merge-mixed-base", "launch_mixed_base", BF16, {"lse_base": "2", "empty": "zero"},
+           "base-2 states weighted with exp (base e)"),
+          ("defect-triton-merge-no-max-sub", "launch_no_max_sub", [dtypes("f32"), dtypes("bf16")], {},
+           "weights exp(lse) without the max subtracted"),
+          ("defect-triton-merge-unguarded-empty", "launch_unguarded_empty", BF16, {"lse_base": "2", "empty": "zero"},
+           "promises v = 0, lse = -inf for two empty states, merges -inf - -inf = NaN"))),
 ]
 
 DEFECTS = {
@@ -171,4 +197,32 @@ DEFECTS = {
         "pitfall": "the row max taken before the mask is added: a masked column holding the largest logit "
                    "underflows every live exp (wrong or 0/0 on large logits; exact on randn)",
         "exposing_input": "sm_huge_logits"},
+    "defect-triton-topk-renorm-over-e": {
+        "caught_by": "value", "twin": "triton-topk-softmax-renorm", "device": "cpu",
+        "pitfall": "MoE routing renormalized over all E gates instead of the k picked: the values stay the plain "
+                   "softmax, not summing to 1",
+        "exposing_input": "normal_small"},
+    "defect-triton-topk-no-max-sub": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing softmax without max subtraction: exp(x) overflows past 88.7, inf / inf = NaN gates: the "
+                   "largest experts are lost from the picks",
+        "exposing_input": "topk_wide_logits"},
+    "defect-triton-topk-tail-lost": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing kernel laid out for E a multiple of 32: the last E % 32 experts are never read, picks "
+                   "and gates wrong for E = 60",
+        "exposing_input": "topk_e60"},
+    "defect-triton-merge-mixed-base": {
+        "caught_by": "value", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "attention-state merge of base-2 lse (FlashInfer's log2-sum-exp2) weighted with exp: wrong weights "
+                   "wherever the two lse differ",
+        "exposing_input": "normal_small"},
+    "defect-triton-merge-no-max-sub": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states", "device": "cpu",
+        "pitfall": "attention-state merge without the max subtracted: exp(lse) overflows past 88.7, inf / inf = NaN",
+        "exposing_input": "merge_big_lse"},
+    "defect-triton-merge-unguarded-empty": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "two empty states (both lse -inf) merged as -inf - -inf = NaN where v = 0, lse = -inf was declared",
+        "exposing_input": "merge_both_neg_inf"},
 }
