@@ -77,12 +77,13 @@ def _itemsizes(spec, dt) -> list:
 
 def large_device_reason(spec, dt, M: int, N: int, device: Optional[str]) -> Optional[str]:
     """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
-    from verifier.launch.large import required_bytes
+    from verifier.launch.large import aliased, required_bytes
 
-    need = required_bytes(spec.op, dt, M, N, spec.op_params())
-    gb = f"{need / 1e9:.1f} GB"
     if device != "cuda":
-        return f"needs a GPU with >= {gb} free; this run is on {device or 'the CPU'}"
+        need = required_bytes(spec.op, dt, M, N, spec.op_params())
+        return f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+    need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=aliased())
+    gb = f"{need / 1e9:.1f} GB"
     from verifier.gpu.probe import free_memory
 
     free = free_memory()

@@ -60,20 +60,33 @@ def _boundary_case(spec, dt):
                         M=2, N=n, make=random_maker(2, n))
 
 
-def large_case(spec, dt, wrap: int = _lay.WRAP):
+def large_case(spec, dt, wrap: int = _lay.WRAP, name: str = _inputs.LARGE_CASE):
     """The large-index case at the longest row of LARGE_N that supports() accepts with M·N past the wrap (a norm
     for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the first, which the gate
     then reports refused."""
     for n in _lay.LARGE_N:
         if spec.check_supported(_lay.large_rows(n, wrap), n, dt) is None:
-            return _inputs.large_case(n, wrap)
-    return _inputs.large_case(_lay.LARGE_N[0], wrap)
+            return _inputs.large_case(n, wrap, name)
+    return _inputs.large_case(_lay.LARGE_N[0], wrap, name)
+
+
+def rows_case(spec, dt):
+    """More than 65,535 rows at the shortest row of ROWS_N that supports() accepts (else the first: refused)."""
+    M = _lay.GRID_Y + 1 + _lay.TAIL_ROWS
+    n = next((n for n in _inputs.ROWS_N if spec.check_supported(M, n, dt) is None), _inputs.ROWS_N[0])
+    return _inputs.rows_case(n)
+
+
+def _large_for(spec, dt, name: str):
+    if name == _inputs.ROWS_PAST_GRID_Y:
+        return rows_case(spec, dt)
+    return large_case(spec, dt, 2 ** 32 if name == _inputs.LARGE_2POW32 else _lay.WRAP, name)
 
 
 def cases_for(spec, dt, level) -> list:
     """The cases of ``level`` for this kernel and dtype: the catalogue's ordinary cases, the boundary row, then the
     layout cases (strided, unaligned, large: a CUDA fault there ends the kernel's battery, so they come last)."""
-    cases = [large_case(spec, dt) if c.name == _inputs.LARGE_CASE else c
+    cases = [_large_for(spec, dt, c.name) if c.name in _inputs.LARGE_CASES else c
              for c in _inputs.catalogue(spec.op, dtypes=dt, level=level)]
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):

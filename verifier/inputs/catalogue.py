@@ -38,7 +38,7 @@ __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE", "LARGE_CASES", "LARGE_2POW32", "ROWS_PAST_GRID_Y", "rows_case",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -433,19 +433,23 @@ _LAYOUT_CASES = [
      "into a larger buffer): vector loads chosen from N alone fault", 4, 1024, _lay.UNALIGNED),
 ]
 LARGE_CASE = "large_index_2pow31"
+LARGE_2POW32 = "large_index_2pow32"
+ROWS_PAST_GRID_Y = "rows_past_65535"
+LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y)  # GPU only; the level table's large_index column
+ROWS_N = (1024, 4096, 8192, 16384, 65536, 152064)  # row lengths of rows_past_65535, shortest first
 
 
-def _large_maker(M: int, N: int, wrap: int):
-    """``make`` of the large case: data roles as SparseRows (BLOCK_ROWS random rows repeated, the judged rows
-    drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
+def _large_maker(M: int, N: int, wrap: int, stride=None):
+    """``make`` of a large case: data roles as SparseRows (a PATTERN-element random pattern repeated, the judged
+    rows drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
 
         def data(t, dtype):
-            block = _cast(rand_normal(rng)((_lay.BLOCK_ROWS, N), dt), dt)
-            judged = _lay.judged_rows(M, N, wrap)
+            pattern = _cast(rand_normal(rng)((1, _lay.PATTERN), dt), dt).reshape(-1)
+            judged = _lay.judged_rows(M, N, wrap, stride)
             own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
-            return _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
+            return _lay.SparseRows((M, N), pattern.dtype, dict(zip(judged.tolist(), own)), pattern, stride)
 
         return _inputs(rng, dtypes, op, params, M, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
     return make
@@ -453,11 +457,28 @@ def _large_maker(M: int, N: int, wrap: int):
 
 def large_case(N: int = _lay.LARGE_N[0], wrap: int = _lay.WRAP, name: str = LARGE_CASE) -> Case:
     """The large-index case at row length N: M = wrap // N + TAIL_ROWS rows (M·N ≥ wrap + 2N), GPU only.
-    verifier.inputs.cases picks N per kernel: the longest of LARGE_N its supports() accepts."""
+    verifier.inputs.cases picks N per kernel: the longest of LARGE_N its supports() accepts. With ``wrap`` 2^32
+    it is ``large_index_2pow32`` (an unsigned 32-bit offset wraps there)."""
     M = _lay.large_rows(N, wrap)
-    return Case(name, f"M·N ≥ 2^31 + 2N elements ({M}x{N}): a 32-bit row offset (int row * N) wraps; judged on "
-                      "the rows on both sides of the wrap and the last rows", M, N, _large_maker(M, N, wrap),
-                layout=_lay.Layout(_lay.LARGE, wrap))
+    at = "2^32" if wrap == 2 ** 32 else "2^31"
+    what = "an unsigned 32-bit row offset (unsigned row * N)" if wrap == 2 ** 32 else "a 32-bit row offset (int row * N)"
+    return Case(name, f"M·N ≥ {at} + 2N elements ({M}x{N}): {what} wraps; judged on the rows on both sides of "
+                      "the wrap and the last rows (aliased pages on the GPU: judged rows private)", M, N,
+                _large_maker(M, N, wrap), layout=_lay.Layout(_lay.LARGE, wrap))
+
+
+def rows_case(N: int = ROWS_N[0], name: str = ROWS_PAST_GRID_Y) -> Case:
+    """More than 65,535 rows (GRID_Y + 1 + TAIL_ROWS) of N: rows launched on grid.y or grid.z do not launch."""
+    wrap = _lay.GRID_Y * N
+    M = _lay.GRID_Y + 1 + _lay.TAIL_ROWS
+    return Case(name, f"{M} rows of {N}: more than {_lay.GRID_Y} rows, the grid's y / z limit (rows on grid.y do "
+                      f"not launch); judged around row {_lay.GRID_Y} and the last rows", M, N,
+                _large_maker(M, N, wrap), layout=_lay.Layout(_lay.LARGE, wrap))
+
+
+def large_cases() -> list:
+    """The large family at their default row lengths (verifier.inputs.cases picks each kernel's)."""
+    return [large_case(), large_case(wrap=2 ** 32, name=LARGE_2POW32), rows_case()]
 
 
 def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
@@ -490,5 +511,5 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
             M = lv.rows or M
             cases.append(Case(name, exposes, M, N, maker(M, N, rand_normal), layout=_lay.Layout(kind)))
     if lv.large_index:
-        cases.append(large_case())
+        cases += large_cases()
     return cases
