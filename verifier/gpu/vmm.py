@@ -20,7 +20,7 @@ _CU_MEM_ALLOCATION_TYPE_PINNED = 1
 _CU_MEM_LOCATION_TYPE_DEVICE = 1
 _CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
 _CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
-SHARED_BYTES = 8 << 20  # the shared allocation, at least: a few chunks, well inside the L2
+SHARED_BYTES = 32 << 20  # the shared allocation: 16 chunks of 2 MiB (fewer mappings), inside the L2
 
 
 class _Location(ctypes.Structure):
@@ -70,30 +70,24 @@ def shared_chunks(chunk: int) -> int:
 
 
 class MappedBuffer(_cd.DeviceBuffer):
-    """A reserved range mapped as ``plan`` says (verifier.launch.aliasing.Plan); ``shared`` and ``private`` are the
-    physical allocations' handles. fill_shared / fill_private write a pattern into them (through a view of the
-    shared allocation of its own, and the private chunks' one place in the range)."""
+    """A reserved range mapped as ``plan`` says (verifier.launch.aliasing.Plan), each piece onto a whole physical
+    allocation; fill_physical writes a pattern into each allocation once."""
 
     def __init__(self, plan: _al.Plan):  # noqa: the base's __init__ allocates: not called
         _cd.context()
-        lib, self.plan, self.ptr, self.nbytes = _cd._lib(), plan, 0, plan.nbytes
+        self.plan, self.ptr, self.nbytes = plan, 0, plan.nbytes
         self._handles, self._maps, self._reserved = [], [], []
         try:
             self.ptr = self._reserve(plan.nbytes)
-            self.shared = self._create(plan.shared_chunks * plan.chunk)
-            self.private = [self._create(n * plan.chunk) for n in plan.private]
-            for p in plan.pieces:
-                h = self.shared if p.phys == _al.SHARED else self.private[p.phys]
-                self._map(self.ptr + p.first * plan.chunk, p.chunks * plan.chunk, p.at * plan.chunk, h)
+            phys = {_al.SHARED: self._create(plan.shared_chunks * plan.chunk),
+                    _al.SHARED_ONE: self._create(plan.chunk)}
+            phys.update({i: self._create(n * plan.chunk) for i, n in enumerate(plan.private)})
+            for p in plan.pieces:  # a whole allocation each: cuMemMap's offset must be 0
+                self._map(self.ptr + p.first * plan.chunk, p.chunks * plan.chunk, phys[p.phys])
             self._access(self.ptr, plan.nbytes)
-            # the shared allocation once more, alone, so that filling it writes each byte once
-            self.shared_ptr = self._reserve(plan.shared_chunks * plan.chunk)
-            self._map(self.shared_ptr, plan.shared_chunks * plan.chunk, 0, self.shared)
-            self._access(self.shared_ptr, plan.shared_chunks * plan.chunk)
         except Exception:
             self.close()
             raise
-        del lib
 
     def _reserve(self, n: int) -> int:
         ptr = ctypes.c_uint64()
@@ -110,8 +104,8 @@ class MappedBuffer(_cd.DeviceBuffer):
         self._handles.append(h.value)
         return h.value
 
-    def _map(self, ptr: int, n: int, offset: int, handle: int) -> None:
-        _cd._check(_cd._lib().cuMemMap(ctypes.c_uint64(ptr), ctypes.c_size_t(n), ctypes.c_size_t(offset),
+    def _map(self, ptr: int, n: int, handle: int) -> None:
+        _cd._check(_cd._lib().cuMemMap(ctypes.c_uint64(ptr), ctypes.c_size_t(n), ctypes.c_size_t(0),
                                        ctypes.c_uint64(handle), ctypes.c_uint64(0)), f"cuMemMap({n} bytes)")
         self._maps.append((ptr, n))
 
@@ -140,10 +134,11 @@ class MappedBuffer(_cd.DeviceBuffer):
         if self.plan.chunk % p.nbytes:
             raise ValueError(f"a {p.nbytes}-byte pattern does not divide the {self.plan.chunk}-byte chunk")
         rolled = np.roll(p, phase % p.nbytes)  # byte 0 of every chunk holds pattern[-phase]
-        self._fill_at(self.shared_ptr, rolled, self.plan.shared_chunks * self.plan.chunk)
-        for piece in self.plan.pieces:
-            if piece.phys != _al.SHARED:
-                self._fill_at(self.ptr + piece.first * self.plan.chunk, rolled, piece.chunks * self.plan.chunk)
+        first = {}
+        for piece in self.plan.pieces:  # each allocation once, through the first place it is mapped
+            first.setdefault(piece.phys, piece)
+        for piece in first.values():
+            self._fill_at(self.ptr + piece.first * self.plan.chunk, rolled, piece.chunks * self.plan.chunk)
 
     def close(self) -> None:
         lib = _cd._lib()

@@ -2,8 +2,10 @@
 
 The large cases hold more than 2^31 (or 2^32) elements for the cost of a few megabytes: one reserved virtual
 range, cut in chunks of the allocation granularity, maps most chunks onto one *shared* physical allocation of
-``shared_chunks`` chunks (chunk c onto shared chunk c mod shared_chunks, so the range repeats it), and the chunks
-that hold a judged row, or a guard band, onto *private* allocations of their own. Hence:
+``shared_chunks`` chunks (each run of that many chunks free of private ones maps it whole) or onto a one-chunk
+shared allocation (the chunks left over), and the chunks that hold a judged row, or a guard band, onto *private*
+allocations of their own. Every mapping maps a whole allocation: cuMemMap takes no offset into one (it must be 0).
+Hence:
 
 - a judged row's data lies only on its private chunks: a wrapped 32-bit offset of it lands on other data (the
   shared pattern or another judged row), so a kernel reading there computes a wrong value; a judged output row is
@@ -18,18 +20,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SHARED = -1  # Piece.phys of the shared allocation
+SHARED = -1  # Piece.phys of the shared allocation (shared_chunks chunks)
+SHARED_ONE = -2  # Piece.phys of the one-chunk shared allocation
 
 
 @dataclass(frozen=True)
 class Piece:
-    """``chunks`` chunks from chunk ``first`` of the range, mapped onto physical allocation ``phys`` (SHARED, or an
-    index into Plan.private) from its chunk ``at``."""
+    """``chunks`` chunks from chunk ``first`` of the range, mapped onto the whole of physical allocation ``phys``
+    (SHARED, SHARED_ONE, or an index into Plan.private)."""
 
     first: int
     chunks: int
     phys: int
-    at: int
+
+    @property
+    def private(self) -> bool:
+        return self.phys >= 0
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,10 @@ class Plan:
     @property
     def physical_bytes(self) -> int:
         """Device memory the range costs: the shared allocation and every private one."""
-        return (self.shared_chunks + sum(self.private)) * self.chunk
+        return (self.shared_chunks + 1 + sum(self.private)) * self.chunk
 
     def private_chunk(self, c: int) -> bool:
-        return any(p.phys != SHARED and p.first <= c < p.first + p.chunks for p in self.pieces)
+        return any(p.private and p.first <= c < p.first + p.chunks for p in self.pieces)
 
     def is_private(self, start: int, nbytes: int) -> bool:
         """Whether bytes [start, start + nbytes) of the range lie wholly on private chunks."""
@@ -63,14 +69,14 @@ class Plan:
         c = byte // self.chunk
         for p in self.pieces:
             if p.first <= c < p.first + p.chunks:
-                return p.phys, (p.at + c - p.first) * self.chunk + byte % self.chunk
+                return p.phys, (c - p.first) * self.chunk + byte % self.chunk
         raise IndexError(f"byte {byte} lies outside the {self.nbytes}-byte range")
 
 
 def plan(nbytes: int, private_spans, chunk: int, shared_chunks: int) -> Plan:
     """The plan of a range of at least ``nbytes`` in which the byte spans ``private_spans`` ((start, nbytes) pairs)
-    lie on private chunks (adjacent private chunks share one allocation) and every other chunk c maps onto chunk
-    c mod shared_chunks of the shared allocation."""
+    lie on private chunks (adjacent private chunks share one allocation); every run of ``shared_chunks`` other
+    chunks maps the shared allocation, each chunk left over the one-chunk one."""
     if chunk <= 0 or shared_chunks <= 0:
         raise ValueError("chunk and shared_chunks must be positive")
     chunks = max(1, -(-int(nbytes) // chunk))
@@ -83,17 +89,17 @@ def plan(nbytes: int, private_spans, chunk: int, shared_chunks: int) -> Plan:
         mine.update(range(start // chunk, (start + n - 1) // chunk + 1))
     pieces, private, c = [], [], 0
     while c < chunks:
-        if c in mine:
-            end = c
-            while end < chunks and end in mine:
-                end += 1
-            pieces.append(Piece(c, end - c, len(private), 0))
+        end, inside = c, c in mine
+        while end < chunks and (end in mine) == inside:
+            end += 1
+        if inside:
+            pieces.append(Piece(c, end - c, len(private)))
             private.append(end - c)
-            c = end
-            continue
-        at = c % shared_chunks
-        end = min(c + shared_chunks - at, chunks)  # to the shared allocation's end at most
-        stop = next((k for k in range(c, end) if k in mine), end)
-        pieces.append(Piece(c, stop - c, SHARED, at))
-        c = stop
+        else:
+            k = c
+            while k + shared_chunks <= end:
+                pieces.append(Piece(k, shared_chunks, SHARED))
+                k += shared_chunks
+            pieces += [Piece(j, 1, SHARED_ONE) for j in range(k, end)]
+        c = end
     return Plan(chunk, chunks, shared_chunks, tuple(private), tuple(pieces))
