@@ -60,14 +60,15 @@ def _boundary_case(spec, dt):
                         M=2, N=n, make=random_maker(2, n))
 
 
-def large_case(spec, dt, wrap: int = _lay.WRAP, name: str = _inputs.LARGE_CASE):
-    """The large-index case at the longest row of LARGE_N that supports() accepts with M·N past the wrap (a norm
-    for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the first, which the gate
-    then reports refused."""
-    for n in _lay.LARGE_N:
+def large_case(spec, dt, wrap: int = _lay.WRAP, name: str = _inputs.LARGE_CASE, level: str = "thorough"):
+    """The large-index case at the longest row of LARGE_N (at ``ci``: LARGE_N_CI) that supports() accepts with M·N
+    past the wrap (a norm for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the
+    first, which the gate then reports refused."""
+    lengths = _lay.LARGE_N_CI if level == "ci" else _lay.LARGE_N
+    for n in lengths:
         if spec.check_supported(_lay.large_rows(n, wrap), n, dt) is None:
             return _inputs.large_case(n, wrap, name)
-    return _inputs.large_case(_lay.LARGE_N[0], wrap, name)
+    return _inputs.large_case(lengths[0], wrap, name)
 
 
 def rows_case(spec, dt):
@@ -77,16 +78,16 @@ def rows_case(spec, dt):
     return _inputs.rows_case(n)
 
 
-def _large_for(spec, dt, name: str):
+def _large_for(spec, dt, name: str, level: str):
     if name == _inputs.ROWS_PAST_GRID_Y:
         return rows_case(spec, dt)
-    return large_case(spec, dt, 2 ** 32 if name == _inputs.LARGE_2POW32 else _lay.WRAP, name)
+    return large_case(spec, dt, 2 ** 32 if name == _inputs.LARGE_2POW32 else _lay.WRAP, name, level)
 
 
 def cases_for(spec, dt, level) -> list:
     """The cases of ``level`` for this kernel and dtype: the catalogue's ordinary cases, the boundary row, then the
     layout cases (strided, unaligned, large: a CUDA fault there ends the kernel's battery, so they come last)."""
-    cases = [_large_for(spec, dt, c.name) if c.name in _inputs.LARGE_CASES else c
+    cases = [_large_for(spec, dt, c.name, level) if c.name in _inputs.LARGE_CASES else c
              for c in _inputs.catalogue(spec.op, dtypes=dt, level=level)]
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):
