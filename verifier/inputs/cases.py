@@ -78,9 +78,18 @@ def rows_case(spec, dt):
     return _inputs.rows_case(n)
 
 
+def stride_case(spec, dt):
+    """Rows 2^31 + 64 elements apart at the shortest row of ROWS_N that supports() accepts (else the first)."""
+    n = next((n for n in _inputs.ROWS_N if spec.check_supported(_inputs.STRIDE_ROWS, n, dt) is None),
+             _inputs.ROWS_N[0])
+    return _inputs.stride_case(n)
+
+
 def _large_for(spec, dt, name: str, level: str):
     if name == _inputs.ROWS_PAST_GRID_Y:
         return rows_case(spec, dt)
+    if name == _inputs.ROW_STRIDE_2POW31:
+        return stride_case(spec, dt)
     return large_case(spec, dt, 2 ** 32 if name == _inputs.LARGE_2POW32 else _lay.WRAP, name, level)
 
 

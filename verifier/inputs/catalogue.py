@@ -38,7 +38,7 @@ __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE", "LARGE_CASES", "LARGE_2POW32", "ROWS_PAST_GRID_Y", "rows_case",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE", "LARGE_CASES", "LARGE_2POW32", "ROWS_PAST_GRID_Y", "rows_case", "ROW_STRIDE_2POW31", "stride_case",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -435,7 +435,9 @@ _LAYOUT_CASES = [
 LARGE_CASE = "large_index_2pow31"
 LARGE_2POW32 = "large_index_2pow32"
 ROWS_PAST_GRID_Y = "rows_past_65535"
-LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y)  # GPU only; the level table's large_index column
+ROW_STRIDE_2POW31 = "row_stride_2pow31"
+LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y, ROW_STRIDE_2POW31)  # GPU only; level column large_index
+STRIDE_ROWS = 4  # rows of row_stride_2pow31: all judged
 ROWS_N = (1024, 4096, 8192, 16384, 65536, 152064)  # row lengths of rows_past_65535, shortest first
 
 
@@ -476,9 +478,19 @@ def rows_case(N: int = ROWS_N[0], name: str = ROWS_PAST_GRID_Y) -> Case:
                 _large_maker(M, N, wrap), layout=_lay.Layout(_lay.LARGE, wrap))
 
 
+def stride_case(N: int = ROWS_N[0], name: str = ROW_STRIDE_2POW31) -> Case:
+    """STRIDE_ROWS rows of N, 2^31 + ROW_PAD elements apart (a strided view): a row stride kept in 32 bits (an
+    ``int stride`` parameter, ``row * stride`` in int) wraps; every row judged. Tensors whose stride the kernel
+    takes (as the strided case picks them) get the stride, the others stay contiguous."""
+    stride = _lay.WRAP + _lay.ROW_PAD
+    return Case(name, f"{STRIDE_ROWS} rows of {N}, {stride} elements apart (row stride >= 2^31): a 32-bit stride or "
+                      "stride * row product wraps; every row judged (aliased pages on the GPU)", STRIDE_ROWS, N,
+                _large_maker(STRIDE_ROWS, N, _lay.WRAP, stride), layout=_lay.Layout(_lay.LARGE, _lay.WRAP, stride))
+
+
 def large_cases() -> list:
     """The large family at their default row lengths (verifier.inputs.cases picks each kernel's)."""
-    return [large_case(), large_case(wrap=2 ** 32, name=LARGE_2POW32), rows_case()]
+    return [large_case(), large_case(wrap=2 ** 32, name=LARGE_2POW32), rows_case(), stride_case()]
 
 
 def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:

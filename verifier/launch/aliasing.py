@@ -103,3 +103,14 @@ def plan(nbytes: int, private_spans, chunk: int, shared_chunks: int) -> Plan:
             pieces += [Piece(j, 1, SHARED_ONE) for j in range(k, end)]
         c = end
     return Plan(chunk, chunks, shared_chunks, tuple(private), tuple(pieces))
+
+
+def tensor_plan(shape, stride: int, itemsize: int, judged, chunk: int, shared_chunks: int, guard: int = 0) -> Plan:
+    """The plan of an (M, N) tensor with rows ``stride`` elements apart starting ``guard`` bytes into its range,
+    followed by ``guard`` bytes (an output's guard bands, private like the judged rows)."""
+    M, N = shape
+    span = ((M - 1) * stride + N) * itemsize
+    spans = [(guard + int(r) * stride * itemsize, N * itemsize) for r in judged]
+    if guard:
+        spans += [(0, guard), (guard + span, guard)]
+    return plan(2 * guard + span, spans, chunk, shared_chunks)

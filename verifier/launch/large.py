@@ -71,6 +71,7 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
     op = get_op(spec.op)
     M, N = inputs_np["x"].shape
     rows = _lay.judged_rows(M, N, layout.wrap, layout.stride)
+    inputs_np = _restrided(spec, op, inputs_np, dt, params, layout)
     out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows)
     if check_poison and any(c.any() for c in counts.values()):
         _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows)
@@ -81,6 +82,32 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
             where = f"first at index ({r},)" if len(op.shape_of(name, M, N)) == 1 else f"first in row {r}"
             out.unwritten[name] = Unwritten(int(c.sum()), int(np.prod(op.shape_of(name, M, N))), where)
     out.rows = rows
+    return out
+
+
+def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
+    """The tensors a large case with a row stride (``layout.stride``) lays out with it: those the strided case
+    would (every 2-D tensor; CUDA: those whose stride a launch passes, verifier.launch.harness.strided_tensors)."""
+    if not layout.stride:
+        return set()
+    from verifier.launch.harness import strided_tensors
+
+    return strided_tensors(spec, op, M, N, dt, params, _lay.Layout(_lay.STRIDED))
+
+
+def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
+    """The inputs with rows ``layout.stride`` apart where that tensor is strided, contiguous elsewhere; the
+    outputs follow (an output in ``strided`` gets the stride: _run_in)."""
+    if not layout.stride:
+        return inputs_np
+    M, N = inputs_np["x"].shape
+    keep = strided(spec, op, M, N, dt, params, layout)
+    out = {}
+    for name, v in inputs_np.items():
+        if isinstance(v, _lay.SparseRows) and name not in keep:
+            v = _lay.SparseRows(v.shape, v.dtype, v.rows, v.pattern)
+        out[name] = v
+    out["__strided__"] = keep
     return out
 
 
@@ -96,7 +123,10 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) ->
 
 
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
+    inputs_np = dict(inputs_np)
+    strided_names = inputs_np.pop("__strided__", set())
     M, N = inputs_np["x"].shape
+    stride = inputs_np["x"].stride if isinstance(inputs_np["x"], _lay.SparseRows) else N
     inputs, outputs = {}, {}
     aliases = getattr(spec, "outputs_alias", {})
     held = {t: t if t in op.inouts else aliases.get(t) for t in op.outputs}  # the input an output's buffer also is
@@ -107,7 +137,8 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
         dtype = out_dtype(name, op, dt)
         src = held[name]
         outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
-                                   inputs_np[src] if src else None)
+                                   inputs_np[src] if src else None,
+                                   stride=stride if name in strided_names else N)
         if src:  # the kernel updates it in place / writes the output over it
             inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)
@@ -167,24 +198,25 @@ class _Driver:
         return self.bufs[-1]
 
     def _fill_rows(self, buf, offset: int, v: _lay.SparseRows) -> None:
-        row = v.shape[1] * v.dtype.itemsize
-        buf.fill(offset, np.ascontiguousarray(v.pattern, dtype=v.dtype), v.shape[0] * row)
+        isz = v.dtype.itemsize
+        buf.fill(offset, np.ascontiguousarray(v.pattern, dtype=v.dtype), v.span * isz)
         for r, values in v.rows.items():
-            buf.upload(np.ascontiguousarray(values, dtype=v.dtype), offset + r * row)
+            buf.upload(np.ascontiguousarray(values, dtype=v.dtype), offset + r * v.stride * isz)
 
     def tensor(self, v):
         from verifier.launch.cuda import DeviceArray
 
         if isinstance(v, _lay.SparseRows):
-            buf = self._alloc(v.nbytes)
+            buf = self._alloc(v.span * v.dtype.itemsize)
             self._fill_rows(buf, 0, v)
-            return DeviceArray(buf, v.shape)
+            return DeviceArray(buf, v.shape, 0, None if v.stride == v.shape[1] else v.stride)
         a = np.ascontiguousarray(v)
         buf = self._alloc(a.nbytes)
         buf.upload(a)
         return DeviceArray(buf, a.shape)
 
-    def output(self, shape, dtype, poison_bits, middle=None) -> _Buffer:
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None) -> _Buffer:
+        """Contiguous (a row stride only on aliased memory: _Mapped)."""
         from verifier.launch.cuda import DeviceArray
 
         itemsize = _dt.numpy_dtype(dtype).itemsize
@@ -241,8 +273,8 @@ class _Torch:
 
         self.torch, self.device, self.keep = torch, device, []
 
-    def _rows_into(self, t, v: _lay.SparseRows) -> None:
-        flat = t.view(-1)
+    def _rows_into(self, t, v: _lay.SparseRows, flat=None) -> None:
+        flat = t.view(-1) if flat is None else flat  # the pattern over every element the rows span
         K = min(len(v.pattern), flat.shape[0])
         flat[:K] = _dt.from_numpy(np.ascontiguousarray(v.pattern[:K], dtype=v.dtype), self.device)
         done = K
@@ -255,14 +287,16 @@ class _Torch:
 
     def tensor(self, v):
         if isinstance(v, _lay.SparseRows):
-            t = self.torch.empty(v.shape, dtype=_dt.torch_dtype(_dt.canonical(v.dtype)), device=self.device)
-            self._rows_into(t, v)
+            flat = self.torch.empty((v.span,), dtype=_dt.torch_dtype(_dt.canonical(v.dtype)), device=self.device)
+            t = flat.as_strided(v.shape, (v.stride, 1))
+            self._rows_into(t, v, flat)
         else:
             t = _dt.from_numpy(np.ascontiguousarray(v), self.device)
         self.keep.append(t)
         return t
 
-    def output(self, shape, dtype, poison_bits, middle=None) -> _Buffer:
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None) -> _Buffer:
+        """Contiguous (a row stride only on aliased memory: _Mapped)."""
         torch = self.torch
         itemsize = _dt.numpy_dtype(dtype).itemsize
         g, n = GUARD_BYTES // itemsize, int(np.prod(shape))
@@ -331,15 +365,13 @@ class _Mapped:
         self.chunk = vmm.granularity()
         self.bufs = []
 
-    def _map(self, nbytes: int, spans) -> "object":
+    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
         from verifier.launch import aliasing
 
-        plan = aliasing.plan(nbytes, spans, self.chunk, self.vmm.shared_chunks(self.chunk))
+        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk,
+                                    self.vmm.shared_chunks(self.chunk), guard)
         self.bufs.append(self.vmm.MappedBuffer(plan))
         return self.bufs[-1]
-
-    def _spans(self, base: int, stride: int, N: int, itemsize: int) -> list:
-        return [(base + r * stride * itemsize, N * itemsize) for r in self.judged]
 
     def _view(self, buf, offset: int, shape, stride: int, dtype):
         """What the kernel gets: a DeviceArray, or a torch tensor over the mapping (ints of the element's width,
@@ -369,21 +401,21 @@ class _Mapped:
     def tensor(self, v):
         if not isinstance(v, _lay.SparseRows):
             return self.inner.tensor(v)
-        buf = self._map(v.span * v.dtype.itemsize, self._spans(0, v.stride, v.shape[1], v.dtype.itemsize))
+        buf = self._map(v.shape, v.stride, v.dtype.itemsize)
         self._put(buf, 0, v)
         return self._view(buf, 0, v.shape, v.stride, _dt.canonical(v.dtype))
 
-    def output(self, shape, dtype, poison_bits, middle=None):
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None):
         if len(shape) != 2:
             return self.inner.output(shape, dtype, poison_bits, middle)
         M, N = shape
-        stride = middle.stride if middle is not None else N
+        stride = middle.stride if middle is not None else stride or N
         isz = _dt.numpy_dtype(dtype).itemsize
         ints = np.dtype(INT_VIEW[isz])
         p = signed(poison_bits, isz)
         span = ((M - 1) * stride + N) * isz
         g = GUARD_BYTES
-        buf = self._map(2 * g + span, [(0, g), (g + span, g)] + self._spans(g, stride, N, isz))
+        buf = self._map(shape, stride, isz, g)
         poison = np.full(GUARD_BYTES // isz, p, dtype=ints)
         if middle is None:
             buf.fill_physical(poison)
