@@ -57,7 +57,7 @@ def _help(lv: Level) -> str:
     drawn = f"{lv.hypothesis} Hypothesis examples per dtype" if lv.hypothesis else "no Hypothesis"
     repeats = f"{lv.repeats} determinism repeats" if lv.name == "quick" else f"{lv.repeats} repeats"
     extra = ", --sanitize on the first dtype only" if lv.sanitize_first_dtype_only else ""
-    large = ", the large cases (past 2^31 and 2^32 elements, over 65535 rows; GPU)" if lv.large_index else ""
+    large = ", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart: GPU only)" if lv.large_index else ""
     return f"{lv.name}: {lv.catalogue}{large}, {drawn}, {repeats}{extra}"
 
 

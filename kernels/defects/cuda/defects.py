@@ -259,8 +259,9 @@ DEFECTS = {
                    "r - 2^32 / N, read from and written over there (silently wrong, no fault)",
         "exposing_input": "large_index_2pow32"},
     "defect-cuda-rmsnorm-rows-on-grid-y": {
-        "caught_by": "crash", "twin": "cuda-rmsnorm-rows", "device": "gpu",
-        "pitfall": "one block per row on grid.y: grid.y and grid.z stop at 65,535, so more rows do not launch",
+        "caught_by": "build", "twin": "cuda-rmsnorm-rows", "device": "cpu",
+        "pitfall": "one block per row on grid.y: grid.y and grid.z stop at 65,535, so more rows do not launch "
+                   "(the launch check sees the grid at the case's shape before any launch; on a GPU it fails)",
         "exposing_input": "rows_past_65535"},
     "defect-cuda-rmsnorm-int32-row-stride": {
         "caught_by": "crash", "twin": "cuda-rmsnorm-rows", "device": "gpu",
