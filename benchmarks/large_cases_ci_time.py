@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 LIMIT_S = 1.5
 DEFAULT = ["kernels/cuda/rmsnorm_spec.py:cuda-rmsnorm-n2:bf16", "kernels/cuda/rmsnorm_spec.py:cuda-rmsnorm-n2:f32",
+           "kernels/torch/spec.py:torch-softmax:bf16",
            "kernels/cuda/softmax_spec.py:cuda-softmax-s2:bf16",
            "kernels/cuda/fused_add_rmsnorm_spec.py:cuda-fused-add-rmsnorm-loop:bf16",
            "kernels/cuda/cross_entropy_spec.py:cuda-cross-entropy:bf16tof32",
@@ -33,7 +34,7 @@ DEFAULT = ["kernels/cuda/rmsnorm_spec.py:cuda-rmsnorm-n2:bf16", "kernels/cuda/rm
 def self_check() -> dict:
     """The mapping's aliasing, read back from the device."""
     from verifier.gpu import vmm
-    from verifier.launch import aliasing
+    from verifier.gpu import aliasing
 
     chunk = vmm.granularity()
     k = vmm.shared_chunks(chunk)
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
     from verifier.battery import gate
     from verifier.battery.values import run_case
     from verifier.declare.registry import load_spec_file
-    from verifier.inputs import catalogue as C
+    from verifier.inputs import large_family as C
     from verifier.inputs.cases import cases_for, draw
     from verifier.results.kernel import KernelReport
     from verifier.results.options import Options

@@ -1,4 +1,4 @@
-"""The large cases on aliased memory (issue #36), on a CPU: the plans (verifier.launch.aliasing) at the real cases'
+"""The large cases on aliased memory (issue #36), on a CPU: the plans (verifier.gpu.aliasing) at the real cases'
 geometry, and the whole launch body (verifier.launch.large over verifier.gpu.vmm) on a fake driver whose
 cuMemCreate / cuMemMap are memfd mappings, so aliased pages alias for real (tests/fake_libcuda.py).
 
@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from verifier.inputs import catalogue as C
+from verifier.inputs import large_family as C
 from verifier.inputs import layouts as L
-from verifier.launch import aliasing as A
+from verifier.gpu import aliasing as A
 from verifier.launch.large import ALIASED_TENSOR_BYTES
 from verifier.launch.outcome import GUARD_BYTES
 
@@ -173,7 +173,7 @@ def _checks(spec, case) -> set:
 
 def _stride_case():
     stride = W + L.ROW_PAD
-    return C.Case(C.ROW_STRIDE_2POW31, "simulated", 4, 1000, C._large_maker(4, 1000, W, stride),
+    return C.Case(C.ROW_STRIDE_2POW31, "simulated", 4, 1000, C.sparse_maker(4, 1000, W, stride),
                   layout=L.Layout(L.LARGE, W, stride))
 
 

@@ -1,6 +1,6 @@
 """Aliased device memory through the CUDA virtual memory management API (ctypes over libcuda, as
 verifier.gpu.libcuda): one reserved virtual range whose chunks map onto a small shared physical allocation many
-times and onto private allocations where a plan (verifier.launch.aliasing) says, so a tensor of more than 2^32
+times and onto private allocations where a plan (verifier.gpu.aliasing) says, so a tensor of more than 2^32
 elements costs a few megabytes and milliseconds. cuMemAddressReserve / cuMemCreate / cuMemMap / cuMemSetAccess,
 the chunk being cuMemGetAllocationGranularity's minimum.
 
@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 
 from verifier.gpu import libcuda as _cd
-from verifier.launch import aliasing as _al
+from verifier.gpu import aliasing as _al
 
 _CU_MEM_ALLOCATION_TYPE_PINNED = 1
 _CU_MEM_LOCATION_TYPE_DEVICE = 1
@@ -70,7 +70,7 @@ def shared_chunks(chunk: int) -> int:
 
 
 class MappedBuffer(_cd.DeviceBuffer):
-    """A reserved range mapped as ``plan`` says (verifier.launch.aliasing.Plan), each piece onto a whole physical
+    """A reserved range mapped as ``plan`` says (verifier.gpu.aliasing.Plan), each piece onto a whole physical
     allocation; fill_physical writes a pattern into each allocation once."""
 
     def __init__(self, plan: _al.Plan):  # noqa: the base's __init__ allocates: not called

@@ -12,9 +12,9 @@ roles in their own dtype). An op may add cases of its own (``OpDef.cases``). Wei
 random around 1 (w ~ 1 + 0.1·N(0,1), b ~ 0.1·N(0,1)), never all ones, so a kernel ignoring w fails.
 
 A case also has a memory layout (``Case.layout``, verifier.inputs.layouts): the strided and unaligned cases
-lay ordinary values out as callers' views do, and the large-index case (level column ``large_index``, or
-``--case large_index_2pow31`` at any level) holds more than 2^31 elements. The Hypothesis strategies live in
-verifier.inputs.strategies (re-exported here).
+lay ordinary values out as callers' views do; the large family (more than 2^31 elements and its siblings, GPU only)
+lives in verifier.inputs.large_family, which verifier.inputs.cases appends at the levels of the level table's
+``large_index`` column. The Hypothesis strategies live in verifier.inputs.strategies (re-exported here).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE", "LARGE_CASES", "LARGE_2POW32", "ROWS_PAST_GRID_Y", "rows_case", "ROW_STRIDE_2POW31", "stride_case",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "sparse_maker",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -432,17 +432,8 @@ _LAYOUT_CASES = [
     ("unaligned_1elem_past_16bytes", f"every tensor starts one element past a {_lay.ALIGN}-byte boundary (a view "
      "into a larger buffer): vector loads chosen from N alone fault", 4, 1024, _lay.UNALIGNED),
 ]
-LARGE_CASE = "large_index_2pow31"
-LARGE_2POW32 = "large_index_2pow32"
-ROWS_PAST_GRID_Y = "rows_past_65535"
-ROW_STRIDE_2POW31 = "row_stride_2pow31"
-LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y, ROW_STRIDE_2POW31)  # GPU only; level column large_index
-STRIDE_ROWS = 4  # rows of row_stride_2pow31: all judged
-ROWS_N = (1024, 4096, 8192, 16384, 65536, 152064)  # row lengths of rows_past_65535, shortest first
-
-
-def _large_maker(M: int, N: int, wrap: int, stride=None):
-    """``make`` of a large case: data roles as SparseRows (a PATTERN-element random pattern repeated, the judged
+def sparse_maker(M: int, N: int, wrap: int, stride=None):
+    """``make`` of a large case (verifier.inputs.large_family): data roles as SparseRows (a PATTERN-element random pattern repeated, the judged
     rows drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
@@ -457,49 +448,13 @@ def _large_maker(M: int, N: int, wrap: int, stride=None):
     return make
 
 
-def large_case(N: int = _lay.LARGE_N[0], wrap: int = _lay.WRAP, name: str = LARGE_CASE) -> Case:
-    """The large-index case at row length N: M = wrap // N + TAIL_ROWS rows (M·N ≥ wrap + 2N), GPU only.
-    verifier.inputs.cases picks N per kernel: the longest of LARGE_N its supports() accepts. With ``wrap`` 2^32
-    it is ``large_index_2pow32`` (an unsigned 32-bit offset wraps there)."""
-    M = _lay.large_rows(N, wrap)
-    at = "2^32" if wrap == 2 ** 32 else "2^31"
-    what = "an unsigned 32-bit row offset (unsigned row * N)" if wrap == 2 ** 32 else "a 32-bit row offset (int row * N)"
-    return Case(name, f"M·N ≥ {at} + 2N elements ({M}x{N}): {what} wraps; judged on the rows on both sides of "
-                      "the wrap and the last rows (aliased pages on the GPU: judged rows private)", M, N,
-                _large_maker(M, N, wrap), layout=_lay.Layout(_lay.LARGE, wrap))
-
-
-def rows_case(N: int = ROWS_N[0], name: str = ROWS_PAST_GRID_Y) -> Case:
-    """More than 65,535 rows (GRID_Y + 1 + TAIL_ROWS) of N: rows launched on grid.y or grid.z do not launch."""
-    wrap = _lay.GRID_Y * N
-    M = _lay.GRID_Y + 1 + _lay.TAIL_ROWS
-    return Case(name, f"{M} rows of {N}: more than {_lay.GRID_Y} rows, the grid's y / z limit (rows on grid.y do "
-                      f"not launch); judged around row {_lay.GRID_Y} and the last rows", M, N,
-                _large_maker(M, N, wrap), layout=_lay.Layout(_lay.LARGE, wrap))
-
-
-def stride_case(N: int = ROWS_N[0], name: str = ROW_STRIDE_2POW31) -> Case:
-    """STRIDE_ROWS rows of N, 2^31 + ROW_PAD elements apart (a strided view): a row stride kept in 32 bits (an
-    ``int stride`` parameter, ``row * stride`` in int) wraps; every row judged. Tensors whose stride the kernel
-    takes (as the strided case picks them) get the stride, the others stay contiguous."""
-    stride = _lay.WRAP + _lay.ROW_PAD
-    return Case(name, f"{STRIDE_ROWS} rows of {N}, {stride} elements apart (row stride >= 2^31): a 32-bit stride or "
-                      "stride * row product wraps; every row judged (aliased pages on the GPU)", STRIDE_ROWS, N,
-                _large_maker(STRIDE_ROWS, N, _lay.WRAP, stride), layout=_lay.Layout(_lay.LARGE, _lay.WRAP, stride))
-
-
-def large_cases() -> list:
-    """The large family at their default row lengths (verifier.inputs.cases picks each kernel's)."""
-    return [large_case(), large_case(wrap=2 ** 32, name=LARGE_2POW32), rows_case(), stride_case()]
-
-
 def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     """The adversarial cases for ``op`` (and, when given, the input dtype of ``dtypes``: cases
     whose values the dtype cannot hold, e.g. -inf in float8_e4m3fn or 1000 in int8, are left out).
 
     level: 'quick' a handful of cases; 'ci' every case at small M, the strided and unaligned layouts last;
-    'thorough' every case with M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M) and the large-index
-    case (the level table's ``large_index`` column)."""
+    'thorough' every case with M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M). The large family
+    (verifier.inputs.large_family) is appended by verifier.inputs.cases.cases_for."""
     opdef = get_op(op)
     if level not in LEVELS:
         raise UsageError(f"unknown run level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
@@ -522,6 +477,4 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
         for name, exposes, M, N, kind in _LAYOUT_CASES:
             M = lv.rows or M
             cases.append(Case(name, exposes, M, N, maker(M, N, rand_normal), layout=_lay.Layout(kind)))
-    if lv.large_index:
-        cases += large_cases()
     return cases

@@ -15,7 +15,7 @@ What PyTorch callers pass besides fresh contiguous tensors, each a catalogue cas
   down the array, with the judged rows (both sides of the wrap, the first and the last rows) drawn on their own,
   so they never go through the host whole; only the judged rows are downloaded and judged (the reference for
   those rows only). On the GPU the pattern lies on one small physical allocation mapped many times into the
-  tensor's virtual range and each judged row on private pages of its own (verifier.launch.aliasing).
+  tensor's virtual range and each judged row on private pages of its own (verifier.gpu.aliasing).
 
 The wrap is a parameter (``Layout.wrap``) so a unit test can simulate a small one on a CPU.
 """

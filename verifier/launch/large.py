@@ -3,7 +3,7 @@
 On a GPU with the virtual memory management API (every one since Pascal on Linux) each (M, N) tensor is a
 verifier.gpu.vmm.MappedBuffer: a reserved range whose chunks map onto one small shared allocation holding the
 repeated pattern (or the poison), and whose judged rows and guard bands lie on private chunks
-(verifier.launch.aliasing): a few tens of megabytes and milliseconds a tensor, so the case runs at ``ci``. Only the
+(verifier.gpu.aliasing): a few tens of megabytes and milliseconds a tensor, so the case runs at ``ci``. Only the
 judged rows' poison is counted (rows on shared chunks alias one another: their outputs race and mean nothing).
 Torch kernels get torch tensors over the same mapping (``__cuda_array_interface__``).
 
@@ -87,12 +87,12 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
 
 def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
     """The tensors a large case with a row stride (``layout.stride``) lays out with it: those the strided case
-    would (every 2-D tensor; CUDA: those whose stride a launch passes, verifier.launch.harness.strided_tensors)."""
+    would (every 2-D tensor; CUDA: those whose stride a launch passes, verifier.launch.strides)."""
     if not layout.stride:
         return set()
-    from verifier.launch.harness import strided_tensors
+    from verifier.launch.strides import strided_tensors
 
-    return strided_tensors(spec, op, M, N, dt, params, _lay.Layout(_lay.STRIDED))
+    return strided_tensors(spec, op, M, N, dt, params)
 
 
 def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
@@ -366,7 +366,7 @@ class _Mapped:
         self.bufs = []
 
     def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
-        from verifier.launch import aliasing
+        from verifier.gpu import aliasing
 
         plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk,
                                     self.vmm.shared_chunks(self.chunk), guard)
