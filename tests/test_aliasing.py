@@ -248,3 +248,50 @@ def test_a_launch_passing_an_int32_stride_is_not_given_rows_2pow31_apart():
     assert gate.narrow_stride(wide, case.M, case.N, BF16) is None
     cpu = gate.before_inputs(wide, BF16, case.name, case.M, case.N, case.layout, "cpu")
     assert cpu.kind == gate.DEVICE and "this run is on cpu" in cpu.text
+
+
+def test_rows_a_stride_apart_on_torch_tensors_of_the_cpu():
+    """The torch side of the stride case (plain tensors here, a simulated stride): the callable gets x as a strided
+    view; one that reads row r at r * N is caught, torch's own softmax is not."""
+    import torch
+
+    from verifier.spec import CallableKernel
+
+    def softmax(inputs, outputs, params, dt):
+        assert inputs["x"].stride(0) == W + L.ROW_PAD
+        outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+    def flat_rows(inputs, outputs, params, dt):  # the row stride ignored
+        x = inputs["x"]
+        outputs["y"].copy_(torch.softmax(x.as_strided(x.shape, (x.shape[1], 1)).float(), -1))
+
+    case = _stride_case()
+    found = {}
+    for fn in (softmax, flat_rows):
+        spec = CallableKernel(name=fn.__name__.replace("_", "-"), op="softmax", fn=fn, dtypes=[BF16])
+        found[fn.__name__] = {f.check for f in run_case(spec, BF16, case.name, draw(spec, BF16, case, 0),
+                                                        Options(device="cpu"), layout=case.layout).findings}
+    assert found == {"softmax": set(), "flat_rows": found["flat_rows"]} and "value" in found["flat_rows"]
+
+
+def test_suites_on_a_gpu_run_the_large_cases_but_not_under_compute_sanitizer(monkeypatch):
+    from types import SimpleNamespace
+    from pathlib import Path
+
+    from verifier.declare.registry import load_spec_file
+    from verifier.gpu import probe
+    from verifier.launch import large
+    from verifier.plugin import session
+
+    monkeypatch.setattr(large, "aliased", lambda: True)  # a GPU with the virtual memory API and the memory
+    monkeypatch.setattr(probe, "free_memory", lambda: 100e9)
+    spec = Path(__file__).resolve().parents[1] / "kernels" / "cuda" / "softmax_spec.py"
+    kernels = [k for k in load_spec_file(spec) if k.name == "cuda-softmax-s3"]
+    v = {"device": "auto", "resolved": "cuda", "level": "ci", "seed": 0, "kernels": kernels, "sanitize": True,
+         "tools": ["memcheck"], "globs": [], "specs": []}
+    before = session.NOT_GENERATED[session.LARGE_NOT_SANITIZED]
+    ids = [p.id for p in session.suite_params(SimpleNamespace(_verifier=v), "softmax", session.PARAMS, "values")]
+    large_ids = [i for i in ids if any(i.endswith(f"-{c}") for c in C.LARGE_CASES)]
+    assert len(large_ids) >= 3 and not [i for i in ids if any(f"-{c}-" in i for c in C.LARGE_CASES)]
+    assert session.NOT_GENERATED[session.LARGE_NOT_SANITIZED] - before == len(large_ids)
+    assert "cuda-softmax-s3-f32-normal_small-memcheck" in ids

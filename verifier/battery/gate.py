@@ -106,8 +106,8 @@ def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=
     """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
     from verifier.launch.large import aliased, required_bytes
 
-    if device != "cuda":
-        need = required_bytes(spec.op, dt, M, N, spec.op_params())
+    if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
+        need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=True)
         return f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
     mapped = aliased()
     if not mapped and layout is not None and layout.stride:
