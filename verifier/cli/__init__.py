@@ -283,7 +283,7 @@ def cmd_cases(args) -> int:
     if levels.level(args.level).large_index:  # at their default row lengths (each kernel's: verifier.inputs.cases)
         from verifier.inputs.large_family import large_cases
 
-        cases += large_cases()
+        cases += large_cases(args.level)
     for c in cases:
         print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
     return EXIT_OK

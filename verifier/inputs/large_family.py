@@ -46,6 +46,7 @@ def stride_case(N: int = ROWS_N[0], name: str = ROW_STRIDE_2POW31) -> Case:
                         "wraps; every row judged", STRIDE_ROWS, N, _lay.WRAP, stride)
 
 
-def large_cases() -> list:
-    """The large family at their default row lengths (verifier.inputs.cases picks each kernel's)."""
-    return [large_case(), large_case(wrap=2 ** 32, name=LARGE_2POW32), rows_case(), stride_case()]
+def large_cases(level: str = "thorough") -> list:
+    """The large family at the level's default row lengths (verifier.inputs.cases picks each kernel's)."""
+    n = (_lay.LARGE_N_CI if level == "ci" else _lay.LARGE_N)[0]
+    return [large_case(n), large_case(n, 2 ** 32, LARGE_2POW32), rows_case(), stride_case()]
