@@ -107,7 +107,7 @@ def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
         if isinstance(v, _lay.SparseRows) and name not in keep:
             v = _lay.SparseRows(v.shape, v.dtype, v.rows, v.pattern)
         out[name] = v
-    out["__strided__"] = keep
+    out["__strided__"] = (keep, layout.stride)
     return out
 
 
@@ -124,9 +124,8 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) ->
 
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
     inputs_np = dict(inputs_np)
-    strided_names = inputs_np.pop("__strided__", set())
+    strided_names, stride = inputs_np.pop("__strided__", (set(), None))
     M, N = inputs_np["x"].shape
-    stride = inputs_np["x"].stride if isinstance(inputs_np["x"], _lay.SparseRows) else N
     inputs, outputs = {}, {}
     aliases = getattr(spec, "outputs_alias", {})
     held = {t: t if t in op.inouts else aliases.get(t) for t in op.outputs}  # the input an output's buffer also is
