@@ -77,6 +77,13 @@ def _head_dim(M, N, dt):
 def _k_le_e(M, N, dt):
     # Routers have tens to a few thousand experts; longer rows only cost the CPU suites time.
     return f"E={N} < k=8: no top 8" if N < 8 else f"E={N} > 4096 experts" if N > 4096 else None
+def _below_2pow32(M, N, dt):
+    # Finding of this framework (torch 2.11+cu130 on an H200, docs/gpu-runs/2026-12-04-issue-36-large.md run 3):
+    # F.rms_norm and F.layer_norm on CUDA give wrong rows (zeros) past element 2^32 of a plain contiguous tensor
+    # (262208 x 16384 bf16: every row from 262144 on); caught by large_index_2pow32. Declared, not hidden.
+    if M * N >= 2 ** 32:
+        return "torch's CUDA rms_norm / layer_norm are wrong past element 2^32 (torch 2.11, measured)"
+    return None
 
 
 KERNELS = [
@@ -90,10 +97,13 @@ KERNELS = [
                    dtypes=[dtypes("f32"), dtypes("f16", acc="f16"), dtypes("bf16", acc="bf16")],
                    description="torch.log_softmax(x, dim=-1); f16/bf16 round the row sum to the I/O dtype"),
     CallableKernel(name="torch-rms-norm", op="rmsnorm", fn=_rms_norm, dtypes=FLOAT_IO,
+                   supports=_below_2pow32,
                    description="torch.nn.functional.rms_norm"),
     CallableKernel(name="torch-layer-norm", op="layernorm", fn=_layer_norm, dtypes=FLOAT_IO,
+                   supports=_below_2pow32,
                    description="torch.nn.functional.layer_norm"),
     CallableKernel(name="torch-fused-add-rms-norm", op="fused_add_rmsnorm", fn=_fused_add_rms_norm, dtypes=FLOAT_IO,
+                   supports=_below_2pow32,
                    description="fp32 x + residual, residual stored rounded, F.rms_norm on the fp32 sum"),
     CallableKernel(name="torch-reduce-sum", op="reduce_sum", fn=_reduce_sum, dtypes=[dtypes("f32")],
                    description="x.sum(dim=-1) in fp32"),

@@ -25,6 +25,13 @@ def _one(entry, args, block=THREADS):
     return launches
 
 
+def _grid_y(entry, args, block=THREADS):
+    """One block per row on grid.y (the defect: grid.y and grid.z stop at 65,535)."""
+    def launches(M, N, dt, params):
+        return [Launch(entry=entry.format(tag=dt.tag), grid=(1, M), block=(block,), args=args)]
+    return launches
+
+
 def _warp(entry):
     def launches(M, N, dt, params):
         grid = ((M + WARP_ROWS - 1) // WARP_ROWS,)
@@ -145,6 +152,15 @@ KERNELS = [
        "RMSNorm, block per row, rows at the launch's int64 row strides, 64-bit offsets (twin)", dts=BF16),
     _k("defect-cuda-rmsnorm-int32-row-offset", "rmsnorm", "input_defects.cu",
        _one("rms_rows_int32_offset_{tag}", ROWS_ARGS), "RMSNorm computing `int base = blockIdx.x * stride`", dts=BF16),
+    # issue #36: the large family at ci (aliased pages): past 2^32 elements, more than 65,535 rows, stride >= 2^31
+    _k("defect-cuda-rmsnorm-unsigned-row-offset", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_unsigned_offset_{tag}", ROWS_ARGS),
+       "RMSNorm computing `unsigned base = blockIdx.x * stride` (32-bit unsigned product)", dts=BF16),
+    _k("defect-cuda-rmsnorm-rows-on-grid-y", "rmsnorm", "input_defects.cu", _grid_y("rms_rows_grid_y_{tag}", ROWS_ARGS),
+       "RMSNorm launching one block per row on grid.y", dts=BF16),
+    _k("defect-cuda-rmsnorm-int32-row-stride", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_int32_stride_{tag}", ROWS_ARGS),
+       "RMSNorm narrowing the row strides to int before a 64-bit row * stride", dts=BF16),
     _k("defect-cuda-rmsnorm-ignores-row-stride", "rmsnorm", "input_defects.cu",
        _one("rms_rows_ignores_stride_{tag}", ROWS_ARGS), "RMSNorm taking the row strides but reading row r at r * N",
        dts=BF16),
@@ -237,6 +253,21 @@ DEFECTS = {
         "pitfall": "`int base = blockIdx.x * N`: past 2^31 elements the row offset wraps negative (an illegal "
                    "address), as PyTorch's and Liger-Kernel's cross entropy shipped it",
         "exposing_input": "large_index_2pow31"},
+    "defect-cuda-rmsnorm-unsigned-row-offset": {
+        "caught_by": "value", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "`unsigned base = blockIdx.x * N`: right past 2^31, past 2^32 elements the offset wraps onto row "
+                   "r - 2^32 / N, read from and written over there (silently wrong, no fault)",
+        "exposing_input": "large_index_2pow32"},
+    "defect-cuda-rmsnorm-rows-on-grid-y": {
+        "caught_by": "build", "twin": "cuda-rmsnorm-rows", "device": "cpu",
+        "pitfall": "one block per row on grid.y: grid.y and grid.z stop at 65,535, so more rows do not launch "
+                   "(the launch check sees the grid at the case's shape before any launch; on a GPU it fails)",
+        "exposing_input": "rows_past_65535"},
+    "defect-cuda-rmsnorm-int32-row-stride": {
+        "caught_by": "crash", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "row stride narrowed to int (`int s = x.stride(0)`) before a 64-bit row * s: a stride of 2^31 "
+                   "or more wraps negative (an illegal address); right on every contiguous tensor",
+        "exposing_input": "row_stride_2pow31"},
     "defect-cuda-rmsnorm-ignores-row-stride": {
         "caught_by": "value", "twin": "cuda-rmsnorm-rows", "device": "gpu",
         "pitfall": "row stride taken but ignored (row r read at r * N): silently wrong on a slice qkv[:, :N]",
