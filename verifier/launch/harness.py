@@ -118,7 +118,8 @@ def strided_tensors(spec, op, M: int, N: int, dt, params, layout) -> set:
     launch passes, verifier.launch.cuda.strided_tensors); none in other layouts."""
     if layout.kind != _lay.STRIDED:
         return set()
-    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | {t for t in op.outputs if t not in op.row_outputs}
+    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | \
+        {t for t in op.outputs if t not in op.row_outputs and op.dims_of(t) != (1,)}  # not a batch's one value
     if getattr(spec, "kind", None) == "cuda":
         from verifier.launch.cuda import strided_tensors as named
 

@@ -15,6 +15,10 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+                                                                          label_smoothing=0, z_loss=0,
+                                                                          softcap=0
+cross_entropy_reduced x[M,N], labels[M] (int) loss[1]                     as cross_entropy,
+                                                                          reduction='mean' ('sum')
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -41,6 +45,7 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+BUNDLED += (cross_entropy.REDUCED,)  # cross entropy over the batch (reduction 'mean' / 'sum')
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

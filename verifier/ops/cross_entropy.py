@@ -2,7 +2,14 @@
 logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactly 0. The loss is float32
 (``dtypes("bf16", "f32")``) or, declared so, in the logits' dtype (``dtypes("bf16")``: Liger, FlagGems): the
 budget is the same error bound before the kernel's rounding to the output dtype.
-params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels).
+params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels), and the variants, whose
+defaults give the plain loss: softcap=0 (c > 0: logits c·tanh(x/c) first, Gemma 2), label_smoothing=0 (e: PyTorch's
+(1 - e)·nll + e·mean over the N classes of -log p), z_loss=0 (z: + z·lse² per row, PaLM / Liger).
+
+cross_entropy_reduced: the same loss reduced over the rows into loss[1], params as above plus reduction='mean'
+('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum'. A separate
+op because an op's output shapes are its declaration's (a per-row loss[M] and a batch's loss[1] are judged
+differently: the large-index case judges some rows only); both share this module's reference and error model.
 """
 from __future__ import annotations
 
@@ -28,6 +35,74 @@ def _label_index(labels, params):
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
+TANH_UNITS = 5.0  # tanhf: 2 ulp (CUDA guide) = 5 u from exact; a tanh built from exp is bounded per element below
+
+
+def capped(x, p, c):
+    """(x', its absolute error per element) for the softcap x' = cap·tanh(x / cap) (x itself, 0 without one).
+    The kernel's x / cap (or x·(1/cap): two roundings) moves tanh's argument by 2u|x/cap|, which tanh's slope
+    sech² carries; tanh itself errs by TANH_UNITS·u, or, built from exp as 1 - 2/(exp(2y) + 1), by exp's error at
+    2y plus three roundings (absolute, |tanh| <= 1), times cap; then u|x'| for the product."""
+    cap = float(p.get("softcap", 0.0) or 0.0)
+    if cap <= 0:
+        return x, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x / cap
+        xc = cap * np.tanh(y)
+        sech2 = 1.0 / np.cosh(np.minimum(np.abs(y), 350.0)) ** 2
+        ay = np.where(np.isfinite(y), np.abs(y), 0.0)
+        t_units = np.maximum(TANH_UNITS, c.intr.exp + c.intr.exp_arg * 2 * ay + 3.0 + c.intr.div)
+        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc))
+    return xc, np.where(np.isfinite(x), err, 0.0)
+
+
+def _row_errors(x, p, c, xs, y=None):
+    """(nll, E_nll, lse, E_lse, xc, m, ignored) of the per-row loss on the (capped) logits; ``y``: the reference's
+    nll (the plain loss), whose magnitude the final subtraction's rounding is taken from."""
+    t, ignored = _label_index(xs["labels"], p)
+    xc, xerr = capped(x, p, c)
+    rows = np.arange(x.shape[0])
+    w = row_softmax(xc)
+    m, d, _, s_units = softmax_parts(xc, c, weights=w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(xc - m), axis=-1))
+    m = m[:, 0]
+    d_t, x_t = d[rows, t], xc[rows, t]
+    nll = m + log_s - x_t
+    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
+    lse_units = c.intr.log_abs + c.intr.log_rel * np.abs(log_s) + np.abs(m + log_s)
+    cap_err = 2 * np.max(xerr, axis=1) if np.ndim(xerr) else 0.0
+    a_nll = np.abs(nll if y is None else y)
+    E_nll = sigma + c.u * (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + lse_units + a_nll) + cap_err
+    E_lse = sigma + c.u * (c.c_in * np.abs(m) + lse_units) + cap_err / 2
+    return nll, E_nll, m + log_s, E_lse, xc, m, ignored
+
+
+def row_error(x, p, c, xs, y=None):
+    """(per-row absolute error bound E, the per-row loss in float64) of the loss with its variants (docs/tolerances.md
+    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N logits errs by
+    (gamma(N) + 3u)·(mean|x'| + |m|) (as Σx'_j or Σ(x'_j - m), each term scaled by e/N or not), the two products and
+    their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
+    z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
+    eps = float(p.get("label_smoothing", 0.0))
+    zc = float(p.get("z_loss", 0.0))
+    nll, E, lse, E_lse, xc, m, ignored = _row_errors(x, p, c, xs, y if eps == 0 and zc == 0 else None)
+    loss = nll
+    with np.errstate(over="ignore", invalid="ignore"):
+        if eps > 0:
+            N = x.shape[1]
+            smooth = lse - np.sum(xc, axis=1) / N
+            mean_abs = np.mean(np.abs(np.where(np.isfinite(xc), xc, 0.0)), axis=1)
+            E_s = E_lse + (gamma(N, c.u) + 3 * c.u) * (mean_abs + np.abs(m))
+            loss = (1 - eps) * nll + eps * smooth
+            E = (1 - eps) * E + eps * E_s + c.u * (2 * np.abs(nll) + 2 * eps * (np.abs(smooth) + np.abs(lse))
+                                                    + np.abs(loss))
+        if zc > 0:
+            loss = loss + zc * lse * lse
+            E = E + zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse + c.u * np.abs(loss)
+    return np.where(ignored, 0.0, E), np.where(ignored, 0.0, loss)
+
+
 def k_cross_entropy(x, loss, p, c, xs):
     """loss = lse - x_t = (m + log s) - x_t, i.e. -log_softmax(x)_t: the log_softmax bound at the
     label. Absolute error: log(s(1 + sigma)) = log s + sigma, sigma = gamma(sum units) (exp terms
@@ -36,19 +111,23 @@ def k_cross_entropy(x, loss, p, c, xs):
     a kernel computing (m - x_t) + log s rounds m - x_t instead: u|x_t - m|. Underflowed exp terms
     lose at most N·eta of s >= 1. The kappa of the budget is thus set by the input: |m|, |x_t - m|
     and log s, not by the loss, which can be tiny (the label holds almost all the mass) while the
-    error of lse stays relative to the row's max magnitude. Ignored rows are exact (0)."""
-    t, ignored = _label_index(xs["labels"], p)
-    rows = np.arange(x.shape[0])
-    w = row_softmax(x)
-    m, d, _, s_units = softmax_parts(x, c, weights=w)
+    error of lse stays relative to the row's max magnitude. Ignored rows are exact (0). The variants'
+    params (softcap, label_smoothing, z_loss) add their terms (row_error)."""
+    return row_error(x, p, c, xs, loss)[0]
+
+
+def k_cross_entropy_reduced(x, total, p, c, xs):
+    """loss[1] = sum (or mean) of the rows' losses over the non-ignored rows: the rows' bounds added, the sum of M
+    terms in any order gamma(M + 1)·sum|loss_i| (one more rounding for a kernel dividing each row by the count
+    first, as Liger), and for the mean 2u|mean| (the division; the count is exact)."""
+    E, loss = row_error(x, p, c, xs)
+    _, ignored = _label_index(xs["labels"], p)
+    M, n = x.shape[0], int((~ignored).sum())
     with np.errstate(over="ignore", invalid="ignore"):
-        log_s = np.log(np.sum(np.exp(x - m), axis=-1))
-    m = m[:, 0]
-    d_t, x_t = d[rows, t], x[rows, t]
-    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
-    units = (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + c.intr.log_abs + c.intr.log_rel * np.abs(log_s)
-             + np.abs(loss) + np.abs(m + log_s))
-    return np.where(ignored, 0.0, sigma + c.u * units)
+        Et = np.sum(E) + gamma(M + 1, c.u) * np.sum(np.abs(loss))
+        if p["reduction"] == "mean":
+            Et = Et / n + 2 * c.u * np.abs(total) if n else 0.0
+    return np.broadcast_to(np.asarray(Et, dtype=np.float64), np.shape(total))
 
 
 # --------------------------------------------------------------------------- invariants
@@ -80,6 +159,8 @@ def check(x_raw, inp, ys, params, dtypes, c):
     x_t = x[rows, t]
     fin_in = ~ignored & np.isfinite(x).all(axis=1)
     out += finite_violation("cross_entropy.finite", fin_in, y[:, None])
+    if variant(params):  # the bounds below are the plain loss's; a variant is judged by its values and budget
+        return out
     # rows the bounds apply to: not ignored, no NaN / +inf, not all -inf, a finite label logit
     live = (~ignored & ~np.isnan(x).any(axis=1) & ~(x == np.inf).any(axis=1) & np.isfinite(x_t)
             & np.isfinite(y))
@@ -110,10 +191,28 @@ def check(x_raw, inp, ys, params, dtypes, c):
     return out
 
 
+VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0}  # their defaults: the plain loss
+
+
+def variant(params) -> bool:
+    return any(float(params.get(k, v)) != v for k, v in VARIANT_PARAMS.items())
+
+
+def check_reduced(x_raw, inp, ys, params, dtypes, c):
+    """The batch's one value: finite where every non-ignored row's logits are finite and, for 'mean', at least one
+    row counts (a mean over no row is NaN, which the value comparison holds the kernel to)."""
+    x, y = inp["x"], ys["loss"]
+    _, ignored = _label_index(inp["labels"], params)
+    live = ~ignored
+    must = bool(np.isfinite(x[live]).all()) and (params["reduction"] == "sum" or bool(live.any()))
+    return finite_violation("cross_entropy_reduced.finite", np.array([must]), np.asarray(y).reshape(1, -1))
+
+
 # --------------------------------------------------------------------------- inputs
 
 def make_labels(rng, x, params, policy):
-    """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'].
+    """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'] ('all_ignored': every row
+    ignore_index; 'half_ignored': every other row).
 
     policy None: uniform over [0, N), and when M > 1 about a quarter of the rows (at least one, not
     all) ignored; 'first' / 'last': class 0 / N - 1; 'argmax' / 'argmin': the row's largest / smallest logit; 'finite': a
@@ -144,6 +243,10 @@ def make_labels(rng, x, params, policy):
         t = np.argmax(score, axis=1)
     elif policy == "ignore_nonfinite":
         ign = ~np.isfinite(x).all(axis=1)
+    elif policy == "all_ignored":
+        ign[:] = True
+    elif policy == "half_ignored":  # every other row, the last one counted: a mean over M / 2 rows
+        ign = np.arange(M) % 2 == (M % 2)
     t = np.where(ign, int(params["ignore_index"]), t)
     return t.astype(_dt.numpy_dtype(dt))
 
@@ -215,11 +318,52 @@ CASES = (
            "(several hundred)", 4, 1000, wide_rows, dtype_ok=holds(400.0), policy="argmin"),
 )
 
+def _huge(rng):
+    """N(0, 1)·1e4 rows (logits past any exp range): a softcap keeps them in [-cap, cap]; capping after the max
+    (or not at all) leaves the loss in the thousands."""
+    return lambda shape, dtype: _fit(rng.standard_normal(shape) * 1e4, dtype)
+
+
+def _one_neg_inf(rng):
+    """N(0, 1) rows with one -inf logit each (away from the label, policy 'finite'): the smoothing term's mean of
+    -log p over all classes is +inf (PyTorch gives inf), the plain loss stays finite."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        v[np.arange(shape[0]), rng.integers(shape[1], size=shape[0])] = -np.inf
+        return _fit(v, dtype)
+    return fn
+
+
+# Cases of the variants: they apply to every cross entropy kernel (a plain kernel must pass them too).
+VARIANT_CASES = (
+    OpCase("ce_all_ignored", "every row's label is ignore_index: per-row 0s; a mean over no row is NaN (PyTorch)",
+           4, 128, _normal, policy="all_ignored", quick=True),
+    OpCase("ce_half_ignored", "every other row ignored: a mean divides by the non-ignored count (M / 2), not M",
+           8, 256, _normal, policy="half_ignored", quick=True),
+    OpCase("ce_one_neg_inf", "one -inf logit per row, label elsewhere: label smoothing's mean of -log p is +inf",
+           4, 256, _one_neg_inf, dtype_ok=_holds_inf, policy="finite"),
+    OpCase("ce_huge_logits", "logits randn·1e4: softcap keeps them in [-cap, cap]; the plain loss is in the "
+           "thousands", 4, 512, _huge, dtype_ok=holds(6e4)),
+)
+
+CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS}
+
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
-    params={"ignore_index": -100, "label_dtype": "int64"},
+    params=CE_PARAMS,
     reference="references.cross_entropy",
     recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
-    invariants=check, cases=CASES,
+    invariants=check, cases=CASES + VARIANT_CASES,
+)
+
+REDUCED = Op(
+    "cross_entropy_reduced",
+    inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "1"},
+    params={**CE_PARAMS, "reduction": "mean"},
+    reference="references.cross_entropy_reduced",
+    recipe={"loss": (1.0, "cross_entropy_reduced")}, kappas={"cross_entropy_reduced": k_cross_entropy_reduced},
+    out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
+    invariants=check_reduced, cases=CASES + VARIANT_CASES,
+    description="cross entropy summed ('sum') or averaged over the non-ignored rows ('mean', NaN over none)",
 )
