@@ -56,7 +56,8 @@ def _capped(x: np.ndarray, params: dict) -> tuple:
         return x, 0.0
     with np.errstate(all="ignore"):
         xc = cap * np.tanh(x / cap)
-    return xc, 4 * U * (np.abs(xc) + np.abs(x) / np.cosh(np.minimum(np.abs(x / cap), 700.0)) ** 2)
+        slope = np.where(np.isfinite(x), np.abs(x) / np.cosh(np.minimum(np.abs(x / cap), 350.0)) ** 2, 0.0)
+        return xc, 4 * U * (np.abs(xc) + slope)
 
 
 def rows_float64(inputs: dict, params: dict):
