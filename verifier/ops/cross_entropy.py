@@ -7,7 +7,8 @@ defaults give the plain loss: softcap=0 (c > 0: logits c·tanh(x/c) first, Gemma
 (1 - e)·nll + e·mean over the N classes of -log p), z_loss=0 (z: + z·lse² per row, PaLM / Liger).
 
 cross_entropy_reduced: the same loss reduced over the rows into loss[1], params as above plus reduction='mean'
-('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum'. A separate
+('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum', and
+empty_mean='nan' ('zero': a kernel writing 0 for a mean over no counted row declares so, as Liger does). A separate
 op because an op's output shapes are its declaration's (a per-row loss[M] and a batch's loss[1] are judged
 differently: the large-index case judges some rows only); both share this module's reference and error model.
 """
@@ -204,7 +205,8 @@ def check_reduced(x_raw, inp, ys, params, dtypes, c):
     x, y = inp["x"], ys["loss"]
     _, ignored = _label_index(inp["labels"], params)
     live = ~ignored
-    must = bool(np.isfinite(x[live]).all()) and (params["reduction"] == "sum" or bool(live.any()))
+    must = bool(np.isfinite(x[live]).all()) and (params["reduction"] == "sum" or bool(live.any())
+                                                  or params["empty_mean"] == "zero")
     return finite_violation("cross_entropy_reduced.finite", np.array([must]), np.asarray(y).reshape(1, -1))
 
 
@@ -360,7 +362,7 @@ OPDEF = Op(
 REDUCED = Op(
     "cross_entropy_reduced",
     inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "1"},
-    params={**CE_PARAMS, "reduction": "mean"},
+    params={**CE_PARAMS, "reduction": "mean", "empty_mean": "nan"},
     reference="references.cross_entropy_reduced",
     recipe={"loss": (1.0, "cross_entropy_reduced")}, kappas={"cross_entropy_reduced": k_cross_entropy_reduced},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,

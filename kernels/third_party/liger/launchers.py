@@ -83,3 +83,14 @@ def cross_entropy(inputs, outputs, params, dt):
     loss = cross_entropy_forward(inputs["x"], inputs["labels"], None, params["ignore_index"], 0.0, 0.0, "none",
                                  None, False)[0]
     outputs["loss"].copy_(loss)  # in the logits' dtype, as Liger keeps it
+
+
+def cross_entropy_variants(inputs, outputs, params, dt):
+    """Liger's label smoothing, z_loss (lse_square_scale), softcap and reduction: per row (op cross_entropy) or the
+    batch's mean / sum (op cross_entropy_reduced), from the same cross_entropy_forward."""
+    cap = float(params["softcap"])
+    with _interpreter_shims():  # softcap is a float argument the kernel converts (softcap.to(tl.float32))
+        loss = cross_entropy_forward(inputs["x"], inputs["labels"], None, params["ignore_index"],
+                                     float(params["z_loss"]), float(params["label_smoothing"]),
+                                     params.get("reduction", "none"), cap if cap > 0 else None, False)[0]
+    outputs["loss"].copy_(loss.reshape(outputs["loss"].shape))
