@@ -16,6 +16,7 @@ output view, as a real test would). A shape the kernel refuses (supports()) is r
 from __future__ import annotations
 
 import argparse
+import math
 import importlib.util
 import json
 import sys
@@ -56,8 +57,16 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
     elif op == "reduce_sum":
         y = x.sum(-1)
-    elif op == "cross_entropy":
-        y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    elif op in ("cross_entropy", "cross_entropy_reduced"):  # with its variants, as a test would write them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        labels = inputs["labels"].long()
+        y = F.cross_entropy(x, labels, reduction="none", ignore_index=params["ignore_index"],
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2 * (labels != params["ignore_index"])
+        if op == "cross_entropy_reduced":
+            y = y.sum().reshape(1)
+            y = y / (labels != params["ignore_index"]).sum() if params["reduction"] == "mean" else y
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
@@ -84,7 +93,7 @@ def _one(spec, run, dt, M, N, device):
     buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
     out = op.outputs[0]
     shape = op.shape_of(out, M, N)
-    outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
+    outputs = {out: buf[:math.prod(shape)].view(shape)}
     for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, updated in place: compared below)
         outputs[t] = inputs[t] if t in op.inouts else torch.zeros(op.shape_of(t, M, N),
                                                                    dtype=_dt.torch_dtype(dt.output), device=device)

@@ -78,6 +78,17 @@ KERNELS = [
     _t("defect-triton-fused-add-rmsnorm-truncates-bf16", "fused_add_rmsnorm", "rounding_defects.py",
        "launch_truncating", "fused add + RMSNorm converting fp32 to bf16 by clearing the low 16 bits", dts=BF16,
        supports=max_row(16384, None, what="one block's registers")),
+    # cross entropy variants (twins: kernels/triton/cross_entropy_variants_spec.py)
+    *(TritonKernel(name=name, op=op, module="cross_entropy_variants_defects.py", launcher=launcher, params=p,
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], math_mode="triton_approx", online=True,
+                   expectations=_DET, description=what)
+      for name, op, launcher, p, what in (
+          ("defect-triton-ce-mean-over-m", "cross_entropy_reduced", "launch_mean_over_m",
+           {"reduction": "mean", "label_smoothing": 0.1}, "batch mean of the loss divided by M, not the counted rows"),
+          ("defect-triton-ce-smoothing-n-minus-1", "cross_entropy", "launch_smoothing_n_minus_1",
+           {"label_smoothing": 0.1}, "label smoothing spread over N - 1 classes"),
+          ("defect-triton-ce-softcap-after-max", "cross_entropy", "launch_softcap_after_max",
+           {"z_loss": 1e-4, "softcap": 30.0}, "softcap applied after the running max of the raw logits"))),
 ]
 
 DEFECTS = {
@@ -147,4 +158,16 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
+    "defect-triton-ce-mean-over-m": {
+        "caught_by": "value", "twin": "triton-ce-mean", "device": "cpu",
+        "pitfall": "mean cross entropy divided by M, not by the non-ignored rows (PyTorch): wrong on padded batches",
+        "exposing_input": "ce_half_ignored"},
+    "defect-triton-ce-smoothing-n-minus-1": {
+        "caught_by": "value", "twin": "triton-ce-smoothing", "device": "cpu",
+        "pitfall": "label smoothing's uniform share spread over N - 1 classes instead of all N (PyTorch)",
+        "exposing_input": "normal_small"},
+    "defect-triton-ce-softcap-after-max": {
+        "caught_by": "nan-inf", "twin": "triton-ce-zloss-softcap", "device": "cpu",
+        "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
+        "exposing_input": "ce_huge_logits"},
 }
