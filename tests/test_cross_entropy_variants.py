@@ -1,0 +1,241 @@
+"""Cross entropy variants (label_smoothing, z_loss, softcap on cross_entropy; op cross_entropy_reduced with its
+loss[1]): the reference against PyTorch, the budget passing PyTorch and rejecting the pitfalls, the '1' output in
+the op model, the cases, and the Triton kernels and defects in the interpreter."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import references
+from verifier.errors import SpecError, UsageError
+from verifier.inputs.catalogue import catalogue, maker, rand_normal
+from verifier.judge import check_output
+from verifier.ops import OPS, get_op
+from verifier.spec import Op, dtypes
+
+F32 = dtypes("f32")
+BF16 = dtypes("bf16", "f32")
+IGN = -100
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _torch(x, labels, eps=0.0, z=0.0, cap=0.0, reduction="none", dtype=torch.float64):
+    """PyTorch's loss (with the variants PyTorch lacks written as their papers do), in ``dtype``."""
+    xt, lt = torch.from_numpy(np.asarray(x, np.float64)).to(dtype), torch.from_numpy(labels.astype(np.int64))
+    if cap:
+        xt = cap * torch.tanh(xt / cap)
+    loss = F.cross_entropy(xt, lt, reduction="none", ignore_index=IGN, label_smoothing=eps)
+    if z:
+        loss = loss + z * torch.logsumexp(xt, -1) ** 2 * (lt != IGN)
+    if reduction != "none":
+        loss = loss.sum().reshape(1)
+        if reduction == "mean":
+            loss = loss / (lt != IGN).sum()
+    return loss.numpy()
+
+
+def _inputs(M=6, N=300, seed=0, ignored=(1, 4)):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N)).astype(np.float32).astype(np.float64)
+    labels = rng.integers(N, size=M)
+    labels[list(ignored)] = IGN
+    return x, labels
+
+
+VARIANTS = [{"label_smoothing": 0.1}, {"z_loss": 1e-4}, {"softcap": 30.0},
+            {"label_smoothing": 0.2, "z_loss": 1e-3, "softcap": 5.0}]
+
+
+def _p(v):
+    return v.get("label_smoothing", 0.0), v.get("z_loss", 0.0), v.get("softcap", 0.0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_reference_matches_pytorch_in_float64(variant, reduction):
+    x, labels = _inputs()
+    op, params = ("cross_entropy", dict(variant)) if reduction == "none" else \
+        ("cross_entropy_reduced", {**variant, "reduction": reduction})
+    ref = references.reference(op, {"x": x, "labels": labels}, params, "float64")
+    want = _torch(x, labels, *_p(variant), reduction=reduction)
+    np.testing.assert_allclose(ref.exact["loss"], want, rtol=1e-12, atol=1e-12)
+
+
+def test_defaults_keep_the_plain_loss_and_its_budget():
+    x, labels = _inputs()
+    plain = references.reference("cross_entropy", {"x": x, "labels": labels}, {}, "float32")
+    zeros = references.reference("cross_entropy", {"x": x, "labels": labels},
+                                 {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0}, "float32")
+    assert (plain.rounded["loss"] == zeros.rounded["loss"]).all()
+    from verifier.judge import tolerance
+
+    b0 = tolerance.budget("cross_entropy", F32, "precise", {"x": x, "labels": labels}, plain)
+    b1 = tolerance.budget("cross_entropy", F32, "precise", {"x": x, "labels": labels}, zeros,
+                          {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0})
+    assert (b0["loss"] == b1["loss"]).all()
+    smooth = tolerance.budget("cross_entropy", F32, "precise", {"x": x, "labels": labels}, zeros,
+                              {"label_smoothing": 0.1})
+    assert (smooth["loss"][labels != IGN] > b0["loss"][labels != IGN]).all()  # the smoothing sum adds its error
+
+
+def test_special_values_follow_pytorch():
+    x, labels = _inputs(M=4, N=64, ignored=(3,))
+    x[0, 5] = -np.inf  # the smoothing mean of -log p is +inf (PyTorch), the plain loss finite
+    labels[0] = 6
+    x[1, 7] = 1e30  # softcap: a huge logit caps to c
+    x[3, 0] = np.nan  # an ignored row holding NaN: 0
+    got = references.reference("cross_entropy", {"x": x, "labels": labels}, {"label_smoothing": 0.1}, "float32")
+    want = _torch(x, labels, 0.1)
+    assert got.exact["loss"][0] == np.inf == want[0] and got.exact["loss"][3] == 0.0
+    plain = references.reference("cross_entropy", {"x": x, "labels": labels}, {}, "float32").exact["loss"]
+    assert np.isfinite(plain[0])
+    capped = references.reference("cross_entropy", {"x": x, "labels": labels}, {"softcap": 30.0}, "float64")
+    np.testing.assert_allclose(capped.exact["loss"][:3], _torch(x, labels, cap=30.0)[:3], rtol=1e-12)
+    x2, l2 = _inputs(M=3, ignored=(0, 1, 2))  # every row ignored
+    mean = references.reference("cross_entropy_reduced", {"x": x2, "labels": l2}, {}, "float32").exact["loss"]
+    assert np.isnan(mean[0]) and np.isnan(_torch(x2, l2, reduction="mean")[0])
+    zero = references.reference("cross_entropy_reduced", {"x": x2, "labels": l2}, {"empty_mean": "zero"},
+                                "float32").exact["loss"]
+    total = references.reference("cross_entropy_reduced", {"x": x2, "labels": l2}, {"reduction": "sum"},
+                                 "float32").exact["loss"]
+    assert zero[0] == 0.0 and total[0] == 0.0
+
+
+def test_bad_reduction_params_are_usage_errors_with_a_fix():
+    x, labels = _inputs()
+    for bad in ({"reduction": "none"}, {"empty_mean": "inf"}):
+        with pytest.raises(UsageError) as e:
+            references.reference("cross_entropy_reduced", {"x": x, "labels": labels}, bad, "float32")
+        assert e.value.fix
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_budget_passes_pytorch_in_float32(variant, reduction):
+    x, labels = _inputs(M=8, N=1000)
+    op, params = ("cross_entropy", dict(variant)) if reduction == "none" else \
+        ("cross_entropy_reduced", {**variant, "reduction": reduction})
+    got = _torch(x, labels, *_p(variant), reduction=reduction, dtype=torch.float32)
+    c = check_output(op, {"x": x.astype(np.float32), "labels": labels}, got, F32, params=params)
+    assert c.ok, c.message()
+
+
+def test_budget_rejects_the_pitfalls():
+    x, labels = _inputs(M=8, N=1000)
+    xs = {"x": x.astype(np.float32), "labels": labels}
+    xt, lt = torch.from_numpy(xs["x"]), torch.from_numpy(labels)
+    lsm = F.log_softmax(xt, -1)
+    nll = -lsm.gather(1, lt.clamp(min=0)[:, None])[:, 0]
+    n_minus_1 = ((0.9 * nll + 0.1 * (-lsm.sum(-1) / 999)) * (lt != IGN)).numpy()
+    assert not check_output("cross_entropy", xs, n_minus_1, F32, params={"label_smoothing": 0.1}).ok
+    no_target_share = ((0.9 * nll + 0.1 * (-(lsm.sum(-1) - lsm.gather(1, lt.clamp(min=0)[:, None])[:, 0]) / 1000))
+                       * (lt != IGN)).numpy()
+    assert not check_output("cross_entropy", xs, no_target_share, F32, params={"label_smoothing": 0.1}).ok
+    over_m = _torch(x, labels, reduction="sum", dtype=torch.float32) / 8
+    assert not check_output("cross_entropy_reduced", xs, over_m, F32, params={"reduction": "mean"}).ok
+    capped = 30.0 * torch.tanh(xt / 30.0)
+    uncapped_lse = (F.cross_entropy(capped, lt, reduction="none", ignore_index=IGN)
+                    + 1e-2 * torch.logsumexp(xt, -1) ** 2 * (lt != IGN)).numpy()  # z_loss of the raw logits
+    assert not check_output("cross_entropy", xs, uncapped_lse, F32, params={"z_loss": 1e-2, "softcap": 30.0}).ok
+    x2, l2 = _inputs(M=3, ignored=(0, 1, 2))
+    assert not check_output("cross_entropy_reduced", {"x": x2.astype(np.float32), "labels": l2},
+                            np.zeros(1, np.float32), F32).ok  # 0 where PyTorch's mean is NaN, undeclared
+
+
+def test_a_batch_output_in_the_op_model():
+    op = get_op("cross_entropy_reduced")
+    assert op.dims_of("loss") == (1,) and op.reduces_rows and not get_op("cross_entropy").reduces_rows
+    assert op.shape_of("loss", 7, 5) == (1,)
+    ref = lambda inputs, params: {"y": inputs["x"].sum().reshape(1)}  # noqa: E731
+    assert Op("batch_total", inputs={"x": "MxN"}, outputs={"y": "1"}, reference=ref).reduces_rows
+    for bad in ("N", "2", "NxM"):
+        with pytest.raises(SpecError) as e:
+            Op("bad_total", inputs={"x": "MxN"}, outputs={"y": bad}, reference=ref)
+        assert "'1'" in e.value.fix
+    names = {c.name for c in catalogue("cross_entropy_reduced", level="thorough")}
+    assert "large_index_2pow31" not in names and {"ce_all_ignored", "ce_half_ignored"} <= names
+    assert "large_index_2pow31" in {c.name for c in catalogue("cross_entropy", level="thorough")}
+
+
+def test_variant_cases_draw_what_they_promise():
+    cases = {c.name: c for c in get_op("cross_entropy").cases}
+    rng = np.random.default_rng(0)
+    params = get_op("cross_entropy").params
+    got = maker(4, 64, cases["ce_all_ignored"].sampler, "all_ignored")(rng, F32, "cross_entropy", params)
+    assert (got["labels"] == IGN).all()
+    got = maker(8, 64, cases["ce_half_ignored"].sampler, "half_ignored")(rng, F32, "cross_entropy", params)
+    assert (got["labels"] == IGN).sum() == 4 and got["labels"][-1] != IGN
+    got = maker(4, 64, cases["ce_one_neg_inf"].sampler, "finite")(rng, F32, "cross_entropy", params)
+    assert (np.isneginf(got["x"]).sum(axis=1) == 1).all()
+    assert np.isfinite(got["x"][np.arange(4), got["labels"]]).all()
+    got = maker(4, 64, cases["ce_huge_logits"].sampler)(rng, F32, "cross_entropy", params)
+    assert np.abs(got["x"]).max() > 1e3
+
+
+def _triton_module(path, name):
+    from verifier.launch import triton as runner
+
+    if runner._active == "compiled":
+        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
+    runner.activate("interpreter")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(launch, op, params, x, labels):
+    full = {**get_op(op).params, **params}
+    out = torch.full(get_op(op).shape_of("loss", *x.shape), float("nan"), dtype=torch.float32)
+    launch({"x": torch.from_numpy(x.astype(np.float32)), "labels": torch.from_numpy(labels)}, {"loss": out}, full, F32)
+    return out.numpy(), full
+
+
+@pytest.mark.interpreter
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_triton_kernels_pass_and_their_defects_fail_in_the_interpreter():
+    good = _triton_module(REPO / "kernels" / "triton" / "cross_entropy_variants.py", "ce_variants_good")
+    bad = _triton_module(REPO / "kernels" / "defects" / "triton" / "cross_entropy_variants_defects.py",
+                         "ce_variants_bad")
+    x, labels = _inputs(M=8, N=300, ignored=(0, 2, 4, 6))
+    x[1, :] = 95.0 + x[1, :]  # past exp overflow: the max subtraction is needed
+
+    def judged(launch, op, params, xx=x, ll=labels):
+        got, full = _run(launch, op, params, xx, ll)
+        return check_output(op, {"x": xx.astype(np.float32), "labels": ll}, got, F32, "triton_approx", full,
+                            {"online": True})
+
+    for op, params in (("cross_entropy", {"label_smoothing": 0.1}),
+                       ("cross_entropy", {"z_loss": 1e-4, "softcap": 30.0}),
+                       ("cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1}),
+                       ("cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0})):
+        c = judged(good.launch, op, params)
+        assert c.ok, (op, params, c.message())
+    none = np.full(4, IGN)
+    got, _ = _run(good.launch, "cross_entropy_reduced", {"reduction": "mean"}, x[:4], none)
+    assert np.isnan(got[0])  # a mean over no row: NaN, as PyTorch
+    assert not judged(bad.launch_mean_over_m, "cross_entropy_reduced",
+                      {"reduction": "mean", "label_smoothing": 0.1}).ok
+    assert not judged(bad.launch_smoothing_n_minus_1, "cross_entropy", {"label_smoothing": 0.1}).ok
+    huge = (np.random.default_rng(1).standard_normal((4, 256)) * 1e4).astype(np.float32).astype(np.float64)
+    lab = np.arange(4)
+    assert judged(good.launch, "cross_entropy", {"z_loss": 1e-4, "softcap": 30.0}, huge, lab).ok
+    assert not judged(bad.launch_softcap_after_max, "cross_entropy", {"z_loss": 1e-4, "softcap": 30.0}, huge, lab).ok
+
+
+def test_the_bundled_specs_declare_the_variants():
+    from verifier.declare.registry import load_spec_file
+
+    for path, kind in ((REPO / "kernels" / "triton" / "cross_entropy_variants_spec.py", "triton"),
+                       (REPO / "kernels" / "cuda" / "cross_entropy_variants_spec.py", "cuda")):
+        specs = load_spec_file(path)
+        assert {s.op for s in specs} == {"cross_entropy", "cross_entropy_reduced"}
+        assert all(s.kind == kind and s.online for s in specs)
+        reductions = {s.op_params().get("reduction") for s in specs if s.op == "cross_entropy_reduced"}
+        assert reductions == {"mean", "sum"}
+    assert "cross_entropy_reduced" in OPS
