@@ -358,8 +358,8 @@ def _output_decl(where: str, name: str, decl) -> tuple:
                         fix="outputs take a shape and, when it is not the variant's output dtype, a dtype")
     dims = parse_shape(t.shape, f"{where}: output {name!r}")
     if dims != (1,) and (not dims or dims[0] != "M"):
-        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, neither one row per input row nor one "
-                        "value for the whole batch", fix="outputs are per row ('MxN', 'M', 'MxK') or '1' (a reduction "
+        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row (nor '1', one "
+                        "value for the whole batch)", fix="outputs are per row ('MxN', 'M', 'MxK') or '1' (a reduction "
                                                           "over the rows, e.g. a mean loss)")
     dtype = None
     if t.dtype is not None:
