@@ -145,6 +145,16 @@ def test_budget_rejects_the_pitfalls():
     x2, l2 = _inputs(M=3, ignored=(0, 1, 2))
     assert not check_output("cross_entropy_reduced", {"x": x2.astype(np.float32), "labels": l2},
                             np.zeros(1, np.float32), F32).ok  # 0 where PyTorch's mean is NaN, undeclared
+    xn = xs["x"].copy()
+    xn[1, 3] = np.nan  # an ignored row holding NaN: z·lse²·mask is NaN·0 = NaN there, a where() gives 0
+    xt = torch.from_numpy(xn)
+    z_masked = (F.cross_entropy(xt, lt, reduction="none", ignore_index=IGN)
+                + 1e-4 * torch.logsumexp(xt, -1) ** 2 * (lt != IGN)).numpy()
+    assert labels[1] == IGN and np.isnan(z_masked[1])
+    assert not check_output("cross_entropy", {"x": xn, "labels": labels}, z_masked, F32, params={"z_loss": 1e-4}).ok
+    z_where = (F.cross_entropy(xt, lt, reduction="none", ignore_index=IGN)
+               + torch.where(lt != IGN, 1e-4 * torch.logsumexp(xt, -1) ** 2, 0.0)).numpy()
+    assert check_output("cross_entropy", {"x": xn, "labels": labels}, z_where, F32, params={"z_loss": 1e-4}).ok
 
 
 def test_a_batch_output_in_the_op_model():

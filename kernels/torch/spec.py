@@ -47,6 +47,27 @@ def _cross_entropy(inputs, outputs, params, dt):
                                     ignore_index=int(params["ignore_index"]))}
 
 
+def _cross_entropy_variants(inputs, outputs, params, dt):
+    # The unfused composition a training loop writes: cap the fp32 logits, F.cross_entropy with label smoothing,
+    # z_loss as z·logsumexp² on the counted rows, then the batch's sum or mean over them (PyTorch's own reduction).
+    x, labels, ign = inputs["x"].float(), inputs["labels"].long(), int(params["ignore_index"])
+    cap, z = float(params["softcap"]), float(params["z_loss"])
+    x = cap * torch.tanh(x / cap) if cap > 0 else x
+    reduction = params.get("reduction", "none")
+    if not z:
+        loss = F.cross_entropy(x, labels, reduction=reduction, ignore_index=ign,
+                               label_smoothing=float(params["label_smoothing"]))
+        return {"loss": loss.reshape(-1)}
+    counted = labels != ign
+    z_term = torch.where(counted, z * torch.logsumexp(x, -1) ** 2, 0.0)  # not · counted: an ignored NaN row, NaN·0
+    loss = F.cross_entropy(x, labels, reduction="none", ignore_index=ign,
+                           label_smoothing=float(params["label_smoothing"])) + z_term
+    if reduction != "none":
+        loss = loss.sum().reshape(1)
+        loss = loss / counted.sum() if reduction == "mean" else loss
+    return {"loss": loss}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -68,4 +89,14 @@ KERNELS = [
     CallableKernel(name="torch-cross-entropy", op="cross_entropy", fn=_cross_entropy,
                    dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
+    # cross entropy variants (docs/specs.md): the unfused torch composition the fused kernels are benched beside
+    *(CallableKernel(name=f"torch-ce-{tag}", op=op, fn=_cross_entropy_variants, params=p,
+                     dtypes=[dtypes("bf16", "f32"), dtypes("f32")], description=what)
+      for tag, op, p, what in (
+          ("variants", "cross_entropy", {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0},
+           "30·tanh(x/30), F.cross_entropy(label_smoothing=0.1) + 1e-4·logsumexp² per row"),
+          ("mean", "cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1},
+           "F.cross_entropy(x.float(), labels, reduction='mean', label_smoothing=0.1)"),
+          ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0},
+           "30·tanh(x/30), F.cross_entropy + 1e-4·logsumexp², summed over the rows"))),
 ]

@@ -81,8 +81,9 @@ def _row_errors(x, p, c, xs, y=None):
 
 def row_error(x, p, c, xs, y=None):
     """(per-row absolute error bound E, the per-row loss in float64) of the loss with its variants (docs/tolerances.md
-    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N logits errs by
-    (gamma(N) + 3u)·(mean|x'| + |m|) (as Σx'_j or Σ(x'_j - m), each term scaled by e/N or not), the two products and
+    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N terms errs by
+    (gamma(N) + 3u)·(mean|x'| + |m| + |lse|) (as Σx'_j, Σ(x'_j - m) or Σ log p_j = Σ(x'_j - lse), each term scaled by
+    e/N or not), the two products and
     their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
     z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
     eps = float(p.get("label_smoothing", 0.0))
@@ -94,7 +95,7 @@ def row_error(x, p, c, xs, y=None):
             N = x.shape[1]
             smooth = lse - np.sum(xc, axis=1) / N
             mean_abs = np.mean(np.abs(np.where(np.isfinite(xc), xc, 0.0)), axis=1)
-            E_s = E_lse + (gamma(N, c.u) + 3 * c.u) * (mean_abs + np.abs(m))
+            E_s = E_lse + (gamma(N, c.u) + 3 * c.u) * (mean_abs + np.abs(m) + np.abs(lse))
             loss = (1 - eps) * nll + eps * smooth
             E = (1 - eps) * E + eps * E_s + c.u * (2 * np.abs(nll) + 2 * eps * (np.abs(smooth) + np.abs(lse))
                                                     + np.abs(loss))

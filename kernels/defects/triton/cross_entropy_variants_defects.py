@@ -1,5 +1,5 @@
 """Cross-entropy variant defects; correct twins: kernels/triton/cross_entropy_variants.py (triton-ce-mean,
-triton-ce-smoothing, triton-ce-zloss-softcap), of which these are copies with one pitfall switched on.
+triton-ce-variants), of which these are copies with one pitfall switched on.
 
 launch_mean_over_m: the batch mean divides by M, not by the number of non-ignored labels (PyTorch's mean): right on
 a batch without ignore_index (every randn test), wrong by M / n on a padded one.

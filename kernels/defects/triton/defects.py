@@ -86,9 +86,10 @@ KERNELS = [
           ("defect-triton-ce-mean-over-m", "cross_entropy_reduced", "launch_mean_over_m",
            {"reduction": "mean", "label_smoothing": 0.1}, "batch mean of the loss divided by M, not the counted rows"),
           ("defect-triton-ce-smoothing-n-minus-1", "cross_entropy", "launch_smoothing_n_minus_1",
-           {"label_smoothing": 0.1}, "label smoothing spread over N - 1 classes"),
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}, "label smoothing spread over N - 1 classes"),
           ("defect-triton-ce-softcap-after-max", "cross_entropy", "launch_softcap_after_max",
-           {"z_loss": 1e-4, "softcap": 30.0}, "softcap applied after the running max of the raw logits"))),
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0},
+           "softcap applied after the running max of the raw logits"))),
 ]
 
 DEFECTS = {
@@ -163,11 +164,11 @@ DEFECTS = {
         "pitfall": "mean cross entropy divided by M, not by the non-ignored rows (PyTorch): wrong on padded batches",
         "exposing_input": "ce_half_ignored"},
     "defect-triton-ce-smoothing-n-minus-1": {
-        "caught_by": "value", "twin": "triton-ce-smoothing", "device": "cpu",
+        "caught_by": "value", "twin": "triton-ce-variants", "device": "cpu",
         "pitfall": "label smoothing's uniform share spread over N - 1 classes instead of all N (PyTorch)",
         "exposing_input": "normal_small"},
     "defect-triton-ce-softcap-after-max": {
-        "caught_by": "nan-inf", "twin": "triton-ce-zloss-softcap", "device": "cpu",
+        "caught_by": "nan-inf", "twin": "triton-ce-variants", "device": "cpu",
         "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
         "exposing_input": "ce_huge_logits"},
 }
