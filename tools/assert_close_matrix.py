@@ -67,6 +67,12 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         if op == "cross_entropy_reduced":
             y = y.sum().reshape(1)
             y = y / (labels != params["ignore_index"]).sum() if params["reduction"] == "mean" else y
+    elif op == "cross_entropy_soft":  # randn targets: any real weights, as F.cross_entropy takes them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        y = F.cross_entropy(x, inputs["target"].float(), reduction="none",
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)

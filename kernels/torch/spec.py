@@ -68,6 +68,16 @@ def _cross_entropy_variants(inputs, outputs, params, dt):
     return {"loss": loss}
 
 
+def _cross_entropy_soft(inputs, outputs, params, dt):
+    # PyTorch's class-probability targets: -(t'·log_softmax(x')).sum(-1), 0·(-inf) = NaN at a masked class
+    # (declared zero_target='nan'); label smoothing mixes the target with the uniform one.
+    x, cap, z = inputs["x"].float(), float(params["softcap"]), float(params["z_loss"])
+    x = cap * torch.tanh(x / cap) if cap > 0 else x
+    loss = F.cross_entropy(x, inputs["target"].float(), reduction="none",
+                           label_smoothing=float(params["label_smoothing"]))
+    return {"loss": loss + z * torch.logsumexp(x, -1) ** 2 if z else loss}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -99,4 +109,7 @@ KERNELS = [
            "F.cross_entropy(x.float(), labels, reduction='mean', label_smoothing=0.1)"),
           ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0},
            "30·tanh(x/30), F.cross_entropy + 1e-4·logsumexp², summed over the rows"))),
+    CallableKernel(name="torch-ce-soft", op="cross_entropy_soft", fn=_cross_entropy_soft,
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
+                   description="F.cross_entropy(x.float(), target.float(), label_smoothing=0.1), soft labels"),
 ]

@@ -19,6 +19,8 @@ cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore
                                                                           softcap=0
 cross_entropy_reduced x[M,N], labels[M] (int) loss[1]                     as cross_entropy,
                                                                           reduction='mean' ('sum')
+cross_entropy_soft   x[M,N], target[M,N]      loss[M]                     label_smoothing, z_loss,
+                                                                          softcap, zero_target='zero'
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -45,7 +47,7 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
-BUNDLED += (cross_entropy.REDUCED,)  # cross entropy over the batch (reduction 'mean' / 'sum')
+BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean' / 'sum'); soft labels
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

@@ -11,6 +11,11 @@ cross_entropy_reduced: the same loss reduced over the rows into loss[1], params 
 empty_mean='nan' ('zero': a kernel writing 0 for a mean over no counted row declares so, as Liger does). A separate
 op because an op's output shapes are its declaration's (a per-row loss[M] and a batch's loss[1] are judged
 differently: the large-index case judges some rows only); both share this module's reference and error model.
+
+cross_entropy_soft: logits x[M,N] and a target distribution target[M,N] (in the logits' dtype) -> loss[M] =
+sum_j t_j·(-log p_j), PyTorch's class-probability targets; the variants' params as above, and zero_target='zero'
+(0·log 0 = 0 where a target 0 meets a -inf logit; 'nan': PyTorch's 0·(-inf) = NaN, as t·log_softmax computes it).
+A separate op because its inputs differ (a float target per class, not an integer label per row).
 """
 from __future__ import annotations
 
@@ -57,22 +62,27 @@ def capped(x, p, c):
     return xc, np.where(np.isfinite(x), err, 0.0)
 
 
+def _lse_parts(x, p, c):
+    """(x', m, log s, sigma, lse's rounding units, the softcap's 2·max error) of a row's lse on the capped logits."""
+    xc, xerr = capped(x, p, c)
+    w = row_softmax(xc)
+    m, _, _, s_units = softmax_parts(xc, c, weights=w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(xc - m), axis=-1))
+    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
+    lse_units = c.intr.log_abs + c.intr.log_rel * np.abs(log_s) + np.abs(m[:, 0] + log_s)
+    cap_err = 2 * np.max(xerr, axis=1) if np.ndim(xerr) else 0.0
+    return xc, m[:, 0], log_s, sigma, lse_units, cap_err
+
+
 def _row_errors(x, p, c, xs, y=None):
     """(nll, E_nll, lse, E_lse, xc, m, ignored) of the per-row loss on the (capped) logits; ``y``: the reference's
     nll (the plain loss), whose magnitude the final subtraction's rounding is taken from."""
     t, ignored = _label_index(xs["labels"], p)
-    xc, xerr = capped(x, p, c)
-    rows = np.arange(x.shape[0])
-    w = row_softmax(xc)
-    m, d, _, s_units = softmax_parts(xc, c, weights=w)
-    with np.errstate(over="ignore", invalid="ignore"):
-        log_s = np.log(np.sum(np.exp(xc - m), axis=-1))
-    m = m[:, 0]
-    d_t, x_t = d[rows, t], xc[rows, t]
+    xc, m, log_s, sigma, lse_units, cap_err = _lse_parts(x, p, c)
+    x_t = xc[np.arange(x.shape[0]), t]
+    d_t = np.abs(x_t - m)
     nll = m + log_s - x_t
-    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
-    lse_units = c.intr.log_abs + c.intr.log_rel * np.abs(log_s) + np.abs(m + log_s)
-    cap_err = 2 * np.max(xerr, axis=1) if np.ndim(xerr) else 0.0
     a_nll = np.abs(nll if y is None else y)
     E_nll = sigma + c.u * (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + lse_units + a_nll) + cap_err
     E_lse = sigma + c.u * (c.c_in * np.abs(m) + lse_units) + cap_err / 2
@@ -116,6 +126,30 @@ def k_cross_entropy(x, loss, p, c, xs):
     error of lse stays relative to the row's max magnitude. Ignored rows are exact (0). The variants'
     params (softcap, label_smoothing, z_loss) add their terms (row_error)."""
     return row_error(x, p, c, xs, loss)[0]
+
+
+def k_cross_entropy_soft(x, loss, p, c, xs):
+    """loss = sum_j t'_j·(lse - x'_j), t' = (1 - e)·t + e/N (the target as given, mixed with the uniform one when
+    smoothing): lse's error times sum|t'|; each logit's softcap error, sum|t'|·max δx'; a kernel forming the terms
+    or lse·sum t' - sum t'x' rounds products and differences, 2u·|t'_j|(|lse| + |x'_j|), and sums N + 1 terms in any
+    order, γ(N + 1)·sum_j |t'_j|(|lse| + |x'_j|); mixing the target, 3u·sum|t'_j|·|lse - x'_j|; then z_loss as
+    cross_entropy's; the last add, u|loss|. Terms of target 0 (0·log 0) carry no error."""
+    t = np.asarray(xs["target"], dtype=np.float64)
+    eps, zc = float(p.get("label_smoothing", 0.0)), float(p.get("z_loss", 0.0))
+    xc, m, log_s, sigma, lse_units, cap_err = _lse_parts(x, p, c)
+    N = x.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        lse = m + log_s
+        E_lse = sigma + c.u * (c.c_in * np.abs(m) + lse_units) + cap_err / 2
+        tt = (1 - eps) * t + eps / N if eps > 0 else t
+        live = tt != 0
+        ax = np.where(live & np.isfinite(xc), np.abs(xc), 0.0)
+        at = np.where(live, np.abs(tt), 0.0)
+        per = at * (np.abs(lse)[:, None] + ax)
+        E = np.sum(at, axis=1) * (E_lse + cap_err / 2) + (gamma(N + 1, c.u) + 5 * c.u) * np.sum(per, axis=1)
+        if zc > 0:
+            E = E + zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse
+        return E + c.u * (np.abs(loss) + c.c_in * np.sum(at, axis=1))
 
 
 def k_cross_entropy_reduced(x, total, p, c, xs):
@@ -211,7 +245,31 @@ def check_reduced(x_raw, inp, ys, params, dtypes, c):
     return finite_violation("cross_entropy_reduced.finite", np.array([must]), np.asarray(y).reshape(1, -1))
 
 
+def check_soft(x_raw, inp, ys, params, dtypes, c):
+    """cross_entropy_soft: finite logits and a finite target give a finite loss."""
+    fin = np.isfinite(inp["x"]).all(axis=1) & np.isfinite(inp["target"]).all(axis=1)
+    return finite_violation("cross_entropy_soft.finite", fin, np.asarray(ys["loss"]).reshape(-1, 1))
+
+
 # --------------------------------------------------------------------------- inputs
+
+def make_target(rng, x, params, policy):
+    """A target distribution per row for logits ``x`` (float64 [M, N]): policy None: random weights, about a third
+    of them 0, normalized; 'zero_at_neg_inf': 0 exactly where the logit is -inf (0·log 0), positive elsewhere;
+    'one_hot': all the mass on one class with a finite logit (the hard-label loss)."""
+    M, N = x.shape
+    w = rng.random((M, N)) ** 3
+    if policy == "one_hot":
+        score = np.where(np.isfinite(x), rng.random((M, N)), -1.0)
+        w = np.zeros((M, N))
+        w[np.arange(M), np.argmax(score, axis=1)] = 1.0
+    elif policy == "zero_at_neg_inf":
+        w = np.where(np.isneginf(x), 0.0, w + 0.01)
+    else:
+        w[rng.random((M, N)) < 0.3] = 0.0
+        w[np.arange(M), rng.integers(N, size=M)] += 0.5  # never an all-zero row
+    return w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+
 
 def make_labels(rng, x, params, policy):
     """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'] ('all_ignored': every row
@@ -358,6 +416,27 @@ OPDEF = Op(
     recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES + VARIANT_CASES,
+)
+
+SOFT_CASES = (
+    OpCase("ce_soft_zero_at_neg_inf", "target 0 exactly at every -inf logit (masked vocabulary): 0·log 0 = 0 under "
+           "zero_target='zero', NaN if computed as t·log_softmax", 4, 256, _masked, dtype_ok=_holds_inf,
+           policy="zero_at_neg_inf", quick=True),
+    OpCase("ce_soft_one_hot", "one-hot targets: the hard-label loss, the other N - 1 terms exactly 0", 4, 1000, _normal,
+           policy="one_hot"),
+    OpCase("ce_soft_label_at_max", "a dominant logit holding the target's mass: loss ~ 1e-9, lse's error relative to "
+           "max|x|", 4, 256, _peak, policy="one_hot"),
+    OpCase("ce_soft_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+)
+
+SOFT = Op(
+    "cross_entropy_soft", inputs={"x": "MxN", "target": Tensor("MxN", "input", make=make_target)}, outputs={"loss": "M"},
+    params={**VARIANT_PARAMS, "zero_target": "zero"},
+    reference="references.cross_entropy_soft",
+    recipe={"loss": (1.0, "cross_entropy_soft")}, kappas={"cross_entropy_soft": k_cross_entropy_soft},
+    out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
+    invariants=check_soft, cases=SOFT_CASES,
+    description="cross entropy against a target distribution per row (soft labels), PyTorch's probability targets",
 )
 
 REDUCED = Op(
