@@ -249,3 +249,55 @@ def test_the_bundled_specs_declare_the_variants():
         reductions = {s.op_params().get("reduction") for s in specs if s.op == "cross_entropy_reduced"}
         assert reductions == {"mean", "sum"}
     assert "cross_entropy_reduced" in OPS
+
+
+def _soft(x, t, eps=0.0, z=0.0, cap=0.0, dtype=torch.float64):
+    xt, tt = torch.from_numpy(np.asarray(x, np.float64)).to(dtype), torch.from_numpy(np.asarray(t, np.float64)).to(dtype)
+    xt = cap * torch.tanh(xt / cap) if cap else xt
+    return (F.cross_entropy(xt, tt, reduction="none", label_smoothing=eps) + z * torch.logsumexp(xt, -1) ** 2).numpy()
+
+
+def _soft_inputs(policy=None, masked=False, M=5, N=400):
+    from verifier.ops.cross_entropy import make_target
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((M, N)).astype(np.float32).astype(np.float64)
+    if masked:
+        x[:, : N // 4] = -np.inf
+    return x, make_target(rng, x, {}, policy).astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("variant", [{}] + VARIANTS)
+def test_soft_labels_reference_and_budget_match_pytorch(variant):
+    x, t = _soft_inputs()
+    ref = references.reference("cross_entropy_soft", {"x": x, "target": t}, variant, "float64")
+    np.testing.assert_allclose(ref.exact["loss"], _soft(x, t, *_p(variant)), rtol=1e-12)
+    got = _soft(x, t, *_p(variant), dtype=torch.float32)
+    assert check_output("cross_entropy_soft", {"x": x.astype(np.float32), "target": t.astype(np.float32)}, got, F32,
+                        params=variant).ok
+    biased = got * np.float32(1 + 1e-4)
+    assert not check_output("cross_entropy_soft", {"x": x.astype(np.float32), "target": t.astype(np.float32)},
+                            biased, F32, params=variant).ok
+
+
+def test_soft_labels_zero_target_at_a_masked_class():
+    x, t = _soft_inputs("zero_at_neg_inf", masked=True)
+    assert (t[np.isneginf(x)] == 0).all() and (t[~np.isneginf(x)] > 0).all()
+    xs = {"x": x.astype(np.float32), "target": t.astype(np.float32)}
+    pytorch = _soft(x, t, dtype=torch.float32)  # 0·(-inf) = NaN
+    assert np.isnan(pytorch).all()
+    assert not check_output("cross_entropy_soft", xs, pytorch, F32).ok  # 0·log 0 = 0 promised by default
+    assert check_output("cross_entropy_soft", xs, pytorch, F32, params={"zero_target": "nan"}).ok
+    lsm = torch.log_softmax(torch.from_numpy(xs["x"]), -1)
+    tt = torch.from_numpy(xs["target"])
+    where = (-torch.where(tt == 0, 0.0, tt * lsm).sum(-1)).numpy()
+    assert np.isfinite(where).all() and check_output("cross_entropy_soft", xs, where, F32).ok
+    hot_x, hot = _soft_inputs("one_hot")
+    assert ((hot == 0) | (hot == 1)).all() and (hot.sum(axis=1) == 1).all()
+    labels = hot.argmax(axis=1)
+    hard = references.reference("cross_entropy", {"x": hot_x, "labels": labels}, {}, "float64").exact["loss"]
+    soft = references.reference("cross_entropy_soft", {"x": hot_x, "target": hot}, {}, "float64").exact["loss"]
+    np.testing.assert_allclose(soft, hard, rtol=1e-14)
+    with pytest.raises(UsageError) as e:
+        references.reference("cross_entropy_soft", {"x": x, "target": t}, {"zero_target": "one"}, "float32")
+    assert e.value.fix
