@@ -301,3 +301,28 @@ def test_soft_labels_zero_target_at_a_masked_class():
     with pytest.raises(UsageError) as e:
         references.reference("cross_entropy_soft", {"x": x, "target": t}, {"zero_target": "one"}, "float32")
     assert e.value.fix
+
+
+@pytest.mark.interpreter
+@pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is None or importlib.util.find_spec("triton") is None,
+                    reason="liger-kernel is not installed: pip install liger-kernel==0.8.5 (extra [third-party])")
+def test_liger_variants_in_the_interpreter_pass_as_declared_and_fail_undeclared():
+    mod = _triton_module(REPO / "kernels" / "third_party" / "liger" / "launchers.py", "liger_launchers_ce")
+    x, labels = _inputs(M=6, N=300, ignored=(1, 4))
+
+    def judged(op, params, declared=None, xx=x, ll=labels):
+        got, _ = _run(mod.cross_entropy_variants, op, params, xx.copy(), ll)  # Liger writes its gradient over x
+        full = {**get_op(op).params, **(params if declared is None else declared)}
+        return check_output(op, {"x": xx.astype(np.float32), "labels": ll}, got, F32, "triton_approx", full,
+                            {"online": True})
+
+    for op, params in (("cross_entropy", {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}),
+                       ("cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1})):
+        c = judged(op, params)
+        assert c.ok, (op, c.message())
+    assert not judged("cross_entropy", {"label_smoothing": 0.1}, declared={}).ok  # smoothing run, plain declared
+    assert not judged("cross_entropy", {"softcap": 5.0}, declared={}).ok
+    none = np.full(3, IGN)
+    mean = {"reduction": "mean", "empty_mean": "zero"}
+    assert judged("cross_entropy_reduced", mean, xx=x[:3], ll=none).ok
+    assert not judged("cross_entropy_reduced", mean, declared={"reduction": "mean"}, xx=x[:3], ll=none).ok
