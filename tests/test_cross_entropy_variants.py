@@ -326,3 +326,15 @@ def test_liger_variants_in_the_interpreter_pass_as_declared_and_fail_undeclared(
     mean = {"reduction": "mean", "empty_mean": "zero"}
     assert judged("cross_entropy_reduced", mean, xx=x[:3], ll=none).ok
     assert not judged("cross_entropy_reduced", mean, declared={"reduction": "mean"}, xx=x[:3], ll=none).ok
+
+
+def test_reduction_on_the_per_row_op_points_to_the_reduced_one():
+    from verifier.spec import CallableKernel
+
+    with pytest.raises(SpecError) as e:
+        CallableKernel(name="mean-ce", op="cross_entropy", fn=lambda *a: None, dtypes=[F32],
+                       params={"reduction": "mean"})
+    assert "op='cross_entropy_reduced'" in e.value.fix
+    with pytest.raises(SpecError) as e:
+        CallableKernel(name="ce-typo", op="cross_entropy", fn=lambda *a: None, dtypes=[F32], params={"smoothing": 0.1})
+    assert "declare op=" not in e.value.fix and "label_smoothing" in e.value.fix

@@ -100,16 +100,17 @@ KERNELS = [
                    dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
     # cross entropy variants (docs/specs.md): the unfused torch composition the fused kernels are benched beside
-    *(CallableKernel(name=f"torch-ce-{tag}", op=op, fn=_cross_entropy_variants, params=p,
-                     dtypes=[dtypes("bf16", "f32"), dtypes("f32")], description=what)
-      for tag, op, p, what in (
-          ("variants", "cross_entropy", {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0},
+    # (one dtype each, as the Triton kernels they are benched beside: the CPU suite's time)
+    *(CallableKernel(name=f"torch-ce-{tag}", op=op, fn=_cross_entropy_variants, params=p, dtypes=[dtypes(*dt)],
+                     description=what)
+      for tag, op, p, dt, what in (
+          ("variants", "cross_entropy", {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}, ("bf16", "f32"),
            "30·tanh(x/30), F.cross_entropy(label_smoothing=0.1) + 1e-4·logsumexp² per row"),
-          ("mean", "cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1},
+          ("mean", "cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1}, ("bf16", "f32"),
            "F.cross_entropy(x.float(), labels, reduction='mean', label_smoothing=0.1)"),
-          ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0},
+          ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0}, ("f32",),
            "30·tanh(x/30), F.cross_entropy + 1e-4·logsumexp², summed over the rows"))),
     CallableKernel(name="torch-ce-soft", op="cross_entropy_soft", fn=_cross_entropy_soft,
-                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
+                   dtypes=[dtypes("bf16", "f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
                    description="F.cross_entropy(x.float(), target.float(), label_smoothing=0.1), soft labels"),
 ]

@@ -7,7 +7,6 @@ from verifier.spec import FLOAT_IO, Expectations, TritonKernel, dtypes, max_row
 REQUIRES = {"liger_kernel": "liger-kernel==0.8.5"}
 ONE_BLOCK = max_row(65536, what="Liger's block limit (MAX_FUSED_SIZE)")
 # Each row is reduced by one program in a fixed order: the same input gives the same bits.
-_CE_DTYPES = [dtypes("bf16"), dtypes("f32")]  # the variants: two dtypes keep the interpreter's CI time small
 _COMMON = dict(module="launchers.py", math_mode="triton_approx", requires=REQUIRES,
                expectations=Expectations(deterministic=True))
 
@@ -32,13 +31,15 @@ KERNELS = [
                  online=True, scratch_inputs=("x",), **_COMMON),
     # Its variants (the same forward): label smoothing, z_loss with softcap, the batch's mean and sum. Reduced, Liger
     # stores each row's loss (divided by the count for the mean) in the logits' dtype and sums those: bf16 / f16
-    # outputs round twice (base_ulps 2); a mean over no counted row is 0, not PyTorch's NaN (empty_mean='zero')
-    *(TritonKernel(name=f"liger-ce-{tag}", op=op, launcher="cross_entropy_variants", dtypes=_CE_DTYPES, online=True,
+    # outputs round twice (base_ulps 2); a mean over no counted row is 0, not PyTorch's NaN (empty_mean='zero').
+    # One dtype each (bf16 and f32 alternate): the interpreter's CI time
+    *(TritonKernel(name=f"liger-ce-{tag}", op=op, launcher="cross_entropy_variants", dtypes=[dtypes(dt)], online=True,
                    scratch_inputs=("x",), params=p, tolerance={"base_ulps": 2} if op != "cross_entropy" else {},
                    **_COMMON)
-      for tag, op, p in (("smoothing", "cross_entropy", {"label_smoothing": 0.1}),
-                         ("zloss-softcap", "cross_entropy", {"z_loss": 1e-4, "softcap": 30.0}),
-                         ("mean", "cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1,
-                                                            "empty_mean": "zero"}),
-                         ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0}))),
+      for tag, op, dt, p in (("smoothing", "cross_entropy", "bf16", {"label_smoothing": 0.1}),
+                             ("zloss-softcap", "cross_entropy", "f32", {"z_loss": 1e-4, "softcap": 30.0}),
+                             ("mean", "cross_entropy_reduced", "bf16", {"reduction": "mean", "label_smoothing": 0.1,
+                                                                        "empty_mean": "zero"}),
+                             ("sum", "cross_entropy_reduced", "f32", {"reduction": "sum", "z_loss": 1e-4,
+                                                                      "softcap": 30.0}))),
 ]
