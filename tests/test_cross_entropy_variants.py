@@ -111,7 +111,7 @@ def test_bad_reduction_params_are_usage_errors_with_a_fix():
     for bad in ({"reduction": "none"}, {"empty_mean": "inf"}):
         with pytest.raises(UsageError) as e:
             references.reference("cross_entropy_reduced", {"x": x, "labels": labels}, bad, "float32")
-        assert e.value.fix
+        assert next(iter(bad)) in e.value.message and e.value.fix
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
