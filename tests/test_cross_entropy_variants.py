@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import references
+from op_registry import registry  # noqa: F401 (fixture: user ops leave OPS as it was)
 from verifier.errors import SpecError, UsageError
 from verifier.inputs.catalogue import catalogue, maker, rand_normal
 from verifier.judge import check_output
@@ -338,3 +339,18 @@ def test_reduction_on_the_per_row_op_points_to_the_reduced_one():
     with pytest.raises(SpecError) as e:
         CallableKernel(name="ce-typo", op="cross_entropy", fn=lambda *a: None, dtypes=[F32], params={"smoothing": 0.1})
     assert "declare op=" not in e.value.fix and "label_smoothing" in e.value.fix
+
+
+def test_a_users_batch_output_gets_a_derived_budget(registry):
+    """An op of your own with a '1' output and no error model: the reference's sum over every row is followed as
+    any sum (γ(M·N - 1)·Σ|x|), so float32 torch passes and a 5% bias fails."""
+    from verifier.ops import register
+
+    def total_lse(inputs, params):
+        return {"y": torch.logsumexp(inputs["x"], -1).sum().reshape(1)}
+
+    register(Op("batch_lse_total", inputs={"x": "MxN"}, outputs={"y": "1"}, reference=total_lse))
+    x = np.random.default_rng(0).standard_normal((8, 300)).astype(np.float32)
+    got = total_lse({"x": torch.from_numpy(x)}, {})["y"].numpy()
+    assert check_output("batch_lse_total", {"x": x}, got, F32).ok
+    assert not check_output("batch_lse_total", {"x": x}, got * np.float32(1.05), F32).ok
