@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import references
 from op_registry import registry  # noqa: F401 (fixture: user ops leave OPS as it was)
 from verifier.errors import SpecError, UsageError
-from verifier.inputs.catalogue import catalogue, maker, rand_normal
+from verifier.inputs.catalogue import catalogue, maker
 from verifier.judge import check_output
 from verifier.ops import OPS, get_op
 from verifier.spec import Op, dtypes
@@ -253,7 +253,8 @@ def test_the_bundled_specs_declare_the_variants():
 
 
 def _soft(x, t, eps=0.0, z=0.0, cap=0.0, dtype=torch.float64):
-    xt, tt = torch.from_numpy(np.asarray(x, np.float64)).to(dtype), torch.from_numpy(np.asarray(t, np.float64)).to(dtype)
+    xt = torch.from_numpy(np.asarray(x, np.float64)).to(dtype)
+    tt = torch.from_numpy(np.asarray(t, np.float64)).to(dtype)
     xt = cap * torch.tanh(xt / cap) if cap else xt
     return (F.cross_entropy(xt, tt, reduction="none", label_smoothing=eps) + z * torch.logsumexp(xt, -1) ** 2).numpy()
 

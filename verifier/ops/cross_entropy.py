@@ -91,9 +91,9 @@ def _row_errors(x, p, c, xs, y=None):
 
 def row_error(x, p, c, xs, y=None):
     """(per-row absolute error bound E, the per-row loss in float64) of the loss with its variants (docs/tolerances.md
-    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N terms errs by
-    (gamma(N) + 3u)·(mean|x'| + |m| + |lse|) (as Σx'_j, Σ(x'_j - m) or Σ log p_j = Σ(x'_j - lse), each term scaled by
-    e/N or not), the two products and
+    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N terms errs
+    by (gamma(N) + 3u)·(mean|x'| + |m| + |lse|) (as Σx'_j, Σ(x'_j - m) or Σ log p_j = Σ(x'_j - lse), each term
+    scaled by e/N or not), the two products and
     their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
     z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
     eps = float(p.get("label_smoothing", 0.0))
