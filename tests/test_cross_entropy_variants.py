@@ -355,3 +355,25 @@ def test_a_users_batch_output_gets_a_derived_budget(registry):
     got = total_lse({"x": torch.from_numpy(x)}, {})["y"].numpy()
     assert check_output("batch_lse_total", {"x": x}, got, F32).ok
     assert not check_output("batch_lse_total", {"x": x}, got * np.float32(1.05), F32).ok
+
+
+def test_a_callable_may_return_a_batch_value_as_torch_does():
+    """F.cross_entropy(..., reduction='mean') is a 0-d tensor: a callable returning it for loss[1] gets it judged
+    (copied into the (1,) output); a 0-d value for a per-row output is still that kernel's error."""
+    from verifier.declare.usercode import UserCodeError
+    from verifier.launch.callable import run_callable
+    from verifier.spec import CallableKernel
+
+    def mean(inputs, outputs, params, dt):
+        return {"loss": F.cross_entropy(inputs["x"], inputs["labels"], ignore_index=IGN)}
+
+    x, labels = _inputs()
+    ins = {"x": torch.from_numpy(x.astype(np.float32)), "labels": torch.from_numpy(labels)}
+    out = {"loss": torch.full((1,), float("nan"))}
+    spec = CallableKernel(name="torch-mean-0d", op="cross_entropy_reduced", fn=mean, dtypes=[F32])
+    run_callable(spec, ins, out, spec.op_params(), F32, "cpu")
+    assert check_output("cross_entropy_reduced", {"x": x.astype(np.float32), "labels": labels}, out["loss"].numpy(),
+                        F32).ok
+    rows = CallableKernel(name="torch-rows-0d", op="cross_entropy", fn=mean, dtypes=[F32])
+    with pytest.raises(UserCodeError):
+        run_callable(rows, ins, {"loss": torch.full((6,), float("nan"))}, rows.op_params(), F32, "cpu")
