@@ -61,8 +61,22 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
     elif op == "reduce_sum":
         y = x.sum(-1)
-    elif op == "cross_entropy":
-        y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    elif op in ("cross_entropy", "cross_entropy_reduced"):  # with its variants, as a test would write them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        labels = inputs["labels"].long()
+        y = F.cross_entropy(x, labels, reduction="none", ignore_index=params["ignore_index"],
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2 * (labels != params["ignore_index"])
+        if op == "cross_entropy_reduced":
+            y = y.sum().reshape(1)
+            y = y / (labels != params["ignore_index"]).sum() if params["reduction"] == "mean" else y
+    elif op == "cross_entropy_soft":  # randn targets: any real weights, as F.cross_entropy takes them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        y = F.cross_entropy(x, inputs["target"].float(), reduction="none",
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2
     elif op == "merge_attn_states":  # the merge in float32 torch, in the declared base
         la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
         m = torch.maximum(la, lb)

@@ -86,6 +86,37 @@ def _below_2pow32(M, N, dt):
     return None
 
 
+def _cross_entropy_variants(inputs, outputs, params, dt):
+    # The unfused composition a training loop writes: cap the fp32 logits, F.cross_entropy with label smoothing,
+    # z_loss as z·logsumexp² on the counted rows, then the batch's sum or mean over them (PyTorch's own reduction).
+    x, labels, ign = inputs["x"].float(), inputs["labels"].long(), int(params["ignore_index"])
+    cap, z = float(params["softcap"]), float(params["z_loss"])
+    x = cap * torch.tanh(x / cap) if cap > 0 else x
+    reduction = params.get("reduction", "none")
+    if not z:
+        loss = F.cross_entropy(x, labels, reduction=reduction, ignore_index=ign,
+                               label_smoothing=float(params["label_smoothing"]))
+        return {"loss": loss.reshape(-1)}
+    counted = labels != ign
+    z_term = torch.where(counted, z * torch.logsumexp(x, -1) ** 2, 0.0)  # not · counted: an ignored NaN row, NaN·0
+    loss = F.cross_entropy(x, labels, reduction="none", ignore_index=ign,
+                           label_smoothing=float(params["label_smoothing"])) + z_term
+    if reduction != "none":
+        loss = loss.sum().reshape(1)
+        loss = loss / counted.sum() if reduction == "mean" else loss
+    return {"loss": loss}
+
+
+def _cross_entropy_soft(inputs, outputs, params, dt):
+    # PyTorch's class-probability targets: -(t'·log_softmax(x')).sum(-1), 0·(-inf) = NaN at a masked class
+    # (declared zero_target='nan'); label smoothing mixes the target with the uniform one.
+    x, cap, z = inputs["x"].float(), float(params["softcap"]), float(params["z_loss"])
+    x = cap * torch.tanh(x / cap) if cap > 0 else x
+    loss = F.cross_entropy(x, inputs["target"].float(), reduction="none",
+                           label_smoothing=float(params["label_smoothing"]))
+    return {"loss": loss + z * torch.logsumexp(x, -1) ** 2 if z else loss}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -119,4 +150,18 @@ KERNELS = [
     CallableKernel(name="torch-merge-attn-states", op="merge_attn_states", fn=_merge_attn_states,
                    dtypes=[dtypes("f32"), dtypes("bf16")], supports=_head_dim,
                    description="the merge in torch, float32 weights from exp(lse - max): the unfused composition"),
+    # cross entropy variants (docs/specs.md): the unfused torch composition the fused kernels are benched beside
+    # (one dtype each, as the Triton kernels they are benched beside: the CPU suite's time)
+    *(CallableKernel(name=f"torch-ce-{tag}", op=op, fn=_cross_entropy_variants, params=p, dtypes=[dtypes(*dt)],
+                     description=what)
+      for tag, op, p, dt, what in (
+          ("variants", "cross_entropy", {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}, ("bf16", "f32"),
+           "30·tanh(x/30), F.cross_entropy(label_smoothing=0.1) + 1e-4·logsumexp² per row"),
+          ("mean", "cross_entropy_reduced", {"reduction": "mean", "label_smoothing": 0.1}, ("bf16", "f32"),
+           "F.cross_entropy(x.float(), labels, reduction='mean', label_smoothing=0.1)"),
+          ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0}, ("f32",),
+           "30·tanh(x/30), F.cross_entropy + 1e-4·logsumexp², summed over the rows"))),
+    CallableKernel(name="torch-ce-soft", op="cross_entropy_soft", fn=_cross_entropy_soft,
+                   dtypes=[dtypes("bf16", "f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
+                   description="F.cross_entropy(x.float(), target.float(), label_smoothing=0.1), soft labels"),
 ]

@@ -229,9 +229,12 @@ class KernelSpec:
                                                                   self.outputs_alias))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
+            # an op of the same inputs that takes them (reduction: cross_entropy_reduced, not cross_entropy)
+            other = [o.name for o in OPS.values() if unknown <= set(o.params) and o.inputs == OPS[self.op].inputs]
             raise SpecError(
                 f"kernel {self.name!r}: field 'params' has {sorted(unknown)} which op {self.op!r} does not take",
-                fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}",
+                fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}"
+                    + (f"; op {' / '.join(other)} takes {sorted(unknown)} (declare op={other[0]!r})" if other else ""),
             )
         try:  # optional inputs (a mask) the params name: the kernel's op is the variant that has them
             object.__setattr__(self, "op", variant_for(self.op, self.params))

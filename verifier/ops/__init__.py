@@ -15,6 +15,12 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+                                                                          label_smoothing=0, z_loss=0,
+                                                                          softcap=0
+cross_entropy_reduced x[M,N], labels[M] (int) loss[1]                     as cross_entropy,
+                                                                          reduction='mean' ('sum')
+cross_entropy_soft   x[M,N], target[M,N]      loss[M]                     label_smoothing, z_loss,
+                                                                          softcap, zero_target='zero'
 topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
                                               indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
 merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
@@ -82,6 +88,7 @@ class _Registry(dict):
 
 
 BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
+BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean' / 'sum'); soft labels
 OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
 
 

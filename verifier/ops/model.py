@@ -5,7 +5,8 @@ verifier/ops/ are declared with the same constructor.
 
 Every op works on a batch of rows: its main input ``x`` has shape ``(M, N)``. A tensor's shape is written in the
 symbols M and N, integer constants and the op's integer params: ``"MxN"``, ``"N"``, ``"M"``, ``"MxG"`` (G a param),
-``"1"``. Inputs are in the kernel's input dtype unless their role says otherwise; outputs in its output dtype; an
+``"1"``. An output is per row (its first dim M) or ``"1"``, one value for the whole batch (a reduction over the
+rows: a mean loss). Inputs are in the kernel's input dtype unless their role says otherwise; outputs in its output dtype; an
 in-out tensor keeps its input dtype.
 
 Without a hand-derived error model (``recipe`` / ``kappas``), an op's budget is derived from its reference by
@@ -359,6 +360,12 @@ class Op:
         return tuple(M if d == "M" else N if d == "N" else d if isinstance(d, int) else int(p[d])
                      for d in self.dims_of(tensor))
 
+    @property
+    def reduces_rows(self) -> bool:
+        """An output is one value for the whole batch (shape '1': a mean or summed loss): it depends on every row, so
+        it is never judged on some rows only (the large-index case is left out, verifier.inputs.catalogue)."""
+        return any(self.dims_of(t) == (1,) for t in self.outputs)
+
     def per_row(self, tensor: str) -> bool:
         dims = self.dims_of(tensor)
         return bool(dims) and dims[0] == "M"
@@ -447,9 +454,10 @@ def _output_decl(where: str, name: str, decl, params: Optional[dict] = None) -> 
         raise SpecError(f"{where}: output {name!r} declares role {t.role!r}",
                         fix="outputs take a shape and, when it is not the variant's output dtype, a dtype")
     dims = parse_shape(t.shape, f"{where}: output {name!r}")
-    if not dims or dims[0] != "M":
-        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row",
-                        fix="outputs are per row: 'MxN', 'M' or 'MxK'")
+    if dims != (1,) and (not dims or dims[0] != "M"):
+        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row (nor '1', one "
+                        "value for the whole batch)", fix="outputs are per row ('MxN', 'M', 'MxK') or '1' (a reduction "
+                                                          "over the rows, e.g. a mean loss)")
     dtype = None
     if isinstance(t.dtype, str) and isinstance((params or {}).get(t.dtype), str):
         _output_dtype(where, name, params[t.dtype])  # the default must be a dtype an output can have

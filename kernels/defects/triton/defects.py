@@ -115,6 +115,18 @@ KERNELS = [
            "weights exp(lse) without the max subtracted"),
           ("defect-triton-merge-unguarded-empty", "launch_unguarded_empty", BF16, {"lse_base": "2", "empty": "zero"},
            "promises v = 0, lse = -inf for two empty states, merges -inf - -inf = NaN"))),
+    # cross entropy variants (twins: kernels/triton/cross_entropy_variants_spec.py)
+    *(TritonKernel(name=name, op=op, module="cross_entropy_variants_defects.py", launcher=launcher, params=p,
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], math_mode="triton_approx", online=True,
+                   expectations=_DET, description=what)
+      for name, op, launcher, p, what in (
+          ("defect-triton-ce-mean-over-m", "cross_entropy_reduced", "launch_mean_over_m",
+           {"reduction": "mean", "label_smoothing": 0.1}, "batch mean of the loss divided by M, not the counted rows"),
+          ("defect-triton-ce-smoothing-n-minus-1", "cross_entropy", "launch_smoothing_n_minus_1",
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}, "label smoothing spread over N - 1 classes"),
+          ("defect-triton-ce-softcap-after-max", "cross_entropy", "launch_softcap_after_max",
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0},
+           "softcap applied after the running max of the raw logits"))),
 ]
 
 DEFECTS = {
@@ -225,4 +237,16 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
         "pitfall": "two empty states (both lse -inf) merged as -inf - -inf = NaN where v = 0, lse = -inf was declared",
         "exposing_input": "merge_both_neg_inf"},
+    "defect-triton-ce-mean-over-m": {
+        "caught_by": "value", "twin": "triton-ce-mean", "device": "cpu",
+        "pitfall": "mean cross entropy divided by M, not by the non-ignored rows (PyTorch): wrong on padded batches",
+        "exposing_input": "ce_half_ignored"},
+    "defect-triton-ce-smoothing-n-minus-1": {
+        "caught_by": "value", "twin": "triton-ce-variants", "device": "cpu",
+        "pitfall": "label smoothing's uniform share spread over N - 1 classes instead of all N (PyTorch)",
+        "exposing_input": "normal_small"},
+    "defect-triton-ce-softcap-after-max": {
+        "caught_by": "nan-inf", "twin": "triton-ce-variants", "device": "cpu",
+        "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
+        "exposing_input": "ce_huge_logits"},
 }
