@@ -47,6 +47,34 @@ def _cross_entropy(inputs, outputs, params, dt):
                                     ignore_index=int(params["ignore_index"]))}
 
 
+# issue #37, norm variants: the unfused torch compositions `verifier bench` times our kernels against.
+def _group_norm(inputs, outputs, params, dt):
+    x = inputs["x"]
+    M, N = x.shape
+    C = int(params["channels"])
+    y = F.group_norm(x.reshape(M, C, N // C), int(params["groups"]), inputs.get("w"), inputs.get("b"),
+                     eps=params["eps"])
+    return {"y": y.reshape(M, N)}
+
+
+def _row_amax(inputs, outputs, params, dt):
+    return {"y": inputs["x"].abs().amax(dim=-1)}
+
+
+def _row_mean(inputs, outputs, params, dt):
+    return {"y": inputs["x"].float().mean(dim=-1).to(inputs["x"].dtype)}
+
+
+def _var_mean(inputs, outputs, params, dt):
+    var, mean = torch.var_mean(inputs["x"].float(), dim=-1, correction=int(params["correction"]))
+    return {"var": var.to(inputs["x"].dtype), "mean": mean.to(inputs["x"].dtype)}
+
+
+def _l2norm(inputs, outputs, params, dt):
+    # In fp32: F.normalize on f16 clamps at eps = 1e-12 rounded to f16, which is 0, so a zero row gives 0/0 = NaN.
+    return {"y": F.normalize(inputs["x"].float(), p=2.0, dim=-1, eps=params["eps"]).to(inputs["x"].dtype)}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -68,4 +96,17 @@ KERNELS = [
     CallableKernel(name="torch-cross-entropy", op="cross_entropy", fn=_cross_entropy,
                    dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
+    # issue #37, norm variants
+    CallableKernel(name="torch-group-norm", op="group_norm", fn=_group_norm, dtypes=FLOAT_IO,
+                   description="F.group_norm on x viewed as (M, C, N/C), per-channel w, b"),
+    CallableKernel(name="torch-group-norm-noaffine", op="group_norm_noaffine", fn=_group_norm, dtypes=FLOAT_IO,
+                   description="F.group_norm on x viewed as (M, C, N/C), no affine"),
+    CallableKernel(name="torch-row-amax", op="row_amax", fn=_row_amax, dtypes=FLOAT_IO,
+                   description="x.abs().amax(dim=-1)"),
+    CallableKernel(name="torch-row-mean", op="row_mean", fn=_row_mean, dtypes=FLOAT_IO,
+                   description="x.float().mean(dim=-1), rounded to the I/O dtype"),
+    CallableKernel(name="torch-var-mean", op="var_mean", fn=_var_mean, dtypes=FLOAT_IO,
+                   description="torch.var_mean(x.float(), dim=-1), rounded to the I/O dtype"),
+    CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=FLOAT_IO,
+                   description="F.normalize(x.float(), p=2, dim=-1, eps), rounded to the I/O dtype"),
 ]

@@ -15,6 +15,14 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+group_norm           x[M,N], w[C], b[C]       y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+group_norm_noaffine  x[M,N]                   y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+row_amax             x[M,N]                   y[M]                        -
+row_mean             x[M,N]                   y[M]                        -
+var_mean             x[M,N]                   var[M], mean[M]             correction=1
+l2norm               x[M,N]                   y[M,N]                      eps=1e-12
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -25,6 +33,11 @@ from __future__ import annotations
 from verifier.errors import SpecError
 from verifier.ops import (
     cross_entropy,
+    group_norm,
+    l2norm,
+    row_amax,
+    row_mean,
+    var_mean,
     fused_add_rmsnorm,
     layernorm,
     log_softmax,
@@ -41,6 +54,8 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+# issue #37, norm variants (verifier/ops/group_norm.py, row_amax.py, row_mean.py, var_mean.py, l2norm.py)
+BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

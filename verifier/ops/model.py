@@ -152,6 +152,8 @@ class Op:
     cases: ``OpCase`` adversarial inputs only this op has; they join the catalogue for it.
     bytes_moved: ``fn(M, N, dtypes, params) -> int`` for ``verifier bench``; default: every input read once and
     every output written once at its dtype.
+    supports: ``fn(N, params) -> None or a reason``: the row lengths the op is defined for (group_norm: N a multiple
+    of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
     """
 
     name: str
@@ -173,6 +175,7 @@ class Op:
     exp_family: bool = False
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
+    supports: Optional[Callable] = field(default=None, repr=False, compare=False)
     description: str = ""
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
@@ -246,6 +249,9 @@ class Op:
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
+        if self.supports is not None and not callable(self.supports):
+            raise SpecError(f"{where}: supports must be a function",
+                            fix="supports=lambda N, params: None if N % params['channels'] == 0 else 'reason'")
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
@@ -306,6 +312,13 @@ class Op:
 
     def tensors(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.inputs + self.outputs))
+
+    def refusal(self, N: int, params: Optional[dict] = None) -> Optional[str]:
+        """Why rows of N columns are outside this op with these params (its ``supports``), or None."""
+        if self.supports is None:
+            return None
+        reason = self.supports(N, {**self.params, **(params or {})})
+        return f"outside op {self.name!r}: {reason}" if reason else None
 
     def signature(self) -> str:
         """'x[M,N], w[N] -> y[M,N]' (in-out tensors marked), for listings."""
