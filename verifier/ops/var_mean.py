@@ -55,11 +55,11 @@ def _finite_rows(i, p=None):
 
 
 INVARIANTS = [
-    Invariant("var_nonnegative", measure=lambda i, o, p: np.maximum(-o["var"], 0.0),
+    Invariant("var_nonnegative", measure=lambda i, o, p: np.where(_finite_rows(i, p), np.maximum(-o["var"], 0.0), 0.0),
               bound=lambda i, o, p, c: np.where(_finite_rows(i, p), 0.0, np.inf),
               what="var >= 0 (value = -var)"),
-    Invariant("mean_in_range", measure=lambda i, o, p: np.maximum(np.maximum(i["x"].min(axis=1) - o["mean"],
-                                                                             o["mean"] - i["x"].max(axis=1)), 0.0),
+    Invariant("mean_in_range", measure=lambda i, o, p: np.where(_finite_rows(i), np.maximum(np.maximum(
+        i["x"].min(axis=1) - o["mean"], o["mean"] - i["x"].max(axis=1)), 0.0), 0.0),
               bound=lambda i, o, p, c: np.where(_finite_rows(i), gamma(i["x"].shape[1] + 1, c.u)
                                                 * np.abs(i["x"]).mean(axis=1) + c.eta + ulp_out(o["mean"], c),
                                                 np.inf),
