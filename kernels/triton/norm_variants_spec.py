@@ -1,0 +1,23 @@
+"""Norm variants (issue #37) in Triton (norm_variants.py): group_norm with and without affine, row_amax, row_mean,
+var_mean, l2norm. fp32 math, any N (4096-column tiles re-read from memory), one program per row (group_norm: per
+row and group), each reduced in a fixed order: deterministic."""
+from verifier.spec import FLOAT_IO, Expectations, TritonKernel
+
+_DET = Expectations(deterministic=True)
+
+
+def _k(name, op, launcher, description):
+    return TritonKernel(name=name, op=op, module="norm_variants.py", launcher=launcher, dtypes=FLOAT_IO,
+                        math_mode="triton_approx", expectations=_DET, description=description)
+
+
+KERNELS = [
+    _k("triton-group-norm", "group_norm", "launch_group_norm",
+       "one program per (row, group): two-pass mean and variance over the group's columns, per-channel w, b"),
+    _k("triton-group-norm-noaffine", "group_norm_noaffine", "launch_group_norm_noaffine",
+       "one program per (row, group): two-pass mean and variance, no affine"),
+    _k("triton-row-amax", "row_amax", "launch_row_amax", "one program per row: max |x|, NaN counted apart"),
+    _k("triton-row-mean", "row_mean", "launch_row_mean", "one program per row: sum / N"),
+    _k("triton-var-mean", "var_mean", "launch_var_mean", "one program per row: two-pass mean and variance"),
+    _k("triton-l2norm", "l2norm", "launch_l2norm", "one program per row: x / max(sqrt(sum x^2), eps)"),
+]
