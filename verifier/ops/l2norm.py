@@ -37,7 +37,8 @@ def _unit_bound(i, o, p, c):
 def _tiny(rng):
     """Rows of norm 1e-6 (even rows: N(0,1)·1e-7 over 64 columns... any N) and 1e-13 (odd rows, below eps = 1e-12):
     y = x/||x|| on the first, x/eps on the second. A kernel adding eps inside the sqrt (x / sqrt(Σx² + eps)) is off
-    by ~40% on the first and by 1e6 on the second; on randn rows the two agree to 1e-13."""
+    by ~40% on the first and by 1e6 on the second; on randn rows the two agree to 1e-13. In float16 the first rows
+    are subnormals (multiples of 2^-24) and the second all zeros."""
     def fn(shape, dtype):
         M, N = shape
         v = rng.standard_normal(shape)
@@ -50,7 +51,7 @@ def _tiny(rng):
 
 CASES = (
     OpCase("l2_tiny_rows", "rows of norm 1e-6 and 1e-13 (below eps = 1e-12): max(||x||, eps), not sqrt(Σx² + eps)",
-           4, 256, _tiny, dtype_ok=lambda dt: dt in ("float32", "bfloat16", "float64"), quick=True),
+           4, 256, _tiny, quick=True),
 )
 
 OPDEF = Op(
