@@ -14,6 +14,7 @@ import contextlib
 import os
 
 from liger_kernel.ops import fused_add_rms_norm as _fused_add
+from liger_kernel.ops import group_norm as _group_norm
 from liger_kernel.ops import layer_norm as _layer_norm
 from liger_kernel.ops import rms_norm as _rms_norm
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -83,3 +84,13 @@ def cross_entropy(inputs, outputs, params, dt):
     loss = cross_entropy_forward(inputs["x"], inputs["labels"], None, params["ignore_index"], 0.0, 0.0, "none",
                                  None, False)[0]
     outputs["loss"].copy_(loss)  # in the logits' dtype, as Liger keeps it
+
+
+def group_norm(inputs, outputs, params, dt):
+    # Liger takes the (batch, C, spatial) tensor: x's rows are one sample each, channel-major (the op's layout)
+    x = inputs["x"]
+    M, N = x.shape
+    C = int(params["channels"])
+    y = _norm(_group_norm.group_norm_forward, _group_norm, x.view(M, C, N // C), C, int(params["groups"]),
+              inputs["w"], inputs["b"], params["eps"])[0]
+    outputs["y"].copy_(y.view(M, N))

@@ -29,4 +29,7 @@ KERNELS = [
     # logits (it saves the backward pass a buffer): the logits are scratch, declared, not an input-clobbered finding
     TritonKernel(name="liger-cross-entropy", op="cross_entropy", launcher="cross_entropy", dtypes=FLOAT_IO,
                  online=True, scratch_inputs=("x",), **_COMMON),
+    # GroupNorm (issue #37) on x viewed as (M, C, N/C), per-channel weight and bias; the variance is
+    # E[x^2] - E[x]^2 in fp32, which cancels on mean >> std groups: the value check's finding is true
+    TritonKernel(name="liger-group-norm", op="group_norm", launcher="group_norm", dtypes=FLOAT_IO, **_COMMON),
 ]
