@@ -58,6 +58,20 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = x.sum(-1)
     elif op == "cross_entropy":
         y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    # issue #37, norm variants
+    elif op in ("group_norm", "group_norm_noaffine"):
+        M, N = x.shape
+        C = int(params["channels"])
+        w, b = (inputs["w"].float(), inputs["b"].float()) if op == "group_norm" else (None, None)
+        y = F.group_norm(x.view(M, C, N // C), int(params["groups"]), w, b, params["eps"]).view(M, N)
+    elif op == "row_amax":
+        y = x.abs().amax(-1)
+    elif op == "row_mean":
+        y = x.mean(-1)
+    elif op == "var_mean":
+        y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
+    elif op == "l2norm":
+        y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
