@@ -1,23 +1,30 @@
 """Norm variants (issue #37) in Triton (norm_variants.py): group_norm with and without affine, row_amax, row_mean,
 var_mean, l2norm. fp32 math, any N (4096-column tiles re-read from memory), one program per row (group_norm: per
-row and group), each reduced in a fixed order: deterministic."""
-from verifier.spec import FLOAT_IO, Expectations, TritonKernel
+row and group), each reduced in a fixed order: deterministic.
+
+Dtypes: float16 is declared where its values differ in kind (var_mean's cancellation, row_amax's NaN); the other
+kernels run the same fp32 code for every I/O dtype, so f32 (and bf16) keep the CPU suite's interpreter time small;
+the CUDA kernels (norm_variants_spec.py in kernels/cuda) declare all three."""
+from verifier.spec import FLOAT_IO, Expectations, TritonKernel, dtypes
 
 _DET = Expectations(deterministic=True)
 
 
-def _k(name, op, launcher, description):
-    return TritonKernel(name=name, op=op, module="norm_variants.py", launcher=launcher, dtypes=FLOAT_IO,
+F32, F32_BF16 = [dtypes("f32")], [dtypes("f32"), dtypes("bf16")]
+
+
+def _k(name, op, launcher, description, dts=FLOAT_IO):
+    return TritonKernel(name=name, op=op, module="norm_variants.py", launcher=launcher, dtypes=dts,
                         math_mode="triton_approx", expectations=_DET, description=description)
 
 
 KERNELS = [
     _k("triton-group-norm", "group_norm", "launch_group_norm",
-       "one program per (row, group): two-pass mean and variance over the group's columns, per-channel w, b"),
+       "one program per (row, group): two-pass mean and variance over the group's columns, per-channel w, b", F32_BF16),
     _k("triton-group-norm-noaffine", "group_norm_noaffine", "launch_group_norm_noaffine",
-       "one program per (row, group): two-pass mean and variance, no affine"),
+       "one program per (row, group): two-pass mean and variance, no affine", F32),
     _k("triton-row-amax", "row_amax", "launch_row_amax", "one program per row: max |x|, NaN counted apart"),
-    _k("triton-row-mean", "row_mean", "launch_row_mean", "one program per row: sum / N"),
+    _k("triton-row-mean", "row_mean", "launch_row_mean", "one program per row: sum / N", F32),
     _k("triton-var-mean", "var_mean", "launch_var_mean", "one program per row: two-pass mean and variance"),
-    _k("triton-l2norm", "l2norm", "launch_l2norm", "one program per row: x / max(sqrt(sum x^2), eps)"),
+    _k("triton-l2norm", "l2norm", "launch_l2norm", "one program per row: x / max(sqrt(sum x^2), eps)", F32_BF16),
 ]
