@@ -47,7 +47,8 @@ def _cross_entropy(inputs, outputs, params, dt):
                                     ignore_index=int(params["ignore_index"]))}
 
 
-# issue #37, norm variants: the unfused torch compositions `verifier bench` times our kernels against.
+# issue #37, norm variants: the unfused torch compositions `verifier bench` times our kernels against (the CPU suite
+# runs each in one or two dtypes: the same torch code for each; bench times the dtype asked with --dtype).
 def _group_norm(inputs, outputs, params, dt):
     x = inputs["x"]
     M, N = x.shape
@@ -97,16 +98,16 @@ KERNELS = [
                    dtypes=[dtypes(d.input, "f32") for d in FLOAT_IO],
                    description="F.cross_entropy(x.float(), labels, reduction='none'), int64 labels"),
     # issue #37, norm variants
-    CallableKernel(name="torch-group-norm", op="group_norm", fn=_group_norm, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-group-norm", op="group_norm", fn=_group_norm, dtypes=[dtypes("f32"), dtypes("bf16")],
                    description="F.group_norm on x viewed as (M, C, N/C), per-channel w, b"),
-    CallableKernel(name="torch-group-norm-noaffine", op="group_norm_noaffine", fn=_group_norm, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-group-norm-noaffine", op="group_norm_noaffine", fn=_group_norm, dtypes=[dtypes("f32")],
                    description="F.group_norm on x viewed as (M, C, N/C), no affine"),
-    CallableKernel(name="torch-row-amax", op="row_amax", fn=_row_amax, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-row-amax", op="row_amax", fn=_row_amax, dtypes=[dtypes("f32"), dtypes("bf16")],
                    description="x.abs().amax(dim=-1)"),
-    CallableKernel(name="torch-row-mean", op="row_mean", fn=_row_mean, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-row-mean", op="row_mean", fn=_row_mean, dtypes=[dtypes("f32")],
                    description="x.float().mean(dim=-1), rounded to the I/O dtype"),
-    CallableKernel(name="torch-var-mean", op="var_mean", fn=_var_mean, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-var-mean", op="var_mean", fn=_var_mean, dtypes=[dtypes("f32"), dtypes("f16")],
                    description="torch.var_mean(x.float(), dim=-1), rounded to the I/O dtype"),
-    CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=FLOAT_IO,
+    CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=[dtypes("f32"), dtypes("bf16")],
                    description="F.normalize(x.float(), p=2, dim=-1, eps), rounded to the I/O dtype"),
 ]
