@@ -13,7 +13,8 @@ from verifier.ops import OPS
 from verifier.results.options import Options
 from verifier.spec import CallableKernel, dtypes
 
-NEW = ("group_norm", "group_norm_noaffine", "row_amax", "row_mean", "var_mean", "l2norm")
+NEW = ("group_norm", "group_norm_noaffine", "row_amax", "row_mean", "var_mean", "l2norm", "rmsnorm_noweight",
+       "layernorm_noweight", "layernorm_bias")
 
 
 def _case(op, name, dtype, seed=0):
@@ -200,3 +201,29 @@ def test_the_documented_tensor_table_lists_every_new_op():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "specs.md").read_text()
     for name in NEW:
         assert f"\n| {name} | `x[M,N]`" in doc, name
+
+
+def test_weightless_variants_have_the_weighted_ops_budgets_with_w_1_and_leave_those_ops_alone():
+    from references import reference
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(999, 1001, (4, 512)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(512)).astype(np.float32)
+    ones = np.ones(512, np.float32)
+    f32 = dtypes("f32")
+    pairs = [("layernorm_bias", {"x": x, "b": b}, "layernorm", {"x": x, "w": ones, "b": b}),
+             ("layernorm_noweight", {"x": x}, "layernorm", {"x": x, "w": ones, "b": 0 * b}),
+             ("rmsnorm_noweight", {"x": x}, "rmsnorm", {"x": x, "w": ones})]
+    for mine, xs, theirs, xs2 in pairs:
+        p = dict(OPS[mine].params)
+        got = T.budget(mine, f32, "precise", xs, reference(mine, xs, p, "float32"), p)["y"]
+        want = T.budget(theirs, f32, "precise", xs2, reference(theirs, xs2, p, "float32"), p)["y"]
+        np.testing.assert_allclose(got, want, rtol=1e-9, err_msg=mine)
+    assert OPS["rmsnorm"].signature() == "x[M,N], w[N] (weight) -> y[M,N]" and OPS["rmsnorm"].params == {
+        "eps": 1e-6, "offset": 0.0}
+    assert OPS["layernorm"].signature() == "x[M,N], w[N] (weight), b[N] (bias) -> y[M,N]"
+    xt = torch.as_tensor(x[:, :64])
+    right = F.layer_norm(xt, (64,), None, torch.as_tensor(b[:64]), 1e-5)
+    assert check_output("layernorm_bias", {"x": x[:, :64], "b": b[:64]}, right, f32).ok
+    no_bias = F.layer_norm(xt, (64,), None, None, 1e-5)  # a kernel ignoring b
+    assert not check_output("layernorm_bias", {"x": x[:, :64], "b": b[:64]}, no_bias, f32).ok

@@ -9,6 +9,8 @@
 // - row_amax: max |x| keeping NaN (torch.amax): a compare that lets a NaN operand win, never fmaxf.
 // - var_mean: two passes; var = sum((x - mean)^2) / (N - correction): 0/0 = NaN when N == correction (torch).
 // - l2norm: y = x / max(||x||, eps), the max written as a compare so that a NaN norm stays NaN.
+// - rmsnorm_noweight / layernorm_noweight / layernorm_bias: two passes (layernorm: the mean, then sum((x - mean)^2)),
+//   rstd = 1/sqrtf(ms + eps), y = (x - mean)*rstd (+ b[j]).
 // Rows of x (and y) lie sx (sy) elements apart: the launches pass the row strides, so views are checked.
 #include "common.cuh"
 
@@ -105,6 +107,31 @@ __device__ void l2norm(const T* __restrict__ x, T* __restrict__ y, int N, float 
     for (int j = threadIdx.x; j < N; j += blockDim.x) yr[j] = kv::from_float<T>(kv::to_float(xr[j]) / d);
 }
 
+template <typename T, bool kCenter, bool kBias>
+__device__ void weightless_norm(const T* __restrict__ x, const T* __restrict__ b, T* __restrict__ y, int N, float eps,
+                                long long sx, long long sy) {
+    __shared__ float scratch[32];
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* yr = y + (long long)blockIdx.x * sy;
+    float mean = 0.f;
+    if (kCenter) {
+        float s = 0.f;
+        for (int j = threadIdx.x; j < N; j += blockDim.x) s += kv::to_float(xr[j]);
+        mean = kv::block_sum(s, scratch) / N;
+    }
+    float q = 0.f;
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+        const float d = kv::to_float(xr[j]) - mean;
+        q += d * d;
+    }
+    const float rstd = 1.f / sqrtf(kv::block_sum(q, scratch) / N + eps);
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+        float v = (kv::to_float(xr[j]) - mean) * rstd;
+        if (kBias) v += kv::to_float(b[j]);
+        yr[j] = kv::from_float<T>(v);
+    }
+}
+
 }  // namespace
 
 #define KV_NORM_VARIANTS(TAG, T)                                                                                 \
@@ -130,6 +157,18 @@ __device__ void l2norm(const T* __restrict__ x, T* __restrict__ y, int N, float 
     extern "C" __global__ void __launch_bounds__(kThreads)                                                       \
         l2norm_##TAG(const T* x, T* y, int N, float eps, long long sx, long long sy) {                          \
         l2norm<T>(x, y, N, eps, sx, sy);                                                                         \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(kThreads)                                                       \
+        rmsnorm_noweight_##TAG(const T* x, T* y, int N, float eps, long long sx, long long sy) {                \
+        weightless_norm<T, false, false>(x, nullptr, y, N, eps, sx, sy);                                         \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(kThreads)                                                       \
+        layernorm_noweight_##TAG(const T* x, T* y, int N, float eps, long long sx, long long sy) {              \
+        weightless_norm<T, true, false>(x, nullptr, y, N, eps, sx, sy);                                          \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(kThreads)                                                       \
+        layernorm_bias_##TAG(const T* x, const T* b, T* y, int N, float eps, long long sx, long long sy) {      \
+        weightless_norm<T, true, true>(x, b, y, N, eps, sx, sy);                                                 \
     }
 
 KV_NORM_VARIANTS(f32, float)

@@ -1,5 +1,5 @@
 """Norm variants (norm_variants.cu, issue #37): group_norm with and without affine, row_amax, row_mean, var_mean,
-l2norm. One block of 256 threads per row (group_norm: per row and group), fp32 math, any N (second passes re-read
+l2norm, rmsnorm / layernorm without a weight (layernorm_bias: with a bias). One block of 256 threads per row (group_norm: per row and group), fp32 math, any N (second passes re-read
 the row), IEEE division and sqrt. Row strides passed: views such as h[:, :N] are checked."""
 from verifier.spec import FLOAT_IO, CudaKernel, Launch, Scalar, Stride
 
@@ -43,4 +43,10 @@ KERNELS = [
     _k("cuda-var-mean", "var_mean", _var_mean, "block per row: two-pass mean and variance / (N - correction)"),
     _k("cuda-l2norm", "l2norm", _row("l2norm", "x", "y", "N", "eps", SX, SY),
        "block per row: x / max(sqrtf(sum x^2), eps), a NaN norm kept"),
+    _k("cuda-rmsnorm-noweight", "rmsnorm_noweight", _row("rmsnorm_noweight", "x", "y", "N", "eps", SX, SY),
+       "block per row: x / sqrtf(mean(x^2) + eps), no weight"),
+    _k("cuda-layernorm-noweight", "layernorm_noweight", _row("layernorm_noweight", "x", "y", "N", "eps", SX, SY),
+       "block per row: two-pass (x - mean) * rstd, no weight or bias"),
+    _k("cuda-layernorm-bias", "layernorm_bias", _row("layernorm_bias", "x", "b", "y", "N", "eps", SX, SY),
+       "block per row: two-pass (x - mean) * rstd + b, no weight"),
 ]

@@ -76,6 +76,16 @@ def _l2norm(inputs, outputs, params, dt):
     return {"y": F.normalize(inputs["x"].float(), p=2.0, dim=-1, eps=params["eps"]).to(inputs["x"].dtype)}
 
 
+def _rms_norm_noweight(inputs, outputs, params, dt):
+    x = inputs["x"]
+    return {"y": F.rms_norm(x, (x.shape[-1],), None, eps=params["eps"])}
+
+
+def _layer_norm_weightless(inputs, outputs, params, dt):
+    x = inputs["x"]
+    return {"y": F.layer_norm(x, (x.shape[-1],), None, inputs.get("b"), eps=params["eps"])}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -110,4 +120,10 @@ KERNELS = [
                    description="torch.var_mean(x.float(), dim=-1), rounded to the I/O dtype"),
     CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=[dtypes("f32"), dtypes("bf16")],
                    description="F.normalize(x.float(), p=2, dim=-1, eps), rounded to the I/O dtype"),
+    CallableKernel(name="torch-rms-norm-noweight", op="rmsnorm_noweight", fn=_rms_norm_noweight,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], description="F.rms_norm(x, (N,), None, eps)"),
+    CallableKernel(name="torch-layer-norm-noweight", op="layernorm_noweight", fn=_layer_norm_weightless,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], description="F.layer_norm(x, (N,), None, None, eps)"),
+    CallableKernel(name="torch-layer-norm-bias", op="layernorm_bias", fn=_layer_norm_weightless,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], description="F.layer_norm(x, (N,), None, b, eps)"),
 ]

@@ -7,7 +7,9 @@
   max drops NaN on the GPU, as fmaxf does);
 - row_mean: one program per row, Σx/N;
 - var_mean: one program per row, two passes, var = Σ(x - mean)²/(N - correction) (0/0 = NaN at N = correction);
-- l2norm: one program per row, y = x / max(||x||, eps), a NaN norm kept NaN (a where, not a max).
+- l2norm: one program per row, y = x / max(||x||, eps), a NaN norm kept NaN (a where, not a max);
+- rmsnorm_noweight / layernorm_noweight / layernorm_bias: one program per row, two passes (layernorm: the mean, then
+  Σ(x - mean)²), y = (x - mean)·rstd (+ b).
 """
 import triton
 import triton.language as tl
@@ -93,6 +95,32 @@ def l2norm_kernel(x_ptr, y_ptr, N, stride_x, stride_y, eps, BLOCK: tl.constexpr)
         tl.store(y_ptr + row * stride_y + start + cols, (x * inv).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def weightless_norm_kernel(x_ptr, b_ptr, y_ptr, N, stride_x, stride_y, eps, CENTER: tl.constexpr,
+                           BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    xr = x_ptr + row * stride_x
+    mean = 0.0
+    if CENTER:
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for start in range(0, N, BLOCK):
+            acc += tl.load(xr + start + cols, mask=start + cols < N, other=0.0).to(tl.float32)
+        mean = tl.sum(acc, 0) / N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, N, BLOCK):
+        mask = start + cols < N
+        d = tl.where(mask, tl.load(xr + start + cols, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, 0) / N + eps)
+    for start in range(0, N, BLOCK):
+        mask = start + cols < N
+        y = (tl.load(xr + start + cols, mask=mask, other=0.0).to(tl.float32) - mean) * rstd
+        if BIAS:
+            y += tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * stride_y + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def _block(n: int) -> int:
     return min(TILE, triton.next_power_of_2(max(n, 1)))
 
@@ -148,3 +176,24 @@ def launch_l2norm(inputs, outputs, params, dtypes):
     block = _block(N)
     return l2norm_kernel[(M,)](x, y, N, x.stride(0), y.stride(0), float(params["eps"]), BLOCK=block,
                                num_warps=_warps(block))
+
+
+def _weightless(inputs, outputs, params, center, bias):
+    x, y = inputs["x"], outputs["y"]
+    M, N = x.shape
+    block = _block(N)
+    return weightless_norm_kernel[(M,)](x, inputs["b"] if bias else x, y, N, x.stride(0), y.stride(0),
+                                        float(params["eps"]), CENTER=center, BIAS=bias, BLOCK=block,
+                                        num_warps=_warps(block))
+
+
+def launch_rmsnorm_noweight(inputs, outputs, params, dtypes):
+    return _weightless(inputs, outputs, params, False, False)
+
+
+def launch_layernorm_noweight(inputs, outputs, params, dtypes):
+    return _weightless(inputs, outputs, params, True, False)
+
+
+def launch_layernorm_bias(inputs, outputs, params, dtypes):
+    return _weightless(inputs, outputs, params, True, True)

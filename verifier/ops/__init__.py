@@ -23,6 +23,9 @@ row_amax             x[M,N]                   y[M]                        -
 row_mean             x[M,N]                   y[M]                        -
 var_mean             x[M,N]                   var[M], mean[M]             correction=1
 l2norm               x[M,N]                   y[M,N]                      eps=1e-12
+rmsnorm_noweight     x[M,N]                   y[M,N]                      eps=1e-6
+layernorm_noweight   x[M,N]                   y[M,N]                      eps=1e-5
+layernorm_bias       x[M,N], b[N]             y[M,N]                      eps=1e-5
 ===================  =======================  ==========================  =====================
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
@@ -33,11 +36,6 @@ from __future__ import annotations
 from verifier.errors import SpecError
 from verifier.ops import (
     cross_entropy,
-    group_norm,
-    l2norm,
-    row_amax,
-    row_mean,
-    var_mean,
     fused_add_rmsnorm,
     layernorm,
     log_softmax,
@@ -46,6 +44,7 @@ from verifier.ops import (
     rmsnorm,
     softmax,
 )
+from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
 
 __all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
@@ -55,7 +54,8 @@ OpDef = Op  # the older name
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
 # issue #37, norm variants (verifier/ops/group_norm.py, row_amax.py, row_mean.py, var_mean.py, l2norm.py)
-BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF)
+BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF,
+            weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 
