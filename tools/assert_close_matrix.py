@@ -86,6 +86,20 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
     elif op == "topk_softmax":  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: below)
         y = torch.topk(torch.softmax(x, -1) if params["gate"] == "softmax" else torch.sigmoid(x), int(params["k"]))[0]
         y = y / y.sum(-1, keepdim=True) if params["renormalize"] else y
+    # issue #37, norm variants
+    elif op in ("group_norm", "group_norm_noaffine"):
+        M, N = x.shape
+        C = int(params["channels"])
+        w, b = (inputs["w"].float(), inputs["b"].float()) if op == "group_norm" else (None, None)
+        y = F.group_norm(x.view(M, C, N // C), int(params["groups"]), w, b, params["eps"]).view(M, N)
+    elif op == "row_amax":
+        y = x.abs().amax(-1)
+    elif op == "row_mean":
+        y = x.mean(-1)
+    elif op == "var_mean":
+        y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
+    elif op == "l2norm":
+        y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)

@@ -117,6 +117,45 @@ def _cross_entropy_soft(inputs, outputs, params, dt):
     return {"loss": loss + z * torch.logsumexp(x, -1) ** 2 if z else loss}
 
 
+# issue #37, norm variants: the unfused torch compositions `verifier bench` times our kernels against (the CPU suite
+# runs each in one or two dtypes: the same torch code for each; bench times the dtype asked with --dtype).
+def _group_norm(inputs, outputs, params, dt):
+    x = inputs["x"]
+    M, N = x.shape
+    C = int(params["channels"])
+    y = F.group_norm(x.reshape(M, C, N // C), int(params["groups"]), inputs.get("w"), inputs.get("b"),
+                     eps=params["eps"])
+    return {"y": y.reshape(M, N)}
+
+
+def _row_amax(inputs, outputs, params, dt):
+    return {"y": inputs["x"].abs().amax(dim=-1)}
+
+
+def _row_mean(inputs, outputs, params, dt):
+    return {"y": inputs["x"].float().mean(dim=-1).to(inputs["x"].dtype)}
+
+
+def _var_mean(inputs, outputs, params, dt):
+    var, mean = torch.var_mean(inputs["x"].float(), dim=-1, correction=int(params["correction"]))
+    return {"var": var.to(inputs["x"].dtype), "mean": mean.to(inputs["x"].dtype)}
+
+
+def _l2norm(inputs, outputs, params, dt):
+    # In fp32: F.normalize on f16 clamps at eps = 1e-12 rounded to f16, which is 0, so a zero row gives 0/0 = NaN.
+    return {"y": F.normalize(inputs["x"].float(), p=2.0, dim=-1, eps=params["eps"]).to(inputs["x"].dtype)}
+
+
+def _rms_norm_noweight(inputs, outputs, params, dt):
+    x = inputs["x"]
+    return {"y": F.rms_norm(x, (x.shape[-1],), None, eps=params["eps"])}
+
+
+def _layer_norm_weightless(inputs, outputs, params, dt):
+    x = inputs["x"]
+    return {"y": F.layer_norm(x, (x.shape[-1],), None, inputs.get("b"), eps=params["eps"])}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -164,4 +203,23 @@ KERNELS = [
     CallableKernel(name="torch-ce-soft", op="cross_entropy_soft", fn=_cross_entropy_soft,
                    dtypes=[dtypes("bf16", "f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
                    description="F.cross_entropy(x.float(), target.float(), label_smoothing=0.1), soft labels"),
+    # issue #37, norm variants
+    CallableKernel(name="torch-group-norm", op="group_norm", fn=_group_norm, dtypes=[dtypes("f32"), dtypes("bf16")],
+                   description="F.group_norm on x viewed as (M, C, N/C), per-channel w, b"),
+    CallableKernel(name="torch-group-norm-noaffine", op="group_norm_noaffine", fn=_group_norm, dtypes=[dtypes("f32")],
+                   description="F.group_norm on x viewed as (M, C, N/C), no affine"),
+    CallableKernel(name="torch-row-amax", op="row_amax", fn=_row_amax, dtypes=[dtypes("f32")],
+                   description="x.abs().amax(dim=-1)"),
+    CallableKernel(name="torch-row-mean", op="row_mean", fn=_row_mean, dtypes=[dtypes("f32")],
+                   description="x.float().mean(dim=-1), rounded to the I/O dtype"),
+    CallableKernel(name="torch-var-mean", op="var_mean", fn=_var_mean, dtypes=[dtypes("f32"), dtypes("f16")],
+                   description="torch.var_mean(x.float(), dim=-1), rounded to the I/O dtype"),
+    CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=[dtypes("f32")],
+                   description="F.normalize(x.float(), p=2, dim=-1, eps), rounded to the I/O dtype"),
+    CallableKernel(name="torch-rms-norm-noweight", op="rmsnorm_noweight", fn=_rms_norm_noweight,
+                   dtypes=[dtypes("f32")], description="F.rms_norm(x, (N,), None, eps)"),
+    CallableKernel(name="torch-layer-norm-noweight", op="layernorm_noweight", fn=_layer_norm_weightless,
+                   dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, None, eps)"),
+    CallableKernel(name="torch-layer-norm-bias", op="layernorm_bias", fn=_layer_norm_weightless,
+                   dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, b, eps)"),
 ]

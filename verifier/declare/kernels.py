@@ -259,6 +259,9 @@ class KernelSpec:
             return f"empty shape M={M}, N={N}: nothing to launch"
         if dt not in self.dtypes:
             return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
+        outside = self.op_refusal(N)
+        if outside is not None:
+            return outside
         from verifier.declare.usercode import call
 
         for fn in self.refusals():
@@ -276,6 +279,11 @@ class KernelSpec:
                 fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
             )
         return capability_reason(self.min_capability)
+
+    def op_refusal(self, N: int) -> Optional[str]:
+        """Why rows of N columns are outside the op itself (Op(supports=...), e.g. group_norm's N % channels), or
+        None: no kernel is asked to refuse those (the refusal step skips them), they are simply not run."""
+        return OPS[self.op].refusal(N, self.params)
 
     def refusals(self) -> tuple:
         """The supports functions check_supported asks in turn: the spec's own, then its size classes."""

@@ -373,6 +373,8 @@ def _float(dt: str) -> bool:
 # The ops whose naive formulas cancel on rows of large offset and tiny spread (variance, mean subtraction, the
 # softmax's max subtraction).
 _CANCEL = ("layernorm", "rmsnorm", "fused_add_rmsnorm", "softmax", "log_softmax", "online_softmax_stats")
+_CANCEL += ("group_norm", "group_norm_noaffine", "row_amax", "row_mean", "var_mean", "l2norm", "rmsnorm_noweight",
+            "layernorm_noweight", "layernorm_bias")  # issue #37, norm variants
 
 # (name, exposes, M at 'ci', N, sampler factory, ops, dtype_ok, M is the point)
 _TABLE = [

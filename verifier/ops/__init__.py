@@ -25,6 +25,17 @@ topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, r
                                               indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
 merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
                      v_b[M,N], lse_b[M]
+group_norm           x[M,N], w[C], b[C]       y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+group_norm_noaffine  x[M,N]                   y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+row_amax             x[M,N]                   y[M]                        -
+row_mean             x[M,N]                   y[M]                        -
+var_mean             x[M,N]                   var[M], mean[M]             correction=1
+l2norm               x[M,N]                   y[M,N]                      eps=1e-12
+rmsnorm_noweight     x[M,N]                   y[M,N]                      eps=1e-6
+layernorm_noweight   x[M,N]                   y[M,N]                      eps=1e-5
+layernorm_bias       x[M,N], b[N]             y[M,N]                      eps=1e-5
 ===================  =======================  ==========================  =====================
 
 softmax, log_softmax and online_softmax_stats also take attention's score transforms (verifier.ops.softmax_inputs):
@@ -49,6 +60,7 @@ from verifier.ops import (
     softmax,
     topk_softmax,
 )
+from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
@@ -58,6 +70,11 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
+BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean' / 'sum'); soft labels
+# issue #37, norm variants (verifier/ops/group_norm.py, row_amax.py, row_mean.py, var_mean.py, l2norm.py)
+BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF,
+            weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
 
 
 class _Registry(dict):
@@ -86,9 +103,6 @@ class _Registry(dict):
         return self[name] if name in self else default
 
 
-
-BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
-BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean' / 'sum'); soft labels
 OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
 
 

@@ -23,78 +23,9 @@ from verifier.errors import SpecError, UsageError
 from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
 from verifier.ops.selection import Selection  # noqa: F401
 from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
-
-SHAPES = ("rows", "vector", "row", "other")  # (M, N), (N,), (M,), anything else
-KINDS = ("data", "weight", "bias", "labels", "scale")
-# The role names a spec writes, and the kind each is: 'input' is drawn by the case's sampler, 'index' holds
-# integer class or column indices.
-ROLE_NAMES = {"input": "data", "data": "data", "weight": "weight", "bias": "bias", "index": "labels",
-              "labels": "labels", "scale": "scale"}
-_PUBLIC_ROLE = {"data": "input", "weight": "weight", "bias": "bias", "labels": "index", "scale": "scale"}
-_DIM = re.compile(r"^(?:M|N|\d+|[A-Za-z_]\w*)$")
-_NAME = re.compile(r"^[A-Za-z_]\w*$")
-
-
-def parse_shape(text: str, where: str) -> tuple:
-    """'MxN' -> ('M', 'N'); '1' -> (1,); 'MxG' -> ('M', 'G'). Dims are M, N, integers or param names."""
-    if not isinstance(text, str) or not text.strip():
-        raise SpecError(f"{where}: shape {text!r} is not a string of dims", fix="write e.g. 'MxN', 'N', 'M' or 'MxG'")
-    dims = tuple(d.strip() for d in text.split("x"))
-    if not all(_DIM.match(d) for d in dims):
-        raise SpecError(f"{where}: shape {text!r} is not dims joined by 'x'",
-                        fix="write dims joined by 'x': M, N, an integer or an integer param, e.g. 'MxN' or 'MxG'")
-    return tuple(int(d) if d.isdigit() else d for d in dims)
-
-
-def _kind_of(dims: tuple) -> str:
-    return {("M", "N"): "rows", ("N",): "vector", ("M",): "row"}.get(dims, "other")
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One tensor of an op: ``shape`` (e.g. 'MxN', 'N', 'M', 'MxG'), ``role`` (inputs: 'input' drawn by the case's
-    sampler, 'weight' 1 + 0.1·N(0,1), 'bias' 0.1·N(0,1), 'scale' positive float32, 'index' integers in [0, N) or from
-    ``make``), ``dtype`` (a fixed dtype, e.g. 'int32' or 'float32', or the name of the str param holding it; default: the
-    kernel variant's dtype for the role) and ``make(rng, x, params, policy) -> array`` (how to draw it, seeing the
-    drawn x as float64: index roles, an additive mask of -inf, a causal pattern). ``optional=True``: an input only
-    the kernels that declare it take; the op has a param of the same name, default None (absent), which a kernel
-    sets to True (the declared shape) or to a shape the declared one broadcasts from (``"N"`` for an ``"MxN"``
-    mask): see ``Op.variant``."""
-
-    shape: str
-    role: Optional[str] = None
-    dtype: Optional[str] = None
-    make: Optional[Callable] = field(default=None, repr=False, compare=False)
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Role:
-    """One input tensor as the framework uses it. kind 'data': drawn by the case's sampler; 'weight':
-    1 + 0.1·N(0,1); 'bias': 0.1·N(0,1) (never all ones / zeros, so a kernel ignoring them fails); 'scale': positive
-    float32 (0.5 + U[0, 1)); 'labels': integer indices drawn by ``make(rng, x, params, policy)`` (default uniform in
-    [0, N)). ``dtype_param``: the op param naming the tensor's dtype; ``dtype``: a fixed dtype; else the kernel's
-    input dtype (weights and biases: the variant's weight dtype). ``dims``: the shape in M, N, ints and params."""
-
-    name: str
-    shape: str = "rows"
-    kind: str = "data"
-    dtype_param: Optional[str] = None
-    make: Optional[Callable] = field(default=None, repr=False, compare=False)
-    dims: tuple = ()
-    dtype: Optional[str] = None
-
-    def __post_init__(self):
-        if self.shape not in SHAPES or self.kind not in KINDS:
-            raise ValueError(f"Role {self.name}: shape {self.shape!r} / kind {self.kind!r}")
-        if not self.dims:
-            object.__setattr__(self, "dims", {"rows": ("M", "N"), "vector": ("N",), "row": ("M",)}[self.shape])
-
-    @property
-    def per_row(self) -> bool:
-        """Its first dim is M: row r of the op owns element r (judging some rows slices it)."""
-        return bool(self.dims) and self.dims[0] == "M"
-
+from verifier.ops.tensors import (  # noqa: F401  (re-exported: Tensor and Role are declared there)
+    KINDS, PUBLIC_ROLE, ROLE_NAMES, SHAPES, TENSOR_NAME, Role, Tensor, check_optional, input_role, kind_of, output_decl,
+    parse_shape)
 
 @dataclass(frozen=True)
 class OpCase:
@@ -164,6 +95,8 @@ class Op:
     contract_params: ``{param: (values...)}``: params whose value is a behaviour the kernel declares (softmax's
     ``masked_rows``: 'nan' or 'zeros'); left None, an output matching any of the values passes with a warning
     naming the param (verifier.judge). A value may be a ``Contract(values, when)``.
+    supports: ``fn(N, params) -> None or a reason``: the row lengths the op is defined for (group_norm: N a multiple
+    of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
     """
 
     name: str
@@ -185,6 +118,7 @@ class Op:
     exp_family: bool = False
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
+    supports: Optional[Callable] = field(default=None, repr=False, compare=False)
     description: str = ""
     contract_params: dict = field(default_factory=dict)
     selection: Optional[Selection] = field(default=None, repr=False)
@@ -210,9 +144,9 @@ class Op:
         if isinstance(self.inputs, dict):
             optional = {}
             for t, decl in self.inputs.items():
-                role = _input_role(where, t, decl, self.params)
+                role = input_role(where, t, decl, self.params)
                 if isinstance(decl, Tensor) and decl.optional:
-                    _check_optional(where, t, role, self.params)
+                    check_optional(where, t, role, self.params)
                     optional[t] = role
                 else:
                     roles[t] = role
@@ -221,7 +155,7 @@ class Op:
         if isinstance(self.outputs, dict):
             dims, rows, fixed, by_param = {}, list(self.row_outputs), {}, {}
             for t, decl in self.outputs.items():
-                d, dtype = _output_decl(where, t, decl, self.params)
+                d, dtype = output_decl(where, t, decl, self.params)
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
@@ -241,7 +175,7 @@ class Op:
         object.__setattr__(self, "roles", tuple(roles.values()))
         object.__setattr__(self, "cases", tuple(self.cases))
         for t in self.inputs + self.outputs:
-            if not isinstance(t, str) or not _NAME.match(t):
+            if not isinstance(t, str) or not TENSOR_NAME.match(t):
                 raise SpecError(f"{where}: tensor name {t!r} is not an identifier", fix="name tensors like 'x', 'w', 'y'")
         if "x" not in self.inputs:
             raise SpecError(f"{where}: has no input 'x'", fix="name the main (M, N) input 'x': every op works on rows of x")
@@ -280,6 +214,9 @@ class Op:
             _check_selection(where, self)
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
+        if self.supports is not None and not callable(self.supports):
+            raise SpecError(f"{where}: supports must be a function",
+                            fix="supports=lambda N, params: None if N % params['channels'] == 0 else 'reason'")
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
@@ -320,7 +257,7 @@ class Op:
                 raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}, not a shape {t} {full} broadcasts from",
                                 fix=f"set {t}=True (shape {'x'.join(map(str, full))}), or a trailing part of it "
                                     f"(e.g. {full[-1]!r}), or None for a kernel without {t}")
-            present[t] = Role(t, _kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
+            present[t] = Role(t, kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
                               dtype=role.dtype)
         if not present:
             return self
@@ -400,11 +337,18 @@ class Op:
     def tensors(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.inputs + self.outputs))
 
+    def refusal(self, N: int, params: Optional[dict] = None) -> Optional[str]:
+        """Why rows of N columns are outside this op with these params (its ``supports``), or None."""
+        if self.supports is None:
+            return None
+        reason = self.supports(N, {**self.params, **(params or {})})
+        return f"outside op {self.name!r}: {reason}" if reason else None
+
     def signature(self) -> str:
         """'x[M,N], w[N] -> y[M,N]' (in-out tensors marked), for listings."""
         def one(t):
             return f"{t}[{','.join(str(d) for d in self.dims_of(t))}]"
-        ins = ", ".join(one(t) + (f" ({_PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
+        ins = ", ".join(one(t) + (f" ({PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
                         for t in self.inputs)
         outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
                                    if t in self.out_fixed else "") for t in self.outputs)
@@ -413,70 +357,6 @@ class Op:
     def optional_signature(self) -> str:
         """'mask[M,N], sinks[M]': the optional inputs a kernel may declare (params of their names), or ''."""
         return ", ".join(f"{t}[{','.join(str(d) for d in r.dims)}]" for t, r in self.optional.items())
-
-
-def _input_role(where: str, name: str, decl, params: dict) -> Role:
-    t = decl if isinstance(decl, Tensor) else Tensor(decl)
-    dims = parse_shape(t.shape, f"{where}: input {name!r}")
-    default = "data" if dims == ("M", "N") or name == "x" else "bias" if name == "b" else "weight" \
-        if dims == ("N",) else "data"
-    role = t.role or default
-    if role not in ROLE_NAMES:
-        raise SpecError(f"{where}: input {name!r} has role {role!r}", fix=f"use one of {', '.join(ROLE_NAMES)}")
-    kind = ROLE_NAMES[role]
-    dtype = dtype_param = None
-    if isinstance(t.dtype, str) and isinstance(params.get(t.dtype), str):
-        dtype_param = t.dtype  # the param that holds it, e.g. label_dtype='int64'
-    elif t.dtype is not None:
-        from verifier import dtypes as _dt
-
-        try:
-            dtype = _dt.canonical(t.dtype)
-        except UsageError as e:
-            raise SpecError(f"{where}: input {name!r}: {e.message}", fix=e.fix) from None
-    if t.make is not None and not callable(t.make):
-        raise SpecError(f"{where}: input {name!r}: make must be a function", fix="make=fn(rng, x, params, policy)")
-    return Role(name, _kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
-
-
-def _check_optional(where: str, name: str, role: Role, params: dict) -> None:
-    if name == "x" or params.get(name, "missing") is not None:
-        raise SpecError(f"{where}: optional input {name!r} needs a param of its name, default None",
-                        fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
-
-
-def _output_decl(where: str, name: str, decl, params: Optional[dict] = None) -> tuple:
-    """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
-    dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed;
-    ``Tensor("MxK", dtype="index_dtype")`` names the str param holding it (returned as that name)."""
-    t = decl if isinstance(decl, Tensor) else Tensor(decl)
-    if t.role not in (None, "output"):
-        raise SpecError(f"{where}: output {name!r} declares role {t.role!r}",
-                        fix="outputs take a shape and, when it is not the variant's output dtype, a dtype")
-    dims = parse_shape(t.shape, f"{where}: output {name!r}")
-    if dims != (1,) and (not dims or dims[0] != "M"):
-        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row (nor '1', one "
-                        "value for the whole batch)", fix="outputs are per row ('MxN', 'M', 'MxK') or '1' (a reduction "
-                                                          "over the rows, e.g. a mean loss)")
-    dtype = None
-    if isinstance(t.dtype, str) and isinstance((params or {}).get(t.dtype), str):
-        _output_dtype(where, name, params[t.dtype])  # the default must be a dtype an output can have
-        return dims, t.dtype
-    if t.dtype is not None:
-        dtype = _output_dtype(where, name, t.dtype)
-    return dims, dtype
-
-
-def _output_dtype(where: str, name: str, text) -> str:
-    from verifier import dtypes as _dt
-
-    try:
-        dtype = _dt.canonical(text)
-    except UsageError as e:
-        raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
-    if dtype in ("int8", "uint8", "int16"):
-        raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
-    return dtype
 
 
 def _check_selection(where: str, op: "Op") -> None:

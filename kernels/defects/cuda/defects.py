@@ -282,3 +282,41 @@ DEFECTS = {
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
 }
+
+# --- issue #37, norm variants (norm_variants_defects.cu; twins: cuda-row-amax of kernels/cuda/norm_variants_spec.py
+# and cuda-row-amax-split here)
+AMAX_SPLIT_COLS = 1024  # columns per block of the split abs-max
+
+
+def _amax_split(entry):
+    def launches(M, N, dt, params):
+        split = max(1, -(-N // AMAX_SPLIT_COLS))
+        return [Launch("row_amax_split_zero_f32", grid=(-(-M // THREADS),), block=(THREADS,), args=("y", "M")),
+                Launch(entry, grid=(M, split), block=(THREADS,), args=("x", "y", "N", Stride("x", "int64")))]
+    return launches
+
+
+KERNELS += [
+    CudaKernel(name="defect-cuda-row-amax-fmaxf", op="row_amax", source="norm_variants_defects.cu",
+               dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
+               launches=_one("row_amax_fmaxf_{tag}", ("x", "y", "N", Stride("x", "int64"))),
+               description="row abs-max with fmaxf: a NaN in the row is dropped"),
+    CudaKernel(name="cuda-row-amax-split", op="row_amax", source="norm_variants_defects.cu", dtypes=F32,
+               launches=_amax_split("row_amax_split_f32"), expectations=_DET,
+               description="row abs-max split over blocks of 1024 columns, atomicMax on the bits (twin)"),
+    CudaKernel(name="defect-cuda-row-amax-split-race", op="row_amax", source="norm_variants_defects.cu", dtypes=F32,
+               launches=_amax_split("row_amax_split_nosync_f32"), expectations=_DET,
+               description="split row abs-max whose warp partials are read without a barrier"),
+]
+DEFECTS.update({
+    "defect-cuda-row-amax-fmaxf": {
+        "caught_by": "nan-inf", "twin": "cuda-row-amax", "device": "gpu",
+        "pitfall": "abs-max with fmaxf: a NaN in the row is dropped and the largest number reported (torch.amax "
+                   "gives NaN)",
+        "exposing_input": "amax_nan_inf_rows"},
+    "defect-cuda-row-amax-split-race": {
+        "caught_by": "racecheck", "twin": "cuda-row-amax-split", "device": "gpu",
+        "pitfall": "an abs-max split across blocks whose per-block merge reads the warps' shared-memory partials "
+                   "without __syncthreads: a race, a partial max some runs",
+        "exposing_input": "normal_small"},
+})

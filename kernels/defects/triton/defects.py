@@ -250,3 +250,44 @@ DEFECTS = {
         "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
         "exposing_input": "ce_huge_logits"},
 }
+
+# --- issue #37, norm variants (norm_variants_defects.py; twins: kernels/triton/norm_variants_spec.py)
+KERNELS += [
+    _t("defect-triton-group-norm-naive-variance", "group_norm", "norm_variants_defects.py",
+       "launch_group_norm_naive_var", "group_norm with the group variance as E[x^2] - E[x]^2 in fp32"),
+    _t("defect-triton-group-norm-channels-last", "group_norm", "norm_variants_defects.py",
+       "launch_group_norm_channels_last", "group_norm reading group g's columns as g + j*G (channels-last)"),
+    _t("defect-triton-row-amax-drops-nan", "row_amax", "norm_variants_defects.py", "launch_row_amax_drops_nan",
+       "row abs-max by compare-and-select (fmaxf): NaN dropped"),
+    _t("defect-triton-var-mean-naive", "var_mean", "norm_variants_defects.py", "launch_var_mean_naive",
+       "var_mean with the one-pass variance (sum(x^2) - N*mean^2)/(N - c)"),
+    _t("defect-triton-l2norm-eps-in-sqrt", "l2norm", "norm_variants_defects.py", "launch_l2norm_eps_in_sqrt",
+       "l2norm as x / sqrt(sum(x^2) + eps), not x / max(||x||, eps)"),
+]
+DEFECTS.update({
+    "defect-triton-group-norm-naive-variance": {
+        "caught_by": "value", "twin": "triton-group-norm", "device": "cpu",
+        "pitfall": "group variance as E[x^2] - E[x]^2 (Liger-Kernel's GroupNorm): a group of 1000 + a few ULPs "
+                   "loses its whole variance to cancellation",
+        "exposing_input": "gn_groups_const_and_mean_gg_std"},
+    "defect-triton-group-norm-channels-last": {
+        "caught_by": "value", "twin": "triton-group-norm", "device": "cpu",
+        "pitfall": "channel-major row read as channels-last (stride G inside a group): every group mixes the "
+                   "channels of all groups",
+        "exposing_input": "gn_group_80_cols"},
+    "defect-triton-row-amax-drops-nan": {
+        "caught_by": "nan-inf", "twin": "triton-row-amax", "device": "cpu",
+        "pitfall": "abs-max with fmaxf / compare-and-select: a NaN in the row is dropped and the largest number "
+                   "reported (torch.amax gives NaN): a quantizer's scale silently finite",
+        "exposing_input": "amax_nan_inf_rows"},
+    "defect-triton-var-mean-naive": {
+        "caught_by": "value", "twin": "triton-var-mean", "device": "cpu",
+        "pitfall": "one-pass variance sum(x^2) - N*mean^2: on 1000 with one element a few ULPs above (exact in "
+                   "bf16/f16) the variance is rounding noise",
+        "exposing_input": "vm_cancel_ulp_bumps"},
+    "defect-triton-l2norm-eps-in-sqrt": {
+        "caught_by": "value", "twin": "triton-l2norm", "device": "cpu",
+        "pitfall": "eps added inside the sqrt instead of clamping the norm: identical on ordinary rows, off on "
+                   "rows of norm near or below 1e-6",
+        "exposing_input": "l2_tiny_rows"},
+})

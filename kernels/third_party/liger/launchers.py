@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from liger_kernel.ops import fused_add_rms_norm as _fused_add
+from liger_kernel.ops import group_norm as _group_norm
 from liger_kernel.ops import layer_norm as _layer_norm
 from liger_kernel.ops import rms_norm as _rms_norm
 from liger_kernel.ops import cross_entropy as _cross_entropy
@@ -123,3 +124,13 @@ def cross_entropy_variants(inputs, outputs, params, dt):
                                      float(params["z_loss"]), float(params["label_smoothing"]),
                                      params.get("reduction", "none"), cap if cap > 0 else None, False)[0]
     outputs["loss"].copy_(loss.reshape(outputs["loss"].shape))
+
+
+def group_norm(inputs, outputs, params, dt):
+    # Liger takes the (batch, C, spatial) tensor: x's rows are one sample each, channel-major (the op's layout)
+    x = inputs["x"]
+    M, N = x.shape
+    C = int(params["channels"])
+    y = _norm(_group_norm.group_norm_forward, _group_norm, x.view(M, C, N // C), C, int(params["groups"]),
+              inputs["w"], inputs["b"], params["eps"])[0]
+    outputs["y"].copy_(y.view(M, N))

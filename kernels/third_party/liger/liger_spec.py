@@ -42,4 +42,7 @@ KERNELS = [
                                                                         "empty_mean": "zero"}),
                              ("sum", "cross_entropy_reduced", "f32", {"reduction": "sum", "z_loss": 1e-4,
                                                                       "softcap": 30.0}))),
+    # GroupNorm (issue #37) on x viewed as (M, C, N/C), per-channel weight and bias; the variance is
+    # E[x^2] - E[x]^2 in fp32, which cancels on mean >> std groups: the value check's finding is true
+    TritonKernel(name="liger-group-norm", op="group_norm", launcher="group_norm", dtypes=FLOAT_IO, **_COMMON),
 ]
