@@ -32,6 +32,9 @@ FAMILY_SPECS=(kernels/cuda/quant_spec.py kernels/triton/quant_spec.py kernels/cu
   kernels/triton/cross_entropy_variants_spec.py)
 GPU_TESTS=(tests/test_quant_gpu.py tests/test_masked_softmax_gpu.py tests/test_routing_gpu.py
   tests/test_norm_variants_gpu.py tests/test_cross_entropy_variants_gpu.py tests/test_large_gpu.py)
+exist() { for f in "$@"; do [ -e "$f" ] && printf '%s\n' "$f"; done; }
+mapfile -t FAMILY_SPECS < <(exist "${FAMILY_SPECS[@]}")
+mapfile -t GPU_TESTS < <(exist "${GPU_TESTS[@]}")
 { echo "date: $(date -u +%FT%TZ)"; echo "tree: ${TREE_COMMIT:-unknown} (the device's .git is stale)";
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$LOGS/env.txt" 2>&1
 cat "$LOGS/env.txt"
