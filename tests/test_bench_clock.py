@@ -181,7 +181,7 @@ def test_a_row_carries_the_timing_and_checks_what_the_call_returned(monkeypatch)
     from verifier.spec import CallableKernel, dtypes
 
     x, y = torch.randn(4, 8), torch.full((4, 8), float("nan"))
-    monkeypatch.setattr(timing, "make_inputs", lambda op, M, N, dt: ({"x": x}, {"y": y}))
+    monkeypatch.setattr(timing, "make_inputs", lambda op, M, N, dt, params=None: ({"x": x}, {"y": y}))
     returned = torch.empty(4, 8)
     spec = CallableKernel(name="ret", op="softmax", fn=lambda i, o, p, d: {"y": returned}, dtypes=[dtypes("f32")])
     monkeypatch.setattr(timing, "launcher", lambda spec, inputs, outputs, dt: lambda: spec.fn(inputs, outputs, {}, dt))

@@ -631,7 +631,7 @@ PROBES = [
     Probe("7-pipe", 7, "`verifier check ... | head -0` on a clean run (the reader closed the pipe)", p7_pipe, cheap=False),
     Probe("7-format-help", 7, "`verifier check --help`: the --format line", p7_format_help),
     Probe("7-duplicate", 7, "two kernels named `twin` in one spec file", p7_duplicate),
-    Probe("8-flaky", 8, "a callable wrong on a random 30 % of calls, `--level thorough`", p8_flaky, cheap=False),
+    Probe("8-flaky", 8, "a callable wrong the first time it sees each input (right on a replay), `--level thorough`", p8_flaky, cheap=False),
     Probe("9-repro-budget", 9, "a finding at `--level thorough`, replayed with its repro line", p9_repro_budget,
           cheap=False),
     Probe("10-triton-resources", 10, "a Triton resources step that errors, then a UsageError (library step)",

@@ -6,7 +6,8 @@ from __future__ import annotations
 def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
     """Every 2-D tensor of the op (CUDA: those whose row stride a launch passes, verifier.launch.cuda.strided_tensors):
     a tensor whose stride the kernel is not told stays contiguous."""
-    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | {t for t in op.outputs if t not in op.row_outputs}
+    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | \
+        {t for t in op.outputs if len(op.dims_of(t)) == 2}  # not an (M,) row output nor a batch's one value
     if getattr(spec, "kind", None) == "cuda":
         from verifier.launch.cuda import strided_tensors as named
 

@@ -244,7 +244,7 @@ DEFECTS = {
     "defect-triton-ce-smoothing-n-minus-1": {
         "caught_by": "value", "twin": "triton-ce-variants", "device": "cpu",
         "pitfall": "label smoothing's uniform share spread over N - 1 classes instead of all N (PyTorch)",
-        "exposing_input": "normal_small"},
+        "exposing_input": "d7_below_warp"},
     "defect-triton-ce-softcap-after-max": {
         "caught_by": "nan-inf", "twin": "triton-ce-variants", "device": "cpu",
         "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
