@@ -24,6 +24,7 @@ from verifier import dtypes as _dt
 from verifier.declare.contracts import flush, flushes, has_subnormals
 from verifier.declare.kernels import Dtypes
 from verifier.judge import invariants as _inv
+from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
 from verifier.numerics.violations import Violation
@@ -66,7 +67,11 @@ class Judgement:
 
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
     errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
-    comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
+    op = get_op(c.op)
+    if op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
+        comparison = _quantized.compare_op(op, outputs, ref, errs, c.dtypes, c.params, xs, context)
+    else:
+        comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
     violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
                             out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
         if invariants else []

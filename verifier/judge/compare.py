@@ -99,6 +99,30 @@ class TensorComparison:
             lines.append(f"  Rounding: {self.rounding.describe()}")
         return "\n".join(lines)
 
+    def findings(self, base: dict) -> list[Finding]:
+        """The findings of this tensor (see Comparison.findings), with the fields ``base``."""
+        t, out = self, []
+        if t.mismatched:
+            w = t.worst[0]
+            out.append(Finding(
+                check="value", score=w.excess, **base,
+                message=(f"{t.name}: {t.mismatched}/{t.numel} elements ({100.0 * t.mismatched / t.numel:.1f}%) "
+                         f"over their ULP budget; worst at {list(w.index)}: {w.ulps:g} ULP vs allowed "
+                         f"{w.allowed:.4g} (actual {w.actual!r}, expected {w.expected!r})")))
+        if t.nonfinite_mismatched:
+            n = t.nonfinite[0]
+            out.append(Finding(
+                check="nan-inf", score=float(t.nonfinite_mismatched), **base,
+                message=(f"{t.name}: {t.nonfinite_mismatched}/{t.numel} NaN/inf mismatches; first at "
+                         f"{list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")))
+        if t.values_ok and not t.rounding_ok:
+            st = t.rounding
+            out.append(Finding(
+                check="rounding", score=st.score, **base,
+                message=(f"{t.name}: every element within its ULP budget, but {st.describe()} "
+                         f"(docs/tolerances.md, 'Rounding statistics'). Fix: {ROUNDING_FIX}")))
+        return out
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -134,25 +158,7 @@ class Comparison:
             base["shape"] = tuple(base["shape"])
         out = []
         for t in self.tensors:
-            if t.mismatched:
-                w = t.worst[0]
-                out.append(Finding(
-                    check="value", score=w.excess, **base,
-                    message=(f"{t.name}: {t.mismatched}/{t.numel} elements ({100.0 * t.mismatched / t.numel:.1f}%) "
-                             f"over their ULP budget; worst at {list(w.index)}: {w.ulps:g} ULP vs allowed "
-                             f"{w.allowed:.4g} (actual {w.actual!r}, expected {w.expected!r})")))
-            if t.nonfinite_mismatched:
-                n = t.nonfinite[0]
-                out.append(Finding(
-                    check="nan-inf", score=float(t.nonfinite_mismatched), **base,
-                    message=(f"{t.name}: {t.nonfinite_mismatched}/{t.numel} NaN/inf mismatches; first at "
-                             f"{list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")))
-            if t.values_ok and not t.rounding_ok:
-                st = t.rounding
-                out.append(Finding(
-                    check="rounding", score=st.score, **base,
-                    message=(f"{t.name}: every element within its ULP budget, but {st.describe()} "
-                             f"(docs/tolerances.md, 'Rounding statistics'). Fix: {ROUNDING_FIX}")))
+            out += t.findings(base)
         return out
 
 

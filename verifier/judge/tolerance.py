@@ -178,6 +178,7 @@ class Errors:
     base: dict
     E: dict
     dtypes: dict
+    ctx: object = None  # the verifier.numerics.errmodel.Ctx the bounds were computed under (quantized outputs)
 
     def budget(self, ref) -> dict[str, np.ndarray]:
         """budget_i = base + E_i / ulp_out(max(|y_i| - E_i, 0)); 0 where the reference is not finite."""
@@ -232,7 +233,7 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             E = derived[t] if tol.kappa == DERIVED else opdef.kappas[tol.kappa](x, y, params, ctx, xs)
         Es[t] = np.broadcast_to(np.asarray(E, dtype=np.float64), y.shape)
-    return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt)
+    return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt, ctx=ctx)
 
 
 def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes) -> dict:

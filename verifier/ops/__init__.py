@@ -17,6 +17,9 @@ cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore
                                                                           label_dtype='int64'
 ===================  =======================  ==========================  =====================
 
+Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
+(floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding).
+
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
@@ -33,6 +36,7 @@ from verifier.ops import (
     rmsnorm,
     softmax,
 )
+from verifier.ops import quant
 from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
 
 __all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
@@ -41,6 +45,7 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT)  # quantized outputs (issue 37)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

@@ -119,6 +119,24 @@ class Invariant:
     what: str = ""
 
 
+@dataclass(frozen=True)
+class Quantized:
+    """An output stored quantized (``Op(quantized={"y": Quantized(scale="scale")})``): the reference gives the exact
+    pre-quantization value t = value / scale and the kernel writes saturate(round(t)) in the output's quantized dtype
+    (fp8 e4m3fn, fp8 e5m2 or int8), compared in the quantized domain (verifier.judge.quantized).
+
+    scale: the tensor holding the scale: an input (a static scale) or an output (a dynamic per-row scale, compared in
+    its own dtype with its own budget). rescale: for a dynamic scale, ``fn(inputs, params, scale, ctx) -> (t, E)``,
+    the pre-quantization value under the kernel's own scale ``scale`` ([M], float64) and the error bound of the
+    kernel's t (``ctx``: verifier.numerics.errmodel.Ctx), so that a scale within its budget does not move y's
+    verdict. rounding_param: the param naming the rounding mode ('nearest_even', or 'half_away' for int8
+    kernels that declare it)."""
+
+    scale: str
+    rescale: Optional[Callable] = field(default=None, repr=False, compare=False)
+    rounding_param: str = "rounding"
+
+
 def _where_declared() -> Optional[str]:
     """'file:line' of the line that constructed the op (the first frame outside this module and the dataclass's
     generated __init__); frames walked directly, no source read."""
@@ -152,6 +170,8 @@ class Op:
     cases: ``OpCase`` adversarial inputs only this op has; they join the catalogue for it.
     bytes_moved: ``fn(M, N, dtypes, params) -> int`` for ``verifier bench``; default: every input read once and
     every output written once at its dtype.
+    quantized: ``{output: Quantized(scale=...)}``: outputs written as saturate(round(t)) in a quantized dtype, judged
+    exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
     """
 
     name: str
@@ -173,6 +193,7 @@ class Op:
     exp_family: bool = False
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
+    quantized: dict = field(default_factory=dict)  # output -> Quantized: compared in the quantized domain
     description: str = ""
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
@@ -193,7 +214,7 @@ class Op:
         if isinstance(self.outputs, dict):
             dims, rows, fixed = {}, list(self.row_outputs), {}
             for t, decl in self.outputs.items():
-                d, dtype = _output_decl(where, t, decl)
+                d, dtype = _output_decl(where, t, decl, quantized=t in (self.quantized or {}))
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
@@ -246,6 +267,17 @@ class Op:
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
+        object.__setattr__(self, "quantized", dict(self.quantized or {}))
+        for t, q in self.quantized.items():
+            if t not in self.outputs or not isinstance(q, Quantized):
+                raise SpecError(f"{where}: quantized names {t!r}: {q!r}",
+                                fix="quantized={output: Quantized(scale='scale')}, one entry per quantized output")
+            if q.scale not in self.inputs + self.outputs or q.scale in self.quantized:
+                raise SpecError(f"{where}: quantized output {t!r} has scale {q.scale!r}, not an input or output",
+                                fix="name the scale tensor: an input (a static scale) or an output (a dynamic one)")
+            if q.scale in self.outputs and q.rescale is None:
+                raise SpecError(f"{where}: quantized output {t!r} has a dynamic scale {q.scale!r} but no rescale",
+                                fix="give Quantized(rescale=fn(inputs, params, scale, ctx) -> (t, E))")
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
@@ -342,7 +374,7 @@ def _input_role(where: str, name: str, decl, params: dict) -> Role:
     return Role(name, _kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
 
 
-def _output_decl(where: str, name: str, decl) -> tuple:
+def _output_decl(where: str, name: str, decl, quantized: bool = False) -> tuple:
     """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
     dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed."""
     t = decl if isinstance(decl, Tensor) else Tensor(decl)
@@ -361,8 +393,10 @@ def _output_decl(where: str, name: str, decl) -> tuple:
             dtype = _dt.canonical(t.dtype)
         except UsageError as e:
             raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
-        if dtype in ("int8", "uint8", "int16"):
-            raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
+        if dtype in ("int8", "uint8", "int16") and not quantized:
+            raise SpecError(f"{where}: output {name!r} in {dtype}",
+                            fix="integer outputs are int32 or int64; an int8 output is quantized: declare it in "
+                                "quantized={name: Quantized(scale=...)}")
     return dims, dtype
 
 

@@ -1,0 +1,21 @@
+"""Triton quantizing kernels (kernels/triton/quant.py): per_token_quant and rmsnorm_quant to fp8 e4m3 / e5m2 and
+int8, one program per row, the row in registers."""
+from verifier.spec import Expectations, TritonKernel, dtypes, max_row
+
+QUANT_IO = (dtypes("bf16", "e4m3"), dtypes("f16", "e4m3"), dtypes("bf16", "e5m2"), dtypes("bf16", "int8"),
+            dtypes("f32", "int8"))
+_RESIDENT = Expectations(deterministic=True, max_spill_bytes=0, max_stack_bytes=0)
+_ONE_BLOCK = max_row(16384, what="the register-resident one-block limit (longer rows spill to local memory)")
+
+KERNELS = [
+    TritonKernel(
+        name="triton-per-token-quant", op="per_token_quant", module="quant.py", launcher="launch_per_token_quant",
+        dtypes=QUANT_IO, math_mode="triton_approx", supports=_ONE_BLOCK, expectations=_RESIDENT,
+        description="one program per row: amax, scale = max(amax, floor) / qmax, clamp, round to nearest-even",
+    ),
+    TritonKernel(
+        name="triton-rmsnorm-quant", op="rmsnorm_quant", module="quant.py", launcher="launch_rmsnorm_quant",
+        dtypes=QUANT_IO, math_mode="triton_approx", supports=_ONE_BLOCK, expectations=_RESIDENT,
+        description="one program per row: rsqrt(mean(x^2) + eps)·w·(1/scale), clamp, round to nearest-even",
+    ),
+]
