@@ -19,6 +19,7 @@ ROUND_MAGIC = 12582912.0  # 1.5·2^23: v + M - M rounds v to an integer, ties to
 @triton.jit
 def _quantize(v, qmax, min_normal, sub_scale, MANT: tl.constexpr, BIAS: tl.constexpr):
     """saturate(round-to-nearest-even(v)): int8 (MANT = 0) as an int8 value, fp8 as its code (int32, 0..255)."""
+    nan = v != v
     v = tl.minimum(tl.maximum(v, -qmax), qmax)
     if MANT == 0:
         return ((v + ROUND_MAGIC) - ROUND_MAGIC).to(tl.int8)
@@ -30,7 +31,8 @@ def _quantize(v, qmax, min_normal, sub_scale, MANT: tl.constexpr, BIAS: tl.const
     normal = ((r.to(tl.int32, bitcast=True) >> (23 - MANT)) - ((127 - BIAS) << MANT))
     sub = (r * sub_scale).to(tl.int32)  # a subnormal's code: r / 2^(1 - BIAS - MANT), exact
     code = tl.where(r >= min_normal, normal, sub)
-    return (code | tl.where(v < 0, 128, 0)).to(tl.uint8)
+    code = code | tl.where(v < 0, 128, 0)
+    return tl.where(nan, 0x7F, code).to(tl.uint8)  # NaN stays NaN (0x7F is NaN in e4m3fn and e5m2)
 
 
 @triton.jit
@@ -42,7 +44,8 @@ def per_token_quant_kernel(x_ptr, y_ptr, s_ptr, N, stride_x, stride_y, floor, qm
     mask = cols < N
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
     amax = tl.maximum(tl.max(tl.abs(x), 0), floor)
-    scale = amax / qmax
+    nans = tl.sum((x != x).to(tl.int32), 0)
+    scale = tl.where(nans > 0, float("nan"), amax / qmax)  # a NaN anywhere in the row: torch's amax is NaN
     tl.store(s_ptr + row, scale)
     q = _quantize(x / scale, qmax, min_normal, sub_scale, MANT, BIAS)
     tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
