@@ -188,13 +188,14 @@ def torch_rsqrt(v):
 
 
 def _static_scale(rng, x, params, policy):
-    # a calibrated static scale: the batch's largest |x|/rms(x) over 100, so int8 and e4m3 outputs reach their
-    # upper range and a few elements saturate (int8's 127)
+    # a calibrated static scale: the batch's 99th percentile of |x|/rms(x), mapped to 100, so ordinary values reach
+    # the formats' upper range and outliers (the beyond_saturation case) pass 448 and 127
     x = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         rms = np.sqrt(np.mean(x * x, axis=1, keepdims=True) + params["eps"])
-        peak = np.nanmax(np.where(np.isfinite(x), np.abs(x) / rms, 0.0)) if x.size else 1.0
-    return np.array([max(float(peak), 1.0) / 100.0])
+        r = (np.abs(x) / rms)[np.isfinite(x)]
+    peak = float(np.percentile(r, 99)) if r.size else 1.0
+    return np.array([max(peak if np.isfinite(peak) and peak > 0 else 1.0, 1e-3) / 100.0])
 
 
 def _beyond(rng):
