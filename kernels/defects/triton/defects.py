@@ -182,5 +182,5 @@ DEFECTS.update({
     "defect-triton-rmsq-bf16-normed": {
         "caught_by": "value", "twin": "triton-rmsnorm-quant", "device": "cpu",
         "pitfall": "fused norm+quant one fp8 step off the exact value: it quantizes the bf16-rounded y",
-        "exposing_input": "n3584"},
+        "exposing_input": "normal_small"},
 })

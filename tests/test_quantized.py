@@ -1,0 +1,126 @@
+"""Quantized outputs (verifier/numerics/quantized.py, verifier/judge/quantized.py, verifier/ops/quant.py): the
+formats round as the hardware does, the comparison is exact outside the boundary band and allows exactly the
+neighbour across a boundary inside it, findings say why, and a correct quantizer passes every per_token_quant case."""
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+from verifier.errors import SpecError
+from verifier.judge import Criteria, check_output, judge
+from verifier.judge.quantized import compare_quantized
+from verifier.numerics.quantized import fmt
+from verifier.spec import Op, Quantized, Tensor, dtypes
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("name, ml", [("float8_e4m3fn", ml_dtypes.float8_e4m3fn), ("float8_e5m2", ml_dtypes.float8_e5m2)])
+def test_fp8_formats_round_nearest_even_and_saturate_at_their_own_max(name, ml):
+    f = fmt(name)
+    t = RNG.standard_normal(20000) * f.qmax / 4
+    t = np.concatenate([t, [f.qmax * 1.01, -f.qmax * 3, 1.0625, 1.1875, 2.0**-10]])
+    want = np.clip(t, -f.qmax, f.qmax).astype(ml).astype(np.float64)
+    assert np.array_equal(f.quantize(t), want)
+    assert f.qmax == {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}[name]
+
+
+def test_int8_rounds_half_even_or_half_away_as_declared():
+    f = fmt("int8")
+    t = np.array([2.5, 3.5, -2.5, -0.5, 0.5, 127.6, -200.0, 1.49])
+    assert f.quantize(t).tolist() == [2, 4, -2, 0, 0, 127, -127, 1]
+    assert f.quantize(t, "half_away").tolist() == [3, 4, -3, -1, 1, 127, -127, 1]
+
+
+def _cmp(actual, t, E, dtype="float8_e4m3fn", mode="nearest_even"):
+    a = np.asarray(actual, dtype=np.float64).astype(ml_dtypes.float8_e4m3fn if dtype == "float8_e4m3fn" else
+                                                     ml_dtypes.float8_e5m2 if dtype == "float8_e5m2" else np.int8)
+    return compare_quantized("y", a, np.asarray(t, dtype=np.float64), np.asarray(E, dtype=np.float64), dtype, mode)
+
+
+def test_one_step_only_within_the_budget_of_a_boundary():
+    # 1.0625 is the e4m3 midpoint between 1.0 and 1.125; t just above it rounds to 1.125
+    t = 1.0625 + 1e-4
+    assert _cmp([1.125], [t], [0.0]).ok
+    assert _cmp([1.0], [t], [2e-4]).ok  # the band holds the boundary: the neighbour across it is allowed
+    c = _cmp([1.0], [t], [5e-5])  # it does not: exact
+    assert not c.ok and "one step off" in c.findings({})[0].message and "2.0 budgets from any boundary" in \
+        c.findings({})[0].message
+    assert not _cmp([0.875], [t], [2e-4]).ok  # two steps: never
+    assert not _cmp([1.25], [1.1], [1e-3]).ok  # far from any boundary: exact only
+
+
+def test_saturation_at_another_formats_max_is_named():
+    c = _cmp([448.0], [3000.0], [0.1], "float8_e5m2")
+    msg = c.findings({})[0].message
+    assert "saturated at 448 but float8_e5m2's max is 57344" in msg
+    assert _cmp([57344.0], [1e6], [0.1], "float8_e5m2").ok  # past the max: the max
+    assert _cmp([448.0], [1e6], [0.1]).ok
+
+
+def test_rounding_mode_at_exact_ties():
+    c = _cmp([3], [2.5], [0.0], "int8")
+    assert "rounded half-away from zero where nearest-even was declared" in c.findings({})[0].message
+    assert _cmp([3], [2.5], [0.0], "int8", "half_away").ok
+    assert _cmp([2], [2.5], [0.0], "int8").ok
+    assert _cmp([3], [2.5], [1e-6], "int8").ok  # a tie within the budget: either
+
+
+def _ptq(x, dt, rounding="even", trunc=False, scale_ulps=0):
+    qmax = fmt(dt.output).qmax
+    xt = torch.from_numpy(np.asarray(x, dtype=np.float64)).float()
+    s = xt.abs().amax(-1).clamp(min=1e-10) / qmax
+    if scale_ulps:
+        s = torch.nextafter(s, torch.full_like(s, np.inf))
+    q = xt / s[:, None]
+    if dt.output != "int8":
+        return {"y": q.clamp(-qmax, qmax).to(getattr(torch, dt.output)), "scale": s}
+    r = torch.trunc(q) if trunc else torch.round(q) if rounding == "even" else torch.sign(q) * torch.floor(q.abs() + 0.5)
+    return {"y": r.clamp(-127, 127).to(torch.int8), "scale": s}
+
+
+def test_correct_per_token_quant_passes_every_op_case_and_defects_are_caught():
+    from verifier.inputs.catalogue import catalogue
+    from verifier.ops import get_op
+
+    for dt in (dtypes("f32", "int8"), dtypes("f32", "e4m3"), dtypes("f32", "e5m2")):
+        cases = [c for c in catalogue("per_token_quant", dt) if c.name in {oc.name for oc in get_op("per_token_quant").cases}]
+        assert len(cases) >= 6
+        for case in cases:
+            xs = case.make(np.random.default_rng(1), dt, "per_token_quant", {})
+            got = check_output("per_token_quant", xs, _ptq(xs["x"], dt), dt)
+            assert got.ok, (dt, case.name, got.message())
+    dt = dtypes("f32", "int8")
+    ties = next(c for c in catalogue("per_token_quant", dt) if c.name == "int8_ties")
+    xs = ties.make(np.random.default_rng(1), dt, "per_token_quant", {})
+    away = check_output("per_token_quant", xs, _ptq(xs["x"], dt, rounding="away"), dt)
+    assert not away.ok and "half-away" in away.findings()[0].message
+    assert check_output("per_token_quant", xs, _ptq(xs["x"], dt, rounding="away"), dt,
+                        params={"rounding": "half_away"}).ok
+    x = np.random.default_rng(2).standard_normal((4, 64)).astype(np.float32)
+    trunc = check_output("per_token_quant", {"x": x}, _ptq(x, dt, trunc=True), dt)
+    assert not trunc.ok and "toward zero" in trunc.findings()[0].message
+
+
+def test_a_scale_within_budget_does_not_cascade_into_y():
+    dt = dtypes("f32", "e4m3")
+    x = np.random.default_rng(3).standard_normal((16, 256)).astype(np.float32)
+    out = _ptq(x, dt, scale_ulps=1)  # a scale one ulp up, and y quantized with it
+    c = check_output("per_token_quant", {"x": x}, out, dt)
+    assert c.ok, c.message()
+    assert c["y"].rescaled_rows == 16
+    c = judge(Criteria("per_token_quant", dt, params={"floor": 1e-10, "qmax": None, "rounding": "nearest_even"}),
+              {"x": x}, {k: __import__("verifier.dtypes", fromlist=["to_numpy"]).to_numpy(v) for k, v in out.items()})
+    assert c.ok
+
+
+def test_int8_outputs_need_a_quantized_declaration():
+    ref = lambda i, p: {"y": i["x"]}  # noqa: E731
+    with pytest.raises(SpecError, match="declare it in quantized"):
+        Op("q8", inputs={"x": "MxN"}, outputs={"y": Tensor("MxN", dtype="int8")}, reference=ref)
+    op = Op("q8", inputs={"x": "MxN", "s": Tensor("1", "scale")}, outputs={"y": Tensor("MxN", dtype="int8")},
+            reference=ref, quantized={"y": Quantized(scale="s")})
+    assert op.out_fixed["y"] == "int8"
+    with pytest.raises(SpecError, match="no rescale"):
+        Op("q9", inputs={"x": "MxN"}, outputs={"y": "MxN", "s": "M"}, reference=ref,
+           quantized={"y": Quantized(scale="s")})
