@@ -1,0 +1,106 @@
+// Quantizing reductions, one block of QT_THREADS per row, the row in registers (E elements per thread, coalesced:
+// element k of a thread is column threadIdx.x + k * QT_THREADS), x read once:
+//   per_token_quant: amax = max|x|, scale = max(amax, floor) / qmax (written, fp32), y = saturate(round(x / scale))
+//   rmsnorm_quant:   y = saturate(round(x * rstd * w * (1 / scale[0]))), rstd = 1 / sqrtf(sum(x^2) / N + eps)
+// Outputs: fp8 e4m3 / e5m2 through the satfinite round-to-nearest-even conversion (saturates at the format's own
+// max, keeps NaN); int8 clamped to +-127 then __float2int_rn (nearest-even). Precise math: IEEE division and sqrt.
+// A NaN anywhere in a per_token_quant row makes its scale NaN (as torch's amax): fmaxf alone would drop it.
+#include <cuda_fp8.h>
+#include "common.cuh"
+
+#define QT_THREADS 256
+
+namespace {
+
+struct E4M3 {
+    using Store = __nv_fp8_storage_t;
+    static constexpr float kMax = 448.f;
+    static __device__ __forceinline__ Store cvt(float v) { return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3); }
+};
+struct E5M2 {
+    using Store = __nv_fp8_storage_t;
+    static constexpr float kMax = 57344.f;
+    static __device__ __forceinline__ Store cvt(float v) { return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2); }
+};
+struct I8 {
+    using Store = signed char;
+    static constexpr float kMax = 127.f;
+    static __device__ __forceinline__ Store cvt(float v) {
+        return (Store)__float2int_rn(fminf(fmaxf(v, -kMax), kMax));  // NaN: not representable (its scale says NaN)
+    }
+};
+
+template <typename T, typename Q, int E>
+__device__ void per_token(const T* __restrict__ x, typename Q::Store* __restrict__ y, float* __restrict__ scale, int N,
+                          float floor_, long long sx, long long sy) {
+    __shared__ float scratch[32];
+    __shared__ float scratch_nan[32];
+    const T* xr = x + (long long)blockIdx.x * sx;
+    typename Q::Store* yr = y + (long long)blockIdx.x * sy;
+    float v[E];
+    float m = 0.f, nan = 0.f;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        v[k] = i < N ? kv::to_float(xr[i]) : 0.f;
+        m = fmaxf(m, fabsf(v[k]));
+        nan = v[k] != v[k] ? 1.f : nan;
+    }
+    m = kv::block_max(m, scratch);
+    nan = kv::block_max(nan, scratch_nan);
+    const float s = nan > 0.f ? __int_as_float(0x7fffffff) : fmaxf(m, floor_) / Q::kMax;
+    if (threadIdx.x == 0) scale[blockIdx.x] = s;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        if (i < N) yr[i] = Q::cvt(v[k] / s);
+    }
+}
+
+template <typename T, typename Q, int E>
+__device__ void rms_quant(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ scale,
+                          typename Q::Store* __restrict__ y, int N, float eps, long long sx, long long sy) {
+    __shared__ float scratch[32];
+    const T* xr = x + (long long)blockIdx.x * sx;
+    typename Q::Store* yr = y + (long long)blockIdx.x * sy;
+    float v[E];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        v[k] = i < N ? kv::to_float(xr[i]) : 0.f;
+        ss = fmaf(v[k], v[k], ss);
+    }
+    const float r = 1.0f / sqrtf(kv::block_sum(ss, scratch) / (float)N + eps);
+    const float inv = 1.0f / scale[0];
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        if (i < N) yr[i] = Q::cvt(v[k] * r * kv::to_float(w[i]) * inv);
+    }
+}
+
+}  // namespace
+
+#define QT_ONE(T, tag, Q, E)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        per_token_quant_##tag##_e##E(const T* x, Q::Store* y, float* scale, int M, int N, float floor_,       \
+                                              long long sx, long long sy) {                                         \
+        per_token<T, Q, E>(x, y, scale, N, floor_, sx, sy);                                                         \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        rmsnorm_quant_##tag##_e##E(const T* x, const T* w, const float* scale, Q::Store* y, int M, int N,     \
+                                            float eps, long long sx, long long sy) {                                \
+        rms_quant<T, Q, E>(x, w, scale, y, N, eps, sx, sy);                                                         \
+    }
+
+// Size classes (elements per thread): the spec's table must match (quant_spec.py SIZES).
+// Entries are named by the variant's tag (Dtypes.tag: bf16toe4m3 is bf16 in, e4m3 out).
+#define QT_SIZES(T, tag, Q) \
+    QT_ONE(T, tag, Q, 1) QT_ONE(T, tag, Q, 4) QT_ONE(T, tag, Q, 8) QT_ONE(T, tag, Q, 16) QT_ONE(T, tag, Q, 32)
+
+QT_SIZES(__nv_bfloat16, bf16toe4m3, E4M3)
+QT_SIZES(__half, f16toe4m3, E4M3)
+QT_SIZES(__nv_bfloat16, bf16toe5m2, E5M2)
+QT_SIZES(__nv_bfloat16, bf16toi8, I8)
+QT_SIZES(float, f32toi8, I8)
