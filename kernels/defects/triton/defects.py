@@ -153,7 +153,7 @@ DEFECTS = {
 _Q_RESIDENT = Expectations(deterministic=True)
 KERNELS += [
     TritonKernel(name="defect-triton-ptq-int8-truncate", op="per_token_quant", module="quant_defects.py",
-                 launcher="launch_ptq_int8_truncate", dtypes=[dtypes("bf16", "int8")], math_mode="triton_approx",
+                 launcher="launch_ptq_int8_truncate", dtypes=[dtypes("f32", "int8")], math_mode="triton_approx",
                  expectations=_Q_RESIDENT, description="int8 per-token quantization by the truncating cast"),
     TritonKernel(name="defect-triton-ptq-half-amax", op="per_token_quant", module="quant_defects.py",
                  launcher="launch_ptq_half_amax", dtypes=[dtypes("bf16", "e4m3")], math_mode="triton_approx",
