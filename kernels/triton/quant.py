@@ -1,7 +1,9 @@
 """Quantizing kernels, one program per row, the whole row in registers (one pass: load, reduce, scale, store):
 
 per_token_quant: scale = max(amax, floor) / qmax, y = saturate(round(x / scale));
-rmsnorm_quant:   y = saturate(round(x·rsqrt(mean(x²) + eps)·w · (1 / scale))) with a static scale[1].
+rmsnorm_quant:   y = saturate(round(x·rsqrt(mean(x²) + eps)·w · (1 / scale))) with a static scale[1];
+rmsnorm_dynamic_quant: n = x·rsqrt(mean(x²) + eps)·w, scale = max(amax|n|, floor) / qmax, y = saturate(round(n / scale));
+fused_add_rmsnorm_quant: h = x + residual (stored into residual), y as rmsnorm_quant on the float32 h.
 
 Values clamp to ±qmax and round to nearest-even by adding and subtracting 1.5·2^23 times the format's spacing at
 |v| (exact float32 arithmetic for these magnitudes); int8 then converts exactly, fp8 codes are assembled from the
@@ -66,6 +68,38 @@ def rmsnorm_quant_kernel(x_ptr, w_ptr, s_ptr, y_ptr, N, stride_x, stride_y, eps,
     tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
 
 
+@triton.jit
+def rmsnorm_dynamic_quant_kernel(x_ptr, w_ptr, y_ptr, s_ptr, N, stride_x, stride_y, eps, floor, qmax, min_normal,
+                                 sub_scale, BLOCK: tl.constexpr, MANT: tl.constexpr, BIAS: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    n = x * tl.rsqrt(tl.sum(x * x, 0) / N + eps) * w
+    nans = tl.sum((n != n).to(tl.int32), 0)
+    scale = tl.where(nans > 0, float("nan"), tl.maximum(tl.max(tl.abs(n), 0), floor) / qmax)
+    tl.store(s_ptr + row, scale)
+    tl.store(y_ptr + row * stride_y + cols, _quantize(n / scale, qmax, min_normal, sub_scale, MANT, BIAS), mask=mask)
+
+
+@triton.jit
+def fused_add_rmsnorm_quant_kernel(x_ptr, r_ptr, w_ptr, s_ptr, y_ptr, N, stride_x, stride_r, stride_y, eps, qmax,
+                                   min_normal, sub_scale, BLOCK: tl.constexpr, MANT: tl.constexpr,
+                                   BIAS: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    h = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32) \
+        + tl.load(r_ptr + row * stride_r + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(r_ptr + row * stride_r + cols, h.to(r_ptr.dtype.element_ty), mask=mask)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    inv_scale = 1.0 / tl.load(s_ptr)
+    rstd = tl.rsqrt(tl.sum(h * h, 0) / N + eps)
+    q = _quantize(h * rstd * w * inv_scale, qmax, min_normal, sub_scale, MANT, BIAS)
+    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+
+
 QMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "int8": 127.0}
 FORMAT = {"float8_e4m3fn": (3, 7), "float8_e5m2": (2, 15), "int8": (0, 0)}  # (mantissa bits, exponent bias)
 
@@ -111,3 +145,22 @@ def launch_rmsnorm_quant(inputs, outputs, params, dtypes):
     return rmsnorm_quant_kernel[(M,)](x, w, s, _bytes(y, dtypes.output), N, x.stride(0), y.stride(0),
                                       float(params["eps"]), QMAX[dtypes.output], mn, sub, BLOCK=block, MANT=mant, BIAS=bias,
                                       num_warps=num_warps(block))
+
+
+def launch_rmsnorm_dynamic_quant(inputs, outputs, params, dtypes):
+    x, w, y, s = inputs["x"], inputs["w"], outputs["y"], outputs["scale"]
+    M, N, block = _common(x, y, "rmsnorm_dynamic_quant")
+    qmax = float(params["qmax"]) if params.get("qmax") is not None else QMAX[dtypes.output]
+    mant, bias, mn, sub = _consts(dtypes.output)
+    return rmsnorm_dynamic_quant_kernel[(M,)](x, w, _bytes(y, dtypes.output), s, N, x.stride(0), y.stride(0),
+                                              float(params["eps"]), float(params["floor"]), qmax, mn, sub,
+                                              BLOCK=block, MANT=mant, BIAS=bias, num_warps=num_warps(block))
+
+
+def launch_fused_add_rmsnorm_quant(inputs, outputs, params, dtypes):
+    x, r, w, s, y = inputs["x"], outputs["residual"], inputs["w"], inputs["scale"], outputs["y"]
+    M, N, block = _common(x, y, "fused_add_rmsnorm_quant")
+    mant, bias, mn, sub = _consts(dtypes.output)
+    return fused_add_rmsnorm_quant_kernel[(M,)](x, r, w, s, _bytes(y, dtypes.output), N, x.stride(0), r.stride(0),
+                                                y.stride(0), float(params["eps"]), QMAX[dtypes.output], mn, sub,
+                                                BLOCK=block, MANT=mant, BIAS=bias, num_warps=num_warps(block))

@@ -29,6 +29,7 @@ from verifier import dtypes as _dt
 from verifier.declare.kernels import Dtypes
 from verifier.errors import SpecError, UsageError
 from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
+from verifier.numerics.quantized import resolve_params
 from verifier.numerics.ulp import ulp
 from verifier.ops import BUNDLED, OPS, get_op
 
@@ -202,7 +203,7 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
     base, online_override = _merge_overrides(opdef, entry, overrides)
     online = bool(online or online_override)
-    params = {**opdef.params, **(params or {})}
+    params = resolve_params(opdef, {**opdef.params, **(params or {})}, dtypes.output)  # a quantizer's qmax
     missing = [t for t in opdef.inputs if t not in inputs]
     if missing:
         raise UsageError(f"budget for {op!r}: inputs {missing} are missing", fix=f"pass {list(opdef.inputs)}")
@@ -222,7 +223,8 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     res_dt = out_dt.get("residual", dtypes.output)
     u_res = _dt.unit_roundoff(res_dt) if _dt.is_float(res_dt) else 0.0
     x = xs["x"]
-    ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]))
+    ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]),
+              out=dtypes.output, inp=dtypes.input)
 
     derived = _derived_errors(opdef, inputs, params, ctx, dtypes) if opdef.derived else {}
     Es: dict[str, np.ndarray] = {}

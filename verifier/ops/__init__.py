@@ -18,7 +18,8 @@ cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore
 ===================  =======================  ==========================  =====================
 
 Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
-(floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding).
+(floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
+x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place), w, scale[1] -> y, residual.
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
@@ -45,7 +46,8 @@ OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
-BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT)  # quantized outputs (issue 37)
+BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QUANT,  # quantized outputs (issue 37)
+            quant.FUSED_ADD_RMSNORM_QUANT)
 OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
 
 

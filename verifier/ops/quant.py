@@ -1,4 +1,5 @@
-"""Quantized outputs: per_token_quant and rmsnorm_quant (docs/specs.md, "Quantized outputs").
+"""Quantized outputs: per_token_quant, rmsnorm_quant, rmsnorm_dynamic_quant and fused_add_rmsnorm_quant (docs/specs.md,
+"Quantized outputs").
 
 per_token_quant: x[M,N] -> y[M,N] quantized, scale[M] float32: scale = max(amax(|x_row|), floor) / qmax,
 y = saturate(round(x / scale)) (vLLM's dynamic per-token fp8 / int8 quantization; qmax is the output format's max
@@ -8,7 +9,14 @@ rmsnorm_quant: x[M,N], w[N], scale[1] float32 (static) -> y[M,N] quantized:
 y = saturate(round(rmsnorm(x, w) / scale)) (vLLM's rms_norm_static_fp8_quant). A kernel that stores x·rsqrt in the
 input dtype before the weight (vLLM does, in bf16 / f16) declares ``round_normed=True``.
 
-Both compare y in the quantized domain (verifier.judge.quantized): t = value / scale exactly, its budget E in the
+rmsnorm_dynamic_quant: x[M,N], w[N] -> y[M,N] quantized, scale[M] float32: n = rmsnorm(x, w), scale =
+max(amax(|n|), floor) / qmax, y = saturate(round(n / scale)) (vLLM's rms_norm_dynamic_per_token_quant).
+
+fused_add_rmsnorm_quant: x[M,N], residual[M,N] (updated in place), w[N], scale[1] -> y[M,N] quantized: h = x +
+residual is stored into residual (as fused_add_rmsnorm), y = saturate(round(rmsnorm(h, w) / scale)) (vLLM's
+fused_add_rms_norm_static_fp8_quant); y may normalize the stored (rounded) h or the float32 sum.
+
+All compare y in the quantized domain (verifier.judge.quantized): t = value / scale exactly, its budget E in the
 units of t, one step of slack only where [t - E, t + E] holds a rounding boundary. ``rounding``: 'nearest_even' (the
 fp8 cvt.rn, and int8's __float2int_rn / torch.round) or 'half_away' (int8 kernels using roundf / llrintf-free
 paths), declared by the kernel.
@@ -227,4 +235,79 @@ RMSNORM_QUANT = Op(
     reference=rmsq_reference, out_dtypes=QUANT_OUT, float64=False, quantized={"y": Quantized(scale="scale")},
     cases=RMSQ_CASES, bytes_moved=rmsq_bytes,
     description="RMSNorm with a static scale: y = saturate(round(x·rsqrt(mean(x²) + eps)·(offset + w) / scale))",
+)
+
+
+# --------------------------------------------------------------------------- rmsnorm_dynamic_quant
+
+def _normed(i, p):
+    """x·rsqrt(mean(x²) + eps)·(offset + w), the stored intermediate declared by round_normed."""
+    x = i["x"]
+    normed = x * torch_rsqrt((x * x).mean(-1, keepdim=True) + p["eps"])
+    if p["round_normed"]:
+        normed = may_round(normed, "input")
+    return normed * (p["offset"] + i["w"])
+
+
+def rdq_reference(i, p):
+    n = _normed(i, p)
+    scale = n.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
+    return {"y": n / scale[:, None], "scale": scale}
+
+
+def rdq_rescale(xs, p, s, c):
+    """t = n / s under the kernel's scale: n's derived error bound (the same rules as the budget, through
+    verifier.ops.derived) over s, plus the kernel's own forming of n / s as per_token_quant's (y_units)."""
+    from verifier import dtypes as _dt
+    from verifier.ops.derived import Rounding, propagate
+
+    io = {"input": (_dt.unit_roundoff(c.inp), float(_dt.finfo(c.inp).smallest_subnormal))} \
+        if _dt.is_float(c.inp) else {}
+    got = propagate(lambda i, pp: {"n": _normed(i, pp)}, xs, p, Rounding(c.u, c.eta, c.intr, c.c_in, c.online, io))
+    n, En = got["n"]
+    s = np.asarray(s, dtype=np.float64)[:, None]
+    t = n / s
+    return t, En / s + gamma(y_units(c), c.u) * np.abs(t) + c.eta
+
+
+RMSNORM_DYNAMIC_QUANT = Op(
+    "rmsnorm_dynamic_quant", inputs={"x": "MxN", "w": Tensor("N", "weight")},
+    outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
+    params={"eps": 1e-6, "offset": 0.0, "floor": 1e-10, "qmax": None, "round_normed": False,
+            "rounding": "nearest_even"},
+    reference=rdq_reference, out_dtypes=QUANT_OUT, float64=False,
+    quantized={"y": Quantized(scale="scale", rescale=rdq_rescale)},
+    cases=(PTQ_CASES[0], PTQ_CASES[3], PTQ_CASES[6]), bytes_moved=ptq_bytes,
+    description="RMSNorm then dynamic per-row quantization: scale = max(amax(|n|), floor) / qmax, "
+                "y = saturate(round(n / scale))",
+)
+
+
+# --------------------------------------------------------------------------- fused_add_rmsnorm_quant
+
+def farq_reference(i, p):
+    h = i["x"] + i["residual"]
+    hs = may_round(h, "input")  # y normalizes the stored residual or the float32 sum: either
+    normed = hs * torch_rsqrt((hs * hs).mean(-1, keepdim=True) + p["eps"])
+    if p["round_normed"]:
+        normed = may_round(normed, "input")
+    return {"y": normed * (p["offset"] + i["w"]) * (1.0 / i["scale"]), "residual": h}
+
+
+def farq_bytes(M, N, dt, p):
+    from verifier import dtypes as _dt
+
+    io = _dt.numpy_dtype(dt.input).itemsize
+    return M * N * (3 * io + 1) + N * _dt.numpy_dtype(dt.weight or dt.input).itemsize + 4
+
+
+FUSED_ADD_RMSNORM_QUANT = Op(
+    "fused_add_rmsnorm_quant",
+    inputs={"x": "MxN", "residual": "MxN", "w": Tensor("N", "weight"),
+            "scale": Tensor("1", "scale", make=_static_scale)},
+    outputs={"y": "MxN", "residual": "MxN"}, inouts=("residual",),
+    params={"eps": 1e-6, "offset": 0.0, "round_normed": False, "rounding": "nearest_even"},
+    reference=farq_reference, out_dtypes=QUANT_OUT, float64=False, quantized={"y": Quantized(scale="scale")},
+    cases=RMSQ_CASES, bytes_moved=farq_bytes,
+    description="residual += x (stored in its dtype), y = saturate(round(rmsnorm(residual, w) / scale))",
 )
