@@ -2,6 +2,8 @@
 // element k of a thread is column threadIdx.x + k * QT_THREADS), x read once:
 //   per_token_quant: amax = max|x|, scale = max(amax, floor) / qmax (written, fp32), y = saturate(round(x / scale))
 //   rmsnorm_quant:   y = saturate(round(x * rstd * w * (1 / scale[0]))), rstd = 1 / sqrtf(sum(x^2) / N + eps)
+//   rmsnorm_dynamic_quant: n = x * rstd * w, scale = max(amax|n|, floor) / qmax (written), y = saturate(round(n / scale))
+//   fused_add_rmsnorm_quant: h = x + residual (fp32; stored rounded into residual), y as rmsnorm_quant of h
 // Outputs: fp8 e4m3 / e5m2 through the satfinite round-to-nearest-even conversion (saturates at the format's own
 // max, keeps NaN); int8 clamped to +-127 then __float2int_rn (nearest-even). Precise math: IEEE division and sqrt.
 // A NaN anywhere in a per_token_quant row makes its scale NaN (as torch's amax): fmaxf alone would drop it.
@@ -80,6 +82,68 @@ __device__ void rms_quant(const T* __restrict__ x, const T* __restrict__ w, cons
     }
 }
 
+template <typename T, typename Q, int E>
+__device__ void rms_dynamic(const T* __restrict__ x, const T* __restrict__ w, typename Q::Store* __restrict__ y,
+                            float* __restrict__ scale, int N, float eps, float floor_, long long sx, long long sy) {
+    __shared__ float scratch[32];
+    __shared__ float scratch_max[32];
+    __shared__ float scratch_nan[32];
+    const T* xr = x + (long long)blockIdx.x * sx;
+    typename Q::Store* yr = y + (long long)blockIdx.x * sy;
+    float v[E];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        v[k] = i < N ? kv::to_float(xr[i]) : 0.f;
+        ss = fmaf(v[k], v[k], ss);
+    }
+    const float r = 1.0f / sqrtf(kv::block_sum(ss, scratch) / (float)N + eps);
+    float m = 0.f, nan = 0.f;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        v[k] = i < N ? v[k] * r * kv::to_float(w[i]) : 0.f;
+        m = fmaxf(m, fabsf(v[k]));
+        nan = v[k] != v[k] ? 1.f : nan;
+    }
+    m = kv::block_max(m, scratch_max);
+    nan = kv::block_max(nan, scratch_nan);
+    const float s = nan > 0.f ? __int_as_float(0x7fffffff) : fmaxf(m, floor_) / Q::kMax;
+    if (threadIdx.x == 0) scale[blockIdx.x] = s;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        if (i < N) yr[i] = Q::cvt(v[k] / s);
+    }
+}
+
+template <typename T, typename Q, int E>
+__device__ void add_rms_quant(const T* __restrict__ x, T* __restrict__ residual, const T* __restrict__ w,
+                              const float* __restrict__ scale, typename Q::Store* __restrict__ y, int N, float eps,
+                              long long sx, long long sr, long long sy) {
+    __shared__ float scratch[32];
+    const T* xr = x + (long long)blockIdx.x * sx;
+    T* rr = residual + (long long)blockIdx.x * sr;
+    typename Q::Store* yr = y + (long long)blockIdx.x * sy;
+    float v[E];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        v[k] = i < N ? kv::to_float(xr[i]) + kv::to_float(rr[i]) : 0.f;
+        if (i < N) rr[i] = kv::from_float<T>(v[k]);  // each thread rewrites only the columns it read
+        ss = fmaf(v[k], v[k], ss);
+    }
+    const float r = 1.0f / sqrtf(kv::block_sum(ss, scratch) / (float)N + eps);
+    const float inv = 1.0f / scale[0];
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int i = threadIdx.x + k * QT_THREADS;
+        if (i < N) yr[i] = Q::cvt(v[k] * r * kv::to_float(w[i]) * inv);
+    }
+}
+
 }  // namespace
 
 #define QT_ONE(T, tag, Q, E)                                                                                   \
@@ -92,6 +156,16 @@ __device__ void rms_quant(const T* __restrict__ x, const T* __restrict__ w, cons
         rmsnorm_quant_##tag##_e##E(const T* x, const T* w, const float* scale, Q::Store* y, int M, int N,     \
                                             float eps, long long sx, long long sy) {                                \
         rms_quant<T, Q, E>(x, w, scale, y, N, eps, sx, sy);                                                         \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        rmsnorm_dynamic_quant_##tag##_e##E(const T* x, const T* w, Q::Store* y, float* scale, int M, int N,        \
+                                           float eps, float floor_, long long sx, long long sy) {                  \
+        rms_dynamic<T, Q, E>(x, w, y, scale, N, eps, floor_, sx, sy);                                               \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        fused_add_rmsnorm_quant_##tag##_e##E(const T* x, T* residual, const T* w, const float* scale, Q::Store* y, \
+                                             int M, int N, float eps, long long sx, long long sr, long long sy) {  \
+        add_rms_quant<T, Q, E>(x, residual, w, scale, y, N, eps, sx, sr, sy);                                       \
     }
 
 // Size classes (elements per thread): the spec's table must match (quant_spec.py SIZES).

@@ -1,4 +1,5 @@
-"""Quantizing reductions (quant.cu): per_token_quant and rmsnorm_quant to fp8 e4m3 / e5m2 (satfinite, nearest-even)
+"""Quantizing reductions (quant.cu): per_token_quant, rmsnorm_quant, rmsnorm_dynamic_quant and fused_add_rmsnorm_quant
+to fp8 e4m3 / e5m2 (satfinite, nearest-even)
 and int8 (clamped, __float2int_rn), one block of 256 threads per row, the row in registers (1..32 elements per
 thread, N <= 8192), x read once."""
 from verifier.spec import CudaKernel, Launch, Scalar, SizeClasses, Stride, dtypes, register_resident
@@ -9,6 +10,11 @@ QUANT_IO = (dtypes("bf16", "e4m3"), dtypes("f16", "e4m3"), dtypes("bf16", "e5m2"
 SX, SY = Stride("x", "int64"), Stride("y", "int64")
 PTQ = SizeClasses((1, 4, 8, 16, 32), threads=THREADS, entry="per_token_quant_{tag}_e{c}")
 RMSQ = SizeClasses((1, 4, 8, 16, 32), threads=THREADS, entry="rmsnorm_quant_{tag}_e{c}")
+# f32 rows of 32 per thread spill 8 bytes here (ptxas, sm_90: the normalized row, its amax and the NaN flag live at
+# once): f32 stops at 16 per thread (N <= 4096).
+RDQ = SizeClasses({"f32": (1, 4, 8, 16), "f16": (1, 4, 8, 16, 32), "bf16": (1, 4, 8, 16, 32)}, threads=THREADS,
+                  entry="rmsnorm_dynamic_quant_{tag}_e{c}")
+FARQ = SizeClasses((1, 4, 8, 16, 32), threads=THREADS, entry="fused_add_rmsnorm_quant_{tag}_e{c}")
 
 
 def _ptq(M, N, dt, params):
@@ -20,6 +26,16 @@ def _rmsq(M, N, dt, params):
                    args=("x", "w", "scale", "y", "M", "N", "eps", SX, SY))]
 
 
+def _rdq(M, N, dt, params):
+    return [Launch(RDQ.entry(N, dt), grid=(M,), block=(THREADS,),
+                   args=("x", "w", "y", "scale", "M", "N", "eps", Scalar("float32", float(params["floor"])), SX, SY))]
+
+
+def _farq(M, N, dt, params):
+    return [Launch(FARQ.entry(N, dt), grid=(M,), block=(THREADS,),
+                   args=("x", "residual", "w", "scale", "y", "M", "N", "eps", SX, Stride("residual", "int64"), SY))]
+
+
 KERNELS = [
     CudaKernel(name="cuda-per-token-quant", op="per_token_quant", source="quant.cu", dtypes=QUANT_IO, launches=_ptq,
                sizes=PTQ, expectations=register_resident(),
@@ -29,4 +45,12 @@ KERNELS = [
                sizes=RMSQ, expectations=register_resident(),
                description="rstd = 1 / sqrtf(sum(x^2) / N + eps), x * rstd * w * (1 / scale) converted satfinite "
                            "(fp8) or clamped and rounded to nearest-even (int8)"),
+    CudaKernel(name="cuda-rmsnorm-dynamic-quant", op="rmsnorm_dynamic_quant", source="quant.cu", dtypes=QUANT_IO,
+               launches=_rdq, sizes=RDQ, expectations=register_resident(),
+               description="n = x * rstd * w in registers, block max of |n| (a NaN flag beside it), scale = "
+                           "max(amax, floor) / qmax, n / scale converted as the others"),
+    CudaKernel(name="cuda-fused-add-rmsnorm-quant", op="fused_add_rmsnorm_quant", source="quant.cu", dtypes=QUANT_IO,
+               launches=_farq, sizes=FARQ, expectations=register_resident(),
+               description="h = x + residual in fp32, stored rounded into residual; y quantizes the fp32 h's "
+                           "x * rstd * w * (1 / scale)"),
 ]
