@@ -22,6 +22,20 @@ def _per_token_quant(inputs, outputs, params, dt):
     return {"y": _quantize(x / s[:, None], dt), "scale": s}
 
 
+def _rmsnorm_dynamic_quant(inputs, outputs, params, dt):
+    x = inputs["x"]
+    n = F.rms_norm(x, (x.shape[-1],), inputs["w"], eps=params["eps"]).float()
+    s = n.abs().amax(-1).clamp(min=params["floor"]) / QMAX[dt.output]
+    return {"y": _quantize(n / s[:, None], dt), "scale": s}
+
+
+def _fused_add_rmsnorm_quant(inputs, outputs, params, dt):
+    h = inputs["x"] + inputs["residual"]  # in the I/O dtype, as an unfused x + residual is
+    outputs["residual"].copy_(h)
+    y = F.rms_norm(h, (h.shape[-1],), inputs["w"], eps=params["eps"])
+    outputs["y"].copy_(_quantize(y.float() * (1.0 / inputs["scale"].float()), dt))
+
+
 def _rmsnorm_quant(inputs, outputs, params, dt):
     x = inputs["x"]
     y = F.rms_norm(x, (x.shape[-1],), inputs["w"], eps=params["eps"])
@@ -34,4 +48,10 @@ KERNELS = [
     CallableKernel(name="torch-rmsnorm-quant", op="rmsnorm_quant", fn=_rmsnorm_quant, dtypes=QUANT_IO,
                    params={"round_normed": True},
                    description="F.rms_norm in the I/O dtype, then * (1 / scale), clamp, .to(q): the unfused pair"),
+    CallableKernel(name="torch-rmsnorm-dynamic-quant", op="rmsnorm_dynamic_quant", fn=_rmsnorm_dynamic_quant,
+                   dtypes=QUANT_IO, params={"round_normed": True},
+                   description="F.rms_norm in the I/O dtype, its amax, scale, (n / scale).clamp().to(q)"),
+    CallableKernel(name="torch-fused-add-rmsnorm-quant", op="fused_add_rmsnorm_quant", fn=_fused_add_rmsnorm_quant,
+                   dtypes=QUANT_IO, params={"round_normed": True},
+                   description="x + residual in the I/O dtype (stored), F.rms_norm, * (1 / scale), .to(q)"),
 ]
