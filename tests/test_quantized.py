@@ -124,3 +124,41 @@ def test_int8_outputs_need_a_quantized_declaration():
     with pytest.raises(SpecError, match="no rescale"):
         Op("q9", inputs={"x": "MxN"}, outputs={"y": "MxN", "s": "M"}, reference=ref,
            quantized={"y": Quantized(scale="s")})
+
+
+def _norm(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def _q(t, dt):
+    qmax = fmt(dt.output).qmax
+    t = t.clamp(-qmax, qmax)
+    return torch.round(t).to(torch.int8) if dt.output == "int8" else t.to(getattr(torch, dt.output))
+
+
+@pytest.mark.parametrize("dt", [dtypes("bf16", "e4m3"), dtypes("f32", "int8"), dtypes("bf16", "e5m2")])
+def test_the_norm_quantizers_pass_and_an_undeclared_bf16_intermediate_is_caught(dt):
+    from verifier import dtypes as D
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((32, 256)).astype(D.numpy_dtype(dt.input))
+    r = rng.standard_normal((32, 256)).astype(D.numpy_dtype(dt.input))
+    w = (1 + 0.1 * rng.standard_normal(256)).astype(D.numpy_dtype(dt.input))
+    xt, rt, wt = (torch.from_numpy(a.astype(np.float32)) for a in (x, r, w))
+    n = _norm(xt, wt)
+    s = n.abs().amax(-1).clamp(min=1e-10) / fmt(dt.output).qmax
+    assert check_output("rmsnorm_dynamic_quant", {"x": x, "w": w}, {"y": _q(n / s[:, None], dt), "scale": s}, dt).ok
+    scale = np.array([0.02 if dt.output != "float8_e5m2" else 1e-3], dtype=np.float32)
+    h = xt + rt
+    y = _q(_norm(h, wt) / float(scale[0]), dt)
+    got = check_output("fused_add_rmsnorm_quant", {"x": x, "residual": r, "w": w, "scale": scale},
+                       {"y": y, "residual": h.to(getattr(torch, dt.input))}, dt)
+    assert got.ok, got.message()
+    yq = _q(_norm(xt, wt) / float(scale[0]), dt)
+    assert check_output("rmsnorm_quant", {"x": x, "w": w, "scale": scale}, yq, dt).ok
+    if dt.input == "bfloat16":  # y rounded to bf16 before quantizing: one step off, unless declared
+        yb = _q(_norm(xt, wt).to(torch.bfloat16).float() / float(scale[0]), dt)
+        bad = check_output("rmsnorm_quant", {"x": x, "w": w, "scale": scale}, yb, dt)
+        assert not bad.ok and "one step off" in bad.findings()[0].message
+        assert check_output("rmsnorm_quant", {"x": x, "w": w, "scale": scale}, yb, dt,
+                            params={"round_normed": True}).ok
