@@ -69,8 +69,9 @@ def k_ptq_y(x, t, p, c, xs):
 
 def ptq_rescale(xs, p, s, c):
     """t and its bound under the kernel's scale s[M]. Where s is a power of two with s·qmax exactly the row's
-    max(amax, floor) and x/s is a float32 normal (or 0), every form the kernel may compute (x/s, x·(1/s),
-    x·(qmax/amax)) is exact: E = 0, so an exact tie must round as declared."""
+    max(amax, floor), x/s a float32 normal (or 0) and x·qmax a float32, every form the kernel may compute (x/s,
+    x·(1/s), x·(qmax/amax), (x·qmax)/amax) is exact under correctly rounded division: E = 0, so an exact tie must
+    round as declared."""
     x = xs["x"]
     s = np.asarray(s, dtype=np.float64)
     t = x / s[:, None]
@@ -80,7 +81,9 @@ def ptq_rescale(xs, p, s, c):
     exact_scale = pow2 & (s * float(p["qmax"]) == amax)
     with np.errstate(over="ignore", invalid="ignore"):
         t32 = t.astype(np.float32).astype(np.float64)
-    exact = exact_scale[:, None] & (t32 == t) & ((np.abs(t) >= _F32_TINY) | (t == 0)) & (c.c_in == 0) \
+        xq = x * float(p["qmax"])
+        xq_exact = xq.astype(np.float32).astype(np.float64) == xq  # (x·qmax) / amax is exact too
+    exact = exact_scale[:, None] & (t32 == t) & ((np.abs(t) >= _F32_TINY) | (t == 0)) & xq_exact & (c.c_in == 0) \
         & (c.intr.div <= 1.0)  # a correctly rounded division: exact where the quotient is representable
     return t, np.where(exact, 0.0, E)
 
@@ -148,7 +151,7 @@ PTQ_CASES = (
     OpCase("subnormal_amax", "rows whose amax is a float32 subnormal (below floor): scale = floor / qmax", 3, 128,
            _rows_of([np.array([1e-40, -3e-41, 0.0]), np.array([2e-39]), np.array([1.0, 0.5])]),
            dtype_ok=lambda dt: dt == "float32"),
-    OpCase("huge_amax", "rows with amax 1e30: a scale near float32's top, y still at ±qmax", 3, 128,
+    OpCase("huge_amax", "rows with amax 1e30 (scale 1e27 and more): x / scale still reaches ±qmax", 3, 128,
            _rows_of([np.array([1e30, -2.5e29, 3.0]), np.array([-1e30]), np.array([1.0, -1.0])]), dtype_ok=_wide),
     OpCase("constant_row", "a row of one value: every element is ±qmax exactly", 4, 192,
            _rows_of([np.array([3.0]), np.array([-0.0625]), np.array([1.7]), np.array([-1e4])]), quick=True),
