@@ -7,6 +7,8 @@
 // Outputs: fp8 e4m3 / e5m2 through the satfinite round-to-nearest-even conversion (saturates at the format's own
 // max, keeps NaN); int8 clamped to +-127 then __float2int_rn (nearest-even). Precise math: IEEE division and sqrt.
 // A NaN anywhere in a per_token_quant row makes its scale NaN (as torch's amax): fmaxf alone would drop it.
+// The *_v kernels load x and w as 16-byte vectors (VEC = 16 / sizeof(T) elements; the spec refuses N % VEC != 0 and
+// declares 16-byte aligned tensors) and store VEC outputs at once (8 bytes of fp8 / int8 for 16-bit inputs).
 #include <cuda_fp8.h>
 #include "common.cuh"
 
@@ -144,6 +146,94 @@ __device__ void add_rms_quant(const T* __restrict__ x, T* __restrict__ residual,
     }
 }
 
+// VEC quantized outputs, stored as one VEC-byte access.
+template <typename Q, int VEC>
+struct alignas(VEC) OutPack {
+    typename Q::Store s[VEC];
+};
+
+// Chunk k of this thread is threadIdx.x + k * QT_THREADS (VEC consecutive columns); E = C * VEC elements.
+template <typename T, typename Q, int E>
+__device__ void per_token_v(const T* __restrict__ x, typename Q::Store* __restrict__ y, float* __restrict__ scale,
+                            int N, float floor_, long long sx, long long sy) {
+    using V = kv::Vec16<T>;
+    constexpr int VEC = V::W, C = E / VEC;
+    static_assert(C >= 1 && C * VEC == E, "E must be a multiple of the vector width");
+    __shared__ float scratch[32];
+    __shared__ float scratch_nan[32];
+    const int nchunks = N / VEC;
+    const uint4* xr = reinterpret_cast<const uint4*>(x + (long long)blockIdx.x * sx);
+    OutPack<Q, VEC>* yr = reinterpret_cast<OutPack<Q, VEC>*>(y + (long long)blockIdx.x * sy);
+    float v[E];
+    float m = 0.f, nan = 0.f;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+        const int c = threadIdx.x + k * QT_THREADS;
+        typename V::U p;
+        p.raw = c < nchunks ? xr[c] : make_uint4(0u, 0u, 0u, 0u);  // all-zero bits are 0.0 in every T
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            v[k * VEC + j] = kv::to_float(p.e[j]);
+            m = fmaxf(m, fabsf(v[k * VEC + j]));
+            nan = v[k * VEC + j] != v[k * VEC + j] ? 1.f : nan;
+        }
+    }
+    m = kv::block_max(m, scratch);
+    nan = kv::block_max(nan, scratch_nan);
+    const float s = nan > 0.f ? __int_as_float(0x7fffffff) : fmaxf(m, floor_) / Q::kMax;
+    if (threadIdx.x == 0) scale[blockIdx.x] = s;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+        const int c = threadIdx.x + k * QT_THREADS;
+        if (c < nchunks) {
+            OutPack<Q, VEC> o;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) o.s[j] = Q::cvt(v[k * VEC + j] / s);
+            yr[c] = o;
+        }
+    }
+}
+
+template <typename T, typename Q, int E>
+__device__ void rms_quant_v(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ scale,
+                            typename Q::Store* __restrict__ y, int N, float eps, long long sx, long long sy) {
+    using V = kv::Vec16<T>;
+    constexpr int VEC = V::W, C = E / VEC;
+    static_assert(C >= 1 && C * VEC == E, "E must be a multiple of the vector width");
+    __shared__ float scratch[32];
+    const int nchunks = N / VEC;
+    const uint4* xr = reinterpret_cast<const uint4*>(x + (long long)blockIdx.x * sx);
+    const uint4* wv = reinterpret_cast<const uint4*>(w);
+    OutPack<Q, VEC>* yr = reinterpret_cast<OutPack<Q, VEC>*>(y + (long long)blockIdx.x * sy);
+    float v[E];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+        const int c = threadIdx.x + k * QT_THREADS;
+        typename V::U p;
+        p.raw = c < nchunks ? xr[c] : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            v[k * VEC + j] = kv::to_float(p.e[j]);
+            ss = fmaf(v[k * VEC + j], v[k * VEC + j], ss);
+        }
+    }
+    const float r = 1.0f / sqrtf(kv::block_sum(ss, scratch) / (float)N + eps);
+    const float inv = 1.0f / scale[0];
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+        const int c = threadIdx.x + k * QT_THREADS;
+        if (c < nchunks) {
+            typename V::U pw;
+            pw.raw = wv[c];
+            OutPack<Q, VEC> o;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) o.s[j] = Q::cvt(v[k * VEC + j] * r * kv::to_float(pw.e[j]) * inv);
+            yr[c] = o;
+        }
+    }
+}
+
 }  // namespace
 
 #define QT_ONE(T, tag, Q, E)                                                                                   \
@@ -169,6 +259,20 @@ __device__ void add_rms_quant(const T* __restrict__ x, T* __restrict__ residual,
     }
 
 // Size classes (elements per thread): the spec's table must match (quant_spec.py SIZES).
+#define QT_V(T, tag, Q, E)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        per_token_quant_v_##tag##_e##E(const T* x, Q::Store* y, float* scale, int M, int N, float floor_,         \
+                                       long long sx, long long sy) {                                                \
+        per_token_v<T, Q, E>(x, y, scale, N, floor_, sx, sy);                                                       \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(QT_THREADS)                                                        \
+        rmsnorm_quant_v_##tag##_e##E(const T* x, const T* w, const float* scale, Q::Store* y, int M, int N,       \
+                                     float eps, long long sx, long long sy) {                                       \
+        rms_quant_v<T, Q, E>(x, w, scale, y, N, eps, sx, sy);                                                       \
+    }
+// Vector size classes (quant_spec.py VSIZES): 16-bit inputs 8, 16, 32 per thread; float32 4 .. 32.
+#define QT_V16(T, tag, Q) QT_V(T, tag, Q, 8) QT_V(T, tag, Q, 16) QT_V(T, tag, Q, 32)
+
 // Entries are named by the variant's tag (Dtypes.tag: bf16toe4m3 is bf16 in, e4m3 out).
 #define QT_SIZES(T, tag, Q) \
     QT_ONE(T, tag, Q, 1) QT_ONE(T, tag, Q, 4) QT_ONE(T, tag, Q, 8) QT_ONE(T, tag, Q, 16) QT_ONE(T, tag, Q, 32)
@@ -178,3 +282,9 @@ QT_SIZES(__half, f16toe4m3, E4M3)
 QT_SIZES(__nv_bfloat16, bf16toe5m2, E5M2)
 QT_SIZES(__nv_bfloat16, bf16toi8, I8)
 QT_SIZES(float, f32toi8, I8)
+QT_V16(__nv_bfloat16, bf16toe4m3, E4M3)
+QT_V16(__half, f16toe4m3, E4M3)
+QT_V16(__nv_bfloat16, bf16toe5m2, E5M2)
+QT_V16(__nv_bfloat16, bf16toi8, I8)
+QT_V16(float, f32toi8, I8)
+QT_V(float, f32toi8, I8, 4)

@@ -2,7 +2,8 @@
 to fp8 e4m3 / e5m2 (satfinite, nearest-even)
 and int8 (clamped, __float2int_rn), one block of 256 threads per row, the row in registers (1..32 elements per
 thread, N <= 8192), x read once."""
-from verifier.spec import CudaKernel, Launch, Scalar, SizeClasses, Stride, dtypes, register_resident
+from verifier.spec import (Contracts, CudaKernel, Launch, Scalar, SizeClasses, Stride, dtypes, register_resident,
+                           whole_vectors)
 
 THREADS = 256  # QT_THREADS in quant.cu
 QUANT_IO = (dtypes("bf16", "e4m3"), dtypes("f16", "e4m3"), dtypes("bf16", "e5m2"), dtypes("bf16", "int8"),
@@ -36,6 +37,24 @@ def _farq(M, N, dt, params):
                    args=("x", "residual", "w", "scale", "y", "M", "N", "eps", SX, Stride("residual", "int64"), SY))]
 
 
+# The vector kernels: 16-byte loads of x and w, VEC outputs stored at once; N a multiple of VEC, rows 16-byte aligned.
+VCLASSES = {"f32": (4, 8, 16, 32), "f16": (8, 16, 32), "bf16": (8, 16, 32)}
+# f32 at 32 per thread spills 24 bytes in the per-token kernel (ptxas, sm_90: the row, its amax and NaN flag live
+# across the block reductions): f32 stops at 16 there (N <= 4096).
+PTQ_V = SizeClasses({**VCLASSES, "f32": (4, 8, 16)}, threads=THREADS, entry="per_token_quant_v_{tag}_e{c}", instead="cuda-per-token-quant")
+RMSQ_V = SizeClasses(VCLASSES, threads=THREADS, entry="rmsnorm_quant_v_{tag}_e{c}", instead="cuda-rmsnorm-quant")
+
+
+def _ptq_v(M, N, dt, params):
+    return [Launch(PTQ_V.entry(N, dt), grid=(M,), block=(THREADS,),
+                   args=("x", "y", "scale", "M", "N", Scalar("float32", float(params["floor"])), SX, SY))]
+
+
+def _rmsq_v(M, N, dt, params):
+    return [Launch(RMSQ_V.entry(N, dt), grid=(M,), block=(THREADS,),
+                   args=("x", "w", "scale", "y", "M", "N", "eps", SX, SY))]
+
+
 KERNELS = [
     CudaKernel(name="cuda-per-token-quant", op="per_token_quant", source="quant.cu", dtypes=QUANT_IO, launches=_ptq,
                sizes=PTQ, expectations=register_resident(),
@@ -53,4 +72,14 @@ KERNELS = [
                launches=_farq, sizes=FARQ, expectations=register_resident(),
                description="h = x + residual in fp32, stored rounded into residual; y quantizes the fp32 h's "
                            "x * rstd * w * (1 / scale)"),
+    CudaKernel(name="cuda-per-token-quant-v", op="per_token_quant", source="quant.cu", dtypes=QUANT_IO,
+               launches=_ptq_v, sizes=PTQ_V, supports=whole_vectors("cuda-per-token-quant"),
+               expectations=register_resident(), contracts=Contracts(alignment=16),
+               description="cuda-per-token-quant with 16-byte loads of x and VEC-byte stores of y (N % VEC == 0, "
+                           "N <= 8192; 16-byte aligned rows, declared)"),
+    CudaKernel(name="cuda-rmsnorm-quant-v", op="rmsnorm_quant", source="quant.cu", dtypes=QUANT_IO,
+               launches=_rmsq_v, sizes=RMSQ_V, supports=whole_vectors("cuda-rmsnorm-quant"),
+               expectations=register_resident(), contracts=Contracts(alignment=16),
+               description="cuda-rmsnorm-quant with 16-byte loads of x and w and VEC-byte stores of y (N % VEC == 0, "
+                           "N <= 8192; 16-byte aligned rows, declared)"),
 ]
