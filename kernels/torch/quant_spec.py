@@ -6,7 +6,10 @@ import torch.nn.functional as F
 
 from verifier.spec import CallableKernel, dtypes
 
-QUANT_IO = (dtypes("bf16", "e4m3"), dtypes("bf16", "int8"))  # the bench baseline; e5m2 is the same composition
+# The bench baseline, in the variants the fused kernels are benched in (e5m2 is the same composition); each variant
+# costs the CPU suites seconds of reference and budget on the long-row cases, so the norm ops keep one.
+QUANT_IO = (dtypes("bf16", "e4m3"), dtypes("bf16", "int8"))
+NORM_IO = (dtypes("bf16", "e4m3"),)
 QMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "int8": 127.0}
 
 
@@ -45,13 +48,13 @@ def _rmsnorm_quant(inputs, outputs, params, dt):
 KERNELS = [
     CallableKernel(name="torch-per-token-quant", op="per_token_quant", fn=_per_token_quant, dtypes=QUANT_IO,
                    description="x.abs().amax(-1).clamp(min=floor) / qmax; (x / scale).clamp(-qmax, qmax).to(q)"),
-    CallableKernel(name="torch-rmsnorm-quant", op="rmsnorm_quant", fn=_rmsnorm_quant, dtypes=QUANT_IO,
+    CallableKernel(name="torch-rmsnorm-quant", op="rmsnorm_quant", fn=_rmsnorm_quant, dtypes=NORM_IO,
                    params={"round_normed": True},
                    description="F.rms_norm in the I/O dtype, then * (1 / scale), clamp, .to(q): the unfused pair"),
     CallableKernel(name="torch-rmsnorm-dynamic-quant", op="rmsnorm_dynamic_quant", fn=_rmsnorm_dynamic_quant,
-                   dtypes=QUANT_IO, params={"round_normed": True},
+                   dtypes=NORM_IO, params={"round_normed": True},
                    description="F.rms_norm in the I/O dtype, its amax, scale, (n / scale).clamp().to(q)"),
     CallableKernel(name="torch-fused-add-rmsnorm-quant", op="fused_add_rmsnorm_quant", fn=_fused_add_rmsnorm_quant,
-                   dtypes=QUANT_IO, params={"round_normed": True},
+                   dtypes=NORM_IO, params={"round_normed": True},
                    description="x + residual in the I/O dtype (stored), F.rms_norm, * (1 / scale), .to(q)"),
 ]
