@@ -162,3 +162,19 @@ def test_the_norm_quantizers_pass_and_an_undeclared_bf16_intermediate_is_caught(
         assert not bad.ok and "one step off" in bad.findings()[0].message
         assert check_output("rmsnorm_quant", {"x": x, "w": w, "scale": scale}, yb, dt,
                             params={"round_normed": True}).ok
+
+
+def test_judging_some_rows_keeps_a_static_scale_whole():
+    """The large-index case judges chosen rows: a static scale[1] is not a per-row input (rows of it do not exist)."""
+    dt = dtypes("f32", "int8")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 64)).astype(np.float32)
+    w = np.ones(64, dtype=np.float32)
+    scale = np.array([0.05], dtype=np.float32)
+    y = _q(_norm(torch.from_numpy(x), torch.from_numpy(w)) / 0.05, dt).numpy()
+    c = Criteria("rmsnorm_quant", dt, params={"eps": 1e-6, "offset": 0.0, "round_normed": False,
+                                              "rounding": "nearest_even"})
+    assert judge(c, {"x": x, "w": w, "scale": scale}, {"y": y}, rows=[1, 4]).ok
+    y[4, 3] += 2
+    bad = judge(c, {"x": x, "w": w, "scale": scale}, {"y": y}, rows=[1, 4])
+    assert not bad.ok and bad.comparison["y"].worst[0].index == (4, 3)

@@ -79,10 +79,10 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
 
 
 def _take(c: Criteria, inputs: dict, outputs: dict, rows) -> tuple:
-    """Rows ``rows`` of every per-row input (not the vectors w, b) and of every output."""
+    """Rows ``rows`` of every per-row input (not the vectors w, b, nor a static scale[1]) and of every output."""
     op = get_op(c.op)
     pick = np.asarray(rows, dtype=np.int64)
-    xs = {k: (v[pick] if op.role(k).shape != "vector" else v) for k, v in inputs.items()}
+    xs = {k: (v[pick] if op.per_row(k) else v) for k, v in inputs.items()}
     return xs, {k: v[pick] for k, v in outputs.items()}
 
 
