@@ -178,3 +178,48 @@ def test_judging_some_rows_keeps_a_static_scale_whole():
     y[4, 3] += 2
     bad = judge(c, {"x": x, "w": w, "scale": scale}, {"y": y}, rows=[1, 4])
     assert not bad.ok and bad.comparison["y"].worst[0].index == (4, 3)
+
+
+def test_the_triton_quantizers_compile_for_sm90_without_a_gpu():
+    """The interpreter runs what compiled Triton refuses (a plain float global, a function returning int8 on one
+    constexpr branch and uint8 on the other): every quantizer and defect kernel is compiled for sm_90 here (Triton's
+    front end and its bundled ptxas; no GPU needed), and the int8 rounding's add and subtract of 1.5·2^23 survive."""
+    triton = pytest.importorskip("triton")
+    import importlib.util
+    from pathlib import Path
+
+    from triton.backends.compiler import GPUTarget
+
+    root = Path(__file__).resolve().parent.parent
+    mods = {}
+    for name, rel in (("kv_test_quant", "kernels/triton/quant.py"),
+                      ("kv_test_quant_defects", "kernels/defects/triton/quant_defects.py")):
+        spec = importlib.util.spec_from_file_location(name, root / rel)
+        mods[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mods[name])
+    q, d = mods["kv_test_quant"], mods["kv_test_quant_defects"]
+    f = "fp32"
+    ptq = ["x_ptr", "y_ptr", "s_ptr", "N", "stride_x", "stride_y", "floor", "qmax", "min_normal", "sub_scale"]
+    rmsq = ["x_ptr", "w_ptr", "s_ptr", "y_ptr", "N", "stride_x", "stride_y", "eps", "qmax", "min_normal", "sub_scale"]
+    rdq = ["x_ptr", "w_ptr", "y_ptr", "s_ptr", "N", "stride_x", "stride_y", "eps", "floor", "qmax", "min_normal",
+           "sub_scale"]
+    farq = ["x_ptr", "r_ptr", "w_ptr", "s_ptr", "y_ptr", "N", "stride_x", "stride_r", "stride_y", "eps", "qmax",
+            "min_normal", "sub_scale"]
+    ptrs = {"y_ptr": None, "s_ptr": "*fp32", "x_ptr": "*bf16", "w_ptr": "*bf16", "r_ptr": "*bf16"}
+    jobs = [(q.per_token_quant_kernel, ptq, {}), (q.rmsnorm_quant_kernel, rmsq, {}),
+            (q.rmsnorm_dynamic_quant_kernel, rdq, {}), (q.fused_add_rmsnorm_quant_kernel, farq, {}),
+            (d.ptq_bug_kernel, ptq, {"BUG": 1}), (d.ptq_bug_kernel, ptq, {"BUG": 2}),
+            (d.rmsq_bug_kernel, rmsq, {"BUG": 3}), (d.rmsq_bug_kernel, rmsq, {"BUG": 4})]
+    for fn, names, extra in jobs:
+        for mant, bias, y in ((3, 7, "*u8"), (0, 0, "*i8")):
+            sig = {n: (y if n == "y_ptr" else ptrs[n]) if n.endswith("_ptr") else "i32" if n in ("N",) or
+                   n.startswith("stride") else f for n in names}
+            consts = {"BLOCK": 256, "MANT": mant, "BIAS": bias, **extra}
+            sig.update({k: "constexpr" for k in consts})
+            try:
+                k = triton.compile(triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=consts),
+                                   target=GPUTarget("cuda", 90, 32))
+            except RuntimeError as e:  # no CUDA backend toolchain in this Triton build
+                pytest.skip(f"Triton cannot compile for sm_90 here: {e}")
+            if mant == 0 and fn is q.per_token_quant_kernel:
+                assert "0f4B400000" in k.asm["ptx"]  # v + 1.5·2^23 - 1.5·2^23, not folded away

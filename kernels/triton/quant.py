@@ -15,26 +15,28 @@ import triton
 import triton.language as tl
 
 MAX_N = 16384
-ROUND_MAGIC = 12582912.0  # 1.5·2^23: v + M - M rounds v to an integer, ties to even, for |v| <= 2^22
+ROUND_MAGIC = tl.constexpr(12582912.0)  # 1.5·2^23: v + M - M rounds v to an integer, ties to even, for |v| <= 2^22
+NAN_BITS = tl.constexpr(0x7FC00000)  # a float32 quiet NaN
 
 
 @triton.jit
 def _quantize(v, qmax, min_normal, sub_scale, MANT: tl.constexpr, BIAS: tl.constexpr):
-    """saturate(round-to-nearest-even(v)): int8 (MANT = 0) as an int8 value, fp8 as its code (int32, 0..255)."""
+    """saturate(round-to-nearest-even(v)): int8 (MANT = 0) as int8 values, fp8 as its codes (uint8)."""
     nan = v != v
     v = tl.minimum(tl.maximum(v, -qmax), qmax)
     if MANT == 0:
-        return ((v + ROUND_MAGIC) - ROUND_MAGIC).to(tl.int8)
-    a = tl.abs(v)
-    e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, 1 - BIAS)  # the binade, subnormals at min
-    step = ((e - MANT + 127) << 23).to(tl.float32, bitcast=True)  # the format's spacing there
-    c = step * ROUND_MAGIC
-    r = tl.minimum((a + c) - c, qmax)
-    normal = ((r.to(tl.int32, bitcast=True) >> (23 - MANT)) - ((127 - BIAS) << MANT))
-    sub = (r * sub_scale).to(tl.int32)  # a subnormal's code: r / 2^(1 - BIAS - MANT), exact
-    code = tl.where(r >= min_normal, normal, sub)
-    code = code | tl.where(v < 0, 128, 0)
-    return tl.where(nan, 0x7F, code).to(tl.uint8)  # NaN stays NaN (0x7F is NaN in e4m3fn and e5m2)
+        code = ((v + ROUND_MAGIC) - ROUND_MAGIC).to(tl.int32)
+    else:
+        a = tl.abs(v)
+        e = tl.maximum(((a.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127, 1 - BIAS)  # the binade; subnormals: min
+        step = ((e - MANT + 127) << 23).to(tl.float32, bitcast=True)  # the format's spacing there
+        c = step * ROUND_MAGIC
+        r = tl.minimum((a + c) - c, qmax)
+        normal = (r.to(tl.int32, bitcast=True) >> (23 - MANT)) - ((127 - BIAS) << MANT)
+        sub = (r * sub_scale).to(tl.int32)  # a subnormal's code: r / 2^(1 - BIAS - MANT), exact
+        code = tl.where(r >= min_normal, normal, sub) | tl.where(v < 0, 128, 0)
+        code = tl.where(nan, 0x7F, code)  # NaN stays NaN (0x7F is NaN in e4m3fn and e5m2)
+    return code  # int32: the store converts it to the output's int8 / uint8 (exact: it fits)
 
 
 @triton.jit
@@ -47,10 +49,11 @@ def per_token_quant_kernel(x_ptr, y_ptr, s_ptr, N, stride_x, stride_y, floor, qm
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
     amax = tl.maximum(tl.max(tl.abs(x), 0), floor)
     nans = tl.sum((x != x).to(tl.int32), 0)
-    scale = tl.where(nans > 0, float("nan"), amax / qmax)  # a NaN anywhere in the row: torch's amax is NaN
+    nan = tl.full([], NAN_BITS, tl.int32).to(tl.float32, bitcast=True)
+    scale = tl.where(nans > 0, nan, amax / qmax)  # a NaN anywhere in the row: torch's amax is NaN
     tl.store(s_ptr + row, scale)
     q = _quantize(x / scale, qmax, min_normal, sub_scale, MANT, BIAS)
-    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -65,7 +68,7 @@ def rmsnorm_quant_kernel(x_ptr, w_ptr, s_ptr, y_ptr, N, stride_x, stride_y, eps,
     inv_scale = 1.0 / tl.load(s_ptr)
     rstd = tl.rsqrt(tl.sum(x * x, 0) / N + eps)
     q = _quantize(x * rstd * w * inv_scale, qmax, min_normal, sub_scale, MANT, BIAS)
-    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -78,9 +81,11 @@ def rmsnorm_dynamic_quant_kernel(x_ptr, w_ptr, y_ptr, s_ptr, N, stride_x, stride
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     n = x * tl.rsqrt(tl.sum(x * x, 0) / N + eps) * w
     nans = tl.sum((n != n).to(tl.int32), 0)
-    scale = tl.where(nans > 0, float("nan"), tl.maximum(tl.max(tl.abs(n), 0), floor) / qmax)
+    nan = tl.full([], NAN_BITS, tl.int32).to(tl.float32, bitcast=True)
+    scale = tl.where(nans > 0, nan, tl.maximum(tl.max(tl.abs(n), 0), floor) / qmax)
     tl.store(s_ptr + row, scale)
-    tl.store(y_ptr + row * stride_y + cols, _quantize(n / scale, qmax, min_normal, sub_scale, MANT, BIAS), mask=mask)
+    q = _quantize(n / scale, qmax, min_normal, sub_scale, MANT, BIAS)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -97,7 +102,7 @@ def fused_add_rmsnorm_quant_kernel(x_ptr, r_ptr, w_ptr, s_ptr, y_ptr, N, stride_
     inv_scale = 1.0 / tl.load(s_ptr)
     rstd = tl.rsqrt(tl.sum(h * h, 0) / N + eps)
     q = _quantize(h * rstd * w * inv_scale, qmax, min_normal, sub_scale, MANT, BIAS)
-    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 QMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "int8": 127.0}

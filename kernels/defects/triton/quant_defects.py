@@ -39,11 +39,11 @@ def ptq_bug_kernel(x_ptr, y_ptr, s_ptr, N, stride_x, stride_y, floor, qmax, min_
         amax = tl.maximum(tl.max(tl.abs(x), 0), floor)
     scale = amax / qmax
     tl.store(s_ptr + row, scale)
-    if BUG == 1:  # int8 by the cast, which truncates toward zero
-        q = tl.minimum(tl.maximum(x / scale, -qmax), qmax).to(tl.int8)
+    if BUG == 1:  # int8 by the cast, which truncates toward zero (cvt.rzi)
+        q = tl.minimum(tl.maximum(x / scale, -qmax), qmax).to(tl.int32)
     else:
         q = _quantize(x / scale, qmax, min_normal, sub_scale, MANT, BIAS)
-    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -60,7 +60,7 @@ def rmsq_bug_kernel(x_ptr, w_ptr, s_ptr, y_ptr, N, stride_x, stride_y, eps, qmax
     if BUG == 4:  # the unfused pair's bf16 y, quantized: one fp8 step off wherever it crosses a boundary
         y = y.to(tl.bfloat16).to(tl.float32)
     q = _quantize(y * inv_scale, qmax, min_normal, sub_scale, MANT, BIAS)
-    tl.store(y_ptr + row * stride_y + cols, q, mask=mask)
+    tl.store(y_ptr + row * stride_y + cols, q.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _launch_ptq(bug):
