@@ -123,7 +123,7 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
         dtypes[t] = _dt.canonical(residual_dtype if residual_dtype is not None else np.asarray(inputs[t]).dtype)
     if hasattr(module, "check_inputs"):
         module.check_inputs(inputs, params)  # the op's own input rules (label range)
-    dtypes.update(spec.out_fixed)  # outputs declared in their own dtype (a float32 scale, int32 indices)
+    dtypes.update({t: spec.output_dtype(t, None, params) for t in spec.out_fixed})  # own dtype (a float32 scale, indices)
     if out in _dt.INT_DTYPES and not spec.out_fixed and not spec.quantized:
         return _int_reference(op, module, inputs, out, dtypes)
     ints = [k for k, d in dtypes.items() if d in _dt.INT_DTYPES and k not in spec.quantized]

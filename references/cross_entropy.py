@@ -11,6 +11,13 @@ float64 bound (absolute), as log_softmax's at the label: with m the row max, d_t
 S = sum exp(x - m) (relative error sigma, see softmax), loss = log S - d_t is off by u|d_t|
 (subtraction) + sigma(1 + sigma) + C_LOG u |log S| (log) + u |loss| (final subtraction). A loss near
 0 (the label holds almost all the mass) has a bound large relative to it, and is recomputed in mpmath.
+
+Variants (params; the defaults give the plain loss above): ``softcap`` c > 0 caps the logits first, x' = c·tanh(x/c)
+(Gemma 2); ``label_smoothing`` e (PyTorch): loss = (1 - e)·nll + e·mean_j(-log p_j), the mean over all N classes, so
+a -inf logit anywhere in the row makes it +inf as in PyTorch; ``z_loss`` z (PaLM, Liger): + z·lse² per row. Each
+adds its float64 error to the bound (the mean of the row: gamma(N)·mean|x - m|; lse²: 2|lse|·its error).
+cross_entropy_reduced sums these per-row losses over the non-ignored rows (``reduction='sum'``) or takes their
+mean (``'mean'``: divided by the count of non-ignored rows, NaN when there is none, as PyTorch).
 """
 from __future__ import annotations
 
@@ -42,23 +49,80 @@ def check_inputs(inputs: dict, params: dict) -> None:
                          fix=f"use class indices 0..{N - 1}, or ignore_index={params['ignore_index']} to skip a row")
 
 
-def float64(inputs: dict, params: dict):
-    """(values, bounds): {'loss': loss in float64}, {'loss': absolute error bound}."""
+def _capped(x: np.ndarray, params: dict) -> tuple:
+    """(x', its float64 error): the logits after the softcap (cap·tanh(x/cap)), or x itself when cap is 0."""
+    cap = float(params.get("softcap", 0.0) or 0.0)
+    if cap <= 0:
+        return x, 0.0
+    with np.errstate(all="ignore"):
+        xc = cap * np.tanh(x / cap)
+        slope = np.where(np.isfinite(x), np.abs(x) / np.cosh(np.minimum(np.abs(x / cap), 350.0)) ** 2, 0.0)
+        return xc, 4 * U * (np.abs(xc) + slope)
+
+
+def rows_float64(inputs: dict, params: dict):
+    """(loss, bound, ignored) per row, with the variants' params."""
     x = as_f64(inputs["x"])
     t, ignored = _labels(inputs, params)
-    m, d, e, S, sigma, special = exp_stage(x)
+    xc, xerr = _capped(x, params)
+    eps = float(params.get("label_smoothing", 0.0))
+    zc = float(params.get("z_loss", 0.0))
+    m, d, e, S, sigma, special = exp_stage(xc)
     rows = np.arange(x.shape[0])
+    N = x.shape[1]
     with np.errstate(all="ignore"):
         L = np.log(S)
         d_t = d[rows, t]
         loss = L - d_t
         lerr = sigma * (1 + sigma) + C_LOG * U * np.abs(L)
-        b = (U * np.abs(d_t) + lerr + U * np.abs(loss) + TINY) * SLACK
+        b = U * np.abs(d_t) + lerr + U * np.abs(loss)
+        if np.ndim(xerr):  # the capped logits' error moves lse and x'_t by at most the largest of it
+            b = b + 2 * np.max(xerr, axis=1)
+        if eps > 0:  # mean_j(-log p_j) = log S - mean_j(x'_j - m)
+            md = np.sum(d, axis=1) / N
+            smooth = L - md
+            sb = lerr + N * U * np.mean(np.abs(d), axis=1) * SLACK + U * np.abs(smooth) \
+                + (2 * np.max(xerr, axis=1) if np.ndim(xerr) else 0.0)
+            loss = (1 - eps) * loss + eps * smooth
+            b = (1 - eps) * b + eps * sb + 2 * U * np.abs(loss)
+        if zc > 0:
+            lse = m + L
+            le = lerr + U * np.abs(lse) + (np.max(xerr, axis=1) if np.ndim(xerr) else 0.0)
+            loss = loss + zc * lse * lse
+            b = b + zc * (2 * np.abs(lse) * le + le * le) + 3 * U * zc * lse * lse + U * np.abs(loss)
+        b = (b + TINY) * SLACK
     loss = np.where(special, np.nan, loss)
     b[special | ~np.isfinite(loss)] = 0.0  # NaN rows, and +inf where the label's logit is -inf
     loss[ignored] = 0.0
     b[ignored] = 0.0
+    return loss, b, ignored
+
+
+def float64(inputs: dict, params: dict):
+    """(values, bounds): {'loss': loss in float64}, {'loss': absolute error bound}."""
+    loss, b, _ = rows_float64(inputs, params)
     return {"loss": loss}, {"loss": b}
+
+
+def mp_loss(xr: list, t: int, params: dict):
+    """One row's loss (mpf, at the working precision), the variants included; NaN for a special row."""
+    cap = mpmath.mpf(float(params.get("softcap", 0.0) or 0.0))
+    if cap > 0:
+        xr = [cap * mpmath.tanh(v / cap) if mpmath.isfinite(v) else (cap if v > 0 else -cap) if mpmath.isinf(v)
+              else v for v in xr]
+    st = mp_row(xr)
+    if st is None:
+        return mpmath.nan
+    m, _, S = st
+    lse = m + mpmath.log(S)
+    loss = lse - xr[t]
+    eps = mpmath.mpf(float(params.get("label_smoothing", 0.0)))
+    if eps > 0:
+        loss = (1 - eps) * loss + eps * (lse - mpmath.fsum(xr) / len(xr))
+    zc = mpmath.mpf(float(params.get("z_loss", 0.0)))
+    if zc > 0:
+        loss = loss + zc * lse * lse
+    return loss
 
 
 def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
@@ -72,6 +136,5 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
             if ignored[r]:
                 out[i] = mpmath.mpf(0)
                 continue
-            st = mp_row(xr)
-            out[i] = mpmath.nan if st is None else mpmath.log(st[2]) - (xr[t[r]] - st[0])
+            out[i] = mp_loss(xr, int(t[r]), params)
     return {"loss": out}

@@ -13,35 +13,35 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from references._common import C_LOG, SLACK, TINY, U, as_f64, mpf_rows, rows_of
-from references.softmax import exp_stage, mp_row
+from references._common import C_LOG, SLACK, TINY, U, as_f64, rows_of
+from references._logits import fully_masked, logits
+from references.softmax import exp_stage, masked_rows_zero, mp_rows
 
 
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'y': log_softmax in float64}, {'y': absolute error bound}."""
-    x = as_f64(inputs["x"])
-    m, d, e, S, sigma, special = exp_stage(x)
+    x, zb, sink = logits(inputs, params)
+    m, d, e, S, sigma, special = exp_stage(x, sink)
     with np.errstate(all="ignore"):
         L = np.log(S)
         y = d - L[:, None]
         lerr = sigma * (1 + sigma) + C_LOG * U * np.abs(L)
-        b = (U * np.abs(d) + lerr[:, None] + U * np.abs(y) + TINY) * SLACK
+        # a logit off by zb_j moves y_j by zb_j and log S by at most max zb
+        zmax = np.max(np.where(np.isfinite(zb), zb, 0.0), axis=1, keepdims=True)
+        b = (U * np.abs(d) + lerr[:, None] + U * np.abs(y) + TINY + zb + zmax) * SLACK
     b[special] = 0.0
     b[np.isneginf(x)] = 0.0  # exactly -inf
-    return {"y": y}, {"y": b}
+    out, bounds = {"y": y}, {"y": b}
+    masked_rows_zero(out, bounds, fully_masked(x, sink), params)
+    return out, bounds
 
 
 def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     """{'y': object array [len(rows), N] of mpf} evaluated at ``dps`` digits."""
     x = as_f64(inputs["x"])
-    rows = rows_of(rows, x.shape[0])
-    out = np.empty((len(rows), x.shape[1]), dtype=object)
+
+    def row(r, zr):
+        L = mpmath.log(r[2])
+        return [(v - r[0]) - L for v in zr]
     with mpmath.workdps(dps):
-        for i, xr in enumerate(mpf_rows(x, rows)):
-            r = mp_row(xr)
-            if r is None:
-                out[i] = [mpmath.nan] * len(xr)
-            else:
-                L = mpmath.log(r[2])
-                out[i] = [(v - r[0]) - L for v in xr]
-    return {"y": out}
+        return {"y": mp_rows(inputs, params, rows_of(rows, x.shape[0]), x.shape[1], row)}

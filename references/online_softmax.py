@@ -12,19 +12,22 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from references._common import as_f64, mpf_rows, rows_of
+from references._common import SLACK, as_f64, rows_of
+from references._logits import logits, mp_logits
 from references.softmax import exp_stage
 
 
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'m', 'l'} in float64 (shape [M]) and their absolute error bounds."""
-    x = as_f64(inputs["x"])
-    m, d, e, S, sigma, special = exp_stage(x)
+    x, zb, sink = logits(inputs, params)
+    m, d, e, S, sigma, special = exp_stage(x, sink)
     empty = np.isneginf(m)
     l = np.where(empty, 0.0, S)
     with np.errstate(invalid="ignore"):
-        lb = np.where(special, 0.0, S * sigma)
-    return {"m": m, "l": l}, {"m": np.zeros_like(m), "l": lb}
+        # logits off by zb: the max by max zb, each term exp(z_j - m) by zb_j + max zb relatively
+        zmax = np.max(np.where(np.isfinite(zb), zb, 0.0), axis=1)
+        lb = np.where(special, 0.0, S * sigma + 2 * zmax * S * SLACK)
+    return {"m": m, "l": l}, {"m": zmax, "l": lb}
 
 
 def merge(a, b):
@@ -50,11 +53,13 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     ms = np.empty(len(rows), dtype=object)
     ls = np.empty(len(rows), dtype=object)
     with mpmath.workdps(dps):
-        for i, xr in enumerate(mpf_rows(x, rows)):
+        zs, sinks = mp_logits(inputs, params, rows)
+        for i, (xr, sink) in enumerate(zip(zs, sinks)):
             if any(mpmath.isnan(v) for v in xr):
                 ms[i] = ls[i] = mpmath.nan
                 continue
-            m = max(xr)
+            m = max(xr) if sink is None else max(max(xr), sink)
+            xr = xr if sink is None else xr + [sink]
             ms[i] = m
             if m == -mpmath.inf:
                 ls[i] = mpmath.mpf(0)

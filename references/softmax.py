@@ -17,10 +17,11 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from references._common import C_EXP, SLACK, SUB, TINY, U, as_f64, mpf_rows, rows_of, rowsum
+from references._common import C_EXP, SLACK, SUB, TINY, U, as_f64, rows_of, rowsum
+from references._logits import fully_masked, logits, mp_logits
 
 
-def exp_stage(x: np.ndarray):
+def exp_stage(x: np.ndarray, sink=None):
     """Shared by softmax, log_softmax and the online statistics.
 
     Returns m, d, e, S, sigma, special: row max, x - m, exp(d), row sum of e, a bound on the relative
@@ -29,9 +30,11 @@ def exp_stage(x: np.ndarray):
     M, N = x.shape
     with np.errstate(all="ignore"):
         m = np.max(x, axis=1)
+        if sink is not None:  # one more logit per row, in the max and the sum only (attention sinks)
+            m = np.fmax(m, sink)
         d = x - m[:, None]
         e = np.exp(d)
-        S, S_err = rowsum(e)
+        S, S_err = rowsum(e if sink is None else np.concatenate([e, np.exp(sink - m)[:, None]], axis=1))
         ad = np.minimum(np.abs(d), 746.0)  # exp underflows to 0 below -745; its error is absolute then
         W = rowsum(e * ad)[0] / S
         sigma = (S_err / S + U * (C_EXP + W) * SLACK + N * SUB / S) * SLACK
@@ -39,37 +42,65 @@ def exp_stage(x: np.ndarray):
     return m, d, e, S, sigma, special
 
 
+def logit_spread(y, zb):
+    """The error a bound ``zb`` on the logits adds to y = softmax: |d log y_j| <= zb_j + max_k zb_k."""
+    with np.errstate(all="ignore"):
+        return y * (zb + np.max(np.where(np.isfinite(zb), zb, 0.0), axis=1, keepdims=True)) * SLACK
+
+
+def masked_rows_zero(values: dict, bounds: dict, dead, params: dict, value: float = 0.0) -> None:
+    """``masked_rows='zeros'``: the rows with no live logit are ``value`` (exact), not NaN."""
+    if params.get("masked_rows") == "zeros" and dead.any():
+        for k in values:
+            values[k][dead] = value
+            bounds[k][dead] = 0.0
+
+
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'y': softmax in float64}, {'y': absolute error bound}."""
-    x = as_f64(inputs["x"])
-    m, d, e, S, sigma, special = exp_stage(x)
+    x, zb, sink = logits(inputs, params)
+    m, d, e, S, sigma, special = exp_stage(x, sink)
     with np.errstate(all="ignore"):
         y = e / S[:, None]
         ad = np.minimum(np.abs(d), 746.0)
-        b = (y * ((ad + C_EXP + 1) * U + sigma[:, None]) + TINY) * SLACK
+        b = (y * ((ad + C_EXP + 1) * U + sigma[:, None]) + TINY) * SLACK + logit_spread(y, zb)
     b[special] = 0.0
     b[np.isneginf(x)] = 0.0  # exactly 0 (or part of a special row)
-    return {"y": y}, {"y": b}
+    out, bounds = {"y": y}, {"y": b}
+    masked_rows_zero(out, bounds, fully_masked(x, sink), params)
+    return out, bounds
 
 
-def mp_row(xr: list):
-    """(m, exps, S) of one row of mpf values, or None when the row is special (NaN result)."""
+def mp_row(xr: list, sink=None):
+    """(m, exps, S) of one row of mpf values (and its sink logit), or None when the row is special (NaN result)."""
     if any(mpmath.isnan(v) for v in xr):
         return None
-    m = max(xr)
+    m = max(xr) if sink is None else max(max(xr), sink)
     if mpmath.isinf(m):  # +inf present, or the whole row is -inf
         return None
     e = [mpmath.exp(v - m) for v in xr]  # exp(-inf) = 0
-    return m, e, mpmath.fsum(e)
+    return m, e, mpmath.fsum(e + ([] if sink is None else [mpmath.exp(sink - m)]))
+
+
+def mp_rows(inputs: dict, params: dict, rows, N: int, fn):
+    """Object array [len(rows), N]: ``fn(mp_row result)`` per row; a special row is NaN, or 0 when it has no live
+    logit and the kernel declares masked_rows='zeros'."""
+    out = np.empty((len(rows), N), dtype=object)
+    zs, sinks = mp_logits(inputs, params, rows)
+    for i, (zr, sink) in enumerate(zip(zs, sinks)):
+        r = mp_row(zr, sink)
+        if r is not None:
+            out[i] = fn(r, zr)
+        elif params.get("masked_rows") == "zeros" and all(v == -mpmath.inf for v in zr) and sink is None:
+            out[i] = [mpmath.mpf(0)] * N
+        else:
+            out[i] = [mpmath.nan] * N
+    return out
 
 
 def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     """{'y': object array [len(rows), N] of mpf} evaluated at ``dps`` digits."""
     x = as_f64(inputs["x"])
-    rows = rows_of(rows, x.shape[0])
-    out = np.empty((len(rows), x.shape[1]), dtype=object)
     with mpmath.workdps(dps):
-        for i, xr in enumerate(mpf_rows(x, rows)):
-            r = mp_row(xr)
-            out[i] = [mpmath.nan] * len(xr) if r is None else [ej / r[2] for ej in r[1]]
-    return {"y": out}
+        return {"y": mp_rows(inputs, params, rows_of(rows, x.shape[0]), x.shape[1],
+                             lambda r, zr: [ej / r[2] for ej in r[1]])}

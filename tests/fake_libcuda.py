@@ -17,7 +17,10 @@ from types import SimpleNamespace
 import numpy as np
 
 ILLEGAL_ADDRESS, NOT_FOUND, OUT_OF_RESOURCES, MISALIGNED_ADDRESS = 700, 500, 701, 716
+INVALID_VALUE = 1
+GRID_YZ = 65535  # the driver's limit on grid.y and grid.z
 _NAMES = {ILLEGAL_ADDRESS: (b"CUDA_ERROR_ILLEGAL_ADDRESS", b"an illegal memory access was encountered"),
+          INVALID_VALUE: (b"CUDA_ERROR_INVALID_VALUE", b"invalid argument"),
           NOT_FOUND: (b"CUDA_ERROR_NOT_FOUND", b"named symbol not found"),
           OUT_OF_RESOURCES: (b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", b"too many resources requested for launch"),
           MISALIGNED_ADDRESS: (b"CUDA_ERROR_MISALIGNED_ADDRESS", b"misaligned address")}
@@ -73,6 +76,7 @@ class FakeLib:
         self.refuse: dict = {}  # entry -> the error cuLaunchKernel returns for it (the launch does not run)
         self.values: dict = {}  # address -> ctypes value, filled by the kernel_params wrapper
         self.free_bytes, self.total_bytes = 80 << 30, 96 << 30  # what cuMemGetInfo answers
+        self.vmm = None  # enable_vmm(): the virtual memory management API, with real aliasing
 
     def __getattr__(self, name):  # a driver call the fake does not know is a test failure, not a silent 0
         raise AttributeError(f"FakeLib has no {name}")
@@ -107,7 +111,79 @@ class FakeLib:
 
     def cuDeviceGetAttribute(self, ref, attr, dev):
         self._call("cuDeviceGetAttribute")
-        _set(ref, {75: 9, 76: 0}[attr])
+        _set(ref, {75: 9, 76: 0, 102: int(self.vmm is not None)}[attr])
+        return 0
+
+    # --- the virtual memory management API, as host mappings: each physical allocation a memfd, each cuMemMap an
+    # mmap of it at a fixed address inside a reserved range, so aliased ranges alias for real (Linux only) -------
+    def enable_vmm(self, granularity: int = 4096) -> None:
+        import mmap
+        import os
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                                  ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.vmm = SimpleNamespace(libc=libc, os=os, mmap=mmap, granularity=granularity, files={}, maps={},
+                                   reserved={}, created=[], mapped=[])  # sizes of every cuMemCreate / cuMemMap
+
+    def cuMemGetAllocationGranularity(self, ref, prop, option):
+        self._call("cuMemGetAllocationGranularity")
+        _set(ref, self.vmm.granularity)
+        return 0
+
+    def cuMemAddressReserve(self, ref, size, align, addr, flags):
+        self._call("cuMemAddressReserve")
+        m = self.vmm.mmap
+        ptr = self.vmm.libc.mmap(None, size.value, 0, m.MAP_PRIVATE | m.MAP_ANONYMOUS | 0x4000, -1, 0)
+        self.vmm.reserved[ptr] = size.value
+        _set(ref, ptr)
+        return 0
+
+    def cuMemCreate(self, ref, size, prop, flags):
+        self._call("cuMemCreate")
+        if size.value % self.vmm.granularity:
+            return INVALID_VALUE
+        fd = self.vmm.os.memfd_create("fake-cuMemCreate")
+        self.vmm.os.ftruncate(fd, size.value)
+        self.vmm.files[fd] = size.value
+        self.vmm.created.append(size.value)
+        _set(ref, fd)
+        return 0
+
+    def cuMemMap(self, ptr, size, offset, handle, flags):
+        self._call("cuMemMap")
+        if offset.value != 0 or size.value > self.vmm.files[handle.value]:
+            return INVALID_VALUE  # as the driver: the offset must be 0
+        m = self.vmm.mmap
+        got = self.vmm.libc.mmap(ptr.value, size.value, m.PROT_READ | m.PROT_WRITE, m.MAP_SHARED | 0x10,
+                                 handle.value, 0)
+        assert got == ptr.value
+        self.vmm.maps[ptr.value] = (size.value, handle.value)
+        self.vmm.mapped.append(size.value)
+        return 0
+
+    def cuMemSetAccess(self, ptr, size, desc, count):
+        self._call("cuMemSetAccess")
+        self.allocs[ptr.value] = np.frombuffer((ctypes.c_uint8 * size.value).from_address(ptr.value), dtype=np.uint8)
+        return 0
+
+    def cuMemUnmap(self, ptr, size):
+        self._call("cuMemUnmap")
+        self.allocs.pop(ptr.value, None)
+        self.vmm.maps.pop(ptr.value, None)
+        return 0
+
+    def cuMemRelease(self, handle):
+        self._call("cuMemRelease")
+        self.vmm.files.pop(handle.value)
+        self.vmm.os.close(handle.value)
+        return 0
+
+    def cuMemAddressFree(self, ptr, size):
+        self._call("cuMemAddressFree")
+        self.allocs.pop(ptr.value, None)
+        self.vmm.libc.munmap(ptr.value, self.vmm.reserved.pop(ptr.value))
         return 0
 
     def cuDeviceGet(self, ref, ordinal):
@@ -194,6 +270,8 @@ class FakeLib:
         entry = self.functions[fn.value]
         if entry in self.refuse:
             return self.refuse[entry]
+        if gy.value > GRID_YZ or gz.value > GRID_YZ:
+            return INVALID_VALUE
         received = [self.values[p] for p in params if p is not None]
         self.launched.append(Launched(entry, (gx.value, gy.value, gz.value), (bx.value, by.value, bz.value),
                                       smem.value, stream.value or 0,

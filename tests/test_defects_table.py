@@ -74,10 +74,19 @@ GPU_INPUTS = ("detection-gpu-inputs.json", "assert-close-gpu-inputs.json")
 PENDING_GPU = {"defect-cuda-rmsnorm-int32-row-offset", "defect-cuda-rmsnorm-ignores-row-stride",
                "defect-cuda-fused-add-rmsnorm-vec-unaligned", "defect-cuda-ce-neg-log-softmax",
                "defect-triton-rmsnorm-int32-row-offset"}
+# Added since the last GPU run (issue #37, norm variants): pending until the integrator's H200 run is committed.
+PENDING_NEW = {"defect-cuda-row-amax-fmaxf", "defect-cuda-row-amax-split-race"}
 _HAVE = [n for n in GPU_INPUTS if (Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results" / n).exists()]
+# Issue #36's defects of the large family that launch (past 2^32, a stride >= 2^31; rows on grid.y is caught by the
+# build's launch check on any machine): their rows come from
+# tools/gpu_check_issue36.sh, step `detection`, which writes detection-gpu-large36.json; until it is committed the
+# table lists exactly these as not yet run on a GPU.
+GPU_LARGE = "detection-gpu-large36.json"
+PENDING_LARGE = {"defect-cuda-rmsnorm-unsigned-row-offset", "defect-cuda-rmsnorm-int32-row-stride"}
+_HAVE_LARGE = (Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results" / GPU_LARGE).exists()
 # The order docs/detection-matrix.md was rendered with: per defect, the first file that ran it (GPU runs first).
 RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json"] + [n for n in _HAVE if n.startswith("detection")]
-               + ["detection-cpu.json"],
+               + ([GPU_LARGE] if _HAVE_LARGE else []) + ["detection-cpu.json"],
                ["assert-close-gpu.json"] + [n for n in _HAVE if n.startswith("assert")] + ["assert-close-cpu.json"],
                ["lint-cpu.json"])
 
@@ -91,13 +100,16 @@ def test_committed_table_is_the_rendering_of_the_committed_results():
         + " ".join(f"--battery kernels/defects/results/{n}" for n in RENDER_ARGS[0]) + " "
         + " ".join(f"--assert-close kernels/defects/results/{n}" for n in RENDER_ARGS[1]) + " "
         + " ".join(f"--lint kernels/defects/results/{n}" for n in RENDER_ARGS[2]) + " --out docs/detection-matrix.md")
-    if len(_HAVE) == len(GPU_INPUTS):
+    pending = ((PENDING_GPU if len(_HAVE) < len(GPU_INPUTS) else set()) | (set() if _HAVE_LARGE else PENDING_LARGE)
+               | PENDING_NEW)
+    pending = {n for n in pending if n not in json.dumps(load(RENDER_ARGS[0][:-1]))}  # those a GPU file has ran
+    if not pending:
         assert "Not yet run on a GPU" not in text  # every defect has a measured GPU row
     else:
         import re
 
         listed = re.search(r"Not yet run on a GPU \(\d+\): (.*)\.\n", text).group(1)
-        assert set(re.findall(r"`([^`]+)`", listed)) == PENDING_GPU
+        assert set(re.findall(r"`([^`]+)`", listed)) == pending
 
 
 def test_committed_class_table_is_the_rendering_of_the_committed_results():

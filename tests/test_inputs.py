@@ -203,12 +203,14 @@ def test_masks_only_for_softmax_family_and_dtype_filtering():
 def test_levels():
     quick, ci, thorough = (I.catalogue("softmax", level=b) for b in I.LEVELS)
     assert 3 <= len(quick) <= 8 and {c.name for c in quick} < {c.name for c in ci}
-    # thorough adds the large-index case (the level table's large_index column), last
-    assert [c.name for c in ci] + [I.LARGE_CASE] == [c.name for c in thorough]
-    assert not I.LEVELS["ci"].large_index and I.LEVELS["thorough"].large_index
+    # the same cases at ci and thorough; the large family (verifier.inputs.large_family) is appended by cases_for at
+    # both (the level table's large_index column; issue #36: aliased pages make them cheap enough for ci)
+    assert [c.name for c in thorough] == [c.name for c in ci]
+    assert I.LEVELS["ci"].large_index and I.LEVELS["thorough"].large_index and not I.LEVELS["quick"].large_index
     by = {c.name: c for c in thorough}
     assert all(c.M < by[c.name].M for c in ci if c.name not in ("m1", "m7_rows_not_mult_block",
-                                                               "m13_rows_not_mult_block", "vocab_152064"))
+                                                               "m13_rows_not_mult_block", "vocab_152064",
+                                                               "sm_causal_triangle"))  # M = N: the point
     assert by["m1"].M == 1 and by["m13_rows_not_mult_block"].M == 13
     with pytest.raises(UsageError, match="run level"):
         I.catalogue("softmax", level="huge")

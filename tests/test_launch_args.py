@@ -269,8 +269,9 @@ def test_launch_validation_reaches_the_case_shapes_not_only_the_probes():
     # 400 threads at M = 4 (every probe row length), 1300 at the catalogue's 13-row case
     spec = _spec(lambda M, N, dt, p: [Launch("eight", grid=(M,), block=(100 * M,), args=EIGHT)], op="rmsnorm")
     found, _ = _build_findings(spec)
-    assert len(found) == 1 and "block (1300,) has 1300 threads" in found[0], found
+    assert len(found) == 2 and "block (1300,) has 1300 threads" in found[0], found
     assert "(at M=13, N=96, f32, contiguous layout)" in found[0]
+    assert "(at M=65600, N=1024, f32, large layout)" in found[1]  # rows_past_65535, a ci shape too (issue #36)
 
 
 @needs_nvcc

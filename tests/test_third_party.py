@@ -70,6 +70,12 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# True findings in third-party kernels, each checked to be found (and nothing else): Liger-Kernel 0.8.5's GroupNorm
+# forward takes the group variance as E[x²] - E[x]² (on 1000 ± 1 groups in f32 y is 40% off) and sums x and x² of
+# float16 inputs in float16 (1000² overflows: NaN rows; N(0, 1) rows of 65536 lose every bit).
+TRUE_FINDINGS = {"liger-group-norm": {"value", "nan-inf", "invariant"}}
+
+
 @pytest.mark.verifier_spread  # about a minute of the Triton interpreter: started early, on its own worker
 def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(tmp_path):
     kernels = _kernels()
@@ -80,15 +86,21 @@ def test_the_suite_runs_on_the_cpu_with_no_internal_error_and_no_false_finding(t
     proc = subprocess.run([sys.executable, "-c", _CHECK, str(SUITE), "check", str(SUITE), "--device", "cpu",
                            "--level", "quick", "--format", "json", "--output", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    failing = any(k.name in TRUE_FINDINGS and not k.unavailable() for k in kernels)
+    assert proc.returncode == (1 if failing else 0), proc.stderr[-4000:]
     reports = json.loads(out.read_text())["kernels"]
     assert {r["name"] for r in reports} == {k.name for k in kernels}
+    by_name = {k.name: k for k in kernels}
     for r in reports:
         errors = [f["message"][:300] for f in r["findings"] if f["severity"] == "error"]
+        if r["name"] in TRUE_FINDINGS and not by_name[r["name"]].unavailable():
+            classes = {f["check"] for f in r["findings"] if f["severity"] == "error"}
+            assert r["verdict"] == "fail" and "value" in classes and classes <= TRUE_FINDINGS[r["name"]], (r["name"],
+                                                                                                         classes)
+            continue
         # a CUDA kernel's values are not checked without a GPU: 'unchecked', never 'pass'
         ok = ("pass", "skipped") + (("unchecked",) if r["kind"] == "cuda" else ())
         assert r["verdict"] in ok and not errors and not r.get("error"), (r["name"], errors, r)
-    by_name = {k.name: k for k in kernels}
     for r in reports:
         why = by_name[r["name"]].unavailable()
         if why:  # a package that cannot install here: skipped with the pip command, never an error

@@ -58,12 +58,12 @@ def test_param_dims_roles_and_dtypes():
 
 
 def test_a_kernel_registers_its_op_and_names_it(registry):
-    op = Op("row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=amax_ref)
+    op = Op("my_row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=amax_ref)
     k = CallableKernel(name="k", op=op, fn=lambda i, o, p, d: None, dtypes=[dtypes("f32")])
-    assert k.op == "row_amax" and get_op("row_amax") is op
+    assert k.op == "my_row_amax" and get_op("my_row_amax") is op
     CallableKernel(name="k2", op=op, fn=lambda i, o, p, d: None, dtypes=[dtypes("f32")])  # the same op again: fine
     with pytest.raises(SpecError, match="already declared"):
-        register(Op("row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=amax_ref))
+        register(Op("my_row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=amax_ref))
     with pytest.raises(SpecError, match="already declared"):
         register(Op("softmax", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference=amax_ref))
 
@@ -123,12 +123,12 @@ def test_worked_example_cuda_build_and_lint_on_any_machine():
 def test_verifier_ops_lists_user_ops_beside_bundled_ones():
     r = cli("ops", str(EXAMPLE))
     assert r.returncode == 0, r.stderr
-    for line in ("softmax: x[M,N] -> y[M,N]", "row_amax: x[M,N] -> y[M]", "l2norm: x[M,N] -> y[M,N]",
+    for line in ("softmax: x[M,N] -> y[M,N]", "my_row_amax: x[M,N] -> y[M]", "my_l2norm: x[M,N] -> y[M,N]",
                  "params: eps=1e-12; budget: derived from the reference; invariants: 1"):
         assert line in r.stdout
-    r = cli("cases", "row_amax", "--spec", str(EXAMPLE))
+    r = cli("cases", "my_row_amax", "--spec", str(EXAMPLE))
     assert r.returncode == 0 and "d7_below_warp" in r.stdout
-    r = cli("cases", "row_amax")
+    r = cli("cases", "my_row_amax")
     assert r.returncode == 2 and "declare your own Op" in r.stderr
 
 

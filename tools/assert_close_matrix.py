@@ -44,7 +44,12 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
     import torch
     import torch.nn.functional as F
 
+    from verifier.ops import get_op
+
+    op = get_op(op).base  # a variant (softmax[mask]): its op, on the logits its params say
     x = inputs["x"].float()
+    if op in ("softmax", "log_softmax"):
+        x = _logits(x, inputs, params)
     if op == "fused_add_rmsnorm":
         x = x + inputs["residual"].float()
     if op in ("rmsnorm", "fused_add_rmsnorm"):
@@ -58,8 +63,45 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
     elif op == "reduce_sum":
         y = x.sum(-1)
-    elif op == "cross_entropy":
-        y = F.cross_entropy(x, inputs["labels"].long(), reduction="none", ignore_index=params["ignore_index"])
+    elif op in ("cross_entropy", "cross_entropy_reduced"):  # with its variants, as a test would write them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        labels = inputs["labels"].long()
+        y = F.cross_entropy(x, labels, reduction="none", ignore_index=params["ignore_index"],
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2 * (labels != params["ignore_index"])
+        if op == "cross_entropy_reduced":
+            y = y.sum().reshape(1)
+            y = y / (labels != params["ignore_index"]).sum() if params["reduction"] == "mean" else y
+    elif op == "cross_entropy_soft":  # randn targets: any real weights, as F.cross_entropy takes them
+        cap = float(params.get("softcap", 0.0))
+        x = cap * torch.tanh(x / cap) if cap > 0 else x
+        y = F.cross_entropy(x, inputs["target"].float(), reduction="none",
+                            label_smoothing=float(params.get("label_smoothing", 0.0)))
+        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2
+    elif op == "merge_attn_states":  # the merge in float32 torch, in the declared base
+        la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
+        m = torch.maximum(la, lb)
+        pw = torch.exp if params["lse_base"] == "e" else torch.exp2
+        wa, wb = pw(la - m), pw(lb - m)
+        y = x * (wa / (wa + wb))[:, None] + inputs["v_b"].float() * (wb / (wa + wb))[:, None]
+    elif op == "topk_softmax":  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: below)
+        y = torch.topk(torch.softmax(x, -1) if params["gate"] == "softmax" else torch.sigmoid(x), int(params["k"]))[0]
+        y = y / y.sum(-1, keepdim=True) if params["renormalize"] else y
+    # issue #37, norm variants
+    elif op in ("group_norm", "group_norm_noaffine"):
+        M, N = x.shape
+        C = int(params["channels"])
+        w, b = (inputs["w"].float(), inputs["b"].float()) if op == "group_norm" else (None, None)
+        y = F.group_norm(x.view(M, C, N // C), int(params["groups"]), w, b, params["eps"]).view(M, N)
+    elif op == "row_amax":
+        y = x.abs().amax(-1)
+    elif op == "row_mean":
+        y = x.mean(-1)
+    elif op == "var_mean":
+        y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
+    elif op == "l2norm":
+        y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
     elif op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
         return _quantized_expectation(op, inputs, params, out_dtype)
     else:
@@ -94,6 +136,26 @@ def _quantized_expectation(op: str, inputs: dict, params: dict, out_dtype):
     return (torch.round(t) if name == "int8" else t).to(out_dtype)
 
 
+def _logits(x, inputs, params):
+    """The softmax family's extra inputs and params as a test would write them (verifier/ops/softmax_inputs.py)."""
+    import torch
+
+    M, N = x.shape
+    z = x * params.get("scale", 1.0)
+    if params.get("softcap"):
+        z = params["softcap"] * torch.tanh(z / params["softcap"])
+    rows = torch.arange(M, device=x.device)
+    i = ((rows % params["q_len"] if params.get("q_len") else rows) + params.get("causal_offset", 0))[:, None]
+    j = torch.arange(N, device=x.device)[None, :]
+    if "alibi_slopes" in inputs:
+        z = z - inputs["alibi_slopes"].float()[:, None] * (i - j).abs().float()
+    if "mask" in inputs:
+        z = z + inputs["mask"].float()
+    if params.get("causal"):
+        z = z.masked_fill(j > i, float("-inf"))
+    return z
+
+
 def _one(spec, run, dt, M, N, device):
     import torch
 
@@ -111,16 +173,16 @@ def _one(spec, run, dt, M, N, device):
     inputs = {t: (torch.randint(N, op.shape_of(t, M, N), generator=gen,  # integer roles: class labels in [0, N)
                                 dtype=_dt.torch_dtype(op.input_dtype(t, dt, params))) if op.role(t).kind == "labels"
                   else (0.5 + torch.rand(op.shape_of(t, M, N), generator=gen)) if op.role(t).kind == "scale"  # > 0
-                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(in_dt)).to(device) for t in op.inputs}
-    n, slack = M * N, 1 << 16
-    buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(dt.output), device=device)
+                  else torch.randn(op.shape_of(t, M, N), generator=gen).to(  # a fixed dtype (an lse): its own
+                      _dt.torch_dtype(op.role(t).dtype) if op.role(t).dtype else in_dt)).to(device) for t in op.inputs}
     out = op.outputs[0]
-    shape = op.shape_of(out, M, N)
-    outputs = {out: buf[:n].view(shape) if len(shape) == 2 else buf[:M]}
+    shape = op.shape_of(out, M, N, params)
+    n, slack = int(torch.Size(shape).numel()), 1 << 16
+    buf = torch.zeros(n + slack, dtype=_dt.torch_dtype(op.output_dtype(out, dt, params)), device=device)
+    outputs = {out: buf[:n].view(shape)}
     for t in op.outputs[1:]:  # the others (fused_add_rmsnorm's residual, updated in place: compared below)
-        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(op.shape_of(t, M, N),
-                                                                   dtype=_dt.torch_dtype(op.output_dtype(t, dt)),
-                                                                   device=device)
+        outputs[t] = inputs[t] if t in op.inouts else torch.zeros(
+            op.shape_of(t, M, N, params), dtype=_dt.torch_dtype(op.output_dtype(t, dt, params)), device=device)
     before = {t: inputs[t].clone() for t in op.inouts}
     try:
         run(spec, inputs, outputs, params, dt, device)
@@ -137,6 +199,10 @@ def _one(spec, run, dt, M, N, device):
         if spec.op == "fused_add_rmsnorm":  # the stored residual too
             h = (inputs["x"].float() + inputs["residual"].float()).to(outputs["residual"].dtype)
             torch.testing.assert_close(outputs["residual"].cpu(), h.cpu())
+        if spec.op == "topk_softmax":  # the picks, as vLLM's tests compare them: equal to torch.topk's
+            g = inputs["x"].float()
+            g = torch.softmax(g, -1) if params["gate"] == "softmax" else torch.sigmoid(g)
+            torch.testing.assert_close(outputs["indices"].long().cpu(), torch.topk(g, int(params["k"]))[1].cpu())
     except AssertionError as e:
         return {"result": "caught", "detail": str(e).strip().splitlines()[0]}
     return {"result": "missed", "detail": ""}

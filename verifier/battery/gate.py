@@ -47,16 +47,19 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
     if reason is not None:
         return Closed(REFUSED, reason, f"case {name} ({M}x{N}) refused by design: {reason}")
     layout = layout or _lay.DEFAULT
-    if layout.kind in (_lay.STRIDED, _lay.UNALIGNED):
-        why = _contracts.layout_excluded(spec, layout.kind, _itemsizes(spec, dt))
-        if why is None and layout.kind == _lay.STRIDED and spec.builds_source:  # its launches name strides
+    strided = layout.kind == _lay.STRIDED or (layout.large and layout.stride)  # a large case's rows may be too
+    if strided or layout.kind == _lay.UNALIGNED:
+        why = _contracts.layout_excluded(spec, _lay.STRIDED if strided else layout.kind, _itemsizes(spec, dt))
+        if why is None and strided and spec.builds_source:  # its launches name strides
             from verifier.launch.cuda import strided_tensors
 
             why = None if strided_tensors(spec, M, N, dt, spec.op_params()) else NO_STRIDE
+        if why is None and layout.large and layout.stride and spec.builds_source:
+            why = narrow_stride(spec, M, N, dt)
         if why is not None:
             return Closed(CONTRACT, why, f"case {name} {why}")
     if layout.large:
-        why = large_device_reason(spec, dt, M, N, device)
+        why = large_device_reason(spec, dt, M, N, device, layout)
     else:  # estimated before anything is allocated: past the machine's memory the case is not run
         from verifier.battery.memory import too_large
 
@@ -71,18 +74,46 @@ def _itemsizes(spec, dt) -> list:
     from verifier.ops import get_op
 
     op = get_op(spec.op)
-    names = [op.input_dtype(t, dt, spec.op_params()) for t in op.inputs] + [op.output_dtype(t, dt) for t in op.outputs]
+    names = [op.input_dtype(t, dt, spec.op_params()) for t in op.inputs] + [op.output_dtype(t, dt, spec.op_params()) for t in op.outputs]
     return [_dt.numpy_dtype(n).itemsize for n in names]
 
 
-def large_device_reason(spec, dt, M: int, N: int, device: Optional[str]) -> Optional[str]:
-    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
-    from verifier.launch.large import required_bytes
+def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
+    """Why a CUDA kernel cannot be given rows 2^31 or more elements apart: a launch passes a row stride as int32
+    (None: every stride it passes is int64)."""
+    from verifier.declare.args import as_arg, stride_of
+    from verifier.launch.cuda import launches_for, model_layout, takes_layout
 
-    need = required_bytes(spec.op, dt, M, N, spec.op_params())
+    params = spec.op_params()
+    try:
+        layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
+        narrow = set()
+        for launch in launches_for(spec, M, N, dt, params, layout):
+            for a in launch.args:
+                for _, _, v in as_arg(a).leaves():
+                    st = stride_of(v)
+                    if st is not None and st.kind == "int32":
+                        narrow.add(st.tensor)
+    except Exception:  # a malformed launch is reported where it is bound
+        return None
+    if not narrow:
+        return None
+    return (f"not run: its launches pass the row stride of {', '.join(sorted(narrow))} as int32, which cannot hold "
+            "a stride of 2^31 or more (declare Stride(name, 'int64') to be checked on one)")
+
+
+def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=None) -> Optional[str]:
+    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
+    from verifier.launch.large import aliased, required_bytes
+
+    if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
+        need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=True)
+        return f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+    mapped = aliased()
+    if not mapped and layout is not None and layout.stride:
+        return "needs the CUDA virtual memory API (aliased pages) for rows 2^31 elements apart; device 0 has none"
+    need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=mapped)
     gb = f"{need / 1e9:.1f} GB"
-    if device != "cuda":
-        return f"needs a GPU with >= {gb} free; this run is on {device or 'the CPU'}"
     from verifier.gpu.probe import free_memory
 
     free = free_memory()

@@ -35,7 +35,7 @@ def _tensors(op, dt, M: int, N: int, params: dict):
         if t not in op.inouts:
             yield int(np.prod(op.shape_of(t, M, N))), _dt.numpy_dtype(op.input_dtype(t, dt, params)).itemsize, False
     for t in op.outputs:
-        yield int(np.prod(op.shape_of(t, M, N))), _dt.numpy_dtype(out_dtype(t, op, dt)).itemsize, True
+        yield int(np.prod(op.shape_of(t, M, N, params))), _dt.numpy_dtype(out_dtype(t, op, dt, params)).itemsize, True
 
 
 def host_bytes(op_name: str, dt, M: int, N: int, params: dict, device: str) -> int:

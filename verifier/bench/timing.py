@@ -51,7 +51,7 @@ class Timer:
         return clock.measure(self.device, fn, written, self.runs, self.warmup)
 
 
-def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
+def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None):
     """Random normal inputs (never zeros: they can run faster and hide unwritten outputs), outputs poisoned."""
     import torch
 
@@ -70,9 +70,10 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0):
             t = 1 + 0.1 * t
         inputs[n] = t.to(torch_dtype(o.input_dtype(n, dt)))  # weights in their own dtype (Dtypes.weight)
     outputs = {}
-    for n in o.outputs:
-        outputs[n] = inputs[n] if n in o.inouts else torch.full(o.shape_of(n, M, N), float("nan"), device="cuda",
-                                                                 dtype=torch_dtype(o.output_dtype(n, dt)))
+    for n in o.outputs:  # at the kernel's params (an [M, k] output); integer outputs (indices) poisoned with -1
+        dtype = torch_dtype(o.output_dtype(n, dt, params))
+        outputs[n] = inputs[n] if n in o.inouts else torch.full(
+            o.shape_of(n, M, N, params), float("nan") if dtype.is_floating_point else -1, device="cuda", dtype=dtype)
     return inputs, outputs
 
 
@@ -159,7 +160,7 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
 
     row = Row(spec.name, role, op, dt.tag, M, N, nbytes, copy_ms=copy_ms)
     try:
-        inputs, outputs = make_inputs(op, M, N, dt)
+        inputs, outputs = make_inputs(op, M, N, dt, params=spec.op_params())
         for out, src in getattr(spec, "outputs_alias", {}).items():  # written over the input: one tensor
             outputs[out] = inputs[src]
         fn = launcher(spec, inputs, outputs, dt)

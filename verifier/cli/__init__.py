@@ -279,7 +279,12 @@ def cmd_cases(args) -> int:
         registry.load(args.specs, None)  # their ops join the registry
     get_op(args.op)
     levels.level(args.level)
-    for c in inputs.catalogue(args.op, level=args.level):
+    cases = inputs.catalogue(args.op, level=args.level)
+    if levels.level(args.level).large_index:  # at their default row lengths (each kernel's: verifier.inputs.cases)
+        from verifier.inputs.large_family import large_cases
+
+        cases += large_cases(args.level)
+    for c in cases:
         print(f"{c.name:28s} {c.M:>6d} x {c.N:<7d} {c.exposes}")
     return EXIT_OK
 
@@ -295,6 +300,8 @@ def cmd_ops(args) -> int:
         budget = "derived from the reference" if op.derived else "hand-derived error model"
         where = "bundled" if any(b is op for b in BUNDLED) else f"declared at {op.origin}"
         print(f"{op.name}: {op.signature()}")
+        if op.optional:
+            print(f"    optional inputs (a param of the same name takes them): {op.optional_signature()}")
         print(f"    params: {params}; budget: {budget}; invariants: "
               f"{len(op.invariants) if isinstance(op.invariants, (list, tuple)) else 'yes' if op.invariants else 'none'}"
               f"; own cases: {len(op.cases)}; {where}")

@@ -29,7 +29,7 @@ from verifier.declare.source_lines import construction_sites, line_in
 from verifier.declare.variants import Dtypes, dtypes  # noqa: F401 (dtypes re-exported: older imports)
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import MATH_MODES  # one definition, re-exported here
-from verifier.ops import OPS, Op, register
+from verifier.ops import OPS, Op, register, variant_for
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -229,10 +229,17 @@ class KernelSpec:
                                                                   self.outputs_alias))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
+            # an op of the same inputs that takes them (reduction: cross_entropy_reduced, not cross_entropy)
+            other = [o.name for o in OPS.values() if unknown <= set(o.params) and o.inputs == OPS[self.op].inputs]
             raise SpecError(
                 f"kernel {self.name!r}: field 'params' has {sorted(unknown)} which op {self.op!r} does not take",
-                fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}",
+                fix=f"allowed: {sorted(OPS[self.op].params) or 'none'}"
+                    + (f"; op {' / '.join(other)} takes {sorted(unknown)} (declare op={other[0]!r})" if other else ""),
             )
+        try:  # optional inputs (a mask) the params name: the kernel's op is the variant that has them
+            object.__setattr__(self, "op", variant_for(self.op, self.params))
+        except SpecError as e:
+            raise SpecError(f"kernel {self.name!r}: field 'params': {e.message}", fix=e.fix) from None
 
     @property
     def line(self) -> Optional[int]:
@@ -252,6 +259,9 @@ class KernelSpec:
             return f"empty shape M={M}, N={N}: nothing to launch"
         if dt not in self.dtypes:
             return f"dtype {dt.tag} not declared by the kernel (declared: {', '.join(d.tag for d in self.dtypes)})"
+        outside = self.op_refusal(N)
+        if outside is not None:
+            return outside
         from verifier.declare.usercode import call
 
         for fn in self.refusals():
@@ -269,6 +279,11 @@ class KernelSpec:
                 fix="e.g. supports=lambda M, N, dt: None if N <= 1024 else 'N > 1024 (one block per row)'",
             )
         return capability_reason(self.min_capability)
+
+    def op_refusal(self, N: int) -> Optional[str]:
+        """Why rows of N columns are outside the op itself (Op(supports=...), e.g. group_norm's N % channels), or
+        None: no kernel is asked to refuse those (the refusal step skips them), they are simply not run."""
+        return OPS[self.op].refusal(N, self.params)
 
     def refusals(self) -> tuple:
         """The supports functions check_supported asks in turn: the spec's own, then its size classes."""

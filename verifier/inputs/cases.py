@@ -15,6 +15,7 @@ import numpy as np
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
 from verifier.inputs import catalogue as _inputs
+from verifier.inputs import large_family as _large
 from verifier.inputs import layouts as _lay
 from verifier.results.levels import TABLE as LEVELS
 from verifier.results.options import PSEUDO_CASES, Options, derived_seed
@@ -60,21 +61,47 @@ def _boundary_case(spec, dt):
                         M=2, N=n, make=random_maker(2, n))
 
 
-def large_case(spec, dt, wrap: int = _lay.WRAP):
-    """The large-index case at the longest row of LARGE_N that supports() accepts with M·N past the wrap (a norm
-    for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the first, which the gate
-    then reports refused."""
-    for n in _lay.LARGE_N:
+def large_case(spec, dt, wrap: int = _lay.WRAP, name: str = _large.LARGE_CASE, level: str = "thorough"):
+    """The large-index case at the longest row of LARGE_N (at ``ci``: LARGE_N_CI) that supports() accepts with M·N
+    past the wrap (a norm for hidden sizes up to 8192 is checked at 262208 x 8192); when it accepts none, at the
+    first, which the gate then reports refused."""
+    lengths = _lay.LARGE_N_CI if level == "ci" else _lay.LARGE_N
+    for n in lengths:
         if spec.check_supported(_lay.large_rows(n, wrap), n, dt) is None:
-            return _inputs.large_case(n, wrap)
-    return _inputs.large_case(_lay.LARGE_N[0], wrap)
+            return _large.large_case(n, wrap, name)
+    return _large.large_case(lengths[0], wrap, name)
+
+
+def rows_case(spec, dt):
+    """More than 65,535 rows at the shortest row of ROWS_N that supports() accepts (else the first: refused)."""
+    M = _lay.GRID_Y + 1 + _lay.TAIL_ROWS
+    n = next((n for n in _large.ROWS_N if spec.check_supported(M, n, dt) is None), _large.ROWS_N[0])
+    return _large.rows_case(n)
+
+
+def stride_case(spec, dt):
+    """Rows 2^31 + 64 elements apart at the shortest row of ROWS_N that supports() accepts (else the first)."""
+    n = next((n for n in _large.ROWS_N if spec.check_supported(_large.STRIDE_ROWS, n, dt) is None),
+             _large.ROWS_N[0])
+    return _large.stride_case(n)
+
+
+def _large_for(spec, dt, name: str, level: str):
+    if name == _large.ROWS_PAST_GRID_Y:
+        return rows_case(spec, dt)
+    if name == _large.ROW_STRIDE_2POW31:
+        return stride_case(spec, dt)
+    return large_case(spec, dt, 2 ** 32 if name == _large.LARGE_2POW32 else _lay.WRAP, name, level)
 
 
 def cases_for(spec, dt, level) -> list:
     """The cases of ``level`` for this kernel and dtype: the catalogue's ordinary cases, the boundary row, then the
     layout cases (strided, unaligned, large: a CUDA fault there ends the kernel's battery, so they come last)."""
-    cases = [large_case(spec, dt) if c.name == _inputs.LARGE_CASE else c
-             for c in _inputs.catalogue(spec.op, dtypes=dt, level=level)]
+    cases = list(_inputs.catalogue(spec.op, dtypes=dt, level=level))
+    # last: a fault there ends the kernel's battery. Judged on some rows only: not for an op whose output is the
+    # whole batch's one value (cross_entropy_reduced's loss[1]).
+    if LEVELS[level].large_index and not _inputs.get_op(spec.op).reduces_rows:
+        cases += [_large_for(spec, dt, name, level) for name in _large.LARGE_CASES]
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):
         last = [i for i, c in enumerate(cases) if c.layout == _lay.DEFAULT]

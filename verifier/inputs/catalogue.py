@@ -12,9 +12,9 @@ roles in their own dtype). An op may add cases of its own (``OpDef.cases``). Wei
 random around 1 (w ~ 1 + 0.1·N(0,1), b ~ 0.1·N(0,1)), never all ones, so a kernel ignoring w fails.
 
 A case also has a memory layout (``Case.layout``, verifier.inputs.layouts): the strided and unaligned cases
-lay ordinary values out as callers' views do, and the large-index case (level column ``large_index``, or
-``--case large_index_2pow31`` at any level) holds more than 2^31 elements. The Hypothesis strategies live in
-verifier.inputs.strategies (re-exported here).
+lay ordinary values out as callers' views do; the large family (more than 2^31 elements and its siblings, GPU only)
+lives in verifier.inputs.large_family, which verifier.inputs.cases appends at the levels of the level table's
+``large_index`` column. The Hypothesis strategies live in verifier.inputs.strategies (re-exported here).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ __all__ = [
     "Case", "catalogue", "maker", "LEVELS", "exp_overflow_threshold",
     "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "large_case", "LARGE_CASE",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "sparse_maker",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -373,6 +373,8 @@ def _float(dt: str) -> bool:
 # The ops whose naive formulas cancel on rows of large offset and tiny spread (variance, mean subtraction, the
 # softmax's max subtraction).
 _CANCEL = ("layernorm", "rmsnorm", "fused_add_rmsnorm", "softmax", "log_softmax", "online_softmax_stats")
+_CANCEL += ("group_norm", "group_norm_noaffine", "row_amax", "row_mean", "var_mean", "l2norm", "rmsnorm_noweight",
+            "layernorm_noweight", "layernorm_bias")  # issue #37, norm variants
 
 # (name, exposes, M at 'ci', N, sampler factory, ops, dtype_ok, M is the point)
 _TABLE = [
@@ -432,32 +434,20 @@ _LAYOUT_CASES = [
     ("unaligned_1elem_past_16bytes", f"every tensor starts one element past a {_lay.ALIGN}-byte boundary (a view "
      "into a larger buffer): vector loads chosen from N alone fault", 4, 1024, _lay.UNALIGNED),
 ]
-LARGE_CASE = "large_index_2pow31"
-
-
-def _large_maker(M: int, N: int, wrap: int):
-    """``make`` of the large case: data roles as SparseRows (BLOCK_ROWS random rows repeated, the judged rows
-    drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
+def sparse_maker(M: int, N: int, wrap: int, stride=None):
+    """``make`` of a large case (verifier.inputs.large_family): data roles as SparseRows (a PATTERN-element random pattern repeated, the judged
+    rows drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
 
         def data(t, dtype):
-            block = _cast(rand_normal(rng)((_lay.BLOCK_ROWS, N), dt), dt)
-            judged = _lay.judged_rows(M, N, wrap)
+            pattern = _cast(rand_normal(rng)((1, _lay.PATTERN), dt), dt).reshape(-1)
+            judged = _lay.judged_rows(M, N, wrap, stride)
             own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
-            return _lay.SparseRows((M, N), block.dtype, dict(zip(judged.tolist(), own)), block)
+            return _lay.SparseRows((M, N), pattern.dtype, dict(zip(judged.tolist(), own)), pattern, stride)
 
         return _inputs(rng, dtypes, op, params, M, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
     return make
-
-
-def large_case(N: int = _lay.LARGE_N[0], wrap: int = _lay.WRAP, name: str = LARGE_CASE) -> Case:
-    """The large-index case at row length N: M = wrap // N + TAIL_ROWS rows (M·N ≥ wrap + 2N), GPU only.
-    verifier.inputs.cases picks N per kernel: the longest of LARGE_N its supports() accepts."""
-    M = _lay.large_rows(N, wrap)
-    return Case(name, f"M·N ≥ 2^31 + 2N elements ({M}x{N}): a 32-bit row offset (int row * N) wraps; judged on "
-                      "the rows on both sides of the wrap and the last rows", M, N, _large_maker(M, N, wrap),
-                layout=_lay.Layout(_lay.LARGE, wrap))
 
 
 def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
@@ -465,8 +455,8 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     whose values the dtype cannot hold, e.g. -inf in float8_e4m3fn or 1000 in int8, are left out).
 
     level: 'quick' a handful of cases; 'ci' every case at small M, the strided and unaligned layouts last;
-    'thorough' every case with M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M) and the large-index
-    case (the level table's ``large_index`` column)."""
+    'thorough' every case with M = 16 rows (M = 1, 7, 13 and the vocabulary row keep their M). The large family
+    (verifier.inputs.large_family) is appended by verifier.inputs.cases.cases_for."""
     opdef = get_op(op)
     if level not in LEVELS:
         raise UsageError(f"unknown run level {level!r}", fix=f"use one of {', '.join(LEVELS)}")
@@ -474,8 +464,8 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
     exp_ops = tuple(o.name for o in OPS.values() if o.exp_family)
     rows = [(name, exposes, M, N, factory, exp_ops if ops == _EXP else ops, ok, fixed_m, None, name in _QUICK)
             for name, exposes, M, N, factory, ops, ok, fixed_m in _TABLE]
-    rows += [(c.name, c.exposes, c.M, c.N, c.sampler, (op,), c.dtype_ok, c.fixed_m, c.policy, c.quick)
-             for c in opdef.cases]
+    rows += [(c.name, c.exposes, c.M, c.N, c.sampler, (opdef.base,), c.dtype_ok, c.fixed_m, c.policy, c.quick)
+             for c in opdef.cases if set(c.needs) <= set(opdef.inputs)]
     cases = []
     for name, exposes, M, N, factory, ops, ok, fixed_m, policy, quick in rows:
         if lv.quick_cases_only and not quick:
@@ -483,12 +473,10 @@ def catalogue(op: str, dtypes=None, level: str = DEFAULT_LEVEL) -> list[Case]:
         if lv.rows is not None and not fixed_m:
             M = lv.rows
         case = Case(name, exposes, M, N, maker(M, N, factory, policy), ops, ok)
-        if case.applies_to(op, dtypes):
+        if case.applies_to(opdef.base, dtypes):  # a variant (optional inputs present) has its op's cases
             cases.append(case)
     if not lv.quick_cases_only:
         for name, exposes, M, N, kind in _LAYOUT_CASES:
             M = lv.rows or M
             cases.append(Case(name, exposes, M, N, maker(M, N, rand_normal), layout=_lay.Layout(kind)))
-    if lv.large_index:
-        cases.append(large_case())
     return cases

@@ -9,10 +9,13 @@ What PyTorch callers pass besides fresh contiguous tensors, each a catalogue cas
   stride no launch passes stays contiguous.
 - ``unaligned``: every tensor starts one element past a 16-byte boundary (element-aligned, as a view into a
   larger buffer can start), so 16-byte vector loads chosen from N alone fault with "misaligned address".
-- ``large``: M·N ≥ 2^31 + 2N elements, so a 32-bit row offset (``int base = row * N``) wraps inside the array.
-  The arrays are :class:`SparseRows`: a few random rows repeated down the array, with the judged rows (both sides
-  of the wrap, the first and the last rows) drawn on their own, so they never go through the host whole; only
-  the judged rows are downloaded and judged (the reference for those rows only).
+- ``large``: M·N ≥ 2^31 + 2N elements, so a 32-bit row offset (``int base = row * N``) wraps inside the array
+  (and its siblings: past 2^32 elements, where an unsigned 32-bit product wraps; more than 65,535 rows, the grid's
+  y / z limit; rows 2^31 elements apart). The arrays are :class:`SparseRows`: a short random pattern repeated
+  down the array, with the judged rows (both sides of the wrap, the first and the last rows) drawn on their own,
+  so they never go through the host whole; only the judged rows are downloaded and judged (the reference for
+  those rows only). On the GPU the pattern lies on one small physical allocation mapped many times into the
+  tensor's virtual range and each judged row on private pages of its own (verifier.gpu.aliasing).
 
 The wrap is a parameter (``Layout.wrap``) so a unit test can simulate a small one on a CPU.
 """
@@ -29,8 +32,12 @@ ROW_PAD = 64  # elements between two rows of the strided case (a multiple of 16 
 ALIGN = 16  # bytes: the unaligned case starts each tensor one element past a multiple of this
 WRAP = 2 ** 31  # elements: where a signed 32-bit index wraps
 LARGE_N = (152064, 65536, 16384, 8192, 4096, 1024)  # row lengths of the large case, longest first
+# at ci: rows up to 16384 (the judged rows' reference is most of the case's time: 0.07 s at 16384 against 0.5-0.9 s
+# at 152064 on an H200, docs/gpu-runs/2026-12-04-issue-36-large.md); long rows stay in vocab_152064 and thorough
+LARGE_N_CI = (16384, 8192, 4096, 1024)
 TAIL_ROWS = 64  # rows past the one holding element WRAP
-BLOCK_ROWS = 8  # distinct random rows repeated down a large array
+PATTERN = 1 << 14  # elements of the random pattern repeated down a large array (a power of two: it divides a chunk)
+GRID_Y = 65535  # the grid's y and z limit: rows launched on grid.y past it do not launch
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Layout:
 
     kind: str = CONTIGUOUS
     wrap: int = WRAP
+    stride: Optional[int] = None  # large case: elements between two rows (None: N, contiguous)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -72,9 +80,9 @@ def misalign_elements(itemsize: int, address: int) -> int:
 
 # ------------------------------------------------------------------------------------------ the large case
 
-def wrap_row(N: int, wrap: int = WRAP) -> int:
-    """The first row holding an element at index >= ``wrap`` (its offset row*N may still be below it)."""
-    return wrap // N
+def wrap_row(N: int, wrap: int = WRAP, stride: Optional[int] = None) -> int:
+    """The first row holding an element at index >= ``wrap`` (its offset row*stride may still be below it)."""
+    return wrap // (stride or N)
 
 
 def large_rows(N: int, wrap: int = WRAP) -> int:
@@ -82,36 +90,50 @@ def large_rows(N: int, wrap: int = WRAP) -> int:
     return wrap_row(N, wrap) + TAIL_ROWS
 
 
-def judged_rows(M: int, N: int, wrap: int = WRAP) -> np.ndarray:
+def judged_rows(M: int, N: int, wrap: int = WRAP, stride: Optional[int] = None) -> np.ndarray:
     """The rows of a large case that are downloaded and judged: the first, the last one wholly below ``wrap``, the
     one holding element ``wrap``, the first wholly past it, and the last two (6 rows of 152064: the reference of
-    more would cost the case its 30 s)."""
-    w = wrap_row(N, wrap)
+    more would cost the case its time)."""
+    w = wrap_row(N, wrap, stride)
     rows = {0, w - 1, w, w + 1, M - 2, M - 1}
     return np.array(sorted(r for r in rows if 0 <= r < M), dtype=np.int64)
 
 
-def wrap_words(M: int, N: int, wrap: int = WRAP) -> str:
+def _power(v: int) -> str:
+    exp = int(np.log2(v)) if v > 0 and v & (v - 1) == 0 else None
+    return f"2^{exp}" if exp else str(v)
+
+
+def wrap_words(M: int, N: int, wrap: int = WRAP, stride: Optional[int] = None) -> str:
     """What a finding of the large case adds: where the wrap lies and what it suggests."""
-    w = wrap_row(N, wrap)
-    exp = int(np.log2(wrap)) if wrap & (wrap - 1) == 0 else None
-    at = f"2^{exp}" if exp else str(wrap)
-    return (f"row offset crosses {at}: a 32-bit index? (element {at} lies in row {w} of {M}x{N}; judged rows "
-            f"{judged_rows(M, N, wrap).tolist()})")
+    w = wrap_row(N, wrap, stride)
+    rows = judged_rows(M, N, wrap, stride).tolist()
+    if stride:
+        return (f"rows {stride} elements apart (row stride >= 2^31): a 32-bit stride * row product? ({M}x{N}; "
+                f"judged rows {rows})")
+    if wrap == GRID_Y * N:
+        return (f"more than {GRID_Y} rows: rows launched on grid.y / grid.z (limit {GRID_Y})? (row {w} of {M}x{N}; "
+                f"judged rows {rows})")
+    at = _power(wrap)
+    what = "an unsigned 32-bit offset" if wrap >= 2 ** 32 else "a 32-bit index"
+    return (f"row offset crosses {at}: {what}? (element {at} lies in row {w} of {M}x{N}; judged rows "
+            f"{rows})")
 
 
 class SparseRows:
-    """An (M, N) array held as rows: ``rows`` (row -> values) and, for every other row r, ``block[r % K]`` (None:
-    only ``rows`` are known, as for a large run's downloaded outputs). Indexing with row numbers gives a plain
-    array of those rows; :meth:`held` every value the array holds (what a contract's NaN / inf test reads)."""
+    """An (M, N) array held as rows: ``rows`` (row -> values) and, for every other row r, the elements of the flat
+    ``pattern`` repeated down the array from element 0 with rows ``stride`` elements apart (None: only ``rows``
+    are known, as for a large run's downloaded outputs). Indexing with row numbers gives a plain array of those
+    rows; :meth:`held` every value the array holds (what a contract's NaN / inf test reads)."""
 
-    def __init__(self, shape, dtype, rows: dict, block: Optional[np.ndarray] = None):
+    def __init__(self, shape, dtype, rows: dict, pattern: Optional[np.ndarray] = None, stride: Optional[int] = None):
         self.shape = tuple(int(v) for v in shape)
         self.dtype = np.dtype(dtype)
         self.rows = {int(r): np.asarray(v) for r, v in rows.items()}
-        self.block = block
+        self.pattern = None if pattern is None else np.asarray(pattern).reshape(-1)
         if len(self.shape) != 2:
             raise ValueError(f"SparseRows holds (M, N) arrays, not {self.shape}")
+        self.stride = int(stride) if stride is not None else self.shape[1]
 
     ndim = 2
 
@@ -123,12 +145,17 @@ class SparseRows:
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
+    @property
+    def span(self) -> int:
+        """Elements from the first row's start to the last row's end (rows ``stride`` apart)."""
+        return (self.shape[0] - 1) * self.stride + self.shape[1] if self.shape[0] else 0
+
     def row(self, r: int) -> np.ndarray:
         if r in self.rows:
             return self.rows[r]
-        if self.block is None or not 0 <= r < self.shape[0]:
+        if self.pattern is None or not 0 <= r < self.shape[0]:
             raise IndexError(f"row {r} of a sparse {self.shape[0]}x{self.shape[1]} array is not held")
-        return self.block[r % len(self.block)]
+        return self.pattern[(r * self.stride + np.arange(self.shape[1])) % len(self.pattern)]
 
     def __getitem__(self, idx) -> np.ndarray:
         if np.ndim(idx) == 0:
@@ -138,8 +165,8 @@ class SparseRows:
             np.empty((0, self.shape[1]), dtype=self.dtype)
 
     def held(self) -> np.ndarray:
-        parts = ([self.block] if self.block is not None else []) + [v[None] for v in self.rows.values()]
-        return np.concatenate(parts) if parts else np.empty((0, self.shape[1]), dtype=self.dtype)
+        parts = ([self.pattern] if self.pattern is not None else []) + [v.reshape(-1) for v in self.rows.values()]
+        return np.concatenate(parts) if parts else np.empty((0,), dtype=self.dtype)
 
     def __repr__(self):
         return f"SparseRows({self.shape[0]}x{self.shape[1]} {self.dtype}, {len(self.rows)} rows held)"

@@ -27,6 +27,7 @@ from verifier.judge import invariants as _inv
 from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.judge.selection import compare_selection
 from verifier.numerics.violations import Violation
 from verifier.ops import get_op
 
@@ -54,6 +55,7 @@ class Judgement:
     comparison: Comparison
     violations: list  # verifier.numerics.violations.Violation, one per broken invariant
     reference: object  # the references.Reference the outputs were compared with
+    undeclared: tuple = ()  # facts of an undeclared contract param the outputs showed (a warning each)
 
     @property
     def ok(self) -> bool:
@@ -66,11 +68,14 @@ class Judgement:
 
 
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
-    errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
     op = get_op(c.op)
-    if op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
+    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
+        comparison = compare_selection(op, c, xs, outputs, context)
+    elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
+        errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = _quantized.compare_op(op, outputs, ref, errs, c.dtypes, c.params, xs, context)
     else:
+        errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
     violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
                             out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
@@ -94,9 +99,7 @@ def _relabel(verdict: Judgement, rows) -> Judgement:
     def index(i):
         return (int(rows[i[0]]),) + tuple(i[1:]) if len(i) else i
 
-    tensors = tuple(replace(t, worst=tuple(replace(e, index=index(e.index)) for e in t.worst),
-                            nonfinite=tuple(replace(n, index=index(n.index)) for n in t.nonfinite))
-                    for t in verdict.comparison.tensors)
+    tensors = tuple(t.relabeled(index) for t in verdict.comparison.tensors)
     note = f" [row numbers count the judged rows {rows.tolist()}]"
     violations = [Violation(v.invariant, rows[np.asarray(v.rows, dtype=np.int64)], v.message + note, v.score)
                   for v in verdict.violations]
@@ -118,6 +121,8 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
     if ref is None:
         ref = reference(c.op, xs, c.params, c.dtypes.output)
     verdict = _judge_once(c, xs, outputs, ref, invariants, context)
+    if get_op(c.op).contract_params:
+        verdict = _undeclared_contract(c, xs, outputs, verdict, invariants, context)
     if verdict.ok or not c.flushes or not has_subnormals(list(xs.values()) + list(outputs.values())):
         return verdict
     fx = {k: flush(v) for k, v in xs.items()}
@@ -126,6 +131,39 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
                           exact={k: flush(v) for k, v in flushed_ref.exact.items()})
     again = _judge_once(c, fx, {k: flush(v) for k, v in outputs.items()}, flushed_ref, invariants, context)
     return again if again.ok else verdict
+
+
+def _undeclared_contract(c: Criteria, xs: dict, outputs: dict, verdict: Judgement, invariants: bool,
+                         context) -> Judgement:
+    """An op's contract param the kernel left undeclared (``Op.contract_params``: softmax's ``masked_rows``, whose
+    reference with None follows the first value): where the outputs follow one of its values on an input where the
+    values differ, that is the verdict, with a warning naming the param to declare. A kernel that declared a value
+    is held to it (the first judgement). Only a failed judgement, or NaN outputs (the first value's rows), look."""
+    from references import reference
+
+    op = get_op(c.op)
+    for k, contract in op.contract_params.items():
+        values = contract.values
+        if c.params.get(k) is not None or not contract.open_for(c.params):
+            continue
+        if verdict.ok and not any(np.isnan(np.asarray(v, dtype=np.float64)).any() for v in outputs.values()):
+            continue
+        refs = {v: reference(c.op, xs, {**c.params, k: v}, c.dtypes.output) for v in values}
+        if all(_same(refs[values[0]], r) for r in refs.values()):
+            continue  # the values agree on this input: nothing was shown
+        for v in values:
+            again = verdict if verdict.ok and v == values[0] else _judge_once(
+                replace(c, params={**c.params, k: v}), xs, outputs, refs[v], invariants, context)
+            if again.ok:
+                return replace(again, undeclared=verdict.undeclared + (
+                    f"the outputs follow {k}={v!r}, which the kernel does not declare: declare params={{{k!r}: "
+                    f"{v!r}}} (one of {', '.join(map(repr, values))}) so that the other is a finding",))
+    return verdict
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(np.asarray(a.rounded[t], dtype=np.float64), np.asarray(b.rounded[t], dtype=np.float64),
+                              equal_nan=True) for t in a.rounded)
 
 
 def check_output(op: str, inputs: dict, actual, dtypes, math_mode: str = "precise", params: Optional[dict] = None,

@@ -9,7 +9,7 @@ are reported apart from value mismatches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -21,7 +21,7 @@ from verifier.judge.rounding import RoundingStats, rounding_stats
 from verifier.numerics.ulp import round_to, ulp_distance
 from verifier.results.findings import Finding
 
-__all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "assert_close"]
+__all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "compare_tensor", "assert_close"]
 
 WORST = 5  # elements listed per tensor
 NONFINITE_LISTED = 5
@@ -100,28 +100,35 @@ class TensorComparison:
         return "\n".join(lines)
 
     def findings(self, base: dict) -> list[Finding]:
-        """The findings of this tensor (see Comparison.findings), with the fields ``base``."""
-        t, out = self, []
-        if t.mismatched:
-            w = t.worst[0]
+        """A 'value' finding if values are over budget, a 'nan-inf' finding if non-finite values mismatch, a
+        'rounding' finding if within budget but the rounding statistics exceed what the error model allows (a tensor
+        over its budget is the value check's); ``base``: the Finding fields of the context."""
+        out = []
+        if self.mismatched:
+            w = self.worst[0]
             out.append(Finding(
                 check="value", score=w.excess, **base,
-                message=(f"{t.name}: {t.mismatched}/{t.numel} elements ({100.0 * t.mismatched / t.numel:.1f}%) "
+                message=(f"{self.name}: {self.mismatched}/{self.numel} elements ({100.0 * self.mismatched / self.numel:.1f}%) "
                          f"over their ULP budget; worst at {list(w.index)}: {w.ulps:g} ULP vs allowed "
                          f"{w.allowed:.4g} (actual {w.actual!r}, expected {w.expected!r})")))
-        if t.nonfinite_mismatched:
-            n = t.nonfinite[0]
+        if self.nonfinite_mismatched:
+            n = self.nonfinite[0]
             out.append(Finding(
-                check="nan-inf", score=float(t.nonfinite_mismatched), **base,
-                message=(f"{t.name}: {t.nonfinite_mismatched}/{t.numel} NaN/inf mismatches; first at "
+                check="nan-inf", score=float(self.nonfinite_mismatched), **base,
+                message=(f"{self.name}: {self.nonfinite_mismatched}/{self.numel} NaN/inf mismatches; first at "
                          f"{list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")))
-        if t.values_ok and not t.rounding_ok:
-            st = t.rounding
+        if self.values_ok and not self.rounding_ok:
+            st = self.rounding
             out.append(Finding(
                 check="rounding", score=st.score, **base,
-                message=(f"{t.name}: every element within its ULP budget, but {st.describe()} "
+                message=(f"{self.name}: every element within its ULP budget, but {st.describe()} "
                          f"(docs/tolerances.md, 'Rounding statistics'). Fix: {ROUNDING_FIX}")))
         return out
+
+    def relabeled(self, index) -> "TensorComparison":
+        """The same comparison with every element index mapped by ``index`` (judging some rows: the real rows)."""
+        return replace(self, worst=tuple(replace(e, index=index(e.index)) for e in self.worst),
+                       nonfinite=tuple(replace(n, index=index(n.index)) for n in self.nonfinite))
 
 
 @dataclass(frozen=True)
@@ -156,10 +163,7 @@ class Comparison:
         base.update(fields)
         if base.get("shape") is not None:
             base["shape"] = tuple(base["shape"])
-        out = []
-        for t in self.tensors:
-            out += t.findings(base)
-        return out
+        return [f for t in self.tensors for f in t.findings(base)]
 
 
 def _excess(d, allowed):
@@ -179,7 +183,9 @@ def _why(a: float, r: float) -> str:
     return "finite where the reference is inf"
 
 
-def _compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bound=None) -> TensorComparison:
+def compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bound=None) -> TensorComparison:
+    """One output against its reference (``rounded``: certified rounding into ``dtype``, or None to round ``exact``)
+    under ``budget`` ULPs per element; with ``errors``, its rounding statistics too."""
     a = _dt.to_numpy(actual)
     got = _dt.canonical(a.dtype)
     if got != dtype:
@@ -253,7 +259,7 @@ def compare(actual, ref, budget, dtype, *, context: Optional[dict] = None, error
     # per-output dtypes from the reference (fused_add_rmsnorm stores 'residual' in the input dtype)
     dts = {t: _dt.canonical(d) for t, d in (getattr(ref, "dtypes", None) or {}).items()}
     bounds = dict(getattr(ref, "bound", None) or {})
-    tensors = tuple(_compare_tensor(t, actual[t], rounded.get(t), exact[t], budget[t], dts.get(t, dtype), errors,
+    tensors = tuple(compare_tensor(t, actual[t], rounded.get(t), exact[t], budget[t], dts.get(t, dtype), errors,
                                     bounds.get(t)) for t in exact)
     ctx = tuple(sorted((context or {}).items(), key=lambda kv: kv[0]))
     return Comparison(tensors, ctx)

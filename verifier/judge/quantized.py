@@ -107,6 +107,11 @@ class QuantizedTensorComparison:
             lines.append(f"    at {list(n.index)}: actual {n.actual!r}, expected {n.expected!r} ({n.why})")
         return "\n".join(lines)
 
+    def relabeled(self, index) -> "QuantizedTensorComparison":
+        """The same comparison with every element index mapped by ``index`` (judging some rows: the real rows)."""
+        return replace(self, worst=tuple(replace(e, index=index(e.index)) for e in self.worst),
+                       nonfinite=tuple(replace(n, index=index(n.index)) for n in self.nonfinite))
+
     def findings(self, base: dict) -> list[Finding]:
         out = []
         if self.mismatched:

@@ -21,7 +21,7 @@ gamma(k) = k*u / (1 - k*u) (Higham, Accuracy and Stability of Numerical Algorith
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from verifier.numerics.ulp import ulp
 from verifier.ops import BUNDLED, OPS, get_op
 
 __all__ = ["Intrinsics", "Tol", "TABLE", "INTRINSICS", "lookup", "budget", "errors", "Errors", "declared_output_ulps",
-           "table_markdown"]
+           "derive", "table_markdown"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Tol:
 
 
 DERIVED = "derived"  # the formula name of a budget derived from the reference (verifier.ops.derived)
+TIE_AWARE = "tie-aware"  # a selection's picks (verifier.judge.selection): its band is derived, its picks exact
 
 
 def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
@@ -58,6 +59,8 @@ def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
     # derived: 1 ULP of output rounding; a declared integer output (indices) is exact
     recipe = op.recipe or {t: (0.0 if op.out_fixed.get(t, "float").startswith("int") else 1.0, DERIVED)
                            for t in op.outputs}
+    if op.selection is not None:
+        recipe = {**recipe, op.selection.indices: (0.0, TIE_AWARE)}
     rows = {}
     # a derived budget holds for any float output: fp8 outputs (quantized, with a scale) too
     outs = tuple(dict.fromkeys(op.out_dtypes + (("float8_e4m3fn", "float8_e5m2") if op.derived else ())))
@@ -209,22 +212,14 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
         raise UsageError(f"budget for {op!r}: inputs {missing} are missing", fix=f"pass {list(opdef.inputs)}")
     xs = {k: np.asarray(_dt.to_numpy(v), dtype=np.float64) for k, v in inputs.items()}
     exact = _exact_outputs(ref)
-    acc = dtypes.acc
-    fin_acc = _dt.finfo(acc) if _dt.is_float(acc) else None
     any_tol = next(iter(entry.values()))
-    if fin_acc is not None:
-        u = _dt.unit_roundoff(acc)
-        eta = float(fin_acc.smallest_normal) if any_tol.math.flush else float(fin_acc.smallest_subnormal)
-        read = [dtypes.input] + [d for d in [getattr(dtypes, "weight", None)] if d]  # weights in their own dtype
-        c_in = 1.0 if any(_dt.is_float(d) and _dt.finfo(d).nmant > fin_acc.nmant for d in read) else 0.0
-    else:
-        u, eta, c_in = 0.0, 0.0, 0.0
+    ctx = _ctx(dtypes, any_tol.math, online, int(xs["x"].shape[-1]))
     out_dt = {t: _dt.canonical(getattr(ref, "dtypes", {}).get(t, dtypes.output)) for t in entry}
     res_dt = out_dt.get("residual", dtypes.output)
-    u_res = _dt.unit_roundoff(res_dt) if _dt.is_float(res_dt) else 0.0
+    if _dt.is_float(res_dt):
+        ctx = replace(ctx, u_res=_dt.unit_roundoff(res_dt))
     x = xs["x"]
-    ctx = Ctx(u=u, eta=eta, c_in=c_in, u_res=u_res, intr=any_tol.math, online=online, N=int(x.shape[-1]),
-              out=dtypes.output, inp=dtypes.input)
+    ctx = replace(ctx, out=dtypes.output, inp=dtypes.input)  # a quantizer's rescale reads the input dtype
 
     derived = _derived_errors(opdef, inputs, params, ctx, dtypes) if opdef.derived else {}
     Es: dict[str, np.ndarray] = {}
@@ -233,25 +228,52 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
             raise UsageError(f"reference for {op!r} has no output {t!r}", fix="pass the Reference computed for this op")
         y = exact[t]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            E = derived[t] if tol.kappa == DERIVED else opdef.kappas[tol.kappa](x, y, params, ctx, xs)
+            E = derived[t] if tol.kappa == DERIVED else np.zeros_like(y) if tol.kappa == TIE_AWARE else \
+                opdef.kappas[tol.kappa](x, y, params, ctx, xs)
         Es[t] = np.broadcast_to(np.asarray(E, dtype=np.float64), y.shape)
     return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt, ctx=ctx)
+
+
+def _ctx(dtypes: Dtypes, intr: Intrinsics, online: bool, N: int) -> Ctx:
+    """The rounding context of a budget: u and eta of the accumulation dtype (eta the smallest normal where the math
+    mode flushes), c_in = 1 when an input or weight dtype holds more precision than the accumulation."""
+    acc = dtypes.acc
+    if not _dt.is_float(acc):
+        return Ctx(u=0.0, eta=0.0, c_in=0.0, intr=intr, online=online, N=N)
+    fin_acc = _dt.finfo(acc)
+    eta = float(fin_acc.smallest_normal) if intr.flush else float(fin_acc.smallest_subnormal)
+    read = [dtypes.input] + [d for d in [getattr(dtypes, "weight", None)] if d]  # weights in their own dtype
+    c_in = 1.0 if any(_dt.is_float(d) and _dt.finfo(d).nmant > fin_acc.nmant for d in read) else 0.0
+    return Ctx(u=_dt.unit_roundoff(acc), eta=eta, c_in=c_in, intr=intr, online=online, N=N)
+
+
+def derive(op: str, fn, dtypes: Dtypes, math_mode: str, inputs: dict, params: dict, online: bool = False) -> dict:
+    """{output: (float64 value, E)} of ``fn(inputs, params)`` (a function of torch tensors, as a reference) run on
+    error-carrying values in ``op``'s rounding context: a selection's scores and its values at the kernel's picks
+    (verifier.judge.selection)."""
+    entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
+    ctx = _ctx(dtypes, next(iter(entry.values())).math, online, int(np.asarray(inputs["x"]).shape[-1]))
+    return _propagated(get_op(op), fn, inputs, params, ctx, dtypes)
 
 
 def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes) -> dict:
     """{output: E} for an op without an error model: its reference run on error-carrying values
     (verifier.ops.derived); a function without a rule is the op's SpecError, never a guess."""
-    from verifier.ops.derived import NoErrorRule, Rounding, no_rule_error, propagate
-
     if not callable(opdef.reference) or hasattr(opdef.reference, "float64"):
         raise SpecError(f"op {opdef.name!r} has no error model (recipe/kappas) and its reference is a module",
                         fix="give the op a reference function of torch tensors, or recipe= and kappas=")
+    return {t: e for t, (_, e) in _propagated(opdef, opdef.reference, inputs, params, ctx, dtypes).items()}
+
+
+def _propagated(opdef, fn, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes) -> dict:
+    from verifier.ops.derived import NoErrorRule, Rounding, no_rule_error, propagate
+
     arrays = {k: _dt.to_numpy(v) for k, v in inputs.items()}
     io = {role: (_dt.unit_roundoff(d), float(_dt.finfo(d).smallest_subnormal))
           for role, d in (("input", dtypes.input), ("output", dtypes.output), ("weight", dtypes.weight or dtypes.input))
           if _dt.is_float(d)}
     try:
-        got = propagate(opdef.reference, arrays, params, Rounding(ctx.u, ctx.eta, ctx.intr, ctx.c_in, ctx.online, io))
+        return propagate(fn, arrays, params, Rounding(ctx.u, ctx.eta, ctx.intr, ctx.c_in, ctx.online, io))
     except NoErrorRule as e:
         raise no_rule_error(opdef.name, str(e)) from None
     except SpecError:
@@ -260,7 +282,6 @@ def _derived_errors(opdef, inputs: dict, params: dict, ctx: Ctx, dtypes: Dtypes)
         raise SpecError(f"op {opdef.name!r}: deriving its budget, the reference raised {type(e).__name__}: {e}",
                         fix="keep the reference in torch functions of its inputs (docs/tolerances.md lists the rules), "
                             "or give the op recipe= and kappas=") from None
-    return {t: e for t, (_, e) in got.items()}
 
 
 def table_markdown() -> str:

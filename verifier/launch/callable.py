@@ -28,6 +28,8 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
         if not hasattr(value, "shape") or not hasattr(value, "dtype"):
             raise _returned(spec, f"output {name!r} as a {type(value).__name__}, not a tensor",
                             f"return a torch tensor of shape {tuple(dst.shape)} and dtype {dst.dtype}")
+        if tuple(value.shape) == () and tuple(dst.shape) == (1,):
+            value = value.reshape(1)  # a batch's one value as torch reduces it (F.cross_entropy's mean): 0-d
         if tuple(value.shape) != tuple(dst.shape):
             raise _returned(spec, f"output {name!r} of shape {tuple(value.shape)} for M={M}, N={N}; the op's "
                             f"{name} is {tuple(dst.shape)}", "return tensors of the op's output shapes "

@@ -111,7 +111,7 @@ def tensor_dtypes(spec, dt, params) -> dict:
 
     op = get_op(spec.op)
     out = {t: op.input_dtype(t, dt, params) for t in op.inputs}
-    out.update({t: out_dtype(t, op, dt) for t in op.outputs if t not in out})
+    out.update({t: out_dtype(t, op, dt, params) for t in op.outputs if t not in out})
     return out
 
 

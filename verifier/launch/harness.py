@@ -37,6 +37,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
+from verifier.launch import strides as _strides
 from verifier.launch import watchdog
 from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome,  # noqa: F401 (re-exported)
                                      is_cuda_fault, out_dtype, signed, unwritten_summary)
@@ -118,12 +119,7 @@ def strided_tensors(spec, op, M: int, N: int, dt, params, layout) -> set:
     launch passes, verifier.launch.cuda.strided_tensors); none in other layouts."""
     if layout.kind != _lay.STRIDED:
         return set()
-    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | {t for t in op.outputs if t not in op.row_outputs}
-    if getattr(spec, "kind", None) == "cuda":
-        from verifier.launch.cuda import strided_tensors as named
-
-        rows &= named(spec, M, N, dt, params)
-    return rows
+    return _strides.strided_tensors(spec, op, M, N, dt, params)
 
 
 def _layout_of(name, values_shape, dtype, strided, layout) -> dict:
@@ -177,7 +173,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
     bufs, ins = {}, {}
     for name in op.outputs:
-        dtype = _out_dtype(name, op, dt)
+        dtype = _out_dtype(name, op, dt, params)
         shape = op.shape_of(name, M, N, params)
         held = _held(name, op, spec)
         middle, gap = None, None

@@ -1,7 +1,14 @@
-"""The large-index case's launch body: tensors of more than 2^31 elements that never go through the host whole.
+"""The large cases' launch body: tensors of more than 2^31 elements that never go through the host whole.
 
-Inputs come as SparseRows (verifier.inputs.layouts): on the device the repeated block of rows is uploaded once and
-doubled by device-to-device copies down the array, then each judged row is uploaded to its place. Outputs are
+On a GPU with the virtual memory management API (every one since Pascal on Linux) each (M, N) tensor is a
+verifier.gpu.vmm.MappedBuffer: a reserved range whose chunks map onto one small shared allocation holding the
+repeated pattern (or the poison), and whose judged rows and guard bands lie on private chunks
+(verifier.gpu.aliasing): a few tens of megabytes and milliseconds a tensor, so the case runs at ``ci``. Only the
+judged rows' poison is counted (rows on shared chunks alias one another: their outputs race and mean nothing).
+Torch kernels get torch tensors over the same mapping (``__cuda_array_interface__``).
+
+Without that API: inputs come as SparseRows (verifier.inputs.layouts): on the device the repeated pattern is
+uploaded once and doubled by device-to-device copies down the array, then each judged row is uploaded to its place. Outputs are
 poisoned the same way (one poisoned chunk, doubled) between guard bands, as the harness (verifier.launch.harness)
 lays out every output. After the launch the guards are read back, the poison is counted row by row in chunks of
 CHUNK_BYTES, and only the judged rows are downloaded: the outcome holds them as SparseRows, which the one judge
@@ -25,17 +32,36 @@ CHUNK_BYTES = 1 << 28  # poison counted this many bytes of an output at a time
 SLACK_BYTES = 1 << 30  # beyond the tensors: the context, workspaces, torch's caching
 
 
-def required_bytes(op_name: str, dt, M: int, N: int, params: dict) -> int:
+ALIASED_TENSOR_BYTES = 64 << 20  # an aliased (M, N) tensor's physical memory, at most (shared + private chunks)
+
+
+def aliased() -> bool:
+    """Whether this machine's GPU maps aliased ranges (verifier.gpu.vmm); False without a driver or the API."""
+    try:
+        from verifier.gpu import vmm
+
+        return vmm.supported()
+    except Exception:
+        return False
+
+
+def required_bytes(op_name: str, dt, M: int, N: int, params: dict, mapped: bool = False) -> int:
     """Device memory the large case needs at M x N: every input and output of the op (an in-out tensor once, the
-    outputs' guard bands included) and SLACK_BYTES."""
+    outputs' guard bands included) and SLACK_BYTES; ``mapped``: each (M, N) tensor aliased, ALIASED_TENSOR_BYTES."""
     op = get_op(op_name)
     total = SLACK_BYTES
+
+    def cost(t, itemsize):
+        shape = op.shape_of(t, M, N, params)
+        if mapped and len(shape) == 2:
+            return ALIASED_TENSOR_BYTES
+        return int(np.prod(shape)) * itemsize
+
     for t in op.inputs:
         if t not in op.inouts:
-            total += int(np.prod(op.shape_of(t, M, N))) * _dt.numpy_dtype(op.input_dtype(t, dt, params)).itemsize
+            total += cost(t, _dt.numpy_dtype(op.input_dtype(t, dt, params)).itemsize)
     for t in op.outputs:
-        total += int(np.prod(op.shape_of(t, M, N))) * _dt.numpy_dtype(out_dtype(t, op, dt)).itemsize
-        total += 2 * GUARD_BYTES
+        total += cost(t, _dt.numpy_dtype(out_dtype(t, op, dt, params)).itemsize) + 2 * GUARD_BYTES
     return total
 
 
@@ -44,7 +70,8 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
     outcome's outputs are the judged rows (SparseRows) and ``rows`` says which."""
     op = get_op(spec.op)
     M, N = inputs_np["x"].shape
-    rows = _lay.judged_rows(M, N, layout.wrap)
+    rows = _lay.judged_rows(M, N, layout.wrap, layout.stride)
+    inputs_np = _restrided(spec, op, inputs_np, dt, params, layout)
     out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows)
     if check_poison and any(c.any() for c in counts.values()):
         _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows)
@@ -52,14 +79,43 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
     for name, c in counts.items():
         if c.any():
             r = int(np.flatnonzero(c)[0])
-            where = f"first at index ({r},)" if len(op.shape_of(name, M, N)) == 1 else f"first in row {r}"
-            out.unwritten[name] = Unwritten(int(c.sum()), int(np.prod(op.shape_of(name, M, N))), where)
+            where = f"first at index ({r},)" if len(op.shape_of(name, M, N, params)) == 1 else f"first in row {r}"
+            out.unwritten[name] = Unwritten(int(c.sum()), int(np.prod(op.shape_of(name, M, N, params))), where)
     out.rows = rows
     return out
 
 
+def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
+    """The tensors a large case with a row stride (``layout.stride``) lays out with it: those the strided case
+    would (every 2-D tensor; CUDA: those whose stride a launch passes, verifier.launch.strides)."""
+    if not layout.stride:
+        return set()
+    from verifier.launch.strides import strided_tensors
+
+    return strided_tensors(spec, op, M, N, dt, params)
+
+
+def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
+    """The inputs with rows ``layout.stride`` apart where that tensor is strided, contiguous elsewhere; the
+    outputs follow (an output in ``strided`` gets the stride: _run_in)."""
+    if not layout.stride:
+        return inputs_np
+    M, N = inputs_np["x"].shape
+    keep = strided(spec, op, M, N, dt, params, layout)
+    out = {}
+    for name, v in inputs_np.items():
+        if isinstance(v, _lay.SparseRows) and name not in keep:
+            v = _lay.SparseRows(v.shape, v.dtype, v.rows, v.pattern)
+        out[name] = v
+    out["__strided__"] = (keep, layout.stride)
+    return out
+
+
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
-    mem = _Driver() if getattr(spec, "kind", None) == "cuda" else _Torch(device)
+    cuda_spec = getattr(spec, "kind", None) == "cuda"
+    mem = _Driver() if cuda_spec else _Torch(device)
+    if (cuda_spec or device == "cuda") and aliased():
+        mem = _Mapped(mem, rows, torch_views=not cuda_spec)
     try:
         return _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
     finally:
@@ -67,6 +123,8 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) ->
 
 
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
+    inputs_np = dict(inputs_np)
+    strided_names, stride = inputs_np.pop("__strided__", (set(), None))
     M, N = inputs_np["x"].shape
     inputs, outputs = {}, {}
     aliases = getattr(spec, "outputs_alias", {})
@@ -75,22 +133,23 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
         if name not in op.outputs and name not in held.values():
             inputs[name] = mem.tensor(v)
     for name in op.outputs:
-        dtype = out_dtype(name, op, dt)
+        dtype = out_dtype(name, op, dt, params)
         src = held[name]
-        outputs[name] = mem.output(op.shape_of(name, M, N), dtype, POISON[dtype][which],
-                                   inputs_np[src] if src else None)
+        outputs[name] = mem.output(op.shape_of(name, M, N, params), dtype, POISON[dtype][which],
+                                   inputs_np[src] if src else None,
+                                   stride=stride if name in strided_names else N)
         if src:  # the kernel updates it in place / writes the output over it
             inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)
     result, counts = Outcome(outputs={}), {}
     for name in op.outputs:
-        dtype = out_dtype(name, op, dt)
+        dtype = out_dtype(name, op, dt, params)
         hits = mem.guard_hits(outputs[name])
         if hits:
             result.guard_hits[name] = hits
         if not held[name]:  # a buffer that started with values holds no poison to count
             counts[name] = mem.poison_counts(outputs[name])
-        if len(op.shape_of(name, M, N)) == 2:
+        if len(op.shape_of(name, M, N, params)) == 2:
             result.outputs[name] = _lay.SparseRows((M, N), _dt.numpy_dtype(dtype),
                                                    dict(zip(rows.tolist(), mem.rows(outputs[name], rows))))
         else:
@@ -138,24 +197,25 @@ class _Driver:
         return self.bufs[-1]
 
     def _fill_rows(self, buf, offset: int, v: _lay.SparseRows) -> None:
-        row = v.shape[1] * v.dtype.itemsize
-        buf.fill(offset, np.ascontiguousarray(v.block), v.shape[0] * row)
+        isz = v.dtype.itemsize
+        buf.fill(offset, np.ascontiguousarray(v.pattern, dtype=v.dtype), v.span * isz)
         for r, values in v.rows.items():
-            buf.upload(np.ascontiguousarray(values, dtype=v.dtype), offset + r * row)
+            buf.upload(np.ascontiguousarray(values, dtype=v.dtype), offset + r * v.stride * isz)
 
     def tensor(self, v):
         from verifier.launch.cuda import DeviceArray
 
         if isinstance(v, _lay.SparseRows):
-            buf = self._alloc(v.nbytes)
+            buf = self._alloc(v.span * v.dtype.itemsize)
             self._fill_rows(buf, 0, v)
-            return DeviceArray(buf, v.shape)
+            return DeviceArray(buf, v.shape, 0, None if v.stride == v.shape[1] else v.stride)
         a = np.ascontiguousarray(v)
         buf = self._alloc(a.nbytes)
         buf.upload(a)
         return DeviceArray(buf, a.shape)
 
-    def output(self, shape, dtype, poison_bits, middle=None) -> _Buffer:
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None) -> _Buffer:
+        """Contiguous (a row stride only on aliased memory: _Mapped)."""
         from verifier.launch.cuda import DeviceArray
 
         itemsize = _dt.numpy_dtype(dtype).itemsize
@@ -212,27 +272,30 @@ class _Torch:
 
         self.torch, self.device, self.keep = torch, device, []
 
-    def _rows_into(self, t, v: _lay.SparseRows) -> None:
-        K = len(v.block)
-        t[:K] = _dt.from_numpy(np.ascontiguousarray(v.block), self.device)
+    def _rows_into(self, t, v: _lay.SparseRows, flat=None) -> None:
+        flat = t.view(-1) if flat is None else flat  # the pattern over every element the rows span
+        K = min(len(v.pattern), flat.shape[0])
+        flat[:K] = _dt.from_numpy(np.ascontiguousarray(v.pattern[:K], dtype=v.dtype), self.device)
         done = K
-        while done < t.shape[0]:
-            step = min(done, t.shape[0] - done)
-            t[done:done + step] = t[:step]
+        while done < flat.shape[0]:
+            step = min(done, flat.shape[0] - done)
+            flat[done:done + step] = flat[:step]
             done += step
         for r, values in v.rows.items():
             t[r] = _dt.from_numpy(np.ascontiguousarray(values, dtype=v.dtype), self.device)
 
     def tensor(self, v):
         if isinstance(v, _lay.SparseRows):
-            t = self.torch.empty(v.shape, dtype=_dt.torch_dtype(_dt.canonical(v.dtype)), device=self.device)
-            self._rows_into(t, v)
+            flat = self.torch.empty((v.span,), dtype=_dt.torch_dtype(_dt.canonical(v.dtype)), device=self.device)
+            t = flat.as_strided(v.shape, (v.stride, 1))
+            self._rows_into(t, v, flat)
         else:
             t = _dt.from_numpy(np.ascontiguousarray(v), self.device)
         self.keep.append(t)
         return t
 
-    def output(self, shape, dtype, poison_bits, middle=None) -> _Buffer:
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None) -> _Buffer:
+        """Contiguous (a row stride only on aliased memory: _Mapped)."""
         torch = self.torch
         itemsize = _dt.numpy_dtype(dtype).itemsize
         g, n = GUARD_BYTES // itemsize, int(np.prod(shape))
@@ -279,3 +342,127 @@ class _Torch:
         self.keep = []
         if self.device == "cuda":
             self.torch.cuda.empty_cache()  # the next case (or kernel) needs the memory back, and the gate asks the driver
+
+
+class _MappedOut(_Buffer):
+    """An output on a MappedBuffer: guard chunks, then the (M, N) rows ``stride`` apart, then guard chunks."""
+
+    def __init__(self, handle, view, shape, dtype, g, poison, stride):
+        super().__init__(handle, view, shape, dtype, g, poison)
+        self.stride = stride
+
+
+class _Mapped:
+    """(M, N) tensors on aliased ranges (verifier.gpu.vmm), judged rows and guards private; everything else (1-D
+    tensors, the launch) through ``inner`` (_Driver or _Torch on the GPU). ``torch_views``: the kernel gets torch
+    tensors over the mappings."""
+
+    def __init__(self, inner, rows, torch_views: bool):
+        from verifier.gpu import vmm
+
+        self.vmm, self.inner, self.judged, self.torch_views = vmm, inner, [int(r) for r in rows], torch_views
+        self.chunk = vmm.granularity()
+        self.bufs = []
+
+    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
+        from verifier.gpu import aliasing
+
+        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk,
+                                    self.vmm.shared_chunks(self.chunk), guard)
+        self.bufs.append(self.vmm.MappedBuffer(plan))
+        return self.bufs[-1]
+
+    def _view(self, buf, offset: int, shape, stride: int, dtype):
+        """What the kernel gets: a DeviceArray, or a torch tensor over the mapping (ints of the element's width,
+        viewed as the dtype: the array interface names no bfloat16)."""
+        from verifier.launch.cuda import DeviceArray
+
+        if not self.torch_views:
+            return DeviceArray(buf, tuple(shape), offset, None if stride == shape[1] else stride)
+        import torch
+
+        isz = _dt.numpy_dtype(dtype).itemsize
+
+        class _Iface:
+            __cuda_array_interface__ = {"shape": tuple(shape), "typestr": np.dtype(INT_VIEW[isz]).str, "version": 3,
+                                        "data": (buf.ptr + offset, False), "strides": (stride * isz, isz)}
+
+        t = torch.as_tensor(_Iface(), device="cuda")
+        return t.view(_dt.torch_dtype(_dt.canonical(dtype)))
+
+    def _put(self, buf, base: int, v: _lay.SparseRows) -> None:
+        """The pattern everywhere (element e of the tensor at byte base + e*itemsize), then the judged rows."""
+        isz = v.dtype.itemsize
+        buf.fill_physical(np.ascontiguousarray(v.pattern, dtype=v.dtype), base)
+        for r, values in v.rows.items():
+            buf.upload(np.ascontiguousarray(values, dtype=v.dtype), base + r * v.stride * isz)
+
+    def tensor(self, v):
+        if not isinstance(v, _lay.SparseRows):
+            return self.inner.tensor(v)
+        buf = self._map(v.shape, v.stride, v.dtype.itemsize)
+        self._put(buf, 0, v)
+        return self._view(buf, 0, v.shape, v.stride, _dt.canonical(v.dtype))
+
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None):
+        if len(shape) != 2:
+            return self.inner.output(shape, dtype, poison_bits, middle)
+        M, N = shape
+        stride = middle.stride if middle is not None else stride or N
+        isz = _dt.numpy_dtype(dtype).itemsize
+        ints = np.dtype(INT_VIEW[isz])
+        p = signed(poison_bits, isz)
+        span = ((M - 1) * stride + N) * isz
+        g = GUARD_BYTES
+        buf = self._map(shape, stride, isz, g)
+        poison = np.full(GUARD_BYTES // isz, p, dtype=ints)
+        if middle is None:
+            buf.fill_physical(poison)
+        else:
+            self._put(buf, g, middle)
+            buf.upload(poison, 0)
+            buf.upload(poison, g + span)
+        view = self._view(buf, g, shape, stride, dtype)
+        return _MappedOut(buf, view, tuple(shape), dtype, g // isz, p, stride)
+
+    def run(self, run, spec, inputs, outputs, params, dt, device):
+        self.inner.run(run, spec, inputs, outputs, params, dt, device)
+        if self.torch_views:
+            from verifier.gpu import libcuda
+
+            libcuda.synchronize()
+
+    def guard_hits(self, b) -> list:
+        if not isinstance(b, _MappedOut):
+            return self.inner.guard_hits(b)
+        lo = b.handle.download(b.ints, b.g)
+        hi = b.handle.download(b.ints, b.g, b.g * b.itemsize + ((b.shape[0] - 1) * b.stride + b.shape[1]) * b.itemsize)
+        return _hits(lo, hi, b.poison, b.itemsize)
+
+    def _row(self, b, r: int) -> np.ndarray:
+        return b.handle.download(b.ints, b.shape[1], (b.g + r * b.stride) * b.itemsize)
+
+    def poison_counts(self, b) -> np.ndarray:
+        """Poison in the judged rows only: the others lie on shared chunks, written by every row aliasing them."""
+        if not isinstance(b, _MappedOut):
+            return self.inner.poison_counts(b)
+        counts = np.zeros(b.shape[0], dtype=np.int64)
+        for r in self.judged:
+            counts[r] = int((self._row(b, r) == b.poison).sum())
+        return counts
+
+    def rows(self, b, rows) -> list:
+        if not isinstance(b, _MappedOut):
+            return self.inner.rows(b, rows)
+        return [self._row(b, int(r)).view(_dt.numpy_dtype(b.dtype)) for r in rows]
+
+    def whole(self, b) -> np.ndarray:
+        return self.inner.whole(b)
+
+    def close(self):
+        try:
+            self.inner.close()
+        finally:
+            for b in self.bufs:
+                b.close()
+            self.bufs = []

@@ -76,7 +76,8 @@ def signed(bits: int, nbytes: int) -> int:
     return bits - lim if bits >= lim // 2 else bits
 
 
-def out_dtype(name: str, op, dt) -> str:
+def out_dtype(name: str, op, dt, params=None) -> str:
     """An output's dtype (verifier.ops.model.Op.output_dtype): a declared one (an index output's int32, a scale's
-    float32), in-out tensors (residual) the input dtype, everything else the variant's output dtype."""
-    return op.output_dtype(name, dt)
+    float32, or the dtype a param names under the kernel's ``params``), in-out tensors (residual) the input dtype,
+    everything else the variant's output dtype."""
+    return op.output_dtype(name, dt, params)

@@ -196,7 +196,7 @@ def _check_tensors(spec, inputs, outputs, dt, device, mode, params):
         # an in-out tensor is checked once, as an input (it keeps the input dtype)
         for n in (op.inputs if role == "input" else [o for o in op.outputs if o not in op.inouts]):
             t = group[n]
-            want = op.input_dtype(n, dt, params) if role == "input" else op.output_dtype(n, dt)  # labels: their own
+            want = op.input_dtype(n, dt, params) if role == "input" else op.output_dtype(n, dt, params)  # labels: their own
             shape = op.shape_of(n, M, N, params)
             problems = []
             if tuple(t.shape) != shape:
@@ -294,7 +294,7 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
     inputs = {n: from_numpy(a, device) for n, a in drawn.items()}  # every role in its dtype (labels too)
     held = {n: n if n in op.inouts else spec.outputs_alias.get(n) for n in op.outputs}  # updated in place
     outputs = {n: inputs[held[n]] if held[n] else torch.empty(op.shape_of(n, M, N, params), device=device,
-                                                              dtype=getattr(torch, op.output_dtype(n, dtypes)))
+                                                              dtype=getattr(torch, op.output_dtype(n, dtypes, params)))
                for n in op.outputs}
     try:
         handles = _launch(spec, inputs, outputs, params, dtypes, device, "compiled", capture=True)

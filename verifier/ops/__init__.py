@@ -15,7 +15,32 @@ fused_add_rmsnorm    x[M,N], residual[M,N],   y[M,N], residual[M,N]       eps=1e
 reduce_sum           x[M,N]                   y[M]                        -
 cross_entropy        x[M,N], labels[M] (int)  loss[M]                     ignore_index=-100,
                                                                           label_dtype='int64'
+                                                                          label_smoothing=0, z_loss=0,
+                                                                          softcap=0
+cross_entropy_reduced x[M,N], labels[M] (int) loss[1]                     as cross_entropy,
+                                                                          reduction='mean' ('sum')
+cross_entropy_soft   x[M,N], target[M,N]      loss[M]                     label_smoothing, z_loss,
+                                                                          softcap, zero_target='zero'
+topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
+                                              indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
+merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
+                     v_b[M,N], lse_b[M]
+group_norm           x[M,N], w[C], b[C]       y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+group_norm_noaffine  x[M,N]                   y[M,N]                      groups=4, channels=8,
+                                                                          eps=1e-5
+row_amax             x[M,N]                   y[M]                        -
+row_mean             x[M,N]                   y[M]                        -
+var_mean             x[M,N]                   var[M], mean[M]             correction=1
+l2norm               x[M,N]                   y[M,N]                      eps=1e-12
+rmsnorm_noweight     x[M,N]                   y[M,N]                      eps=1e-6
+layernorm_noweight   x[M,N]                   y[M,N]                      eps=1e-5
+layernorm_bias       x[M,N], b[N]             y[M,N]                      eps=1e-5
 ===================  =======================  ==========================  =====================
+
+softmax, log_softmax and online_softmax_stats also take attention's score transforms (verifier.ops.softmax_inputs):
+params scale, softcap, causal, causal_offset, q_len (and masked_rows, a contract, for the first two) and the optional
+inputs mask[M,N] / mask[N], alibi_slopes[M], sinks[M], present in a kernel's variant of the op (``Op.variant``).
 
 Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
 (floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
@@ -32,23 +57,68 @@ from verifier.ops import (
     fused_add_rmsnorm,
     layernorm,
     log_softmax,
+    merge_attn_states,
     online_softmax_stats,
     reduce_sum,
     rmsnorm,
     softmax,
+    topk_softmax,
 )
 from verifier.ops import quant
-from verifier.ops.model import Invariant, Op, OpCase, Role, Tensor, lookup_op
+from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
+from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
-__all__ = ["BUNDLED", "OPS", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op", "register"]
+__all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
+           "register"]
 
 OpDef = Op  # the older name
 
 BUNDLED: tuple = (softmax.OPDEF, log_softmax.OPDEF, online_softmax_stats.OPDEF, rmsnorm.OPDEF, layernorm.OPDEF,
                   fused_add_rmsnorm.OPDEF, reduce_sum.OPDEF, cross_entropy.OPDEF)
+BUNDLED += (topk_softmax.OPDEF, merge_attn_states.OPDEF)
+BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean' / 'sum'); soft labels
+# issue #37, norm variants (verifier/ops/group_norm.py, row_amax.py, row_mean.py, var_mean.py, l2norm.py)
+BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF,
+            weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
 BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QUANT,  # quantized outputs (issue 37)
             quant.FUSED_ADD_RMSNORM_QUANT)
-OPS: dict[str, Op] = {op.name: op for op in BUNDLED}
+
+
+class _Registry(dict):
+    """name -> Op. Iterating it gives the declared ops; an op's variants (``Op.variant``: the tensors a kernel with
+    optional inputs sees) are found by name too, registered by the kernel that declares them (``variant_for``)."""
+
+    variants: dict = {}
+
+    def __missing__(self, name):
+        if name not in self.variants and isinstance(name, str) and name.endswith("]") and "[" in name:
+            base, _, tags = name[:-1].partition("[")  # 'softmax[mask:N,sinks]', as Op.variant names it
+            if dict.__contains__(self, base) and tags:
+                params = dict((t.partition(":")[0], t.partition(":")[2] or True) for t in tags.split(","))
+                if set(params) <= set(dict.__getitem__(self, base).optional):
+                    variant_for(base, params)
+        return self.variants[name]
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+OPS: dict[str, Op] = _Registry({op.name: op for op in BUNDLED})
+
+
+def variant_for(name: str, params: dict) -> str:
+    """The name of the op a kernel of op ``name`` with ``params`` sees (its optional inputs resolved), registered."""
+    v = OPS[name].variant(params)
+    if v.name != name:
+        OPS.variants[v.name] = v
+    return v.name
 
 
 def register(op: Op) -> Op:
@@ -63,6 +133,8 @@ def register(op: Op) -> Op:
             raise SpecError(f"op {op.name!r} declared at {op.origin} is already declared at {have.origin}",
                             fix="give your op another name (bundled ops: " + ", ".join(b.name for b in BUNDLED) + ")")
     OPS[op.name] = op
+    for k in [k for k, v in OPS.variants.items() if v.base == op.name]:  # declared again: its variants go stale
+        del OPS.variants[k]
     return op
 
 

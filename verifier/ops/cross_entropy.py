@@ -2,7 +2,20 @@
 logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactly 0. The loss is float32
 (``dtypes("bf16", "f32")``) or, declared so, in the logits' dtype (``dtypes("bf16")``: Liger, FlagGems): the
 budget is the same error bound before the kernel's rounding to the output dtype.
-params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels).
+params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels), and the variants, whose
+defaults give the plain loss: softcap=0 (c > 0: logits c·tanh(x/c) first, Gemma 2), label_smoothing=0 (e: PyTorch's
+(1 - e)·nll + e·mean over the N classes of -log p), z_loss=0 (z: + z·lse² per row, PaLM / Liger).
+
+cross_entropy_reduced: the same loss reduced over the rows into loss[1], params as above plus reduction='mean'
+('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum', and
+empty_mean='nan' ('zero': a kernel writing 0 for a mean over no counted row declares so, as Liger does). A separate
+op because an op's output shapes are its declaration's (a per-row loss[M] and a batch's loss[1] are judged
+differently: the large-index case judges some rows only); both share this module's reference and error model.
+
+cross_entropy_soft: logits x[M,N] and a target distribution target[M,N] (in the logits' dtype) -> loss[M] =
+sum_j t_j·(-log p_j), PyTorch's class-probability targets; the variants' params as above, and zero_target='zero'
+(0·log 0 = 0 where a target 0 meets a -inf logit; 'nan': PyTorch's 0·(-inf) = NaN, as t·log_softmax computes it).
+A separate op because its inputs differ (a float target per class, not an integer label per row).
 """
 from __future__ import annotations
 
@@ -28,6 +41,80 @@ def _label_index(labels, params):
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
+TANH_UNITS = 5.0  # tanhf: 2 ulp (CUDA guide) = 5 u from exact; a tanh built from exp is bounded per element below
+
+
+def capped(x, p, c):
+    """(x', its absolute error per element) for the softcap x' = cap·tanh(x / cap) (x itself, 0 without one).
+    The kernel's x / cap (or x·(1/cap): two roundings) moves tanh's argument by 2u|x/cap|, which tanh's slope
+    sech² carries; tanh itself errs by TANH_UNITS·u, or, built from exp as 1 - 2/(exp(2y) + 1), by exp's error at
+    2y plus three roundings (absolute, |tanh| <= 1), times cap; then u|x'| for the product."""
+    cap = float(p.get("softcap", 0.0) or 0.0)
+    if cap <= 0:
+        return x, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x / cap
+        xc = cap * np.tanh(y)
+        sech2 = 1.0 / np.cosh(np.minimum(np.abs(y), 350.0)) ** 2
+        ay = np.where(np.isfinite(y), np.abs(y), 0.0)
+        t_units = np.maximum(TANH_UNITS, c.intr.exp + c.intr.exp_arg * 2 * ay + 3.0 + c.intr.div)
+        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc))
+    return xc, np.where(np.isfinite(x), err, 0.0)
+
+
+def _lse_parts(x, p, c):
+    """(x', m, log s, sigma, lse's rounding units, the softcap's 2·max error) of a row's lse on the capped logits."""
+    xc, xerr = capped(x, p, c)
+    w = row_softmax(xc)
+    m, _, _, s_units = softmax_parts(xc, c, weights=w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_s = np.log(np.sum(np.exp(xc - m), axis=-1))
+    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
+    lse_units = c.intr.log_abs + c.intr.log_rel * np.abs(log_s) + np.abs(m[:, 0] + log_s)
+    cap_err = 2 * np.max(xerr, axis=1) if np.ndim(xerr) else 0.0
+    return xc, m[:, 0], log_s, sigma, lse_units, cap_err
+
+
+def _row_errors(x, p, c, xs, y=None):
+    """(nll, E_nll, lse, E_lse, xc, m, ignored) of the per-row loss on the (capped) logits; ``y``: the reference's
+    nll (the plain loss), whose magnitude the final subtraction's rounding is taken from."""
+    t, ignored = _label_index(xs["labels"], p)
+    xc, m, log_s, sigma, lse_units, cap_err = _lse_parts(x, p, c)
+    x_t = xc[np.arange(x.shape[0]), t]
+    d_t = np.abs(x_t - m)
+    nll = m + log_s - x_t
+    a_nll = np.abs(nll if y is None else y)
+    E_nll = sigma + c.u * (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + lse_units + a_nll) + cap_err
+    E_lse = sigma + c.u * (c.c_in * np.abs(m) + lse_units) + cap_err / 2
+    return nll, E_nll, m + log_s, E_lse, xc, m, ignored
+
+
+def row_error(x, p, c, xs, y=None):
+    """(per-row absolute error bound E, the per-row loss in float64) of the loss with its variants (docs/tolerances.md
+    "Cross entropy variants"): label smoothing (1 - e)·nll + e·(lse - mean_j x'_j), whose row sum of N terms errs
+    by (gamma(N) + 3u)·(mean|x'| + |m| + |lse|) (as Σx'_j, Σ(x'_j - m) or Σ log p_j = Σ(x'_j - lse), each term
+    scaled by e/N or not), the two products and
+    their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
+    z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
+    eps = float(p.get("label_smoothing", 0.0))
+    zc = float(p.get("z_loss", 0.0))
+    nll, E, lse, E_lse, xc, m, ignored = _row_errors(x, p, c, xs, y if eps == 0 and zc == 0 else None)
+    loss = nll
+    with np.errstate(over="ignore", invalid="ignore"):
+        if eps > 0:
+            N = x.shape[1]
+            smooth = lse - np.sum(xc, axis=1) / N
+            mean_abs = np.mean(np.abs(np.where(np.isfinite(xc), xc, 0.0)), axis=1)
+            E_s = E_lse + (gamma(N, c.u) + 3 * c.u) * (mean_abs + np.abs(m) + np.abs(lse))
+            loss = (1 - eps) * nll + eps * smooth
+            E = (1 - eps) * E + eps * E_s + c.u * (2 * np.abs(nll) + 2 * eps * (np.abs(smooth) + np.abs(lse))
+                                                    + np.abs(loss))
+        if zc > 0:
+            loss = loss + zc * lse * lse
+            E = E + zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse + c.u * np.abs(loss)
+    return np.where(ignored, 0.0, E), np.where(ignored, 0.0, loss)
+
+
 def k_cross_entropy(x, loss, p, c, xs):
     """loss = lse - x_t = (m + log s) - x_t, i.e. -log_softmax(x)_t: the log_softmax bound at the
     label. Absolute error: log(s(1 + sigma)) = log s + sigma, sigma = gamma(sum units) (exp terms
@@ -36,19 +123,47 @@ def k_cross_entropy(x, loss, p, c, xs):
     a kernel computing (m - x_t) + log s rounds m - x_t instead: u|x_t - m|. Underflowed exp terms
     lose at most N·eta of s >= 1. The kappa of the budget is thus set by the input: |m|, |x_t - m|
     and log s, not by the loss, which can be tiny (the label holds almost all the mass) while the
-    error of lse stays relative to the row's max magnitude. Ignored rows are exact (0)."""
-    t, ignored = _label_index(xs["labels"], p)
-    rows = np.arange(x.shape[0])
-    w = row_softmax(x)
-    m, d, _, s_units = softmax_parts(x, c, weights=w)
+    error of lse stays relative to the row's max magnitude. Ignored rows are exact (0). The variants'
+    params (softcap, label_smoothing, z_loss) add their terms (row_error)."""
+    return row_error(x, p, c, xs, loss)[0]
+
+
+def k_cross_entropy_soft(x, loss, p, c, xs):
+    """loss = sum_j t'_j·(lse - x'_j), t' = (1 - e)·t + e/N (the target as given, mixed with the uniform one when
+    smoothing): lse's error times sum|t'|; each logit's softcap error, sum|t'|·max δx'; a kernel forming the terms
+    or lse·sum t' - sum t'x' rounds products and differences, 2u·|t'_j|(|lse| + |x'_j|), and sums N + 1 terms in any
+    order, γ(N + 1)·sum_j |t'_j|(|lse| + |x'_j|); mixing the target, 3u·sum|t'_j|·|lse - x'_j|; then z_loss as
+    cross_entropy's; the last add, u|loss|. Terms of target 0 (0·log 0) carry no error."""
+    t = np.asarray(xs["target"], dtype=np.float64)
+    eps, zc = float(p.get("label_smoothing", 0.0)), float(p.get("z_loss", 0.0))
+    xc, m, log_s, sigma, lse_units, cap_err = _lse_parts(x, p, c)
+    N = x.shape[1]
     with np.errstate(over="ignore", invalid="ignore"):
-        log_s = np.log(np.sum(np.exp(x - m), axis=-1))
-    m = m[:, 0]
-    d_t, x_t = d[rows, t], x[rows, t]
-    sigma = gamma(s_units[:, 0], c.u) + c.N * c.eta
-    units = (d_t + c.c_in * (np.abs(x_t) + np.abs(m)) + c.intr.log_abs + c.intr.log_rel * np.abs(log_s)
-             + np.abs(loss) + np.abs(m + log_s))
-    return np.where(ignored, 0.0, sigma + c.u * units)
+        lse = m + log_s
+        E_lse = sigma + c.u * (c.c_in * np.abs(m) + lse_units) + cap_err / 2
+        tt = (1 - eps) * t + eps / N if eps > 0 else t
+        live = tt != 0
+        ax = np.where(live & np.isfinite(xc), np.abs(xc), 0.0)
+        at = np.where(live, np.abs(tt), 0.0)
+        per = at * (np.abs(lse)[:, None] + ax)
+        E = np.sum(at, axis=1) * (E_lse + cap_err / 2) + (gamma(N + 1, c.u) + 5 * c.u) * np.sum(per, axis=1)
+        if zc > 0:
+            E = E + zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse
+        return E + c.u * (np.abs(loss) + c.c_in * np.sum(at, axis=1))
+
+
+def k_cross_entropy_reduced(x, total, p, c, xs):
+    """loss[1] = sum (or mean) of the rows' losses over the non-ignored rows: the rows' bounds added, the sum of M
+    terms in any order gamma(M + 1)·sum|loss_i| (one more rounding for a kernel dividing each row by the count
+    first, as Liger), and for the mean 2u|mean| (the division; the count is exact)."""
+    E, loss = row_error(x, p, c, xs)
+    _, ignored = _label_index(xs["labels"], p)
+    M, n = x.shape[0], int((~ignored).sum())
+    with np.errstate(over="ignore", invalid="ignore"):
+        Et = np.sum(E) + gamma(M + 1, c.u) * np.sum(np.abs(loss))
+        if p["reduction"] == "mean":
+            Et = Et / n + 2 * c.u * np.abs(total) if n else 0.0
+    return np.broadcast_to(np.asarray(Et, dtype=np.float64), np.shape(total))
 
 
 # --------------------------------------------------------------------------- invariants
@@ -80,6 +195,8 @@ def check(x_raw, inp, ys, params, dtypes, c):
     x_t = x[rows, t]
     fin_in = ~ignored & np.isfinite(x).all(axis=1)
     out += finite_violation("cross_entropy.finite", fin_in, y[:, None])
+    if variant(params):  # the bounds below are the plain loss's; a variant is judged by its values and budget
+        return out
     # rows the bounds apply to: not ignored, no NaN / +inf, not all -inf, a finite label logit
     live = (~ignored & ~np.isnan(x).any(axis=1) & ~(x == np.inf).any(axis=1) & np.isfinite(x_t)
             & np.isfinite(y))
@@ -110,10 +227,53 @@ def check(x_raw, inp, ys, params, dtypes, c):
     return out
 
 
+VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0}  # their defaults: the plain loss
+
+
+def variant(params) -> bool:
+    return any(float(params.get(k, v)) != v for k, v in VARIANT_PARAMS.items())
+
+
+def check_reduced(x_raw, inp, ys, params, dtypes, c):
+    """The batch's one value: finite where every non-ignored row's logits are finite and, for 'mean', at least one
+    row counts (a mean over no row is NaN, which the value comparison holds the kernel to)."""
+    x, y = inp["x"], ys["loss"]
+    _, ignored = _label_index(inp["labels"], params)
+    live = ~ignored
+    must = bool(np.isfinite(x[live]).all()) and (params["reduction"] == "sum" or bool(live.any())
+                                                  or params["empty_mean"] == "zero")
+    return finite_violation("cross_entropy_reduced.finite", np.array([must]), np.asarray(y).reshape(1, -1))
+
+
+def check_soft(x_raw, inp, ys, params, dtypes, c):
+    """cross_entropy_soft: finite logits and a finite target give a finite loss."""
+    fin = np.isfinite(inp["x"]).all(axis=1) & np.isfinite(inp["target"]).all(axis=1)
+    return finite_violation("cross_entropy_soft.finite", fin, np.asarray(ys["loss"]).reshape(-1, 1))
+
+
 # --------------------------------------------------------------------------- inputs
 
+def make_target(rng, x, params, policy):
+    """A target distribution per row for logits ``x`` (float64 [M, N]): policy None: random weights, about a third
+    of them 0, normalized; 'zero_at_neg_inf': 0 exactly where the logit is -inf (0·log 0), positive elsewhere;
+    'one_hot': all the mass on one class with a finite logit (the hard-label loss)."""
+    M, N = x.shape
+    w = rng.random((M, N)) ** 3
+    if policy == "one_hot":
+        score = np.where(np.isfinite(x), rng.random((M, N)), -1.0)
+        w = np.zeros((M, N))
+        w[np.arange(M), np.argmax(score, axis=1)] = 1.0
+    elif policy == "zero_at_neg_inf":
+        w = np.where(np.isneginf(x), 0.0, w + 0.01)
+    else:
+        w[rng.random((M, N)) < 0.3] = 0.0
+        w[np.arange(M), rng.integers(N, size=M)] += 0.5  # never an all-zero row
+    return w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+
+
 def make_labels(rng, x, params, policy):
-    """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'].
+    """Labels for logits ``x`` (float64 [M, N]) in the dtype of params['label_dtype'] ('all_ignored': every row
+    ignore_index; 'half_ignored': every other row).
 
     policy None: uniform over [0, N), and when M > 1 about a quarter of the rows (at least one, not
     all) ignored; 'first' / 'last': class 0 / N - 1; 'argmax' / 'argmin': the row's largest / smallest logit; 'finite': a
@@ -144,6 +304,10 @@ def make_labels(rng, x, params, policy):
         t = np.argmax(score, axis=1)
     elif policy == "ignore_nonfinite":
         ign = ~np.isfinite(x).all(axis=1)
+    elif policy == "all_ignored":
+        ign[:] = True
+    elif policy == "half_ignored":  # every other row, the last one counted: a mean over M / 2 rows
+        ign = np.arange(M) % 2 == (M % 2)
     t = np.where(ign, int(params["ignore_index"]), t)
     return t.astype(_dt.numpy_dtype(dt))
 
@@ -215,11 +379,73 @@ CASES = (
            "(several hundred)", 4, 1000, wide_rows, dtype_ok=holds(400.0), policy="argmin"),
 )
 
+def _huge(rng):
+    """N(0, 1)·1e4 rows (logits past any exp range): a softcap keeps them in [-cap, cap]; capping after the max
+    (or not at all) leaves the loss in the thousands."""
+    return lambda shape, dtype: _fit(rng.standard_normal(shape) * 1e4, dtype)
+
+
+def _one_neg_inf(rng):
+    """N(0, 1) rows with one -inf logit each (away from the label, policy 'finite'): the smoothing term's mean of
+    -log p over all classes is +inf (PyTorch gives inf), the plain loss stays finite."""
+    def fn(shape, dtype):
+        v = rng.standard_normal(shape)
+        v[np.arange(shape[0]), rng.integers(shape[1], size=shape[0])] = -np.inf
+        return _fit(v, dtype)
+    return fn
+
+
+# Cases of the variants: they apply to every cross entropy kernel (a plain kernel must pass them too).
+VARIANT_CASES = (
+    OpCase("ce_all_ignored", "every row's label is ignore_index: per-row 0s; a mean over no row is NaN (PyTorch)",
+           4, 128, _normal, policy="all_ignored", quick=True),
+    OpCase("ce_half_ignored", "every other row ignored: a mean divides by the non-ignored count (M / 2), not M",
+           8, 256, _normal, policy="half_ignored", quick=True),
+    OpCase("ce_one_neg_inf", "one -inf logit per row, label elsewhere: label smoothing's mean of -log p is +inf",
+           4, 256, _one_neg_inf, dtype_ok=_holds_inf, policy="finite"),
+    OpCase("ce_huge_logits", "logits randn·1e4: softcap keeps them in [-cap, cap]; the plain loss is in the "
+           "thousands", 4, 512, _huge, dtype_ok=holds(6e4)),
+)
+
+CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS}
+
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
-    params={"ignore_index": -100, "label_dtype": "int64"},
+    params=CE_PARAMS,
     reference="references.cross_entropy",
     recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
-    invariants=check, cases=CASES,
+    invariants=check, cases=CASES + VARIANT_CASES,
+)
+
+SOFT_CASES = (
+    OpCase("ce_soft_zero_at_neg_inf", "target 0 exactly at every -inf logit (masked vocabulary): 0·log 0 = 0 under "
+           "zero_target='zero', NaN if computed as t·log_softmax", 4, 256, _masked, dtype_ok=_holds_inf,
+           policy="zero_at_neg_inf", quick=True),
+    OpCase("ce_soft_one_hot", "one-hot targets: the hard-label loss, the other N - 1 terms exactly 0", 4, 1000, _normal,
+           policy="one_hot"),
+    OpCase("ce_soft_label_at_max", "a dominant logit holding the target's mass: loss ~ 1e-9, lse's error relative to "
+           "max|x|", 4, 256, _peak, policy="one_hot"),
+    OpCase("ce_soft_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+)
+
+SOFT = Op(
+    "cross_entropy_soft", inputs={"x": "MxN", "target": Tensor("MxN", "input", make=make_target)}, outputs={"loss": "M"},
+    params={**VARIANT_PARAMS, "zero_target": "zero"},
+    reference="references.cross_entropy_soft",
+    recipe={"loss": (1.0, "cross_entropy_soft")}, kappas={"cross_entropy_soft": k_cross_entropy_soft},
+    out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
+    invariants=check_soft, cases=SOFT_CASES,
+    description="cross entropy against a target distribution per row (soft labels), PyTorch's probability targets",
+)
+
+REDUCED = Op(
+    "cross_entropy_reduced",
+    inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "1"},
+    params={**CE_PARAMS, "reduction": "mean", "empty_mean": "nan"},
+    reference="references.cross_entropy_reduced",
+    recipe={"loss": (1.0, "cross_entropy_reduced")}, kappas={"cross_entropy_reduced": k_cross_entropy_reduced},
+    out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
+    invariants=check_reduced, cases=CASES + VARIANT_CASES,
+    description="cross entropy summed ('sum') or averaged over the non-ignored rows ('mean', NaN over none)",
 )

@@ -1,6 +1,8 @@
 """log_softmax: x[M,N] -> y[M,N], y = (x - max) - log(sum(exp(x - max))) per row."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from verifier import dtypes as _dt
@@ -8,10 +10,20 @@ from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
 from verifier.ops.model import OpCase, Op
-from verifier.ops.softmax import row_softmax, softmax_parts, softmax_rows, softmax_units
+from verifier.ops.softmax import logit_units, row_softmax, softmax_parts, softmax_rows, softmax_units
+from verifier.ops.softmax_inputs import CASES as MASK_CASES
+from verifier.ops.softmax_inputs import MASKED_ROWS, OPTIONAL, PARAMS
 
 
 def k_log_softmax(x, y, p, c, xs):
+    # The logits z of the extra inputs (x itself by default): their error dz·u moves y_j by at most
+    # dz_j + max dz (logit_units); a sink is one more term of s.
+    z, dz, dead = logit_units(x, p, c, xs)
+    E = _k_log_softmax(z, y, dataclasses.replace(c, N=z.shape[-1])) + c.u * dz
+    return np.where(dead[:, None], 0.0, E)
+
+
+def _k_log_softmax(x, y, c):
     # y = (x - m) - log(s). Absolute error: the subtraction u|x - m|; log(s(1+σ)) = log s + σ,
     # σ = gamma(sum units); the log intrinsic; the final subtraction u|y|; kernels computing
     # x - (m + log s) round m + log s once more: u|m + log s|. Underflowed exp terms lose at most
@@ -20,13 +32,14 @@ def k_log_softmax(x, y, p, c, xs):
     m, d, _, s_units = softmax_parts(x, c, weights=w)
     with np.errstate(over="ignore", invalid="ignore"):
         log_s = np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
+    n = y.shape[-1]
     sigma = gamma(s_units, c.u) + c.N * c.eta
-    units = (d + c.c_in * (np.abs(x) + np.abs(m)) + c.intr.log_abs + c.intr.log_rel * np.abs(log_s)
-             + np.abs(y) + np.abs(m + log_s))
+    units = (d[..., :n] + c.c_in * (np.abs(x[..., :n]) + np.abs(m)) + c.intr.log_abs
+             + c.intr.log_rel * np.abs(log_s) + np.abs(y) + np.abs(m + log_s))
     return sigma + c.u * units
 
 
-def check_log_softmax(x, y, c):
+def check_log_softmax(x, y, c, dz=0.0):
     live, _ = softmax_rows(x, y)
     # -inf is the correct log-probability of a masked element; everything else must be finite.
     fin_where = np.where(x == -np.inf, 0.0, y)
@@ -46,7 +59,7 @@ def check_log_softmax(x, y, c):
     sigma = gamma(s_units, c.u)[:, None] + n[:, None] * c.eta
     yf = np.where(fin, y, 0.0)
     D = (sigma + c.u * (d + c.intr.log_abs + c.intr.log_rel * logn + np.abs(yf) + np.abs(m) + logn)
-         + ulp_out(yf, c))
+         + ulp_out(yf, c) + c.u * dz)
     D = np.where(fin, D, 0.0)
     # sum_j p_j = 1 and exp(y_j) = p_j·exp(y_j - log p_j), so |sum_j exp(y_j) - 1| <=
     # sum_j p_j·(exp(D_j) - 1) <= sum_j exp(y_j + D_j)·expm1(D_j).
@@ -108,10 +121,20 @@ CASES = (
            dtype_ok=holds(210.0)),
 )
 
+def invariants(x_raw, inp, ys, p, dt, c):
+    """On the logits z (x itself with every default); with sinks logsumexp(y) = log(1 - p_sink), which only the
+    sum gives: the order and sign checks stay."""
+    z, dz, _ = logit_units(inp["x"], p, c, inp)
+    n = ys["y"].shape[1]
+    out = check_log_softmax(z[:, :n], ys["y"], c, dz[:, :n] if np.ndim(dz) else dz)
+    return [v for v in out if v.invariant != "log_softmax.logsumexp"] if z.shape[1] != n else out
+
+
 OPDEF = Op(
-    "log_softmax", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference="references.log_softmax",
+    "log_softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN"}, reference="references.log_softmax",
+    params={**PARAMS, "masked_rows": None}, contract_params={"masked_rows": MASKED_ROWS},
     recipe={"y": (1.0, "log_softmax")}, kappas={"log_softmax": k_log_softmax},
     extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),  # as softmax
     online_override=True, exp_family=True,
-    invariants=lambda x_raw, inp, ys, p, dt, c: check_log_softmax(inp["x"], ys["y"], c), cases=CASES,
+    invariants=invariants, cases=CASES + MASK_CASES,
 )

@@ -5,7 +5,8 @@ verifier/ops/ are declared with the same constructor.
 
 Every op works on a batch of rows: its main input ``x`` has shape ``(M, N)``. A tensor's shape is written in the
 symbols M and N, integer constants and the op's integer params: ``"MxN"``, ``"N"``, ``"M"``, ``"MxG"`` (G a param),
-``"1"``. Inputs are in the kernel's input dtype unless their role says otherwise; outputs in its output dtype; an
+``"1"``. An output is per row (its first dim M) or ``"1"``, one value for the whole batch (a reduction over the
+rows: a mean loss). Inputs are in the kernel's input dtype unless their role says otherwise; outputs in its output dtype; an
 in-out tensor keeps its input dtype.
 
 Without a hand-derived error model (``recipe`` / ``kappas``), an op's budget is derived from its reference by
@@ -19,80 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from verifier.errors import SpecError, UsageError
-
-SHAPES = ("rows", "vector", "row", "other")  # (M, N), (N,), (M,), anything else
-KINDS = ("data", "weight", "bias", "labels", "scale")
-# The role names a spec writes, and the kind each is: 'input' is drawn by the case's sampler, 'index' holds
-# integer class or column indices.
-ROLE_NAMES = {"input": "data", "data": "data", "weight": "weight", "bias": "bias", "index": "labels",
-              "labels": "labels", "scale": "scale"}
-_PUBLIC_ROLE = {"data": "input", "weight": "weight", "bias": "bias", "labels": "index", "scale": "scale"}
-_DIM = re.compile(r"^(?:M|N|\d+|[A-Za-z_]\w*)$")
-_NAME = re.compile(r"^[A-Za-z_]\w*$")
-
-
-def parse_shape(text: str, where: str) -> tuple:
-    """'MxN' -> ('M', 'N'); '1' -> (1,); 'MxG' -> ('M', 'G'). Dims are M, N, integers or param names."""
-    if not isinstance(text, str) or not text.strip():
-        raise SpecError(f"{where}: shape {text!r} is not a string of dims", fix="write e.g. 'MxN', 'N', 'M' or 'MxG'")
-    dims = tuple(d.strip() for d in text.split("x"))
-    if not all(_DIM.match(d) for d in dims):
-        raise SpecError(f"{where}: shape {text!r} is not dims joined by 'x'",
-                        fix="write dims joined by 'x': M, N, an integer or an integer param, e.g. 'MxN' or 'MxG'")
-    return tuple(int(d) if d.isdigit() else d for d in dims)
-
-
-def _kind_of(dims: tuple) -> str:
-    return {("M", "N"): "rows", ("N",): "vector", ("M",): "row"}.get(dims, "other")
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One tensor of an op: ``shape`` (e.g. 'MxN', 'N', 'M', 'MxG'), ``role`` (inputs: 'input' drawn by the case's
-    sampler, 'weight' 1 + 0.1·N(0,1), 'bias' 0.1·N(0,1), 'scale' positive float32, 'index' integers in [0, N) or from
-    ``make``), ``dtype`` (a fixed dtype, e.g. 'int32' or 'float32', or the name of the str param holding it; default: the
-    kernel variant's dtype for the role) and ``make(rng, x, params, policy) -> array`` (how to draw it, seeing the
-    drawn x as float64: index roles, an additive mask of -inf, a causal pattern)."""
-
-    shape: str
-    role: Optional[str] = None
-    dtype: Optional[str] = None
-    make: Optional[Callable] = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Role:
-    """One input tensor as the framework uses it. kind 'data': drawn by the case's sampler; 'weight':
-    1 + 0.1·N(0,1); 'bias': 0.1·N(0,1) (never all ones / zeros, so a kernel ignoring them fails); 'scale': positive
-    float32 (0.5 + U[0, 1)); 'labels': integer indices drawn by ``make(rng, x, params, policy)`` (default uniform in
-    [0, N)). ``dtype_param``: the op param naming the tensor's dtype; ``dtype``: a fixed dtype; else the kernel's
-    input dtype (weights and biases: the variant's weight dtype). ``dims``: the shape in M, N, ints and params."""
-
-    name: str
-    shape: str = "rows"
-    kind: str = "data"
-    dtype_param: Optional[str] = None
-    make: Optional[Callable] = field(default=None, repr=False, compare=False)
-    dims: tuple = ()
-    dtype: Optional[str] = None
-
-    def __post_init__(self):
-        if self.shape not in SHAPES or self.kind not in KINDS:
-            raise ValueError(f"Role {self.name}: shape {self.shape!r} / kind {self.kind!r}")
-        if not self.dims:
-            object.__setattr__(self, "dims", {"rows": ("M", "N"), "vector": ("N",), "row": ("M",)}[self.shape])
-
-    @property
-    def per_row(self) -> bool:
-        """Its first dim is M: row r of the op owns element r (judging some rows slices it)."""
-        return bool(self.dims) and self.dims[0] == "M"
-
+from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
+from verifier.ops.selection import Selection  # noqa: F401
+from verifier.ops.quantized import Quantized, check_quantized  # noqa: F401  (re-exported)
+from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
+from verifier.ops.tensors import (  # noqa: F401  (re-exported: Tensor and Role are declared there)
+    KINDS, PUBLIC_ROLE, ROLE_NAMES, SHAPES, TENSOR_NAME, Role, Tensor, check_optional, input_role, kind_of, output_decl,
+    parse_shape)
 
 @dataclass(frozen=True)
 class OpCase:
     """An adversarial case only this op has: (name, exposes, M at 'ci', N, sampler factory of x,
-    dtype_ok, M is the point, label policy, at the 'quick' level). ``sampler(rng)`` returns a function
-    ``draw(shape, dtype) -> float64 array`` (verifier.inputs.strategies has the bundled ones)."""
+    dtype_ok, M is the point, label policy, at the 'quick' level, the optional inputs it needs). ``sampler(rng)``
+    returns a function ``draw(shape, dtype) -> float64 array`` (verifier.inputs.strategies has the bundled ones)."""
 
     name: str
     exposes: str
@@ -103,6 +43,7 @@ class OpCase:
     fixed_m: bool = False
     policy: Optional[str] = None
     quick: bool = False
+    needs: tuple = ()  # optional inputs (Tensor(optional=True)) it is about: only kernels taking them get it
 
 
 @dataclass(frozen=True)
@@ -117,24 +58,6 @@ class Invariant:
     measure: Callable = field(repr=False, compare=False)
     bound: Any = field(repr=False, compare=False)
     what: str = ""
-
-
-@dataclass(frozen=True)
-class Quantized:
-    """An output stored quantized (``Op(quantized={"y": Quantized(scale="scale")})``): the reference gives the exact
-    pre-quantization value t = value / scale and the kernel writes saturate(round(t)) in the output's quantized dtype
-    (fp8 e4m3fn, fp8 e5m2 or int8), compared in the quantized domain (verifier.judge.quantized).
-
-    scale: the tensor holding the scale: an input (a static scale) or an output (a dynamic per-row scale, compared in
-    its own dtype with its own budget). rescale: for a dynamic scale, ``fn(inputs, params, scale, ctx) -> (t, E)``,
-    the pre-quantization value under the kernel's own scale ``scale`` ([M], float64) and the error bound of the
-    kernel's t (``ctx``: verifier.numerics.errmodel.Ctx), so that a scale within its budget does not move y's
-    verdict. rounding_param: the param naming the rounding mode ('nearest_even', or 'half_away' for int8
-    kernels that declare it)."""
-
-    scale: str
-    rescale: Optional[Callable] = field(default=None, repr=False, compare=False)
-    rounding_param: str = "rounding"
 
 
 def _where_declared() -> Optional[str]:
@@ -170,6 +93,11 @@ class Op:
     cases: ``OpCase`` adversarial inputs only this op has; they join the catalogue for it.
     bytes_moved: ``fn(M, N, dtypes, params) -> int`` for ``verifier bench``; default: every input read once and
     every output written once at its dtype.
+    contract_params: ``{param: (values...)}``: params whose value is a behaviour the kernel declares (softmax's
+    ``masked_rows``: 'nan' or 'zeros'); left None, an output matching any of the values passes with a warning
+    naming the param (verifier.judge). A value may be a ``Contract(values, when)``.
+    supports: ``fn(N, params) -> None or a reason``: the row lengths the op is defined for (group_norm: N a multiple
+    of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
     quantized: ``{output: Quantized(scale=...)}``: outputs written as saturate(round(t)) in a quantized dtype, judged
     exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
     """
@@ -193,11 +121,19 @@ class Op:
     exp_family: bool = False
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
+    supports: Optional[Callable] = field(default=None, repr=False, compare=False)
     quantized: dict = field(default_factory=dict)  # output -> Quantized: compared in the quantized domain
     description: str = ""
+    contract_params: dict = field(default_factory=dict)
+    selection: Optional[Selection] = field(default=None, repr=False)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
+    optional: dict = field(default_factory=dict, repr=False, init=False)  # optional input name -> its Role
+    base: str = field(default="", compare=False, init=False)  # a variant's op (Op.variant); else its own name
+    of: Any = field(default=None, repr=False, compare=False, init=False)  # a variant's op itself
+    out_dtype_params: dict = field(default_factory=dict, repr=False, init=False)  # output name -> its dtype's param
+    out_dtype_params: dict = field(default_factory=dict, repr=False, init=False)  # output name -> its dtype's param
 
     def __post_init__(self):
         where = f"Op {self.name!r}"
@@ -206,21 +142,34 @@ class Op:
         if self.origin is None:
             object.__setattr__(self, "origin", _where_declared())
         object.__setattr__(self, "params", dict(self.params or {}))
+        if not self.base:
+            object.__setattr__(self, "base", self.name)
         roles = {r.name: r for r in self.roles}
         if isinstance(self.inputs, dict):
+            optional = {}
             for t, decl in self.inputs.items():
-                roles[t] = _input_role(where, t, decl, self.params)
-            object.__setattr__(self, "inputs", tuple(self.inputs))
+                role = input_role(where, t, decl, self.params)
+                if isinstance(decl, Tensor) and decl.optional:
+                    check_optional(where, t, role, self.params)
+                    optional[t] = role
+                else:
+                    roles[t] = role
+            object.__setattr__(self, "optional", optional)
+            object.__setattr__(self, "inputs", tuple(t for t in self.inputs if t not in optional))
         if isinstance(self.outputs, dict):
-            dims, rows, fixed = {}, list(self.row_outputs), {}
+            dims, rows, fixed, by_param = {}, list(self.row_outputs), {}, {}
             for t, decl in self.outputs.items():
-                d, dtype = _output_decl(where, t, decl, quantized=t in (self.quantized or {}))
+                d, dtype = output_decl(where, t, decl, self.params, quantized=t in (self.quantized or {}))
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
-                if dtype is not None:
+                if dtype is not None and dtype in self.params:
+                    by_param[t] = dtype
+                    fixed[t] = self.params[dtype]  # the default; output_dtype(t, dt, params) reads the kernel's
+                elif dtype is not None:
                     fixed[t] = dtype
             object.__setattr__(self, "out_fixed", fixed)
+            object.__setattr__(self, "out_dtype_params", by_param)
             object.__setattr__(self, "outputs", tuple(self.outputs))
             object.__setattr__(self, "row_outputs", tuple(dict.fromkeys(rows)))
             object.__setattr__(self, "out_dims", dims)
@@ -230,7 +179,7 @@ class Op:
         object.__setattr__(self, "roles", tuple(roles.values()))
         object.__setattr__(self, "cases", tuple(self.cases))
         for t in self.inputs + self.outputs:
-            if not isinstance(t, str) or not _NAME.match(t):
+            if not isinstance(t, str) or not TENSOR_NAME.match(t):
                 raise SpecError(f"{where}: tensor name {t!r} is not an identifier", fix="name tensors like 'x', 'w', 'y'")
         if "x" not in self.inputs:
             raise SpecError(f"{where}: has no input 'x'", fix="name the main (M, N) input 'x': every op works on rows of x")
@@ -265,24 +214,69 @@ class Op:
             if not isinstance(c, OpCase):
                 raise SpecError(f"{where}: cases must be OpCase(...) items, got {type(c).__name__}",
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
+        if self.selection is not None:
+            _check_selection(where, self)
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
+        if self.supports is not None and not callable(self.supports):
+            raise SpecError(f"{where}: supports must be a function",
+                            fix="supports=lambda N, params: None if N % params['channels'] == 0 else 'reason'")
         object.__setattr__(self, "quantized", dict(self.quantized or {}))
-        for t, q in self.quantized.items():
-            if t not in self.outputs or not isinstance(q, Quantized):
-                raise SpecError(f"{where}: quantized names {t!r}: {q!r}",
-                                fix="quantized={output: Quantized(scale='scale')}, one entry per quantized output")
-            if q.scale not in self.inputs + self.outputs or q.scale in self.quantized:
-                raise SpecError(f"{where}: quantized output {t!r} has scale {q.scale!r}, not an input or output",
-                                fix="name the scale tensor: an input (a static scale) or an output (a dynamic one)")
-            if q.scale in self.outputs and q.rescale is None:
-                raise SpecError(f"{where}: quantized output {t!r} has a dynamic scale {q.scale!r} but no rescale",
-                                fix="give Quantized(rescale=fn(inputs, params, scale, ctx) -> (t, E))")
+        check_quantized(where, self)
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
                     raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N nor an int param",
                                     fix=f"add params={{'{d}': <int>}} or use M, N or a number")
+
+        contracts = {}
+        for k, values in self.contract_params.items():
+            contracts[k] = values if isinstance(values, Contract) else Contract(tuple(values or ()))
+            if k not in self.params or self.params[k] is not None or not contracts[k].values:
+                raise SpecError(f"{where}: contract param {k!r} needs params={{{k!r}: None}} and its values",
+                                fix=f"declare params={{{k!r}: None}}, contract_params={{{k!r}: ('a', 'b')}}")
+        object.__setattr__(self, "contract_params", contracts)
+
+    def variant(self, params: Optional[dict] = None) -> "Op":
+        """The op as a kernel with these params sees it: its optional inputs that ``params`` names present (in the
+        shape the param says), the others absent. Without any present, the op itself; else a variant named
+        ``op[mask:N,sinks]``, every other field the op's own (``base`` says whose variant it is). The registry
+        (verifier.ops) holds one variant per name, so every module that looks an op up by name sees its tensors."""
+        if self.base != self.name:  # a variant's variant: the op's
+            return self.of.variant(params)
+        p = {**self.params, **(params or {})}
+        for k, contract in self.contract_params.items():
+            if p.get(k) is not None and p[k] not in contract.values:
+                raise SpecError(f"op {self.name!r}: param {k}={p[k]!r} is not one of {list(contract.values)}",
+                                fix=f"declare {k} as one of {', '.join(map(repr, contract.values))} (or leave it out)")
+        present = {}
+        for t, role in self.optional.items():
+            want = p.get(t)
+            if want is None or want is False:
+                continue
+            if want is True:
+                present[t] = role
+                continue
+            dims = parse_shape(want, f"op {self.name!r}: param {t!r}") if isinstance(want, str) else None
+            full = role.dims
+            if dims is None or len(dims) > len(full) or tuple(full[len(full) - len(dims):]) != dims:
+                raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}, not a shape {t} {full} broadcasts from",
+                                fix=f"set {t}=True (shape {'x'.join(map(str, full))}), or a trailing part of it "
+                                    f"(e.g. {full[-1]!r}), or None for a kernel without {t}")
+            present[t] = Role(t, kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
+                              dtype=role.dtype)
+        if not present:
+            return self
+        from dataclasses import replace
+
+        v = replace(self, roles=self.roles + tuple(present.values()), inputs=self.inputs + tuple(present),
+                    origin=self.origin)
+        tag = ",".join(t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
+                       for t, r in present.items())
+        for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("of", self), ("optional", self.optional),
+                       ("out_dims", self.out_dims), ("out_fixed", self.out_fixed)):
+            object.__setattr__(v, k, val)
+        return v
 
     @property
     def derived(self) -> bool:
@@ -309,6 +303,12 @@ class Op:
         return tuple(M if d == "M" else N if d == "N" else d if isinstance(d, int) else int(p[d])
                      for d in self.dims_of(tensor))
 
+    @property
+    def reduces_rows(self) -> bool:
+        """An output is one value for the whole batch (shape '1': a mean or summed loss): it depends on every row, so
+        it is never judged on some rows only (the large-index case is left out, verifier.inputs.catalogue)."""
+        return any(self.dims_of(t) == (1,) for t in self.outputs)
+
     def per_row(self, tensor: str) -> bool:
         dims = self.dims_of(tensor)
         return bool(dims) and dims[0] == "M"
@@ -329,9 +329,13 @@ class Op:
             return dt.input
         return {**self.params, **(params or {})}[r.dtype_param]
 
-    def output_dtype(self, tensor: str, dt) -> str:
-        """The dtype a kernel writes ``tensor`` in: its declared dtype, the input dtype for an in-out tensor, else
-        the variant's output dtype."""
+    def output_dtype(self, tensor: str, dt, params: Optional[dict] = None) -> str:
+        """The dtype a kernel writes ``tensor`` in: its declared dtype (or the dtype its dtype param names, with
+        the kernel's ``params``), the input dtype for an in-out tensor, else the variant's output dtype."""
+        if tensor in self.out_dtype_params:
+            from verifier import dtypes as _dt
+
+            return _dt.canonical({**self.params, **(params or {})}[self.out_dtype_params[tensor]])
         if tensor in self.out_fixed:
             return self.out_fixed[tensor]
         return dt.input if tensor in self.inouts else dt.output
@@ -339,79 +343,43 @@ class Op:
     def tensors(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.inputs + self.outputs))
 
+    def refusal(self, N: int, params: Optional[dict] = None) -> Optional[str]:
+        """Why rows of N columns are outside this op with these params (its ``supports``), or None."""
+        if self.supports is None:
+            return None
+        reason = self.supports(N, {**self.params, **(params or {})})
+        return f"outside op {self.name!r}: {reason}" if reason else None
+
     def signature(self) -> str:
         """'x[M,N], w[N] -> y[M,N]' (in-out tensors marked), for listings."""
         def one(t):
             return f"{t}[{','.join(str(d) for d in self.dims_of(t))}]"
-        ins = ", ".join(one(t) + (f" ({_PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
+        ins = ", ".join(one(t) + (f" ({PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
                         for t in self.inputs)
         outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
                                    if t in self.out_fixed else "") for t in self.outputs)
         return f"{ins} -> {outs}"
 
-
-def _input_role(where: str, name: str, decl, params: dict) -> Role:
-    t = decl if isinstance(decl, Tensor) else Tensor(decl)
-    dims = parse_shape(t.shape, f"{where}: input {name!r}")
-    default = "data" if dims == ("M", "N") or name == "x" else "bias" if name == "b" else "weight" \
-        if dims == ("N",) else "data"
-    role = t.role or default
-    if role not in ROLE_NAMES:
-        raise SpecError(f"{where}: input {name!r} has role {role!r}", fix=f"use one of {', '.join(ROLE_NAMES)}")
-    kind = ROLE_NAMES[role]
-    dtype = dtype_param = None
-    if isinstance(t.dtype, str) and isinstance(params.get(t.dtype), str):
-        dtype_param = t.dtype  # the param that holds it, e.g. label_dtype='int64'
-    elif t.dtype is not None:
-        from verifier import dtypes as _dt
-
-        try:
-            dtype = _dt.canonical(t.dtype)
-        except UsageError as e:
-            raise SpecError(f"{where}: input {name!r}: {e.message}", fix=e.fix) from None
-    if t.make is not None and not callable(t.make):
-        raise SpecError(f"{where}: input {name!r}: make must be a function", fix="make=fn(rng, x, params, policy)")
-    return Role(name, _kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
+    def optional_signature(self) -> str:
+        """'mask[M,N], sinks[M]': the optional inputs a kernel may declare (params of their names), or ''."""
+        return ", ".join(f"{t}[{','.join(str(d) for d in r.dims)}]" for t, r in self.optional.items())
 
 
-def _output_decl(where: str, name: str, decl, quantized: bool = False) -> tuple:
-    """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
-    dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed."""
-    t = decl if isinstance(decl, Tensor) else Tensor(decl)
-    if t.role not in (None, "output"):
-        raise SpecError(f"{where}: output {name!r} declares role {t.role!r}",
-                        fix="outputs take a shape and, when it is not the variant's output dtype, a dtype")
-    dims = parse_shape(t.shape, f"{where}: output {name!r}")
-    if not dims or dims[0] != "M":
-        raise SpecError(f"{where}: output {name!r} has shape {t.shape!r}, not one row per input row",
-                        fix="outputs are per row: 'MxN', 'M' or 'MxK'")
-    dtype = None
-    if t.dtype is not None:
-        from verifier import dtypes as _dt
-
-        try:
-            dtype = _dt.canonical(t.dtype)
-        except UsageError as e:
-            raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
-        if dtype in ("int8", "uint8", "int16") and not quantized:
-            raise SpecError(f"{where}: output {name!r} in {dtype}",
-                            fix="integer outputs are int32 or int64; an int8 output is quantized: declare it in "
-                                "quantized={name: Quantized(scale=...)}")
-    return dims, dtype
-
-
-IO_ROLES = ("input", "output", "weight")
-
-
-def may_round(t, to: str = "input"):
-    """In an op's reference: a kernel may store this intermediate in the variant's ``to`` dtype ('input', 'output' or
-    'weight') and compute on from the stored value (fused_add_rmsnorm's residual; x·rstd rounded to the I/O dtype
-    before the weight). The float64 value is unchanged; the derived budget adds that rounding, u·|t| plus the dtype's
-    underflow (verifier.ops.bounded.Bounded.rounded_to). No torch import here: spec files import this module."""
-    if to not in IO_ROLES:
-        raise SpecError(f"may_round(..., to={to!r})", fix=f"to is one of {', '.join(IO_ROLES)}")
-    rounded = getattr(type(t), "rounded_to", None)
-    return rounded(t, to) if rounded is not None else t
+def _check_selection(where: str, op: "Op") -> None:
+    sel = op.selection
+    if not isinstance(sel, Selection):
+        raise SpecError(f"{where}: selection must be a Selection(...), got {type(sel).__name__}",
+                        fix="write selection=Selection(indices='indices', scores=fn, at=fn)")
+    dims = op.out_dims.get(sel.indices)
+    if sel.indices not in op.outputs or dims is None or len(dims) != 2:
+        raise SpecError(f"{where}: selection names indices {sel.indices!r}, not an [M, k] output",
+                        fix="declare the picks as an output, e.g. outputs={'indices': Tensor('Mxk', dtype='int32')}")
+    if not str(op.out_fixed.get(sel.indices, "")).startswith("int"):
+        raise SpecError(f"{where}: selection's indices {sel.indices!r} have no integer dtype",
+                        fix="declare them Tensor('Mxk', dtype='int32') (or a str param holding 'int32' / 'int64')")
+    if not callable(sel.scores) or not callable(sel.at):
+        raise SpecError(f"{where}: selection's scores and at must be functions",
+                        fix="scores=fn(inputs, params) -> [M, E] tensor; at=fn(inputs, params) -> {output: tensor}")
 
 
 def lookup_op(ops: dict, name: str) -> Op:

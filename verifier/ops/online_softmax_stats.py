@@ -8,19 +8,26 @@ import numpy as np
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import f64, round_out, ulp_out, violation
 from verifier.ops.model import Op
-from verifier.ops.softmax import softmax_parts, softmax_units
+from verifier.ops.softmax import logit_units, softmax_parts, softmax_units
+from verifier.ops.softmax_inputs import CASES, OPTIONAL, PARAMS
 
 
 def k_online_l(x, l, p, c, xs):
+    # On the logits z (x by default; a sink is one more term): a logit off by dz·u moves each term by dz_j + max dz
+    # relatively (the max shifts by at most max dz), so l by at most that much more.
+    z, dz, dead = logit_units(x, p, c, xs)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        w = np.exp(x - np.max(x, axis=-1, keepdims=True)) / l[..., None]
-    online = dataclasses.replace(c, online=True)  # rescaling is what this op does
-    _, _, _, s_units = softmax_parts(x, online, weights=w)
-    return mul(gamma(s_units[..., 0], c.u), np.abs(l)) + c.N * c.eta
+        w = np.exp(z - np.max(z, axis=-1, keepdims=True)) / l[..., None]
+    online = dataclasses.replace(c, online=True, N=z.shape[-1])  # rescaling is what this op does
+    _, _, _, s_units = softmax_parts(z, online, weights=w)
+    E = mul(gamma(s_units[..., 0] + np.max(dz, axis=-1), c.u), np.abs(l)) + c.N * c.eta
+    return np.where(dead, 0.0, E)  # no live logit: the empty partial (m = -inf, l = 0), exact
 
 
 def k_exact(x, y, p, c, xs):
-    return np.zeros_like(y)
+    # m = max z: exact for x itself; with the extra inputs the max of the kernel's rounded logits, off by dz·u.
+    z, dz, dead = logit_units(x, p, c, xs)
+    return np.where(dead, 0.0, c.u * np.max(dz, axis=-1)) if np.any(dz) else np.zeros_like(y)
 
 
 def check_online_stats(x, m_out, l_out, c):
@@ -47,10 +54,20 @@ def check_online_stats(x, m_out, l_out, c):
     return out
 
 
+def invariants(x_raw, inp, ys, p, dt, c):
+    """On the logits z (x itself with every default); with a sink, m >= sink and l counts its term: the checks
+    need the exact z, so they stay to the defaults and the mask (scale, softcap and ALiBi move m off max(x))."""
+    z, dz, _ = logit_units(inp["x"], p, c, inp)
+    if z.shape[1] != inp["x"].shape[1] or np.any(dz):
+        return []
+    return check_online_stats(z, ys["m"], ys["l"], c)
+
+
 OPDEF = Op(
-    "online_softmax_stats", inputs={"x": "MxN"}, outputs={"m": "M", "l": "M"}, reference="references.online_softmax",
+    "online_softmax_stats", inputs={"x": "MxN", **OPTIONAL}, outputs={"m": "M", "l": "M"},
+    reference="references.online_softmax", params=dict(PARAMS), cases=CASES,
     # m is a max, exact, rounded exactly like the reference: base 0, no error term.
     recipe={"m": (0.0, "exact"), "l": (1.0, "online_l")}, kappas={"exact": k_exact, "online_l": k_online_l},
     exp_family=True,
-    invariants=lambda x_raw, inp, ys, p, dt, c: check_online_stats(inp["x"], ys["m"], ys["l"], c),
+    invariants=invariants,
 )

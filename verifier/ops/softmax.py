@@ -5,11 +5,15 @@ online_softmax_stats and cross_entropy.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import U64, finite_violation, order_violation, ulp_out, violation
 from verifier.ops.model import Op
+from verifier.ops.softmax_inputs import (CASES, MASKED_ROWS, OPTIONAL, PARAMS, fully_masked, logit_error, logits,
+                                         with_sink)
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
@@ -40,11 +44,26 @@ def row_softmax(x):
         return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def logit_units(x, p, c, xs):
+    """(z with its sink column, the kernel's error in z in units of u per element plus the row's largest, the
+    rows with no live logit): the softmax family's extra inputs (verifier.ops.softmax_inputs). A logit off by
+    dz_j moves log p_j by at most dz_j + max_k dz_k (the max and the sum see every logit)."""
+    ins = {**xs, "x": x}
+    z = logits(ins, p)
+    dz = logit_error(ins, p, c) / c.u if c.u > 0 else np.zeros_like(z)
+    dz = dz + np.max(dz, axis=-1, keepdims=True) if dz.size else dz
+    return with_sink(z, ins), dz, fully_masked(z, ins)
+
+
 def k_softmax(x, y, p, c, xs):
-    _, _, e_units, s_units = softmax_parts(x, c, weights=y)
-    k = e_units + s_units + c.intr.div
+    z, dz, dead = logit_units(x, p, c, xs)
+    N = x.shape[-1]
+    cz = dataclasses.replace(c, N=z.shape[-1])  # a sink is one more term of the sum
+    _, _, e_units, s_units = softmax_parts(z, cz, weights=row_softmax(z) if z.shape != y.shape else y)
+    k = e_units[..., :N] + s_units + c.intr.div + dz
     # two operations may underflow (exp, then the division): each errs by at most eta.
-    return mul(gamma(k, c.u), np.abs(y)) + 2 * c.eta
+    E = mul(gamma(k, c.u), np.abs(y)) + 2 * c.eta
+    return np.where(dead[:, None], 0.0, E)  # no live logit: NaN or exact zeros, as the kernel declares
 
 
 # --------------------------------------------------------------------------- invariants
@@ -79,7 +98,9 @@ def softmax_rows(x, y):
     return live, live & np.isfinite(y).all(axis=1)
 
 
-def check_softmax(x, y, c):
+def check_softmax(x, y, c, dz=0.0):
+    """``dz``: the kernel's error in the logits x in units of u (softmax_inputs), which widens each element's
+    relative bound g (the order check sees it: two logits that close may swap)."""
     live, ok = softmax_rows(x, y)
     out = finite_violation("softmax.finite", live, y)
     n = (x > -np.inf).sum(axis=1)
@@ -89,7 +110,7 @@ def check_softmax(x, y, c):
     # stored y_j = v_j ± ulp_out(y_j). Hence p_j <= (y_j + U_j)/(1 - g_j) and
     #   |y_j - p_j| <= U_j + g_j·p_j + 2·eta =: err_j.
     # Sum: sum_j p_j = 1 exactly, so |sum_j y_j - 1| <= sum_j err_j (+ float64 summation here).
-    g = gamma(e_units + s_units[:, None] + c.intr.div, c.u)
+    g = gamma(e_units + s_units[:, None] + c.intr.div + dz, c.u)
     g = np.where(x == -np.inf, 0.0, g)  # p_j = 0 exactly; any y_j there shows up in the sum itself
     U = ulp_out(y, c)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -114,13 +135,24 @@ def check_softmax(x, y, c):
     return out
 
 
+def invariants(x_raw, inp, ys, p, dt, c):
+    """softmax's invariants on the logits z (x itself with every default). With sinks the row sums to 1 - p_sink:
+    the sink's probability joins y as one more column, from the sum (its own bound is the sum's)."""
+    z, dz, _ = logit_units(inp["x"], p, c, inp)
+    if z.shape != ys["y"].shape:  # sinks: the invariants need p_sink, which only the sum gives; order and range
+        n = ys["y"].shape[1]
+        return [v for v in check_softmax(z[:, :n], ys["y"], c, dz) if v.invariant != "softmax.sum"]
+    return check_softmax(z, ys["y"], c, dz)
+
+
 OPDEF = Op(
-    "softmax", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference="references.softmax",
+    "softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN"}, reference="references.softmax",
+    params={**PARAMS, "masked_rows": None}, contract_params={"masked_rows": MASKED_ROWS},
     recipe={"y": (1.0, "softmax")}, kappas={"softmax": k_softmax},
     # The row sum held in the 16-bit I/O dtype (PyTorch's CPU log_softmax for f16/bf16 rounds the
     # sum to the I/O dtype): the same formula with u of that dtype; the intrinsic constants stay the
     # fp32 ones (in units of the larger u they only over-count).
     extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),
     online_override=True, exp_family=True,
-    invariants=lambda x_raw, inp, ys, p, dt, c: check_softmax(inp["x"], ys["y"], c),
+    invariants=invariants, cases=CASES,
 )

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from verifier.battery.plan import PLAN
+from verifier.ops import OPS
 
 SUFFIXES = {s.suffix: s.name for s in PLAN}  # the battery's plan (verifier.battery.plan): a test per step
 SPEC_FILE_ATTR = "VERIFIER_SPEC_FILE"  # on a generated module: parametrize with this spec file's kernels only
@@ -65,7 +66,7 @@ class SpecSuites(pytest.Module):
         mod = types.ModuleType(f"verifier_suites_of_{self.path.stem}")
         mod.__file__ = origin
         setattr(mod, SPEC_FILE_ATTR, origin)
-        for op in dict.fromkeys(k.op for k in registered_kernels(self.config) if k.origin == origin):
+        for op in dict.fromkeys(OPS[k.op].base for k in registered_kernels(self.config) if k.origin == origin):
             vars(mod).update(suite_tests(op))
         return mod
 

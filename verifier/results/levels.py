@@ -26,7 +26,7 @@ class Level:
     rows: Optional[int]  # M of every catalogue case whose M is not the point (None: each case's own M)
     sanitize_first_dtype_only: bool  # --sanitize instruments the first declared dtype only
     catalogue: str  # what the catalogue column means, for --help
-    large_index: bool = False  # the large-index case (M*N >= 2^31 + 2N, GPU only; any level runs it by --case)
+    large_index: bool = False  # the large cases (past 2^31 and 2^32 elements, > 65535 rows; GPU only; any level runs them by --case)
 
     def __post_init__(self):
         if self.repeats < 2:
@@ -37,7 +37,7 @@ TABLE = {
     "quick": Level("quick", hypothesis=0, repeats=2, quick_cases_only=True, rows=None,
                    sanitize_first_dtype_only=True, catalogue="a handful of catalogue cases"),
     "ci": Level("ci", hypothesis=12, repeats=3, quick_cases_only=False, rows=None,
-                sanitize_first_dtype_only=False, catalogue="every catalogue case at small M"),
+                sanitize_first_dtype_only=False, catalogue="every catalogue case at small M", large_index=True),
     "thorough": Level("thorough", hypothesis=60, repeats=5, quick_cases_only=False, rows=16,
                       sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows", large_index=True),
 }
@@ -57,7 +57,7 @@ def _help(lv: Level) -> str:
     drawn = f"{lv.hypothesis} Hypothesis examples per dtype" if lv.hypothesis else "no Hypothesis"
     repeats = f"{lv.repeats} determinism repeats" if lv.name == "quick" else f"{lv.repeats} repeats"
     extra = ", --sanitize on the first dtype only" if lv.sanitize_first_dtype_only else ""
-    large = ", the large-index case (over 2^31 elements, GPU)" if lv.large_index else ""
+    large = ", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart: GPU only)" if lv.large_index else ""
     return f"{lv.name}: {lv.catalogue}{large}, {drawn}, {repeats}{extra}"
 
 

@@ -23,8 +23,8 @@ def unit_norm_gap(inputs, outputs, params):  # per row: | ||y|| - 1 | on rows wh
     return abs((outputs["y"] ** 2).sum(-1) ** 0.5 - 1.0) * (norm > params["eps"])
 
 
-ROW_AMAX = Op("row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=row_amax_ref)
-L2NORM = Op("l2norm", inputs={"x": "MxN"}, outputs={"y": "MxN"}, params={"eps": 1e-12}, reference=l2norm_ref,
+ROW_AMAX = Op("my_row_amax", inputs={"x": "MxN"}, outputs={"y": "M"}, reference=row_amax_ref)
+L2NORM = Op("my_l2norm", inputs={"x": "MxN"}, outputs={"y": "MxN"}, params={"eps": 1e-12}, reference=l2norm_ref,
             invariants=[Invariant("unit", measure=unit_norm_gap, what="||y|| == 1 (value = | ||y|| - 1 |)",
                                   bound=lambda i, o, p, c: 2 * (i["x"].shape[1] + 4) * 2.0 ** -24
                                   + 2 * i["x"].shape[1] ** 0.5 * 2.0 ** -8)])

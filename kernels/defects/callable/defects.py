@@ -69,6 +69,16 @@ def _layernorm(naive):
     return fn
 
 
+def _ce_soft(where_zero):
+    """Cross entropy against a target distribution: -(t·log_softmax(x)).sum(-1), PyTorch's own formula, or with the
+    target-0 terms taken as 0 (torch.where), so a 0 target at a -inf logit adds 0, not 0·(-inf) = NaN."""
+    def fn(inputs, outputs, params, dt):
+        t, lsm = inputs["target"].float(), torch.log_softmax(inputs["x"].float(), -1)
+        terms = torch.where(t == 0, 0.0, t * lsm) if where_zero else t * lsm
+        outputs["loss"].copy_(-terms.sum(-1))
+    return fn
+
+
 _NAN_DESC = "softmax treating NaN inputs as -inf mask entries (the row stays finite)"
 _FTZ_DESC = "fp32 row sum flushing subnormal inputs and outputs to zero, as -ftz=true builds do"
 
@@ -101,6 +111,13 @@ KERNELS = [
     CallableKernel(name="layernorm-two-pass", op="layernorm", fn=_layernorm(False),
                    dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
                    description="fp32 LayerNorm with the two-pass variance mean((x - mean)²) (twin)"),
+    CallableKernel(name="defect-ce-soft-zero-times-log-zero", op="cross_entropy_soft", fn=_ce_soft(False),
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")],
+                   description="soft-label cross entropy as -(t·log_softmax(x)).sum(-1): 0·(-inf) = NaN at a masked "
+                               "class, while 0·log 0 = 0 is the op's default (zero_target='zero')"),
+    CallableKernel(name="ce-soft-where-zero", op="cross_entropy_soft", fn=_ce_soft(True),
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")],
+                   description="soft-label cross entropy with torch.where(t == 0, 0, t·log_softmax(x)) (twin)"),
 ]
 
 DEFECTS = {
@@ -129,4 +146,9 @@ DEFECTS = {
         "pitfall": "LayerNorm variance by E[x^2] - E[x]^2 in fp32: a bf16 row of 1000s with one or two 1004s cancels "
                    "to nothing (thousands of ULP off), while bf16-rounded 1000 +- 1 rows are constant and hide it",
         "exposing_input": "cancel_ulp_bumps"},
+    "defect-ce-soft-zero-times-log-zero": {
+        "caught_by": "nan-inf", "twin": "ce-soft-where-zero", "device": "cpu",
+        "pitfall": "soft-label cross entropy as t·log_softmax: a target 0 at a -inf (masked) logit gives 0·(-inf) = "
+                   "NaN where 0·log 0 = 0 is promised (declare zero_target='nan' for PyTorch's arithmetic)",
+        "exposing_input": "ce_soft_zero_at_neg_inf"},
 }

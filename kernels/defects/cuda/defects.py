@@ -25,6 +25,13 @@ def _one(entry, args, block=THREADS):
     return launches
 
 
+def _grid_y(entry, args, block=THREADS):
+    """One block per row on grid.y (the defect: grid.y and grid.z stop at 65,535)."""
+    def launches(M, N, dt, params):
+        return [Launch(entry=entry.format(tag=dt.tag), grid=(1, M), block=(block,), args=args)]
+    return launches
+
+
 def _warp(entry):
     def launches(M, N, dt, params):
         grid = ((M + WARP_ROWS - 1) // WARP_ROWS,)
@@ -145,6 +152,15 @@ KERNELS = [
        "RMSNorm, block per row, rows at the launch's int64 row strides, 64-bit offsets (twin)", dts=BF16),
     _k("defect-cuda-rmsnorm-int32-row-offset", "rmsnorm", "input_defects.cu",
        _one("rms_rows_int32_offset_{tag}", ROWS_ARGS), "RMSNorm computing `int base = blockIdx.x * stride`", dts=BF16),
+    # issue #36: the large family at ci (aliased pages): past 2^32 elements, more than 65,535 rows, stride >= 2^31
+    _k("defect-cuda-rmsnorm-unsigned-row-offset", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_unsigned_offset_{tag}", ROWS_ARGS),
+       "RMSNorm computing `unsigned base = blockIdx.x * stride` (32-bit unsigned product)", dts=BF16),
+    _k("defect-cuda-rmsnorm-rows-on-grid-y", "rmsnorm", "input_defects.cu", _grid_y("rms_rows_grid_y_{tag}", ROWS_ARGS),
+       "RMSNorm launching one block per row on grid.y", dts=BF16),
+    _k("defect-cuda-rmsnorm-int32-row-stride", "rmsnorm", "input_defects.cu",
+       _one("rms_rows_int32_stride_{tag}", ROWS_ARGS),
+       "RMSNorm narrowing the row strides to int before a 64-bit row * stride", dts=BF16),
     _k("defect-cuda-rmsnorm-ignores-row-stride", "rmsnorm", "input_defects.cu",
        _one("rms_rows_ignores_stride_{tag}", ROWS_ARGS), "RMSNorm taking the row strides but reading row r at r * N",
        dts=BF16),
@@ -237,6 +253,21 @@ DEFECTS = {
         "pitfall": "`int base = blockIdx.x * N`: past 2^31 elements the row offset wraps negative (an illegal "
                    "address), as PyTorch's and Liger-Kernel's cross entropy shipped it",
         "exposing_input": "large_index_2pow31"},
+    "defect-cuda-rmsnorm-unsigned-row-offset": {
+        "caught_by": "value", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "`unsigned base = blockIdx.x * N`: right past 2^31, past 2^32 elements the offset wraps onto row "
+                   "r - 2^32 / N, read from and written over there (silently wrong, no fault)",
+        "exposing_input": "large_index_2pow32"},
+    "defect-cuda-rmsnorm-rows-on-grid-y": {
+        "caught_by": "build", "twin": "cuda-rmsnorm-rows", "device": "cpu",
+        "pitfall": "one block per row on grid.y: grid.y and grid.z stop at 65,535, so more rows do not launch "
+                   "(the launch check sees the grid at the case's shape before any launch; on a GPU it fails)",
+        "exposing_input": "rows_past_65535"},
+    "defect-cuda-rmsnorm-int32-row-stride": {
+        "caught_by": "crash", "twin": "cuda-rmsnorm-rows", "device": "gpu",
+        "pitfall": "row stride narrowed to int (`int s = x.stride(0)`) before a 64-bit row * s: a stride of 2^31 "
+                   "or more wraps negative (an illegal address); right on every contiguous tensor",
+        "exposing_input": "row_stride_2pow31"},
     "defect-cuda-rmsnorm-ignores-row-stride": {
         "caught_by": "value", "twin": "cuda-rmsnorm-rows", "device": "gpu",
         "pitfall": "row stride taken but ignored (row r read at r * N): silently wrong on a slice qkv[:, :N]",
@@ -251,3 +282,41 @@ DEFECTS = {
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
 }
+
+# --- issue #37, norm variants (norm_variants_defects.cu; twins: cuda-row-amax of kernels/cuda/norm_variants_spec.py
+# and cuda-row-amax-split here)
+AMAX_SPLIT_COLS = 1024  # columns per block of the split abs-max
+
+
+def _amax_split(entry):
+    def launches(M, N, dt, params):
+        split = max(1, -(-N // AMAX_SPLIT_COLS))
+        return [Launch("row_amax_split_zero_f32", grid=(-(-M // THREADS),), block=(THREADS,), args=("y", "M")),
+                Launch(entry, grid=(M, split), block=(THREADS,), args=("x", "y", "N", Stride("x", "int64")))]
+    return launches
+
+
+KERNELS += [
+    CudaKernel(name="defect-cuda-row-amax-fmaxf", op="row_amax", source="norm_variants_defects.cu",
+               dtypes=[dtypes("f32"), dtypes("f16"), dtypes("bf16")],
+               launches=_one("row_amax_fmaxf_{tag}", ("x", "y", "N", Stride("x", "int64"))),
+               description="row abs-max with fmaxf: a NaN in the row is dropped"),
+    CudaKernel(name="cuda-row-amax-split", op="row_amax", source="norm_variants_defects.cu", dtypes=F32,
+               launches=_amax_split("row_amax_split_f32"), expectations=_DET,
+               description="row abs-max split over blocks of 1024 columns, atomicMax on the bits (twin)"),
+    CudaKernel(name="defect-cuda-row-amax-split-race", op="row_amax", source="norm_variants_defects.cu", dtypes=F32,
+               launches=_amax_split("row_amax_split_nosync_f32"), expectations=_DET,
+               description="split row abs-max whose warp partials are read without a barrier"),
+]
+DEFECTS.update({
+    "defect-cuda-row-amax-fmaxf": {
+        "caught_by": "nan-inf", "twin": "cuda-row-amax", "device": "gpu",
+        "pitfall": "abs-max with fmaxf: a NaN in the row is dropped and the largest number reported (torch.amax "
+                   "gives NaN)",
+        "exposing_input": "amax_nan_inf_rows"},
+    "defect-cuda-row-amax-split-race": {
+        "caught_by": "racecheck", "twin": "cuda-row-amax-split", "device": "gpu",
+        "pitfall": "an abs-max split across blocks whose per-block merge reads the warps' shared-memory partials "
+                   "without __syncthreads: a race, a partial max some runs",
+        "exposing_input": "normal_small"},
+})

@@ -3,6 +3,11 @@
 //   rms_rows_ok: RMSNorm, one block per row, rows at the launch's row strides, offsets in 64 bits (twin).
 //   rms_rows_int32_offset: the row offset computed in int (`int base = row * stride`): past 2^31 elements it
 //     wraps negative, an illegal address (PyTorch's and Liger-Kernel's cross entropy shipped this).
+//   rms_rows_unsigned_offset: the row offset as an unsigned 32-bit product (`unsigned base = row * stride`): right
+//     past 2^31 elements, past 2^32 it wraps onto row r - 2^32 / N, read and written there (issue #36).
+//   rms_rows_grid_y: one block per row on grid.y (`row = blockIdx.y`): more than 65,535 rows do not launch.
+//   rms_rows_int32_stride: 64-bit row offsets, but the row stride narrowed to int first (`int s = x.stride(0)`):
+//     right on contiguous rows and small strides, a stride of 2^31 or more wraps negative (an illegal address).
 //   rms_rows_ignores_stride: takes the row strides and reads row r at r * N: right on contiguous rows, wrong on
 //     a slice qkv[:, :N] (norms in two serving engines were reported wrong on exactly that layout).
 //   far_vec_ok / far_vec_unchecked: fused residual add + RMSNorm with 16-byte vector loads when N % 8 == 0;
@@ -18,20 +23,34 @@ namespace {
 
 __device__ __forceinline__ float rstd_of(float ss, int N, float eps) { return 1.0f / sqrtf(ss / (float)N + eps); }
 
-// WIDE_OFFSET: 64-bit row offsets (else int); USE_STRIDE: rows at the strides (else at N).
-template <bool WIDE_OFFSET, bool USE_STRIDE>
+enum Offset { kWide, kInt, kUnsigned, kIntStride };
+
+// OFFSET: how the row offset is formed (kWide: 64 bits, the twin); USE_STRIDE: rows at the strides (else at N);
+// GRID_Y: the row is blockIdx.y (else blockIdx.x).
+template <Offset OFFSET, bool USE_STRIDE, bool GRID_Y = false>
 __device__ void rms_rows(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                          __nv_bfloat16* __restrict__ y, int N, long long sx, long long sy, float eps) {
     __shared__ float scratch[32];
     const long long rx = USE_STRIDE ? sx : N, ry = USE_STRIDE ? sy : N;
+    const unsigned row = GRID_Y ? blockIdx.y : blockIdx.x;
     long long ox, oy;
-    if (WIDE_OFFSET) {
-        ox = (long long)blockIdx.x * rx;
-        oy = (long long)blockIdx.x * ry;
+    if (OFFSET == kWide) {
+        ox = (long long)row * rx;
+        oy = (long long)row * ry;
+    } else if (OFFSET == kUnsigned) {
+        // The defect: an unsigned 32-bit product, right up to 2^32 elements, then it wraps onto an earlier row.
+        const unsigned bx = row * (unsigned)rx, by = row * (unsigned)ry;
+        ox = bx;
+        oy = by;
+    } else if (OFFSET == kIntStride) {
+        // The defect: the strides narrowed to int before a 64-bit product; 2^31 or more wraps negative.
+        const int nx = (int)rx, ny = (int)ry;
+        ox = (long long)row * nx;
+        oy = (long long)row * ny;
     } else {
         // The defect: `int base = blockIdx.x * N` (unsigned arithmetic, stored into an int): past 2^31 elements
         // the offset wraps negative, as in the cross-entropy kernels that shipped it.
-        const int bx = blockIdx.x * (int)rx, by = blockIdx.x * (int)ry;
+        const int bx = row * (int)rx, by = row * (int)ry;
         ox = bx;
         oy = by;
     }
@@ -126,15 +145,18 @@ __device__ void ce_neg_log_p(const __nv_bfloat16* __restrict__ x, const long lon
 
 }  // namespace
 
-#define RMS_ROWS(name, WIDE, STRIDE)                                                                       \
+#define RMS_ROWS(name, OFFSET, STRIDE, GRID_Y)                                                              \
     extern "C" __global__ void __launch_bounds__(THREADS)                                                 \
         name(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int M, int N, long long sx, \
              long long sy, float eps) {                                                                    \
-        rms_rows<WIDE, STRIDE>(x, w, y, N, sx, sy, eps);                                                   \
+        rms_rows<OFFSET, STRIDE, GRID_Y>(x, w, y, N, sx, sy, eps);                                         \
     }
-RMS_ROWS(rms_rows_ok_bf16, true, true)
-RMS_ROWS(rms_rows_int32_offset_bf16, false, true)
-RMS_ROWS(rms_rows_ignores_stride_bf16, true, false)
+RMS_ROWS(rms_rows_ok_bf16, kWide, true, false)
+RMS_ROWS(rms_rows_int32_offset_bf16, kInt, true, false)
+RMS_ROWS(rms_rows_ignores_stride_bf16, kWide, false, false)
+RMS_ROWS(rms_rows_unsigned_offset_bf16, kUnsigned, true, false)
+RMS_ROWS(rms_rows_grid_y_bf16, kWide, true, true)
+RMS_ROWS(rms_rows_int32_stride_bf16, kIntStride, true, false)
 
 #define FAR_VEC(name, CHECK)                                                                               \
     extern "C" __global__ void __launch_bounds__(THREADS)                                                 \

@@ -23,6 +23,7 @@ _TILE64 = max_row(65536, "triton-online-softmax (4096-column tiles)")
 _ONE_ROW = max_row(65536, None, what="the one-block limit")
 BF16 = [dtypes("bf16")]
 LS_DTS = [dtypes("f32"), dtypes("bf16")]
+_ROUTE_IO = [dtypes("f32"), dtypes("bf16", "f32")]  # routing: logits f32 / bf16, values f32
 
 KERNELS = [
     TritonKernel(name="defect-triton-ce-no-max-sub", op="cross_entropy", module="cross_entropy_defects.py",
@@ -78,6 +79,54 @@ KERNELS = [
     _t("defect-triton-fused-add-rmsnorm-truncates-bf16", "fused_add_rmsnorm", "rounding_defects.py",
        "launch_truncating", "fused add + RMSNorm converting fp32 to bf16 by clearing the low 16 bits", dts=BF16,
        supports=max_row(16384, None, what="one block's registers")),
+    # softmax with extra inputs (twin: triton-masked-softmax, kernels/triton/masked_softmax_spec.py)
+    *(TritonKernel(name=n, op="softmax", module="masked_softmax_defects.py", launcher=fn, dtypes=LS_DTS,
+                   math_mode="triton_approx", expectations=_DET, supports=_ONE_ROW, description=d,
+                   params={"scale": 0.125, "mask": "MxN", "causal": True, "masked_rows": "zeros"})
+      for n, fn, d in (
+          ("defect-triton-masked-softmax-causal-off-by-one", "launch_causal_off_by_one",
+           "causal mask with '>=': the diagonal is masked (row i attends to j < i)"),
+          ("defect-triton-masked-softmax-nan-rows", "launch_masked_rows_nan",
+           "no guard for a fully masked row: -inf - -inf = NaN where zeros are declared"),
+          ("defect-triton-masked-softmax-max-before-mask", "launch_max_before_mask",
+           "the row max taken over x·scale before the mask is added"))),
+    # routing_defects.py: MoE routing (topk_softmax); twins in kernels/triton/routing_spec.py
+    *(TritonKernel(name=name, op="topk_softmax", module="routing_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params={"k": 8, **p}, expectations=_DET, description=description,
+                   supports=lambda M, N, dt: f"E={N} < k=8" if N < 8 else f"E={N} > 4096" if N > 4096 else None)
+      for name, launcher, dts, p, description in (
+          ("defect-triton-topk-renorm-over-e", "launch_renorm_over_e", [dtypes("bf16", "f32")],
+           {"renormalize": True, "index_dtype": "int64"}, "top-8 values divided by the sum of all E gates"),
+          ("defect-triton-topk-no-max-sub", "launch_no_max_sub", _ROUTE_IO, {},
+           "softmax gates as exp(x) / sum(exp(x)), no max subtraction"),
+          ("defect-triton-topk-tail-lost", "launch_tail_lost", _ROUTE_IO, {},
+           "each of 32 lanes reads E // 32 experts: the last E % 32 are never read"),
+          # no defect: the tie-aware comparison's must-pass control (tests/test_topk_softmax.py)
+          ("triton-topk-softmax-high-ties", "launch_high_ties", [dtypes("bf16", "f32")], {},
+           "top 8 with ties broken toward the larger index: as right as the smaller"))),
+    # merge_states_defects.py: attention-state merge (merge_attn_states); twins in kernels/triton/merge_states_spec.py
+    *(TritonKernel(name=name, op="merge_attn_states", module="merge_states_defects.py", launcher=launcher, dtypes=dts,
+                   math_mode="triton_approx", params=p, expectations=_DET, description=description,
+                   supports=max_row(8192, None, what="one block per row"))
+      for name, launcher, dts, p, description in (
+          ("defect-triton-merge-mixed-base", "launch_mixed_base", BF16, {"lse_base": "2", "empty": "zero"},
+           "base-2 states weighted with exp (base e)"),
+          ("defect-triton-merge-no-max-sub", "launch_no_max_sub", [dtypes("f32"), dtypes("bf16")], {},
+           "weights exp(lse) without the max subtracted"),
+          ("defect-triton-merge-unguarded-empty", "launch_unguarded_empty", BF16, {"lse_base": "2", "empty": "zero"},
+           "promises v = 0, lse = -inf for two empty states, merges -inf - -inf = NaN"))),
+    # cross entropy variants (twins: kernels/triton/cross_entropy_variants_spec.py)
+    *(TritonKernel(name=name, op=op, module="cross_entropy_variants_defects.py", launcher=launcher, params=p,
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], math_mode="triton_approx", online=True,
+                   expectations=_DET, description=what)
+      for name, op, launcher, p, what in (
+          ("defect-triton-ce-mean-over-m", "cross_entropy_reduced", "launch_mean_over_m",
+           {"reduction": "mean", "label_smoothing": 0.1}, "batch mean of the loss divided by M, not the counted rows"),
+          ("defect-triton-ce-smoothing-n-minus-1", "cross_entropy", "launch_smoothing_n_minus_1",
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0}, "label smoothing spread over N - 1 classes"),
+          ("defect-triton-ce-softcap-after-max", "cross_entropy", "launch_softcap_after_max",
+           {"label_smoothing": 0.1, "z_loss": 1e-4, "softcap": 30.0},
+           "softcap applied after the running max of the raw logits"))),
 ]
 
 DEFECTS = {
@@ -147,7 +196,101 @@ DEFECTS = {
         "caught_by": "nan-inf", "twin": "triton-cross-entropy", "device": "cpu",
         "pitfall": "cross entropy as -log(softmax(x)[label]): +inf where the loss is a few hundred",
         "exposing_input": "ce_label_at_min_randn50"},
+    "defect-triton-masked-softmax-causal-off-by-one": {
+        "caught_by": "value", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "causal mask off by one column ('>=' for '>'): the diagonal masked, row 0 fully masked",
+        "exposing_input": "sm_causal_triangle"},
+    "defect-triton-masked-softmax-nan-rows": {
+        "caught_by": "nan-inf", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "a fully masked row gives NaN (0/0) where the kernel declares zeros (masked_rows='zeros')",
+        "exposing_input": "sm_mask_full_rows"},
+    "defect-triton-masked-softmax-max-before-mask": {
+        "caught_by": "value", "twin": "triton-masked-softmax", "device": "cpu",
+        "pitfall": "the row max taken before the mask is added: a masked column holding the largest logit "
+                   "underflows every live exp (wrong or 0/0 on large logits; exact on randn)",
+        "exposing_input": "sm_huge_logits"},
+    "defect-triton-topk-renorm-over-e": {
+        "caught_by": "value", "twin": "triton-topk-softmax-renorm", "device": "cpu",
+        "pitfall": "MoE routing renormalized over all E gates instead of the k picked: the values stay the plain "
+                   "softmax, not summing to 1",
+        "exposing_input": "normal_small"},
+    "defect-triton-topk-no-max-sub": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing softmax without max subtraction: exp(x) overflows past 88.7, inf / inf = NaN gates: the "
+                   "largest experts are lost from the picks",
+        "exposing_input": "topk_wide_logits"},
+    "defect-triton-topk-tail-lost": {
+        "caught_by": "value", "twin": "triton-topk-softmax", "device": "cpu",
+        "pitfall": "routing kernel laid out for E a multiple of 32: the last E % 32 experts are never read, picks "
+                   "and gates wrong for E = 60",
+        "exposing_input": "topk_e60"},
+    "defect-triton-merge-mixed-base": {
+        "caught_by": "value", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "attention-state merge of base-2 lse (FlashInfer's log2-sum-exp2) weighted with exp: wrong weights "
+                   "wherever the two lse differ",
+        "exposing_input": "normal_small"},
+    "defect-triton-merge-no-max-sub": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states", "device": "cpu",
+        "pitfall": "attention-state merge without the max subtracted: exp(lse) overflows past 88.7, inf / inf = NaN",
+        "exposing_input": "merge_big_lse"},
+    "defect-triton-merge-unguarded-empty": {
+        "caught_by": "nan-inf", "twin": "triton-merge-attn-states-base2-zero", "device": "cpu",
+        "pitfall": "two empty states (both lse -inf) merged as -inf - -inf = NaN where v = 0, lse = -inf was declared",
+        "exposing_input": "merge_both_neg_inf"},
+    "defect-triton-ce-mean-over-m": {
+        "caught_by": "value", "twin": "triton-ce-mean", "device": "cpu",
+        "pitfall": "mean cross entropy divided by M, not by the non-ignored rows (PyTorch): wrong on padded batches",
+        "exposing_input": "ce_half_ignored"},
+    "defect-triton-ce-smoothing-n-minus-1": {
+        "caught_by": "value", "twin": "triton-ce-variants", "device": "cpu",
+        "pitfall": "label smoothing's uniform share spread over N - 1 classes instead of all N (PyTorch)",
+        "exposing_input": "normal_small"},
+    "defect-triton-ce-softcap-after-max": {
+        "caught_by": "nan-inf", "twin": "triton-ce-variants", "device": "cpu",
+        "pitfall": "softcap applied after the max of the raw logits: exp(cap(x) - max) underflows on large logits",
+        "exposing_input": "ce_huge_logits"},
 }
+
+# --- issue #37, norm variants (norm_variants_defects.py; twins: kernels/triton/norm_variants_spec.py)
+KERNELS += [
+    _t("defect-triton-group-norm-naive-variance", "group_norm", "norm_variants_defects.py",
+       "launch_group_norm_naive_var", "group_norm with the group variance as E[x^2] - E[x]^2 in fp32"),
+    _t("defect-triton-group-norm-channels-last", "group_norm", "norm_variants_defects.py",
+       "launch_group_norm_channels_last", "group_norm reading group g's columns as g + j*G (channels-last)"),
+    _t("defect-triton-row-amax-drops-nan", "row_amax", "norm_variants_defects.py", "launch_row_amax_drops_nan",
+       "row abs-max by compare-and-select (fmaxf): NaN dropped"),
+    _t("defect-triton-var-mean-naive", "var_mean", "norm_variants_defects.py", "launch_var_mean_naive",
+       "var_mean with the one-pass variance (sum(x^2) - N*mean^2)/(N - c)"),
+    _t("defect-triton-l2norm-eps-in-sqrt", "l2norm", "norm_variants_defects.py", "launch_l2norm_eps_in_sqrt",
+       "l2norm as x / sqrt(sum(x^2) + eps), not x / max(||x||, eps)"),
+]
+DEFECTS.update({
+    "defect-triton-group-norm-naive-variance": {
+        "caught_by": "value", "twin": "triton-group-norm", "device": "cpu",
+        "pitfall": "group variance as E[x^2] - E[x]^2 (Liger-Kernel's GroupNorm): a group of 1000 + a few ULPs "
+                   "loses its whole variance to cancellation",
+        "exposing_input": "gn_groups_const_and_mean_gg_std"},
+    "defect-triton-group-norm-channels-last": {
+        "caught_by": "value", "twin": "triton-group-norm", "device": "cpu",
+        "pitfall": "channel-major row read as channels-last (stride G inside a group): every group mixes the "
+                   "channels of all groups",
+        "exposing_input": "gn_group_80_cols"},
+    "defect-triton-row-amax-drops-nan": {
+        "caught_by": "nan-inf", "twin": "triton-row-amax", "device": "cpu",
+        "pitfall": "abs-max with fmaxf / compare-and-select: a NaN in the row is dropped and the largest number "
+                   "reported (torch.amax gives NaN): a quantizer's scale silently finite",
+        "exposing_input": "amax_nan_inf_rows"},
+    "defect-triton-var-mean-naive": {
+        "caught_by": "value", "twin": "triton-var-mean", "device": "cpu",
+        "pitfall": "one-pass variance sum(x^2) - N*mean^2: on 1000 with one element a few ULPs above (exact in "
+                   "bf16/f16) the variance is rounding noise",
+        "exposing_input": "vm_cancel_ulp_bumps"},
+    "defect-triton-l2norm-eps-in-sqrt": {
+        "caught_by": "value", "twin": "triton-l2norm", "device": "cpu",
+        "pitfall": "eps added inside the sqrt instead of clamping the norm: identical on ordinary rows, off on "
+                   "rows of norm near or below 1e-6",
+        "exposing_input": "l2_tiny_rows"},
+})
 
 # Quantized outputs (issue 37): kernels/defects/triton/quant_defects.py; twins in kernels/triton/quant_spec.py.
 _Q_RESIDENT = Expectations(deterministic=True)

@@ -7,15 +7,21 @@ The Triton interpreter (CPU) cannot run Liger's norms as they are: their kernels
 a Python float (compiled Triton passes it as an fp32 scalar, the interpreter as a plain float) and libdevice's
 ``rsqrt`` (an empty stub in the interpreter). :func:`_interpreter_shims`, a choice of this spec and nothing
 the verifier does, closes both gaps around each call only, the way compiled Triton behaves: float arguments
-become fp32 scalars and Liger's ``rsqrt`` name is routed to ``tl.math.rsqrt``. Without it the cases would be
+become fp32 scalars and Liger's ``rsqrt`` name is routed to ``tl.math.rsqrt`` (its cross entropy's ``tanh``, for
+the softcap, to an exp-based one: :func:`_interpreter_tanh`). Without it the cases would be
 interpreter caveats (skipped with the reason), never findings. Compiled (GPU) runs use no shim.
 """
 import contextlib
 import os
 
+import triton
+import triton.language as tl
+
 from liger_kernel.ops import fused_add_rms_norm as _fused_add
+from liger_kernel.ops import group_norm as _group_norm
 from liger_kernel.ops import layer_norm as _layer_norm
 from liger_kernel.ops import rms_norm as _rms_norm
+from liger_kernel.ops import cross_entropy as _cross_entropy
 from liger_kernel.ops.cross_entropy import cross_entropy_forward
 from liger_kernel.ops.softmax import _softmax_forward
 
@@ -46,6 +52,29 @@ def _interpreter_shims(*modules):
         interp._implicit_cvt = convert
         for m, f in saved:
             m.rsqrt = f
+
+
+@triton.jit
+def _exp_tanh(y):
+    e = tl.exp(-2.0 * tl.abs(y))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(y < 0, -t, t)
+
+
+@contextlib.contextmanager
+def _interpreter_tanh():
+    """Liger's softcap calls libdevice's ``tanh``, an empty stub in the interpreter: around the call only, its name
+    in Liger's module is routed to an exp-based tanh, (1 - e)/(1 + e) with e = exp(-2|y|) (within the budget's
+    tanh allowance, docs/tolerances.md). Compiled (GPU) runs keep libdevice's."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        yield
+        return
+    saved = _cross_entropy.tanh
+    _cross_entropy.tanh = _exp_tanh
+    try:
+        yield
+    finally:
+        _cross_entropy.tanh = saved
 
 
 def _norm(fn, module, *args):
@@ -83,3 +112,25 @@ def cross_entropy(inputs, outputs, params, dt):
     loss = cross_entropy_forward(inputs["x"], inputs["labels"], None, params["ignore_index"], 0.0, 0.0, "none",
                                  None, False)[0]
     outputs["loss"].copy_(loss)  # in the logits' dtype, as Liger keeps it
+
+
+def cross_entropy_variants(inputs, outputs, params, dt):
+    """Liger's label smoothing, z_loss (lse_square_scale), softcap and reduction: per row (op cross_entropy) or the
+    batch's mean / sum (op cross_entropy_reduced), from the same cross_entropy_forward."""
+    cap = float(params["softcap"])
+    # softcap is a float argument the kernel converts (softcap.to(tl.float32)) and a libdevice tanh
+    with _interpreter_shims(), _interpreter_tanh():
+        loss = cross_entropy_forward(inputs["x"], inputs["labels"], None, params["ignore_index"],
+                                     float(params["z_loss"]), float(params["label_smoothing"]),
+                                     params.get("reduction", "none"), cap if cap > 0 else None, False)[0]
+    outputs["loss"].copy_(loss.reshape(outputs["loss"].shape))
+
+
+def group_norm(inputs, outputs, params, dt):
+    # Liger takes the (batch, C, spatial) tensor: x's rows are one sample each, channel-major (the op's layout)
+    x = inputs["x"]
+    M, N = x.shape
+    C = int(params["channels"])
+    y = _norm(_group_norm.group_norm_forward, _group_norm, x.view(M, C, N // C), C, int(params["groups"]),
+              inputs["w"], inputs["b"], params["eps"])[0]
+    outputs["y"].copy_(y.view(M, N))

@@ -29,4 +29,20 @@ KERNELS = [
     # logits (it saves the backward pass a buffer): the logits are scratch, declared, not an input-clobbered finding
     TritonKernel(name="liger-cross-entropy", op="cross_entropy", launcher="cross_entropy", dtypes=FLOAT_IO,
                  online=True, scratch_inputs=("x",), **_COMMON),
+    # Its variants (the same forward): label smoothing, z_loss with softcap, the batch's mean and sum. Reduced, Liger
+    # stores each row's loss (divided by the count for the mean) in the logits' dtype and sums those: bf16 / f16
+    # outputs round twice (base_ulps 2); a mean over no counted row is 0, not PyTorch's NaN (empty_mean='zero').
+    # One dtype each (bf16 and f32 alternate): the interpreter's CI time
+    *(TritonKernel(name=f"liger-ce-{tag}", op=op, launcher="cross_entropy_variants", dtypes=[dtypes(dt)], online=True,
+                   scratch_inputs=("x",), params=p, tolerance={"base_ulps": 2} if op != "cross_entropy" else {},
+                   **_COMMON)
+      for tag, op, dt, p in (("smoothing", "cross_entropy", "bf16", {"label_smoothing": 0.1}),
+                             ("zloss-softcap", "cross_entropy", "f32", {"z_loss": 1e-4, "softcap": 30.0}),
+                             ("mean", "cross_entropy_reduced", "bf16", {"reduction": "mean", "label_smoothing": 0.1,
+                                                                        "empty_mean": "zero"}),
+                             ("sum", "cross_entropy_reduced", "f32", {"reduction": "sum", "z_loss": 1e-4,
+                                                                      "softcap": 30.0}))),
+    # GroupNorm (issue #37) on x viewed as (M, C, N/C), per-channel weight and bias; the variance is
+    # E[x^2] - E[x]^2 in fp32, which cancels on mean >> std groups: the value check's finding is true
+    TritonKernel(name="liger-group-norm", op="group_norm", launcher="group_norm", dtypes=FLOAT_IO, **_COMMON),
 ]

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Issues #36 and #37 on one H200 in one device call, from the repository root, carrying .whl/ (what it holds:
+# kernels/third_party/README.md):
+#   OUT=/some/dir bash tools/gpu_check_issue37.sh [STEP ...]      (default: every step)
+# Steps (each prints PASS / FAIL with its seconds; logs in $OUT/logs.tgz, a summary in $OUT/summary.txt):
+#   main       README's main job, cold (fresh verifier and Triton caches), alone on the GPU and timed: `verifier check
+#              kernels/ -j auto --level ci` without the third-party packages, as a fresh machine has it (issue #36:
+#              at most 45 s, no finding on a correct kernel)
+#   gputests   the GPU test files of the op families and of the large cases (nothing may skip)
+#   thirdparty verifier check kernels/third_party --level ci with Liger and FlashInfer's headers present
+#   sanitize   the four compute-sanitizer tools on every kernel of the op families (ours, CUDA and Triton)
+#   detection  every defect of kernels/defects without a GPU result yet, one process each, then the
+#              assert_close column for them: detection-gpu-37.json / assert-close-gpu-37.json for
+#              kernels/defects/results/
+#   bench      verifier bench of the families' kernels beside the torch compositions and third-party kernels
+#              (alone on the GPU, last)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:?set OUT}
+PY="${PYTHON:-python3}"
+LOGS=/tmp/gpu_check_issue37
+rm -rf "$LOGS" && mkdir -p "$LOGS" "$OUT"
+SITE=$LOGS/site
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+WITH_SITE="$PWD:$SITE"
+STEPS=("${@:-main gputests thirdparty sanitize detection bench}")
+read -r -a STEPS <<< "${STEPS[*]}"
+FAMILY_SPECS=(kernels/cuda/quant_spec.py kernels/triton/quant_spec.py kernels/cuda/masked_softmax_spec.py
+  kernels/triton/masked_softmax_spec.py kernels/cuda/routing_spec.py kernels/triton/routing_spec.py
+  kernels/cuda/merge_states_spec.py kernels/triton/merge_states_spec.py kernels/cuda/norm_variants_spec.py
+  kernels/triton/norm_variants_spec.py kernels/cuda/cross_entropy_variants_spec.py
+  kernels/triton/cross_entropy_variants_spec.py)
+GPU_TESTS=(tests/test_quant_gpu.py tests/test_masked_softmax_gpu.py tests/test_routing_gpu.py
+  tests/test_norm_variants_gpu.py tests/test_cross_entropy_variants_gpu.py tests/test_large_gpu.py)
+exist() { for f in "$@"; do [ -e "$f" ] && printf '%s\n' "$f"; done; }
+mapfile -t FAMILY_SPECS < <(exist "${FAMILY_SPECS[@]}")
+mapfile -t GPU_TESTS < <(exist "${GPU_TESTS[@]}")
+{ echo "date: $(date -u +%FT%TZ)"; echo "tree: ${TREE_COMMIT:-unknown} (the device's .git is stale)";
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$LOGS/env.txt" 2>&1
+cat "$LOGS/env.txt"
+
+step() {  # step NAME CMD...: CMD's output to $LOGS/NAME.log; a PASS / FAIL line with seconds
+  local name=$1; shift
+  local t0=$SECONDS
+  if "$@" > "$LOGS/$name.log" 2>&1; then echo "PASS $name ($((SECONDS - t0)) s)"
+  else echo "FAIL $name ($((SECONDS - t0)) s; rc $?)"; tail -n 25 "$LOGS/$name.log" | sed "s/^/  $name| /"; fi
+}
+want() { [[ " ${STEPS[*]} " == *" $1 "* ]]; }
+
+setup() {
+  mkdir -p "$SITE"
+  "$PY" -m pip install -q --no-deps --no-index --target "$SITE" .whl/liger_kernel-0.8.5-py3-none-any.whl || return 1
+  cp -r .whl/flashinfer-0.7.4-include/flashinfer "$SITE/"
+}
+
+main_job() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  VERIFIER_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d) "$PY" -m verifier.cli check kernels/ -j auto \
+    --level ci --format json --no-progress > "$LOGS/main_ci.json"
+  t1=$(date +%s.%N)
+  "$PY" - "$LOGS/main_ci.json" "$t0" "$t1" <<'PYEOF'
+import json, sys
+from collections import Counter
+d = json.load(open(sys.argv[1]))
+wall = float(sys.argv[3]) - float(sys.argv[2])
+ks = d["kernels"]
+print(f"cold wall {wall:.1f} s; {len(ks)} kernels; verdicts {dict(Counter(k['verdict'] for k in ks))}")
+bad = [k for k in ks if k["verdict"] not in ("pass", "skipped") or any(f.get("severity") != "warning" for f in k.get("findings", []))]
+for k in bad:
+    print("BAD", k["name"], k["verdict"], [(f.get("check"), f.get("message", "")[:300]) for f in k.get("findings", [])][:4])
+sys.exit(1 if bad or wall > 45 else 0)
+PYEOF
+}
+
+gputests() {
+  PYTHONPATH=$WITH_SITE "$PY" -m pytest -q -p no:randomly -p no:cacheprovider -n 8 -rs "${GPU_TESTS[@]}" \
+    tests/test_aliasing.py tests/test_third_party_gpu.py > "$LOGS/gputests.txt" 2>&1
+  local rc=$?
+  cat "$LOGS/gputests.txt"
+  if grep -qE "^SKIPPED" "$LOGS/gputests.txt"; then echo "tests skipped (above)"; return 1; fi
+  return $rc
+}
+
+thirdparty() {
+  PYTHONPATH=$WITH_SITE "$PY" -m verifier.cli check kernels/third_party --device cuda --level ci -j 6 --no-progress
+}
+
+sanitize() {
+  PYTHONPATH=$WITH_SITE "$PY" -m verifier.cli sanitize "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer -j 8 \
+    --timeout 240 --format json --output "$LOGS/sanitize.json"
+  local rc=$?
+  "$PY" - "$LOGS/sanitize.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps(d.get("summary", {}), indent=1)[:3000])
+for k in d.get("kernels", []):
+    fs = k.get("findings", [])
+    if fs or k.get("verdict") not in ("pass", "skipped"):
+        print("BAD", k.get("name"), k.get("verdict"), [(f.get("check"), f.get("message", "")[:200]) for f in fs][:4])
+PYEOF
+  return $rc
+}
+
+detection() {
+  "$PY" - > "$LOGS/pending_defects.txt" <<'PYEOF'
+import json, pathlib, sys
+sys.path.insert(0, "tools")
+from assert_close_matrix import _matrix
+res = pathlib.Path("kernels/defects/results")
+have = set()
+for f in res.glob("detection-gpu*.json"):
+    have |= set(json.loads(f.read_text())["defects"])
+for e in _matrix().load():
+    if e.name not in have:
+        print(e.name)
+PYEOF
+  echo "defects without a GPU result: $(wc -l < "$LOGS/pending_defects.txt")"; cat "$LOGS/pending_defects.txt"
+  mkdir -p "$LOGS/det"
+  xargs -P 8 -I{} sh -c "$PY tools/detection_table.py run --device cuda --sanitize --defect {} --out $LOGS/det/{}.json > $LOGS/det/{}.log 2>&1 || echo 'run failed: {}'" < "$LOGS/pending_defects.txt"
+  local parts=() acargs=()
+  for f in "$LOGS"/det/*.json; do parts+=(--battery "$f"); done
+  "$PY" tools/detection_table.py merge "${parts[@]}" --out "$OUT/detection-gpu-37.json" || return 1
+  while read -r d; do acargs+=(--defect "$d"); done < "$LOGS/pending_defects.txt"
+  "$PY" tools/assert_close_matrix.py --device cuda "${acargs[@]}" --out "$OUT/assert-close-gpu-37.json" || return 1
+  "$PY" - "$OUT/detection-gpu-37.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+for name, d in sorted(r["defects"].items()):
+    print(f"defect {name}: caught={d.get('caught')} classes={d.get('classes')} {d.get('skipped', '')}")
+    bad += [] if d.get("caught") else [name]
+for name, t in sorted(r["twins"].items()):
+    print(f"twin {name}: {t['verdict']} {t.get('classes')} {t.get('error') or ''}")
+    bad += [] if t["verdict"] == "pass" else [name]
+sys.exit(f"not as declared: {bad}" if bad else 0)
+PYEOF
+}
+
+bench() {
+  PYTHONPATH=$WITH_SITE "$PY" -m verifier.cli bench "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer \
+    kernels/third_party/liger --against kernels/torch --shape 16384x256 --shape 8192x4096 --dtype bf16 \
+    --runs 20 --format markdown --output "$LOGS/bench.md"
+  local rc=$?
+  cat "$LOGS/bench.md"
+  return $rc
+}
+
+step setup setup
+want main && step main main_job
+pids=()
+want gputests && { step gputests gputests & pids+=($!); }
+want thirdparty && { step thirdparty thirdparty & pids+=($!); }
+want sanitize && { step sanitize sanitize & pids+=($!); }
+want detection && { step detection detection & pids+=($!); }
+for p in "${pids[@]}"; do wait "$p"; done
+want bench && step bench bench
+{ cat "$LOGS/env.txt"; for f in "$LOGS"/*.log; do echo "=== $(basename "$f")"; tail -n 60 "$f"; done; } > "$OUT/summary.txt"
+cp "$LOGS"/main_ci.json "$LOGS"/bench.md "$OUT/" 2>/dev/null
+tar czf "$OUT/logs.tgz" -C "$LOGS" --exclude=site --exclude='*.cubin' . 2>/dev/null
+ls -la "$OUT"

@@ -1,0 +1,184 @@
+"""Tie-aware comparison of an op that picks the top k of a score row (``Op(selection=Selection(...))``: MoE
+routing's ``topk_softmax``). An index output cannot be compared element by element with the reference's picks:
+where gates tie, or differ by less than a kernel's rounding error, either pick is right, and the reference's
+tie-break (torch.topk's) is no contract.
+
+Per row, with s the exact scores (verifier.ops.derived: the float64 value of ``scores`` and e, the bound on the error
+a kernel computing them in its accumulation dtype may make) and t the exact k-th largest score:
+
+* the picks are integers in [0, E), distinct;
+* each pick j is in the top k up to the kernel's error: s_j + e_j >= t - e_t, e_t the largest bound among the
+  experts whose score is t (a kernel's gates may order j and the k-th either way there; outside, j is wrong);
+* they come largest first within the same band: s_a + e_a >= s_b - e_b for each pick a before b;
+* the other outputs (the values) are compared with ``at`` evaluated at the kernel's own picks, within the derived
+  budget of that evaluation (base 1 ULP + E / ulp, as every derived budget; verifier.judge.tolerance).
+
+Rows holding a NaN score leave the choice free (range and distinctness still hold). A wrong pick is a ``value``
+finding naming the row, the position, the expert picked, its exact score and the exact k-th largest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from verifier import dtypes as _dt
+from verifier.errors import UsageError
+from verifier.judge import tolerance as _tol
+from verifier.judge.compare import Comparison, TensorComparison, compare_tensor
+from verifier.results.findings import Finding
+
+__all__ = ["Pick", "PickComparison", "compare_selection"]
+
+PICKS_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One wrong pick: row, position among the k, the expert picked (as written), its exact score (NaN when the
+    index is out of range), the exact k-th largest score, the band allowed below it, and what is wrong."""
+
+    index: tuple  # (row, position)
+    expert: int
+    score: float
+    kth: float
+    band: float
+    why: str
+
+    def describe(self) -> str:
+        row, pos = self.index
+        if self.why == "below":
+            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} is not in the top k: the "
+                    f"exact k-th largest gate is {self.kth!r}, and the kernel's error band is {self.band:.3g}")
+        if self.why == "order":
+            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} comes after a smaller "
+                    f"gate ({self.kth!r}): picks must be largest first (band {self.band:.3g})")
+        if self.why == "duplicate":
+            return f"row {row}, position {pos}: expert {self.expert} picked twice"
+        return f"row {row}, position {pos}: index {self.expert} is outside [0, {int(self.kth)})"
+
+    @property
+    def excess(self) -> float:
+        if self.why in ("below", "order"):
+            gap = self.kth - self.score
+            return float(gap / self.band) if self.band > 0 else float("inf")
+        return float("inf")
+
+
+@dataclass(frozen=True)
+class PickComparison(TensorComparison):
+    """The index output of a selection: ``wrong`` lists the first wrong picks; ``mismatched`` counts them all."""
+
+    wrong: tuple = ()
+
+    def message(self) -> str:
+        shape = "x".join(map(str, self.shape))
+        head = "right (tie-aware)" if self.values_ok else "NOT a right top-k choice"
+        lines = [f"Output {self.name!r} ({self.dtype}, {shape}) is {head}:",
+                 f"  Wrong picks: {self.mismatched} / {self.numel} ({self.percent:.1f}%)"]
+        lines += [f"    {p.describe()}" for p in self.wrong]
+        return "\n".join(lines)
+
+    def findings(self, base: dict) -> list:
+        if not self.mismatched:
+            return []
+        return [Finding(check="value", score=max(p.excess for p in self.wrong), **base,
+                        message=(f"{self.name}: {self.mismatched}/{self.numel} picks wrong (tie-aware); first: "
+                                 f"{self.wrong[0].describe()}"))]
+
+    def relabeled(self, index) -> "PickComparison":
+        return replace(super().relabeled(index), wrong=tuple(replace(p, index=index(p.index)) for p in self.wrong))
+
+
+def _kth(s: np.ndarray, e: np.ndarray, k: int) -> tuple:
+    """Per row: the exact k-th largest score t and the largest error bound among the scores equal to t."""
+    t = -np.sort(-s, axis=1)[:, k - 1]
+    at_t = s == t[:, None]
+    return t, np.where(at_t, e, 0.0).max(axis=1)
+
+
+def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int) -> tuple:
+    """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated)."""
+    a = _dt.to_numpy(actual)
+    got = _dt.canonical(a.dtype)
+    if got != dtype:
+        raise UsageError(f"output {name!r} is {got} but the op declares {dtype}",
+                         fix=f"write the picks as {dtype} (the op's index_dtype param)")
+    M, E = s.shape
+    if a.shape != (M, k):
+        raise UsageError(f"output {name!r} has shape {a.shape}, expected {(M, k)}", fix="pass the [M, k] picks")
+    idx = a.astype(np.int64)
+    wrong, bad = [], np.zeros((M, k), dtype=bool)
+    inrange = (idx >= 0) & (idx < E)
+    safe = np.where(inrange, idx, 0)
+    for r, p in np.argwhere(~inrange):
+        wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float("nan"), float(E), 0.0, "range"))
+    bad |= ~inrange
+    srt = np.sort(safe, axis=1)
+    dup_sorted = np.zeros_like(srt, dtype=bool)
+    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
+    for r in np.flatnonzero(dup_sorted.any(axis=1)):
+        seen = set()
+        for p in range(k):
+            j = int(safe[r, p])
+            if inrange[r, p] and j in seen:
+                wrong.append(Pick((int(r), p), j, float(s[r, j]), 0.0, 0.0, "duplicate"))
+                bad[r, p] = True
+            seen.add(j)
+    judged = ~np.isnan(s).any(axis=1)  # a row holding a NaN score: any distinct in-range picks
+    t, e_t = _kth(np.where(judged[:, None], s, 0.0), e, k)
+    rows = np.arange(M)[:, None]
+    sj, ej = s[rows, safe], e[rows, safe]
+    with np.errstate(invalid="ignore"):
+        below = judged[:, None] & inrange & ~(sj + ej >= t[:, None] - e_t[:, None])
+        later = judged[:, None] & inrange[:, 1:] & inrange[:, :-1] & ~(sj[:, :-1] + ej[:, :-1] >= sj[:, 1:] - ej[:, 1:])
+    for r, p in np.argwhere(below):
+        wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(sj[r, p]), float(t[r]),
+                          float(ej[r, p] + e_t[r]), "below"))
+    for r, p in np.argwhere(later & ~below[:, 1:]):
+        wrong.append(Pick((int(r), int(p) + 1), int(idx[r, p + 1]), float(sj[r, p]), float(sj[r, p + 1]),
+                          float(ej[r, p] + ej[r, p + 1]), "order"))
+    bad |= below
+    bad[:, 1:] |= later
+    wrong.sort(key=lambda p: p.index)
+    cmp = PickComparison(name=name, dtype=dtype, shape=(M, k), numel=M * k, mismatched=int(bad.sum()),
+                         nonfinite_mismatched=0, max_ulps=0.0, worst=(), nonfinite=(), wrong=tuple(wrong[:PICKS_LISTED]))
+    unusable = (~inrange).any(axis=1) | dup_sorted.any(axis=1)
+    return cmp, safe, unusable
+
+
+def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Comparison:
+    """The outputs of selection op ``op`` (verifier.ops.model.Op with ``selection``) under criteria ``c``
+    (verifier.judge.Criteria): the picks tie-aware, every other output at the kernel's picks."""
+    sel = op.selection
+    k = op.shape_of(sel.indices, 1, 1, c.params)[1]
+    (scores,) = _tol.derive(c.op, lambda i, p: {"s": sel.scores(i, p)}, c.dtypes, c.math_mode, xs, c.params,
+                            c.online).values()
+    s, e = (np.asarray(a, dtype=np.float64) for a in scores)
+    idx_dtype = op.output_dtype(sel.indices, c.dtypes, c.params)
+    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k)
+    at = _tol.derive(c.op, sel.at, c.dtypes, c.math_mode, {**xs, sel.indices: safe}, c.params, c.online)
+    missing = [t for t in op.outputs if t != sel.indices and t not in at]
+    if missing:
+        raise UsageError(f"op {op.name!r}: its selection's at() gave no {missing}",
+                         fix="return every output but the indices from at(inputs, params)")
+    tensors = []
+    for t in op.outputs:
+        if t == sel.indices:
+            tensors.append(picks)
+            continue
+        v, E = (np.asarray(a, dtype=np.float64) for a in at[t])
+        dtype = op.output_dtype(t, c.dtypes, c.params)
+        base = _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
+        errs = _tol.Errors(base={t: base}, E={t: np.where(unusable[:, None], 0.0, E)}, dtypes={t: dtype})
+        exact = np.where(unusable[:, None], np.nan, v)  # a row whose picks are not k distinct experts: the picks' finding
+        budget = errs.budget(_Exact({t: exact}))[t]
+        actual = np.where(unusable[:, None], np.nan, _dt.to_numpy(outputs[t]).astype(np.float64)).astype(
+            _dt.numpy_dtype(dtype))
+        tensors.append(compare_tensor(t, actual, None, exact, budget, dtype, errs, None))
+    return Comparison(tuple(tensors), tuple(sorted((context or {}).items(), key=lambda kv: kv[0])))
+
+
+@dataclass(frozen=True)
+class _Exact:
+    exact: dict

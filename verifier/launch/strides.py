@@ -1,0 +1,14 @@
+"""Which tensors a case with row strides lays out with them: the strided case (rows N + 64 apart,
+verifier.launch.harness) and the large case with rows 2^31 + 64 apart (verifier.launch.large)."""
+from __future__ import annotations
+
+
+def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
+    """Every 2-D tensor of the op (CUDA: those whose row stride a launch passes, verifier.launch.cuda.strided_tensors):
+    a tensor whose stride the kernel is not told stays contiguous."""
+    rows = {t for t in op.inputs if op.role(t).shape == "rows"} | {t for t in op.outputs if t not in op.row_outputs}
+    if getattr(spec, "kind", None) == "cuda":
+        from verifier.launch.cuda import strided_tensors as named
+
+        rows &= named(spec, M, N, dt, params)
+    return rows

@@ -1,0 +1,20 @@
+"""``Selection``: outputs that pick the k largest entries of a score row, judged tie-aware
+(verifier.judge.selection)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Outputs that pick the k largest entries of a score row (MoE routing's top-k), judged tie-aware
+    (verifier.judge.selection) instead of element by element: ``indices`` names the integer output ``[M, k]`` of
+    the picks; ``scores(inputs, params) -> [M, E]`` (float64 torch, as a reference) is what the picks rank, largest
+    first; ``at(inputs, params) -> {output: tensor}`` gives every other output at the kernel's own picks, which it
+    finds in ``inputs[indices]`` (int64), e.g. the gate values there, renormalized over them. Both are derived
+    (verifier.ops.derived), so the band a tie or near tie may fall either way is the kernel's own error bound."""
+
+    indices: str
+    scores: Callable = field(repr=False, compare=False)
+    at: Callable = field(repr=False, compare=False)

@@ -1,0 +1,188 @@
+"""The extra inputs and params of the softmax family (softmax, log_softmax, online_softmax_stats): what a kernel
+fusing attention's score transforms declares (docs/specs.md, "Softmax with extra inputs").
+
+    z = x·scale;  z = softcap·tanh(z / softcap) (softcap > 0);  z += -slope_i·|i + causal_offset - j| (alibi);
+    z += mask;  z = -inf where causal and j > i + causal_offset;  then the op on the rows of z (with sinks[M], one
+    more logit per row in the max and the denominator only).
+
+Row r's query index is i = r mod q_len (q_len > 0: the (M, N) batch is (batch·heads·q_len, keys) flattened) or r.
+causal_offset 0 is PyTorch's ``is_causal`` (top-left: row i keeps columns 0..i); FlashAttention's bottom-right
+alignment is causal_offset = N - q_len. ALiBi follows FlashAttention's ``alibi_slopes``: -slope·|i + offset - j|
+(on causal rows, slope·(j - i - offset)). A row with no live logit (every column masked, no sink) gives NaN or
+zeros as the kernel declares (``masked_rows``, a contract). Every default keeps the op as it was.
+
+The numpy helpers here are shared by the references (references/_logits.py), the hand error model and the
+invariants, so the semantics live in one place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier.ops.model import Contract, OpCase, Tensor
+
+
+
+def query_index(M: int, params: dict) -> np.ndarray:
+    q = int(params.get("q_len") or 0)
+    r = np.arange(M)
+    return r % q if q > 0 else r
+
+
+def causal_masked(M: int, N: int, params: dict) -> np.ndarray:
+    """[M, N]: True where causal masks column j of row r (j > i + causal_offset)."""
+    if not params.get("causal"):
+        return np.zeros((M, N), dtype=bool)
+    i = query_index(M, params) + int(params.get("causal_offset") or 0)
+    return np.arange(N)[None, :] > i[:, None]
+
+
+def alibi_bias(slopes: np.ndarray, M: int, N: int, params: dict) -> np.ndarray:
+    i = query_index(M, params) + int(params.get("causal_offset") or 0)
+    return -np.asarray(slopes, dtype=np.float64)[:, None] * np.abs(i[:, None] - np.arange(N)[None, :])
+
+
+def make_mask(rng, x, params, policy):
+    """An additive mask: 0 where kept, -inf where masked. Policies: None / 'random' (a quarter masked, the last
+    column kept), 'lowest:V' (the same with the finite V, a dtype's lowest, instead of -inf), 'all_but_last' (every
+    column but the last masked), 'full_rows' (every other row, or a broadcast mask's only row, fully masked)."""
+    M, N = x.shape
+    shape = (N,) if params.get("mask") == "N" else (M, N)
+    keep = rng.random(shape) >= 0.25
+    keep[..., -1] = True
+    if policy == "all_but_last":
+        keep[...] = False
+        keep[..., -1] = True
+    elif policy == "full_rows":
+        if len(shape) == 2:
+            keep[::2] = False
+        else:
+            keep[...] = False
+    fill = float(policy.split(":")[1]) if policy and policy.startswith("lowest:") else -np.inf
+    return np.where(keep, 0.0, fill)
+
+
+def make_slopes(rng, x, params, policy):
+    """ALiBi slopes per row: 2^(-8(h+1)/H) for H = 8 heads, as the ALiBi paper's geometric sequence."""
+    M = x.shape[0]
+    return 2.0 ** (-(np.arange(M) % 8 + 1))
+
+
+def make_sinks(rng, x, params, policy):
+    """One sink logit per row, N(0, 1) (gpt-oss learns one per head)."""
+    return rng.standard_normal(x.shape[0])
+
+
+# The params and optional inputs every op of the family takes. masked_rows: 'nan' (PyTorch: softmax of a row of
+# -inf is NaN) or 'zeros' (FlashAttention: a row with nothing to attend to is 0), a contract the kernel declares.
+PARAMS = {"scale": 1.0, "softcap": 0.0, "causal": False, "causal_offset": 0, "q_len": 0,
+          "mask": None, "alibi_slopes": None, "sinks": None}
+OPTIONAL = {
+    "mask": Tensor("MxN", make=make_mask, optional=True),
+    "alibi_slopes": Tensor("M", dtype="float32", make=make_slopes, optional=True),
+    "sinks": Tensor("M", dtype="float32", make=make_sinks, optional=True),
+}
+
+
+def masks(params: dict) -> bool:
+    """The kernel can mask a whole row (a mask input, or causal): its masked_rows contract is open."""
+    return bool(params.get("mask")) or bool(params.get("causal"))
+
+
+MASKED_ROWS = Contract(("nan", "zeros"), when=masks)
+
+
+def logits(xs: dict, params: dict, x=None) -> np.ndarray:
+    """The float64 logits z of the inputs ``xs`` (float64 arrays), sinks left out."""
+    x = np.asarray(xs["x"] if x is None else x, dtype=np.float64)
+    M, N = x.shape
+    scale, cap = float(params.get("scale", 1.0) or 1.0), float(params.get("softcap") or 0.0)
+    with np.errstate(all="ignore"):
+        z = x * scale
+        if cap > 0:
+            z = cap * np.tanh(z / cap)
+        if xs.get("alibi_slopes") is not None:
+            z = z + alibi_bias(xs["alibi_slopes"], M, N, params)
+        if xs.get("mask") is not None:
+            z = z + np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
+    return np.where(causal_masked(M, N, params), -np.inf, z)
+
+
+def logit_error(xs: dict, params: dict, c) -> np.ndarray:
+    """[M, N] absolute bound on the kernel's error in z before the softmax (0 with every default): x·scale rounds
+    once (u|x·scale|); softcap divides (u), takes tanh (absolute (exp + div + 2)·u on a value <= 1, whether tanhf
+    or 1 - 2/(exp(2t) + 1)) and multiplies back (u), slope <= 1 passing the earlier error through; ALiBi's
+    slope·distance rounds twice (2u|bias|); each addition rounds (u|z|). Masked (-inf) entries carry none."""
+    x = np.asarray(xs["x"], dtype=np.float64)
+    M, N = x.shape
+    scale, cap = float(params.get("scale", 1.0) or 1.0), float(params.get("softcap") or 0.0)
+    err = np.zeros_like(x)
+    with np.errstate(all="ignore"):
+        t = np.abs(x * scale)
+        if scale != 1.0:
+            err = err + c.u * t
+        if cap > 0:
+            err = err + c.u * cap * (c.intr.exp + c.intr.div + 2) + 2 * c.u * np.minimum(t, cap)
+            t = np.minimum(t, cap)
+        if xs.get("alibi_slopes") is not None:
+            b = np.abs(alibi_bias(xs["alibi_slopes"], M, N, params))
+            t = t + b
+            err = err + 2 * c.u * b + c.u * t
+        if xs.get("mask") is not None:
+            mk = np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
+            added = np.isfinite(mk) & (mk != 0)  # x + 0 and x + -inf are exact
+            t = t + np.where(added, np.abs(mk), 0.0)
+            err = err + np.where(added, c.u * t, 0.0)
+    return np.where(np.isfinite(logits(xs, params)), err, 0.0)
+
+
+def with_sink(z: np.ndarray, xs: dict) -> np.ndarray:
+    """z with the sink logit as one more column (the max and the sum see it), or z."""
+    if xs.get("sinks") is None:
+        return z
+    return np.concatenate([z, np.asarray(xs["sinks"], dtype=np.float64)[:, None]], axis=1)
+
+
+def fully_masked(z: np.ndarray, xs: dict) -> np.ndarray:
+    """[M]: rows with no live logit (every z -inf, no sink)."""
+    dead = np.all(np.isneginf(z), axis=1)
+    if xs.get("sinks") is not None:
+        dead &= ~np.isfinite(np.asarray(xs["sinks"], dtype=np.float64))
+    return dead
+
+
+# --------------------------------------------------------------------------- adversarial cases
+
+def _randn(scale: float = 1.0):
+    def factory(rng):
+        def draw(shape, dtype):
+            from verifier.numerics.ulp import round_to
+
+            with np.errstate(over="ignore"):
+                return round_to(scale * rng.standard_normal(shape), dtype).astype(np.float64)
+        return draw
+    return factory
+
+
+def _only(dtype: str):
+    return lambda dt: dt == dtype
+
+
+CASES = (
+    OpCase("sm_causal_triangle", "M = N rows: with causal, row 0 keeps one column and the last row all of them "
+           "(a mask off by one row or column, or a triangle cut short)", 64, 64, _randn(), fixed_m=True),
+    OpCase("sm_huge_logits", "logits of randn·1000: far past a softcap of 30-50 (cap·tanh(x/cap) saturates; a "
+           "softcap applied after the max, or exp of the raw logits, is wrong or overflows) and a large "
+           "|x·scale - max|", 4, 256, _randn(1000.0), dtype_ok=lambda dt: dt in ("float32", "bfloat16",
+                                                                                     "float16")),
+    OpCase("sm_mask_all_but_last", "a mask keeping only the last column of every row: y is one-hot there (a "
+           "mask read off by one column, or a loop stopping at N - 1, misses it)", 4, 1000, _randn(),
+           policy="all_but_last", needs=("mask",)),
+    OpCase("sm_mask_full_rows", "every other row fully masked (-inf): the rows give NaN or zeros as the kernel "
+           "declares (masked_rows); an undeclared kernel is told which it does", 8, 256, _randn(),
+           policy="full_rows", needs=("mask",)),
+    *(OpCase(f"sm_mask_lowest_{tag}", f"a mask of {dt}'s lowest finite value ({v:.6g}) instead of -inf: x + mask "
+             "must stay finite (no overflow to -inf, no NaN from -inf - -inf) and the masked columns 0", 4, 1000,
+             _randn(), policy=f"lowest:{v!r}", dtype_ok=_only(dt), needs=("mask",))
+      for tag, dt, v in (("f32", "float32", -3.4028234663852886e38), ("bf16", "bfloat16", -3.3895313892515355e38),
+                         ("f16", "float16", -65504.0))),
+)

@@ -1,0 +1,203 @@
+"""topk_softmax: MoE routing. Gating logits x[M,E] (E is the op's N) -> the k largest gates of each row, largest
+first: values[M,k] float32 and indices[M,k] int32 (or int64, param ``index_dtype``), as vLLM's and SGLang's
+``topk_softmax`` and their torch composition (softmax over all E in float32, ``torch.topk``, then optionally
+``values / values.sum(-1)``).
+
+params: k=8; renormalize=False (divide the k values by their sum); gate='softmax' (over all E, the max subtracted
+first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'.
+
+Judged tie-aware (verifier.judge.selection), not element by element: a pick is right when its exact gate is above the
+exact k-th largest, or below it by no more than the two gates' derived error bounds (a kernel computing the gates in
+float32 may order them either way there: exact ties, and gates less than its error apart); the picks are distinct,
+in [0, E), largest first (in that same band); the values are compared with the reference at the kernel's own picks
+(renormalized over them), within their derived budget. Rows holding a NaN leave the choice free (the values at the
+picks must still be what the reference gives there: NaN for the softmax gate); a row whose k picks sum to 0 gives
+0 / 0 = NaN when renormalized, as the torch composition does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier.errors import SpecError
+from verifier.numerics.errmodel import gamma
+from verifier.numerics.ulp import round_to, ulp
+from verifier.ops.model import Invariant, Op, OpCase, Selection, Tensor
+
+GATES = ("softmax", "sigmoid")
+INDEX_DTYPES = ("int32", "int64")
+U_VALUES = 2.0 ** -24  # the values are float32 whatever the logits' dtype
+
+
+def _gates(x, p):
+    import torch
+
+    gate = p["gate"]
+    if gate not in GATES:
+        raise SpecError(f"topk_softmax: gate={gate!r}", fix=f"use one of {', '.join(GATES)}")
+    return torch.softmax(x, -1) if gate == "softmax" else torch.sigmoid(x)
+
+
+def _renormalized(v, p):
+    return v / v.sum(-1, keepdim=True) if p["renormalize"] else v
+
+
+def _k(x, p) -> int:
+    k = p["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= x.shape[-1]:
+        raise SpecError(f"topk_softmax: k={k!r} with E={x.shape[-1]} experts",
+                        fix="give an int k with 1 <= k <= E (a kernel refuses rows shorter than k in supports())")
+    return k
+
+
+def reference(inputs, p):
+    """The torch composition in float64: gates over all E, topk (the reference's own picks), renormalized."""
+    import torch
+
+    x = inputs["x"]
+    values, indices = torch.topk(_gates(x, p), _k(x, p), dim=-1)
+    return {"values": _renormalized(values, p), "indices": indices}
+
+
+def scores(inputs, p):
+    """What the picks rank: the gate of every expert."""
+    return _gates(inputs["x"], p)
+
+
+def at_picks(inputs, p):
+    """The values at the kernel's picks (inputs['indices'], int64), renormalized over them."""
+    import torch
+
+    return {"values": _renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p)}
+
+
+# --------------------------------------------------------------------------- invariants
+
+def _descent(inp, ys, p):
+    """The largest step up along a row's values (0 when they never increase; NaN rows are nan-inf's)."""
+    v = ys["values"]
+    if v.shape[1] < 2:
+        return np.zeros(v.shape[0])
+    with np.errstate(invalid="ignore"):
+        return np.nan_to_num(np.max(v[:, 1:] - v[:, :-1], axis=1), nan=0.0).clip(min=0.0)
+
+
+def _unit_sum(inp, ys, p):
+    """|sum(values) - 1| of a renormalized row (0 when not renormalized)."""
+    if not p["renormalize"]:
+        return np.zeros(ys["values"].shape[0])
+    return np.abs(ys["values"].sum(axis=1) - 1.0)
+
+
+def _unit_sum_bound(inp, ys, p, c):
+    """Each value is g_i / S (or g_i · (1/S)) of the gates the kernel picked, whatever their error: the ratios of
+    the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
+    a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
+    of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
+    k = ys["values"].shape[1]
+    return gamma(k + c.intr.div + 1, c.u) + 2 * c.out_ulps * U_VALUES + k * 2.0 ** -53
+
+
+INVARIANTS = [
+    Invariant("sorted", _descent, 0.0,
+              "values are largest first: values[j + 1] <= values[j] (monotone rounding keeps the order; value = the "
+              "largest step up)"),
+    Invariant("unit_sum", _unit_sum, _unit_sum_bound,
+              "renormalized values sum to 1 up to the sum's and the division's rounding (value = |sum - 1|)"),
+]
+
+
+# --------------------------------------------------------------------------- cases
+
+def _fit(v, dtype):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return round_to(v, dtype).astype(np.float64)
+
+
+def _normal(rng):
+    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
+
+
+def _duplicates(rng):
+    """Logits drawn from four values (0, 0.5, 1, 1.5): every row has exact ties across the top-k boundary."""
+    return lambda shape, dtype: _fit(rng.integers(0, 4, size=shape) * 0.5, dtype)
+
+
+def _ladder(rng):
+    """Each row a permutation of 1 + i·ulp(1) (i < E), adjacent representable values of the dtype: every pair of
+    neighbours, the k-th and (k+1)-th largest included, is one ULP apart (float32: within the kernel's error band,
+    either order is right; bf16 / f16: far outside it, the order is fixed)."""
+    def fn(shape, dtype):
+        M, E = shape
+        steps = 1.0 + np.arange(E) * float(ulp(np.float64(1.0), dtype))
+        return _fit(np.stack([rng.permutation(steps) for _ in range(M)]), dtype)
+    return fn
+
+
+def _neg_inf(rng):
+    """Rows with most logits -inf: some keep fewer finite logits than k (the picks then include gates of 0),
+    one row keeps a single finite logit (its gate is 1)."""
+    def fn(shape, dtype):
+        M, E = shape
+        v = rng.standard_normal(shape)
+        for i in range(M):
+            keep = rng.permutation(E)[: max(1, (i * 3) % (E // 2 + 1))]
+            row = np.full(E, -np.inf)
+            row[keep] = v[i, keep]
+            v[i] = row
+        return _fit(v, dtype)
+    return fn
+
+
+def _constant(rng):
+    """All-equal rows (one value per row): every choice of k distinct experts is right, gates are exactly 1/E."""
+    return lambda shape, dtype: _fit(np.repeat(rng.standard_normal((shape[0], 1)), shape[1], axis=1), dtype)
+
+
+def _wide(rng):
+    """Logits randn·40: exp without the max subtracted overflows float32 (past 88.7)."""
+    return lambda shape, dtype: _fit(40.0 * rng.standard_normal(shape), dtype)
+
+
+def _holds_inf(dt):
+    return dt in ("float32", "float16", "bfloat16", "float64")
+
+
+def _ladder_ok(dt):
+    return dt in ("float32", "float16", "bfloat16")
+
+
+CASES = (
+    OpCase("topk_exact_ties", "duplicate logits (four values per row): exact ties across the top-k boundary; any "
+           "tie-break is right", 8, 64, _duplicates, quick=True),
+    OpCase("topk_e60", "E = 60 experts (not a power of two): a lane-strided loop or a padded warp must not lose the "
+           "last experts", 8, 60, _normal),
+    OpCase("topk_e257", "E = 257 experts: one past a power of two", 4, 257, _normal),
+    OpCase("topk_e256_deepseek", "E = 256 experts (DeepSeek-V3)", 4, 256, _normal),
+    OpCase("topk_e8_k_equals_e", "E = 8 = k (the default): every expert picked, ordered", 8, 8, _normal),
+    OpCase("topk_neg_inf_gates", "-inf logits: rows with fewer finite logits than k, one with a single finite "
+           "logit", 8, 64, _neg_inf, dtype_ok=_holds_inf),
+    OpCase("topk_all_equal", "all-equal rows: gates exactly 1/E, every k distinct experts right", 4, 64, _constant),
+    OpCase("topk_one_ulp_ladder", "rows of adjacent representable values: the k-th and (k+1)-th largest one ULP "
+           "apart", 4, 64, _ladder, dtype_ok=_ladder_ok),
+    OpCase("topk_wide_logits", "logits randn·40: exp without max subtraction overflows", 4, 64, _wide,
+           dtype_ok=_holds_inf),
+)
+
+
+def _bytes(M, N, dt, p):
+    from verifier import dtypes as _dt
+
+    k, isz = int(p["k"]), _dt.numpy_dtype(p["index_dtype"]).itemsize
+    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (4 + isz)
+
+
+OPDEF = Op(
+    "topk_softmax", inputs={"x": "MxN"},
+    outputs={"values": Tensor("Mxk", dtype="float32"), "indices": Tensor("Mxk", dtype="index_dtype")},
+    params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32"},
+    reference=reference, selection=Selection("indices", scores=scores, at=at_picks),
+    out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
+    exp_family=True, invariants=INVARIANTS, cases=CASES, bytes_moved=_bytes,
+    description="MoE routing: softmax (or sigmoid) gates over E experts, the k largest with their indices, "
+                "optionally renormalized over the k",
+)
