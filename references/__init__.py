@@ -114,19 +114,25 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
                          fix=f"{op} takes {sorted(spec.params) or 'no params'}")
     params = {**spec.params, **params}
     out = _dt.canonical(out_dtype)
+    if spec.quantized:
+        from verifier.numerics.quantized import resolve_params
+
+        params = resolve_params(spec, params, out)
     dtypes = {k: out for k in spec.outputs}
     for t in spec.inouts:
         dtypes[t] = _dt.canonical(residual_dtype if residual_dtype is not None else np.asarray(inputs[t]).dtype)
     if hasattr(module, "check_inputs"):
         module.check_inputs(inputs, params)  # the op's own input rules (label range)
     dtypes.update({t: spec.output_dtype(t, None, params) for t in spec.out_fixed})  # own dtype (a float32 scale, indices)
-    if out in _dt.INT_DTYPES and not spec.out_fixed:
+    if out in _dt.INT_DTYPES and not spec.out_fixed and not spec.quantized:
         return _int_reference(op, module, inputs, out, dtypes)
-    ints = [k for k, d in dtypes.items() if d in _dt.INT_DTYPES]
+    ints = [k for k, d in dtypes.items() if d in _dt.INT_DTYPES and k not in spec.quantized]
     if ints and hasattr(module, "mp"):
         raise UsageError(f"{op} reference: output(s) {ints} cannot be integers", fix="use a float dtype")
 
     values, bounds = module.float64(inputs, params)
+    if spec.quantized:
+        return _quantized(spec, module, inputs, params, values, bounds, dtypes, certify_float64)
     if not hasattr(module, "mp"):  # a function reference: the float64 value decides ties (references.from_function)
         floats = {k: v for k, v in values.items() if k not in ints}
         exact, rounded, _, n = certify(module, inputs, params, floats, {k: np.zeros_like(v) for k, v in floats.items()},
@@ -135,6 +141,36 @@ def reference(op: str, inputs: dict, params: dict | None, out_dtype: str, *,
             exact[k], rounded[k] = values[k], _integers(op, k, values[k], dtypes[k])
         return _freeze(exact, rounded, n, {k: np.asarray(b, dtype=np.float64) for k, b in bounds.items()}, dtypes)
     exact, rounded, bound, n = certify(module, inputs, params, values, bounds, dtypes, certify_float64)
+    return _freeze(exact, rounded, n, bound, dtypes)
+
+
+def _quantized(spec, module, inputs, params, values, bounds, dtypes, certify_float64) -> Reference:
+    """An op with quantized outputs: those keep t (the exact pre-quantization value, float64) as ``exact`` and
+    saturate(round(t)) in their format (verifier.numerics.quantized) as ``rounded``; the other outputs (a dynamic
+    scale) are certified as any float output."""
+    from verifier.numerics.quantized import fmt
+
+    q = {k: values.pop(k) for k in spec.quantized}
+    qb = {k: np.asarray(bounds.pop(k), dtype=np.float64) for k in spec.quantized}
+    for k in q:
+        if dtypes[k] not in ("float8_e4m3fn", "float8_e5m2", "int8"):
+            raise UsageError(f"{spec.name} reference: output {k!r} is quantized but the kernel writes it in {dtypes[k]}",
+                             fix="declare the variant's output dtype as e4m3, e5m2 or int8: dtypes('bf16', 'e4m3')")
+    others = {k: dtypes[k] for k in values}
+    if hasattr(module, "mp"):
+        exact, rounded, bound, n = certify(module, inputs, params, values, bounds, others, certify_float64)
+    else:
+        exact, rounded, _, n = certify(module, inputs, params, values, {k: np.zeros_like(v) for k, v in values.items()},
+                                       others, False)
+        bound = {k: np.asarray(bounds[k], dtype=np.float64) for k in values}
+    for k, t in q.items():
+        mode = params.get(spec.quantized[k].rounding_param, "nearest_even")
+        exact[k] = np.asarray(t, dtype=np.float64)
+        r = fmt(dtypes[k]).quantize(t, mode)
+        if dtypes[k] == "int8":  # int8 has no NaN: a NaN t is not judged (verifier.judge.quantized)
+            r = np.where(np.isnan(r), 0.0, r)
+        rounded[k] = r.astype(_dt.numpy_dtype(dtypes[k]))
+        bound[k] = qb[k]
     return _freeze(exact, rounded, n, bound, dtypes)
 
 

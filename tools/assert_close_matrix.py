@@ -7,6 +7,8 @@ at default tolerances (rtol/atol of the output dtype).
 
 expected: the op computed by torch in float32 from the same (rounded) inputs, then cast to the
 output dtype — what a typical test writes (`ref = torch.softmax(x.float(), -1).to(x.dtype)`).
+Quantizing ops: the unfused torch pair, compared as numbers with one quantization step allowed (QUANT_STEP), as
+fused-quantizer tests do.
 Inputs: x, w, b all torch.randn (seeded); outputs allocated with torch.empty and zero-filled, inside
 a larger buffer so that a write past the end cannot corrupt the process (assert_close sees only the
 output view, as a real test would). A shape the kernel refuses (supports()) is recorded as refused.
@@ -100,9 +102,38 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
     elif op == "l2norm":
         y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
+    elif op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
+        return _quantized_expectation(op, inputs, params, out_dtype)
     else:
         raise ValueError(f"no torch expectation for op {op!r}")
     return y.to(out_dtype)
+
+
+QUANT_OPS = ("per_token_quant", "rmsnorm_quant")
+QMAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "int8": 127.0}
+# Tests of fused quantizers allow one step (vLLM's int8 tests: atol=1): a fused kernel differs from the unfused
+# torch pair by a step wherever the pair's bf16 rounding crosses a boundary, so an exact comparison fails correct
+# kernels. One step: int8 atol 1; fp8 rtol 2^-mantissa bits, atol its smallest subnormal.
+QUANT_STEP = {"int8": (0.0, 1.0), "float8_e4m3fn": (2.0**-3, 2.0**-9), "float8_e5m2": (2.0**-2, 2.0**-16)}
+
+
+def _quantized_expectation(op: str, inputs: dict, params: dict, out_dtype):
+    """per_token_quant: x / (amax / qmax), clamped, cast (int8: torch.round first); rmsnorm_quant: torch's RMSNorm in
+    the input dtype (as F.rms_norm returns it), then the static scale: the unfused pair."""
+    import torch
+
+    name = str(out_dtype).removeprefix("torch.")
+    qmax = QMAX[name]
+    x = inputs["x"].float()
+    if op == "per_token_quant":
+        s = x.abs().amax(-1, keepdim=True).clamp(min=params["floor"]) / qmax
+        t = x / s
+    else:
+        w = inputs["w"].float() + float(params.get("offset", 0.0))
+        y = (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * w).to(inputs["x"].dtype)
+        t = y.float() / inputs["scale"].float()
+    t = t.clamp(-qmax, qmax)
+    return (torch.round(t) if name == "int8" else t).to(out_dtype)
 
 
 def _logits(x, inputs, params):
@@ -141,6 +172,7 @@ def _one(spec, run, dt, M, N, device):
     params = spec.op_params()
     inputs = {t: (torch.randint(N, op.shape_of(t, M, N), generator=gen,  # integer roles: class labels in [0, N)
                                 dtype=_dt.torch_dtype(op.input_dtype(t, dt, params))) if op.role(t).kind == "labels"
+                  else (0.5 + torch.rand(op.shape_of(t, M, N), generator=gen)) if op.role(t).kind == "scale"  # > 0
                   else torch.randn(op.shape_of(t, M, N), generator=gen).to(  # a fixed dtype (an lse): its own
                       _dt.torch_dtype(op.role(t).dtype) if op.role(t).dtype else in_dt)).to(device) for t in op.inputs}
     out = op.outputs[0]
@@ -159,7 +191,11 @@ def _one(spec, run, dt, M, N, device):
     inputs = {**inputs, **before}
     expected = expected_output(spec.op, inputs, params, outputs[out].dtype)
     try:
-        torch.testing.assert_close(outputs[out].cpu(), expected.cpu())
+        if spec.op in QUANT_OPS:  # as numbers, one quantization step apart allowed (see QUANT_STEP)
+            rtol, atol = QUANT_STEP[_dt.canonical(dt.output)]
+            torch.testing.assert_close(outputs[out].cpu().float(), expected.cpu().float(), rtol=rtol, atol=atol)
+        else:
+            torch.testing.assert_close(outputs[out].cpu(), expected.cpu())
         if spec.op == "fused_add_rmsnorm":  # the stored residual too
             h = (inputs["x"].float() + inputs["residual"].float()).to(outputs["residual"].dtype)
             torch.testing.assert_close(outputs["residual"].cpu(), h.cpu())

@@ -9,7 +9,7 @@ def ptq_ref(i, p):
     scale = torch.clamp(x.abs().amax(-1), min=p["floor"]) / 448.0
     return {"y": x / scale[:, None], "scale": scale}
 
-PTQ = Op("per_token_quant", inputs={"x": "MxN"}, outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
+PTQ = Op("user_token_quant", inputs={"x": "MxN"}, outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
          params={"floor": 1e-10}, reference=ptq_ref)
 ARGMAX = Op("row_argmax", inputs={"x": "MxN"}, outputs={"i": Tensor("M", dtype="int64")},
             reference=lambda i, p: {"i": i["x"].argmax(-1)})

@@ -24,6 +24,7 @@ from verifier import dtypes as _dt
 from verifier.declare.contracts import flush, flushes, has_subnormals
 from verifier.declare.kernels import Dtypes
 from verifier.judge import invariants as _inv
+from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
 from verifier.judge.selection import compare_selection
@@ -70,6 +71,9 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
     op = get_op(c.op)
     if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
         comparison = compare_selection(op, c, xs, outputs, context)
+    elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
+        errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
+        comparison = _quantized.compare_op(op, outputs, ref, errs, c.dtypes, c.params, xs, context)
     else:
         errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
@@ -80,10 +84,10 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
 
 
 def _take(c: Criteria, inputs: dict, outputs: dict, rows) -> tuple:
-    """Rows ``rows`` of every per-row input (not the vectors w, b) and of every output."""
+    """Rows ``rows`` of every per-row input (not the vectors w, b, nor a static scale[1]) and of every output."""
     op = get_op(c.op)
     pick = np.asarray(rows, dtype=np.int64)
-    xs = {k: (v[pick] if op.role(k).shape != "vector" else v) for k, v in inputs.items()}
+    xs = {k: (v[pick] if op.per_row(k) else v) for k, v in inputs.items()}
     return xs, {k: v[pick] for k, v in outputs.items()}
 
 

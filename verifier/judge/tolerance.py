@@ -29,6 +29,7 @@ from verifier import dtypes as _dt
 from verifier.declare.kernels import Dtypes
 from verifier.errors import SpecError, UsageError
 from verifier.numerics.errmodel import F32, INTRINSICS, MATH_MODES, Ctx, Intrinsics
+from verifier.numerics.quantized import resolve_params
 from verifier.numerics.ulp import ulp
 from verifier.ops import BUNDLED, OPS, get_op
 
@@ -181,6 +182,7 @@ class Errors:
     base: dict
     E: dict
     dtypes: dict
+    ctx: object = None  # the verifier.numerics.errmodel.Ctx the bounds were computed under (quantized outputs)
 
     def budget(self, ref) -> dict[str, np.ndarray]:
         """budget_i = base + E_i / ulp_out(max(|y_i| - E_i, 0)); 0 where the reference is not finite."""
@@ -204,7 +206,7 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     entry = lookup(op, dtypes.output, dtypes.acc, math_mode)
     base, online_override = _merge_overrides(opdef, entry, overrides)
     online = bool(online or online_override)
-    params = {**opdef.params, **(params or {})}
+    params = resolve_params(opdef, {**opdef.params, **(params or {})}, dtypes.output)  # a quantizer's qmax
     missing = [t for t in opdef.inputs if t not in inputs]
     if missing:
         raise UsageError(f"budget for {op!r}: inputs {missing} are missing", fix=f"pass {list(opdef.inputs)}")
@@ -217,6 +219,7 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
     if _dt.is_float(res_dt):
         ctx = replace(ctx, u_res=_dt.unit_roundoff(res_dt))
     x = xs["x"]
+    ctx = replace(ctx, out=dtypes.output, inp=dtypes.input)  # a quantizer's rescale reads the input dtype
 
     derived = _derived_errors(opdef, inputs, params, ctx, dtypes) if opdef.derived else {}
     Es: dict[str, np.ndarray] = {}
@@ -228,7 +231,7 @@ def errors(op: str, dtypes: Dtypes, math_mode: str, inputs: dict, ref, params: d
             E = derived[t] if tol.kappa == DERIVED else np.zeros_like(y) if tol.kappa == TIE_AWARE else \
                 opdef.kappas[tol.kappa](x, y, params, ctx, xs)
         Es[t] = np.broadcast_to(np.asarray(E, dtype=np.float64), y.shape)
-    return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt)
+    return Errors(base={t: base[t] for t in entry}, E=Es, dtypes=out_dt, ctx=ctx)
 
 
 def _ctx(dtypes: Dtypes, intr: Intrinsics, online: bool, N: int) -> Ctx:

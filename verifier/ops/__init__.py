@@ -42,6 +42,10 @@ softmax, log_softmax and online_softmax_stats also take attention's score transf
 params scale, softcap, causal, causal_offset, q_len (and masked_rows, a contract, for the first two) and the optional
 inputs mask[M,N] / mask[N], alibi_slopes[M], sinks[M], present in a kernel's variant of the op (``Op.variant``).
 
+Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
+(floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
+x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place), w, scale[1] -> y, residual.
+
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
@@ -60,6 +64,7 @@ from verifier.ops import (
     softmax,
     topk_softmax,
 )
+from verifier.ops import quant
 from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
@@ -75,6 +80,8 @@ BUNDLED += (cross_entropy.REDUCED, cross_entropy.SOFT)  # over the batch ('mean'
 # issue #37, norm variants (verifier/ops/group_norm.py, row_amax.py, row_mean.py, var_mean.py, l2norm.py)
 BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDEF, var_mean.OPDEF, l2norm.OPDEF,
             weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
+BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QUANT,  # quantized outputs (issue 37)
+            quant.FUSED_ADD_RMSNORM_QUANT)
 
 
 class _Registry(dict):

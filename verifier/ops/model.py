@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 from verifier.errors import SpecError, UsageError
 from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
 from verifier.ops.selection import Selection  # noqa: F401
+from verifier.ops.quantized import Quantized, check_quantized  # noqa: F401  (re-exported)
 from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
 from verifier.ops.tensors import (  # noqa: F401  (re-exported: Tensor and Role are declared there)
     KINDS, PUBLIC_ROLE, ROLE_NAMES, SHAPES, TENSOR_NAME, Role, Tensor, check_optional, input_role, kind_of, output_decl,
@@ -97,6 +98,8 @@ class Op:
     naming the param (verifier.judge). A value may be a ``Contract(values, when)``.
     supports: ``fn(N, params) -> None or a reason``: the row lengths the op is defined for (group_norm: N a multiple
     of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
+    quantized: ``{output: Quantized(scale=...)}``: outputs written as saturate(round(t)) in a quantized dtype, judged
+    exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
     """
 
     name: str
@@ -119,6 +122,7 @@ class Op:
     cases: tuple = ()
     bytes_moved: Optional[Callable] = field(default=None, repr=False)
     supports: Optional[Callable] = field(default=None, repr=False, compare=False)
+    quantized: dict = field(default_factory=dict)  # output -> Quantized: compared in the quantized domain
     description: str = ""
     contract_params: dict = field(default_factory=dict)
     selection: Optional[Selection] = field(default=None, repr=False)
@@ -155,7 +159,7 @@ class Op:
         if isinstance(self.outputs, dict):
             dims, rows, fixed, by_param = {}, list(self.row_outputs), {}, {}
             for t, decl in self.outputs.items():
-                d, dtype = output_decl(where, t, decl, self.params)
+                d, dtype = output_decl(where, t, decl, self.params, quantized=t in (self.quantized or {}))
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
@@ -217,6 +221,8 @@ class Op:
         if self.supports is not None and not callable(self.supports):
             raise SpecError(f"{where}: supports must be a function",
                             fix="supports=lambda N, params: None if N % params['channels'] == 0 else 'reason'")
+        object.__setattr__(self, "quantized", dict(self.quantized or {}))
+        check_quantized(where, self)
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):

@@ -111,7 +111,7 @@ def check_optional(where: str, name: str, role: Role, params: dict) -> None:
                         fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
 
 
-def output_decl(where: str, name: str, decl, params: Optional[dict] = None) -> tuple:
+def output_decl(where: str, name: str, decl, params: Optional[dict] = None, quantized: bool = False) -> tuple:
     """(dims, declared dtype or None) of an output: ``"MxN"`` is in the variant's output dtype; ``Tensor("M",
     dtype="float32")`` (a per-row scale) or ``Tensor("MxK", dtype="int32")`` (indices, compared exactly) is fixed;
     ``Tensor("MxK", dtype="index_dtype")`` names the str param holding it (returned as that name)."""
@@ -129,17 +129,19 @@ def output_decl(where: str, name: str, decl, params: Optional[dict] = None) -> t
         _output_dtype(where, name, params[t.dtype])  # the default must be a dtype an output can have
         return dims, t.dtype
     if t.dtype is not None:
-        dtype = _output_dtype(where, name, t.dtype)
+        dtype = _output_dtype(where, name, t.dtype, quantized)
     return dims, dtype
 
 
-def _output_dtype(where: str, name: str, text) -> str:
+def _output_dtype(where: str, name: str, text, quantized: bool = False) -> str:
     from verifier import dtypes as _dt
 
     try:
         dtype = _dt.canonical(text)
     except UsageError as e:
         raise SpecError(f"{where}: output {name!r}: {e.message}", fix=e.fix) from None
-    if dtype in ("int8", "uint8", "int16"):
-        raise SpecError(f"{where}: output {name!r} in {dtype}", fix="integer outputs are int32 or int64")
+    if dtype in ("int8", "uint8", "int16") and not quantized:
+        raise SpecError(f"{where}: output {name!r} in {dtype}",
+                        fix="integer outputs are int32 or int64; an int8 output is quantized: declare it in "
+                            "quantized={name: Quantized(scale=...)}")
     return dtype

@@ -291,3 +291,39 @@ DEFECTS.update({
                    "rows of norm near or below 1e-6",
         "exposing_input": "l2_tiny_rows"},
 })
+
+# Quantized outputs (issue 37): kernels/defects/triton/quant_defects.py; twins in kernels/triton/quant_spec.py.
+_Q_RESIDENT = Expectations(deterministic=True)
+KERNELS += [
+    TritonKernel(name="defect-triton-ptq-int8-truncate", op="per_token_quant", module="quant_defects.py",
+                 launcher="launch_ptq_int8_truncate", dtypes=[dtypes("f32", "int8")], math_mode="triton_approx",
+                 expectations=_Q_RESIDENT, description="int8 per-token quantization by the truncating cast"),
+    TritonKernel(name="defect-triton-ptq-half-amax", op="per_token_quant", module="quant_defects.py",
+                 launcher="launch_ptq_half_amax", dtypes=[dtypes("bf16", "e4m3")], math_mode="triton_approx",
+                 expectations=_Q_RESIDENT, description="per-token scale from the amax of half the row"),
+    TritonKernel(name="defect-triton-rmsq-e5m2-at-448", op="rmsnorm_quant", module="quant_defects.py",
+                 launcher="launch_rmsq_e5m2_at_448", dtypes=[dtypes("bf16", "e5m2")], math_mode="triton_approx",
+                 expectations=_Q_RESIDENT, description="RMSNorm + static e5m2 quantization saturated at e4m3's 448"),
+    TritonKernel(name="defect-triton-rmsq-bf16-normed", op="rmsnorm_quant", module="quant_defects.py",
+                 launcher="launch_rmsq_bf16_normed", dtypes=[dtypes("bf16", "e4m3")], math_mode="triton_approx",
+                 expectations=_Q_RESIDENT,
+                 description="fused RMSNorm + fp8 quantization of the bf16-rounded y (undeclared round_normed)"),
+]
+DEFECTS.update({
+    "defect-triton-ptq-int8-truncate": {
+        "caught_by": "value", "twin": "triton-per-token-quant", "device": "cpu",
+        "pitfall": "int8 quantization by a C / Triton cast, which truncates toward zero: half the elements one step low",
+        "exposing_input": "normal_small"},
+    "defect-triton-ptq-half-amax": {
+        "caught_by": "value", "twin": "triton-per-token-quant", "device": "cpu",
+        "pitfall": "the per-row scale from a partial (raced) amax: the other half saturates, the scale is too small",
+        "exposing_input": "normal_small"},
+    "defect-triton-rmsq-e5m2-at-448": {
+        "caught_by": "value", "twin": "triton-rmsnorm-quant", "device": "cpu",
+        "pitfall": "an e5m2 output clamped at e4m3's 448 instead of 57344",
+        "exposing_input": "beyond_saturation"},
+    "defect-triton-rmsq-bf16-normed": {
+        "caught_by": "value", "twin": "triton-rmsnorm-quant", "device": "cpu",
+        "pitfall": "fused norm+quant one fp8 step off the exact value: it quantizes the bf16-rounded y",
+        "exposing_input": "normal_small"},
+})
