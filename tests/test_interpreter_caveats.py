@@ -352,3 +352,48 @@ def test_the_same_kernel_with_a_bitwise_and_is_judged(tl_kernels, tmp_path):
     report = check_kernel(_boolops_spec(tmp_path, "bitwise", twin), Options(level="quick", device="cpu"))
     assert report.verdict == "pass" and not report.findings, [f.message for f in report.findings][:3]
     assert not any("interpreter gap" in str(n) for n in report.notes)
+
+
+def test_interpreter_still_converts_to_fp8_wrongly(tl_kernels):
+    """Pins the fact behind the fp8 replay (verifier.launch.interpreter.faithful_rounding): Triton's interpreter
+    gets even in-range float32 -> e4m3fn conversions wrong; replayed, they are torch's (nearest even) and saturate."""
+    import triton
+    import triton.language as tl
+
+    from verifier.launch.interpreter import faithful_rounding
+
+    @triton.jit
+    def to_fp8(x, y, z):
+        o = tl.arange(0, 8)
+        v = tl.load(x + o)
+        tl.store(y + o, v.to(tl.float8e4nv))
+        tl.store(z + o, v.to(tl.float8e5))
+
+    x = torch.tensor([7.98, 0.3, -2.5, 3.25, 1e-3, 500.0, float("nan"), -1e6], dtype=torch.float32)
+    y, z = torch.empty(8, dtype=torch.float8_e4m3fn), torch.empty(8, dtype=torch.float8_e5m2)
+    to_fp8[(1,)](x, y, z)
+    assert y[0].float().item() == 4.0  # nearest even is 8.0
+    with faithful_rounding():
+        to_fp8[(1,)](x, y, z)
+    finite = slice(0, 6)
+    assert torch.equal(y[finite].float(), x[finite].clamp(-448, 448).to(torch.float8_e4m3fn).float())
+    assert torch.equal(z[:6].float(), x[:6].to(torch.float8_e5m2).float())
+    assert y[6].float().isnan() and y[7].float().item() == -448.0 and z[7].float().item() == -57344.0
+
+
+def test_a_user_fp8_cast_is_judged_as_compiled_triton_converts():
+    """A correct quantizer using ``.to(tl.float8e4nv)`` gets no finding on CPU (its failing cases replayed with the
+    compiled conversion pass: caveats, said so); a truncating one still fails."""
+    from verifier.declare.registry import load_spec_file
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    if os.environ.get("VERIFIER_TRITON_MODE", "") == "compiled" or triton_mode() != "interpreter":
+        pytest.skip("this process runs Triton compiled; the caveat concerns the interpreter")
+    from pathlib import Path
+
+    ok, trunc = load_spec_file(str(Path(__file__).parent / "data" / "fp8_cast" / "fp8_cast_spec.py"))
+    good = check_kernel(ok, Options(level="quick", device="cpu"))
+    assert not good.findings and good.error is None, [f.message for f in good.findings][:3]
+    bad = check_kernel(trunc, Options(level="quick", device="cpu"))
+    assert any(f.check in ("value", "rounding") for f in bad.findings), [f.message for f in bad.findings][:3]

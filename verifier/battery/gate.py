@@ -24,7 +24,7 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.declare import contracts as _contracts
 from verifier.inputs import layouts as _lay
-from verifier.launch.interpreter import ROUNDED
+from verifier.launch.interpreter import ROUNDED, ROUNDED_FP8
 
 REFUSED, INTERPRETER, CONTRACT, DEVICE = "refused", "interpreter", "contract", "device"
 NO_STRIDE = "not checked: the launch passes no row stride (name one, e.g. 'x.stride', to be checked on strided rows)"
@@ -264,7 +264,7 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
                           f"{str(original).splitlines()[0][:160]}); {how}")
                 return Closed(INTERPRETER, reason, f"case {name} not run: {reason}")
         return None
-    bf16_ops = sorted(op for op in bf16_ops if op != ROUNDED)  # conversions: verifier.battery.values replays them
+    bf16_ops = sorted(op for op in bf16_ops if op not in (ROUNDED, ROUNDED_FP8))  # conversions: values replays them
     if bf16_ops:
         ops = ", ".join(bf16_ops)
         reason = (f"Triton {_triton_version()} interpreter gap: the kernel computes in bfloat16 ({ops}), which the "
@@ -274,10 +274,16 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
     return None
 
 
-def rounding_caveat(spec, dt, name: str) -> Closed:
-    """A case that failed in the interpreter and passed when replayed with float32 -> bfloat16 conversions rounded
-    to nearest even, as compiled Triton rounds them (verifier.launch.interpreter.faithful_rounding)."""
-    reason = (f"Triton {_triton_version()} interpreter gap: the interpreter rounds float32 -> bfloat16 toward zero "
-              "where compiled Triton rounds to nearest even; replayed with round-to-nearest, this case passes; "
-              "run compiled on a GPU to check it")
+def rounding_caveat(spec, dt, name: str, converted=(ROUNDED,)) -> Closed:
+    """A case that failed in the interpreter and passed when replayed with its conversions done as compiled Triton
+    does them: float32 -> bfloat16 to nearest even, float -> float8 to nearest even, saturating
+    (verifier.launch.interpreter.faithful_rounding)."""
+    what = []
+    if ROUNDED in converted:
+        what.append("rounds float32 -> bfloat16 toward zero where compiled Triton rounds to nearest even")
+    if ROUNDED_FP8 in converted:
+        what.append("converts to float8 wrongly (7.98 -> 4.0 in e4m3fn) where compiled Triton rounds to nearest even "
+                    "and saturates")
+    reason = (f"Triton {_triton_version()} interpreter gap: the interpreter {' and '.join(what)}; replayed with "
+              "the compiled conversions, this case passes; run compiled on a GPU to check it")
     return Closed(INTERPRETER, reason, f"case {name} not judged: {reason}")

@@ -22,7 +22,7 @@ from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute, same_bits, unwritten_summary
-from verifier.launch.interpreter import ROUNDED, faithful_rounding, recording
+from verifier.launch.interpreter import ROUNDED, ROUNDED_FP8, faithful_rounding, recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.options import Options, repro_line
@@ -55,13 +55,15 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
     if closed is not None:
         raise gate.NotRun(closed)
     verdict = judge(Criteria.of(spec, dt), xs, outcome.outputs, rows=outcome.rows)
-    if not verdict.ok and ROUNDED in bf16_ops and spec.interpreted(opts.device):
-        # the interpreter rounded float32 -> bfloat16 toward zero: replay as compiled Triton rounds
+    converted = sorted({ROUNDED, ROUNDED_FP8} & set(bf16_ops))
+    if not verdict.ok and converted and spec.interpreted(opts.device):
+        # the interpreter rounded float32 -> bfloat16 toward zero, or converted to float8 wrongly: replay as
+        # compiled Triton converts
         with faithful_rounding():
             replayed = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
         again = judge(Criteria.of(spec, dt), xs, replayed.outputs, rows=replayed.rows)
         if again.ok and not verdict.only_rounding:
-            raise gate.NotRun(gate.rounding_caveat(spec, dt, name))
+            raise gate.NotRun(gate.rounding_caveat(spec, dt, name, converted))
         # The interpreter truncates every such conversion, which only the rounding statistics see: the replay is
         # the kernel as compiled Triton rounds, judged as it stands.
         return replayed, again

@@ -11,6 +11,10 @@ builder and its reduce / scan implementations are wrapped once, and record only 
 open. verifier.battery.gate turns a record into an interpreter caveat (a note and a skipped cell, never the
 kernel's finding). Selections (``where``) and bitwise ops do not read the value and are not recorded.
 
+Conversions to float8 (e4m3fn, e5m2) are recorded apart too (:data:`ROUNDED_FP8`): Triton 3.9's interpreter gets them
+wrong even in range (7.98 becomes 4.0, 500 becomes 256, NaN becomes 384 in e4m3fn), where compiled Triton rounds to
+nearest even and saturates; :func:`faithful_rounding` converts them so as well.
+
 Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
 zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded
 before the weight multiply) can be 3 ULPs off in the interpreter and within 2 compiled. :func:`faithful_rounding`
@@ -24,6 +28,8 @@ from typing import Optional
 
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
 ROUNDED = "fp32->bf16 conversion"  # recorded for a float32 -> bfloat16 conversion (not arithmetic)
+ROUNDED_FP8 = "conversion to fp8"  # recorded for a float -> float8 (e4m3fn, e5m2) conversion
+_FP8 = {"fp8e4nv": ("float8_e4m3fn", 448.0), "fp8e5": ("float8_e5m2", 57344.0)}  # Triton's name: (ml_dtypes, max)
 _faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
 _wrapped = False
@@ -61,13 +67,26 @@ def _wrap_builder() -> None:
 
     def cast(orig):
         def cast_impl(self, src, dst_type):
-            if str(getattr(src.dtype, "scalar", src.dtype)) == "fp32" and str(dst_type.scalar) == "bf16":
+            src_name, dst_name = str(getattr(src.dtype, "scalar", src.dtype)), str(dst_type.scalar)
+            if src_name == "fp32" and dst_name == "bf16":
                 if _record is not None:
                     _record.add(ROUNDED)
                 if _faithful:
                     return _to_bf16_nearest(interp, src, dst_type)
             return orig(self, src, dst_type)
         return cast_impl
+
+    def fp_to_fp(orig):
+        def create_fp_to_fp(self, src, dst_type, rounding_mode):
+            src_name, dst_name = str(getattr(src.dtype, "scalar", src.dtype)), str(dst_type.scalar)
+            nearest = rounding_mode is None or "RTNE" in str(rounding_mode)  # an explicit rtz is left as asked
+            if dst_name in _FP8 and src_name in ("fp32", "fp16", "bf16") and nearest:
+                if _record is not None:
+                    _record.add(ROUNDED_FP8)
+                if _faithful:
+                    return _to_fp8_nearest(interp, src, src_name, dst_type, dst_name)
+            return orig(self, src, dst_type, rounding_mode)
+        return create_fp_to_fp
 
     _skip_repatching(interp)
     builder = interp.InterpreterBuilder
@@ -76,6 +95,8 @@ def _wrap_builder() -> None:
             setattr(builder, name, elementwise(getattr(builder, name)))
     if hasattr(builder, "cast_impl"):  # create_fp_trunc and implicit casts at a store go through it
         builder.cast_impl = cast(builder.cast_impl)
+    if hasattr(builder, "create_fp_to_fp"):  # conversions to and from float8
+        builder.create_fp_to_fp = fp_to_fp(builder.create_fp_to_fp)
     for cls, what in (("ReduceOps", "reduction"), ("ScanOps", "scan")):
         klass = getattr(interp, cls, None)
         if klass is not None and hasattr(klass, "apply"):
@@ -186,10 +207,25 @@ def _to_bf16_nearest(interp, src, dst_type):
     return interp.TensorHandle(data, dst_type.scalar)
 
 
+def _to_fp8_nearest(interp, src, src_name, dst_type, dst_name):
+    """float -> float8 as compiled Triton converts on sm_89+ (``cvt.rn.satfinite``): to nearest even, a finite or
+    infinite value past the format's max saturating to it, NaN kept. Triton 3.9's interpreter gets even in-range
+    values wrong (7.98 -> 4.0 in e4m3fn, NaN -> 384; tests/test_interpreter_caveats.py)."""
+    import ml_dtypes
+    import numpy as np
+
+    data = np.asarray(src.data)
+    x = data.view(ml_dtypes.bfloat16).astype(np.float32) if src_name == "bf16" else data.astype(np.float32)
+    name, top = _FP8[dst_name]
+    with np.errstate(invalid="ignore"):
+        x = np.where(np.isnan(x), x, np.clip(x, -top, top))
+    return interp.TensorHandle(x.astype(getattr(ml_dtypes, name)).view(np.uint8), dst_type.scalar)
+
+
 @contextlib.contextmanager
 def faithful_rounding():
-    """Inside the block, the interpreter's float32 -> bfloat16 conversions round to nearest even, as compiled
-    Triton's do."""
+    """Inside the block, the interpreter's float32 -> bfloat16 conversions round to nearest even, and its
+    conversions to float8 round to nearest even and saturate, as compiled Triton's do."""
     global _faithful
     _wrap_builder()
     before, _faithful = _faithful, True
