@@ -4,6 +4,7 @@ properties, the poisoned-context fallback; and GPU pinning with faked device cou
 The suite runs are subprocesses of the real softmax suite (suites/test_ops.py -k test_softmax, unedited) with a user spec file
 given through --verifier-specs, narrowed by --verifier-kernels and -k so that each run takes seconds.
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -23,6 +24,12 @@ from verifier.inputs.cases import cases_for
 import verifier.declare.registry  # noqa: F401
 from verifier.gpu import pinning as gp
 from verifier.gpu.probe import physical_gpu_count
+from verifier.launch.triton import activate
+
+# triton too (in the mode this process would pick anyway): an inline run that imported it first would drop it from
+# sys.modules at its end, and the next import in this process aborts in nanobind ("refusing to add duplicate key").
+if importlib.util.find_spec("triton") is not None:
+    activate()
 
 pytest_plugins = ["pytester"]
 
