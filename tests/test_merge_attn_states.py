@@ -115,3 +115,40 @@ def test_merge_twins_are_caught_with_their_message():
     assert any(m.startswith("v:") and "over their ULP budget" in m for m in mixed), mixed
     empty = _check("defect-triton-merge-unguarded-empty", "merge_both_neg_inf", "bf16")
     assert any(m.startswith("v:") and "NaN where the reference is a number" in m for m in empty), empty
+
+
+def test_the_first_partial_output_answers_to_v_a_as_well_as_x():
+    """The issue names merge_attn_states' inputs v_a, lse_a, v_b, lse_b: a user's callable may read inputs['v_a']
+    and a CUDA launch may pass 'v_a' and its stride, though the op calls the tensor x (Op.other_names)."""
+    import torch
+
+    from verifier.battery import check_kernel
+    from verifier.launch.cuda import bind_model, model_tensors, strided_tensors
+    from verifier.results.options import Options
+    from verifier.errors import SpecError
+    from verifier.spec import CallableKernel, CudaKernel, Launch, Op, Stride, dtypes
+
+    def merge(inputs, outputs, params, dt):
+        la, lb = inputs["lse_a"], inputs["lse_b"]
+        m = torch.maximum(la, lb)
+        wa, wb = torch.exp(la - m), torch.exp(lb - m)
+        s = wa + wb
+        v = inputs["v_a"].float() * (wa / s)[:, None] + inputs["v_b"].float() * (wb / s)[:, None]
+        return {"v": v.to(inputs["v_a"].dtype), "lse": m + torch.log(s)}
+
+    k = CallableKernel(name="merge-v_a", op="merge_attn_states", fn=merge, dtypes=[dtypes("f32")])
+    report = check_kernel(k, Options(level="quick", device="cpu"))
+    assert report.error is None and not report.findings, [f.message for f in report.findings][:3]
+
+    args = ("v_a", "lse_a", "v_b", "lse_b", "v", "lse", "M", "N", Stride("v_a", "int64"))
+    cu = CudaKernel(name="merge-cu-v_a", op="merge_attn_states", source="merge_states.cu", dtypes=[dtypes("f32")],
+                    launches=lambda M, N, dt, p: [Launch("merge_f32", grid=(M,), block=(32,), args=args)])
+    F32 = dtypes("f32")
+    assert strided_tensors(cu, 4, 64, F32, {}) == {"x"}  # the stride of v_a is x's: the strided case pads x
+    tensors = model_tensors(cu, 4, 64, F32, {"lse_base": "e", "empty": "nan"}, kind="strided")
+    bound = bind_model(cu, Launch("merge_f32", grid=(4,), block=(32,), args=args), 4, 64, F32, {}, tensors)
+    assert int(bound[0]) == tensors["x"].address and int(bound[-1]) == 64 + 64  # x's pointer and padded stride
+
+    with pytest.raises(SpecError):
+        Op("bad_names", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference=lambda i, p: {"y": i["x"]},
+           other_names={"y": "x"})  # a tensor's own name

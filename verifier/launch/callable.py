@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from verifier.declare.usercode import UserCodeError
 from verifier.errors import Unsupported
+from verifier.ops.other_names import named_too
 
 
 def run_callable(spec, inputs, outputs, params, dt, device) -> None:
@@ -15,7 +16,7 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    result = spec.fn(inputs, outputs, params, dt)
+    result = spec.fn(named_too(spec, inputs), named_too(spec, outputs), params, dt)
     if result is None:
         return
     if not isinstance(result, dict):
@@ -51,4 +52,5 @@ def bench_call(spec, inputs, outputs, params, dt):
     """verifier bench's call: the function as the user calls it (a returned tensor is not copied into the outputs),
     after one checked run (a CPU-only callable raises Unsupported)."""
     run_callable(spec, inputs, outputs, params, dt, "cuda")
+    inputs, outputs = named_too(spec, inputs), named_too(spec, outputs)
     return lambda: spec.fn(inputs, outputs, params, dt)

@@ -85,9 +85,12 @@ def strided_tensors(spec, M: int, N: int, dt, params) -> set:
     member) or reads (``layout.stride('x')`` in a five-parameter launches): the ones the strided cases lay out with
     gaps between rows (the others stay contiguous)."""
     layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
+    from verifier.ops import get_op
+
     named = {v.tensor for launch in launches_for(spec, M, N, dt, params, layout) for a in launch.args
              for v in _stride_leaves(a) if v is not None}
-    return named | (layout.asked if layout is not None else set())
+    names = get_op(spec.op).other_names  # a stride passed by another name of the tensor is its stride
+    return {names.get(t, t) for t in named | (layout.asked if layout is not None else set())}
 
 
 def _stride_leaves(a) -> list:
@@ -149,7 +152,10 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
 
 def model_layout(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> LaunchLayout:
     """The LaunchLayout of model_tensors: what ``launches(..., layout)`` gets where no tensor exists yet."""
-    ts = model_tensors(spec, M, N, dt, params, kind)
+    from verifier.ops import get_op
+    from verifier.ops.other_names import with_other_names
+
+    ts = with_other_names(get_op(spec.op), model_tensors(spec, M, N, dt, params, kind))
     return LaunchLayout({t: alignment_of(m.address) for t, m in ts.items()},
                         {t: m.stride for t, m in ts.items() if m.stride is not None}, f"op {spec.op}")
 
@@ -161,8 +167,12 @@ class _Binder:
 
     def __init__(self, spec, launch, M, N, params, pointers, workspace_pointer, strides, extents):
         self.spec, self.launch, self.M, self.N, self.params = spec, launch, M, N, params
-        self.pointers, self.workspace_pointer = pointers, workspace_pointer
-        self.strides, self.extents = strides or {}, extents or {}
+        from verifier.ops import get_op
+        from verifier.ops.other_names import with_other_names
+
+        op = get_op(spec.op)  # its other names name the same tensors (merge_attn_states' 'v_a' for 'x')
+        self.pointers, self.workspace_pointer = with_other_names(op, pointers), workspace_pointer
+        self.strides, self.extents = with_other_names(op, strides or {}), with_other_names(op, extents or {})
 
     def _error(self, what: str, fix: str) -> SpecError:
         return SpecError(f"kernel {self.spec.name}: launch {self.launch.entry} {what}", fix=fix)
@@ -388,7 +398,12 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     strides = {n: row_stride(t) for n, t in tensors.items() if row_stride(t) is not None}
     itemsizes = {n: _np_dtypes.numpy_dtype(d).itemsize for n, d in tensor_dtypes(spec, dt, params).items()}
     extents = {n: (int(np.prod(tuple(t.shape))), _itemsize(t, itemsizes.get(n))) for n, t in tensors.items()}
-    layout = LaunchLayout({n: alignment_of(p) for n, p in pointers.items()}, strides, "this call")
+    from verifier.ops import get_op
+    from verifier.ops.other_names import with_other_names
+
+    op = get_op(spec.op)  # launches(..., layout) may name a tensor by an alias of the op
+    layout = LaunchLayout(with_other_names(op, {n: alignment_of(p) for n, p in pointers.items()}),
+                          with_other_names(op, strides), "this call")
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
     res = build(spec, arch or probe.device_arch(), dt)
 

@@ -231,6 +231,9 @@ def _launch(spec, inputs, outputs, params, dt, device, mode, capture: bool = Fal
     mod = load_module(spec, mode)
     launcher = getattr(mod, spec.launcher)
     from verifier.launch.triton_capture import interpreted, launches
+    from verifier.ops.other_names import named_too
+
+    inputs, outputs = named_too(spec, inputs), named_too(spec, outputs)  # the op's other names for its tensors
 
     if mode == "interpreter":
         from verifier.launch.interpreter import watch
@@ -320,7 +323,10 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
 def bench_call(spec, inputs, outputs, params, dt):
     """verifier bench's call: the launcher, compiled, after one checked run."""
     run_triton(spec, inputs, outputs, params, dt, "cuda", mode="compiled")
+    from verifier.ops.other_names import named_too
+
     fn = getattr(load_module(spec, "compiled"), spec.launcher)
+    inputs, outputs = named_too(spec, inputs), named_too(spec, outputs)
     return lambda: fn(inputs, outputs, params, dt)
 
 

@@ -168,7 +168,7 @@ OPDEF = Op(
     inputs={"x": "MxN", "lse_a": Tensor("M", dtype="float32", make=make_lse("a")), "v_b": "MxN",
             "lse_b": Tensor("M", dtype="float32", make=make_lse("b"))},
     outputs={"v": "MxN", "lse": Tensor("M", dtype="float32")},
-    params={"lse_base": "e", "empty": "nan"},
+    params={"lse_base": "e", "empty": "nan"}, other_names={"v_a": "x"},
     reference=reference, invariants=INVARIANTS, cases=CASES, float64=False,
     description="two partial attention states (v, lse) merged into one; lse in base e or 2; both empty: NaN or 0",
 )

@@ -100,6 +100,8 @@ class Op:
     of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
     quantized: ``{output: Quantized(scale=...)}``: outputs written as saturate(round(t)) in a quantized dtype, judged
     exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
+    other_names: ``{other name: tensor}``: names a kernel may use for a tensor in its launch arguments and launcher
+    (merge_attn_states' ``v_a`` for ``x``; verifier.ops.other_names).
     """
 
     name: str
@@ -126,6 +128,7 @@ class Op:
     description: str = ""
     contract_params: dict = field(default_factory=dict)
     selection: Optional[Selection] = field(default=None, repr=False)
+    other_names: dict = field(default_factory=dict)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
@@ -216,6 +219,11 @@ class Op:
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
         if self.selection is not None:
             _check_selection(where, self)
+        for a, t in dict(self.other_names).items():
+            if not isinstance(a, str) or not TENSOR_NAME.match(a) or a in self.inputs + self.outputs \
+                    or t not in self.inputs + self.outputs:
+                raise SpecError(f"{where}: other name {a!r} for {t!r}",
+                                fix="other_names={'v_a': 'x'}: an identifier that is no tensor's name, for a tensor")
         if self.bytes_moved is not None and not callable(self.bytes_moved):
             raise SpecError(f"{where}: bytes_moved must be a function", fix="bytes_moved=lambda M, N, dt, p: ...")
         if self.supports is not None and not callable(self.supports):
