@@ -361,7 +361,8 @@ class Op:
     def signature(self) -> str:
         """'x[M,N], w[N] -> y[M,N]' (in-out tensors marked), for listings."""
         def one(t):
-            return f"{t}[{','.join(str(d) for d in self.dims_of(t))}]"
+            also = [a for a, of in self.other_names.items() if of == t]
+            return f"{t}[{','.join(str(d) for d in self.dims_of(t))}]" + (f" (also {', '.join(also)})" if also else "")
         ins = ", ".join(one(t) + (f" ({PUBLIC_ROLE[self.role(t).kind]})" if self.role(t).kind != "data" else "")
                         for t in self.inputs)
         outs = ", ".join(one(t) + (" (in place)" if t in self.inouts else f" ({self.out_fixed[t]})"
