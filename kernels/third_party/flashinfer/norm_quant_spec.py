@@ -1,15 +1,15 @@
 """FlashInfer's fused RMSNorm + static fp8 quantization (flashinfer-python==0.7.4, ``RMSNormQuantKernel`` of
 flashinfer/norm.cuh), op rmsnorm_quant, and its fused-add sibling ``FusedAddRMSNormQuantKernel`` (residual <- x +
-residual stored in the input dtype, the float32 sum normalized and quantized), op fused_add_rmsnorm_quant: built by our norm_quant.cu with FlashInfer's JIT flags (-use_fast_math) and
-launched as its host function ``RMSNormQuant`` launches it: block (32, warps), VEC_SIZE = gcd(16 / sizeof(T), d),
+residual stored in the input dtype, the float32 sum normalized and quantized), op fused_add_rmsnorm_quant: built
+by our norm_quant.cu with FlashInfer's JIT flags (-use_fast_math) and launched as its host functions
+``RMSNormQuant`` / ``FusedAddRMSNormQuant`` launch them: block (32, warps), VEC_SIZE = gcd(16 / sizeof(T), d),
 weight_bias 0. Install the headers only: ``pip install --no-deps flashinfer-python==0.7.4``.
 
 Its clamp, fmaxf(-max, fminf(v, max)), turns NaN into +max (a NaN row is written as 448s), so NaN inputs are outside
 what it promises; it loads VEC_SIZE elements at a time from aligned pointers."""
 from math import gcd
 
-from verifier.spec import (Contracts, CudaKernel, Launch, Scalar, Stride, dtypes, max_row, package_path,
-                           register_resident)
+from verifier.spec import Contracts, CudaKernel, Launch, Scalar, Stride, dtypes, max_row, package_path, register_resident
 
 CTYPE = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
 
@@ -26,9 +26,8 @@ def fused_add_rmsnorm_quant(M, N, dt, p):
     # warps' partial sums (ceil(warps / 4)·4 floats)
     vec, warps = gcd(8, N), -(-min(1024, N // gcd(8, N)) // 32)
     return [Launch(f"flashinfer::norm::FusedAddRMSNormQuantKernel<{vec}, {CTYPE[dt.input]}, {CTYPE[dt.output]}>",
-                   (M,), (32, warps), ("x", "residual", "w", "y", "N", Stride("x", "int32"),
-                                       Stride("residual", "int32"), Stride("y", "int32"),
-                                       Scalar("float32", p["offset"]), "scale", "eps"),
+                   (M,), (32, warps), ("x", "residual", "w", "y", "N", Stride("x", "int32"), Stride("residual", "int32"),
+                                       Stride("y", "int32"), Scalar("float32", p["offset"]), "scale", "eps"),
                    smem=4 * ((-(-warps // 4)) * 4 + N))]
 
 
