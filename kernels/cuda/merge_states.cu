@@ -17,7 +17,7 @@ __device__ __forceinline__ void merge_row(const T* __restrict__ va, const float*
     const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= M) return;
     const float la = lse_a[row], lb = lse_b[row];
-    const float m = fmaxf(la, lb);
+    const float m = (la != la || lb != lb) ? la + lb : fmaxf(la, lb);  // a NaN lse propagates (torch.maximum)
     const float wa = base2 ? exp2f(la - m) : expf(la - m);
     const float wb = base2 ? exp2f(lb - m) : expf(lb - m);
     const float s = wa + wb;

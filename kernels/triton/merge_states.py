@@ -20,7 +20,7 @@ def merge_states_kernel(va_ptr, la_ptr, vb_ptr, lb_ptr, v_ptr, lse_ptr, M, N, s_
     live = rows < M
     la = tl.load(la_ptr + rows, mask=live, other=0.0)
     lb = tl.load(lb_ptr + rows, mask=live, other=0.0)
-    m = tl.maximum(la, lb)
+    m = tl.maximum(la, lb, propagate_nan=tl.PropagateNan.ALL)  # a NaN lse propagates (torch.maximum)
     if BASE2:
         wa = tl.exp2(la - m)
         wb = tl.exp2(lb - m)
