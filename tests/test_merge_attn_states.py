@@ -152,3 +152,25 @@ def test_the_first_partial_output_answers_to_v_a_as_well_as_x():
     with pytest.raises(SpecError):
         Op("bad_names", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference=lambda i, p: {"y": i["x"]},
            other_names={"y": "x"})  # a tensor's own name
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+def test_a_nan_lse_beside_an_empty_state_propagates_not_read_as_both_empty():
+    """torch.maximum (the reference's m) keeps a NaN lse: a max that drops it (fmaxf, tl.maximum's default, as the
+    interpreter does too) turns (NaN, -inf) into m = -inf, which the guarded kernel reads as both empty (v = 0)."""
+    import torch
+
+    from verifier.declare.registry import load_spec_file
+    from verifier.launch import triton as runner
+
+    spec = {k.name: k for k in load_spec_file(REPO / "kernels" / "triton" / "merge_states_spec.py")}[
+        "triton-merge-attn-states-base2-zero"]
+    inp = _inputs(M=4, N=16, la=[np.nan, -np.inf, 1.0, -np.inf], lb=[-np.inf, np.nan, 2.0, -np.inf])
+    ins = {k: torch.from_numpy(v).to(torch.bfloat16 if v.ndim == 2 else torch.float32) for k, v in inp.items()}
+    outs = {"v": torch.zeros(4, 16, dtype=torch.bfloat16), "lse": torch.zeros(4)}
+    with np.errstate(all="ignore"):
+        runner.run_triton(spec, ins, outs, {}, dtypes("bf16"), "cpu", mode="interpreter")
+    want = OP.reference({k: torch.from_numpy(v).double() for k, v in inp.items()}, spec.op_params())
+    assert torch.isnan(want["v"][:2]).all() and torch.isnan(want["lse"][:2]).all()  # the semantics pinned
+    assert torch.isnan(outs["v"][:2].float()).all() and torch.isnan(outs["lse"][:2]).all()
+    assert torch.isfinite(outs["v"][2].float()).all() and (outs["v"][3] == 0).all() and outs["lse"][3] == -np.inf

@@ -1,6 +1,7 @@
 """The routing-family CUDA kernels on a GPU (kernels/cuda/routing_spec.py, merge_states_spec.py): each passes its
 whole battery at the 'ci' level (values, tie-aware picks, invariants, poison and guards, determinism), and on exact ties picks the
-smaller index as vLLM's kernel does (a right choice the tie-aware comparison must accept)."""
+smaller index as vLLM's kernel does (a right choice the tie-aware comparison must accept); the merge keeps a NaN lse
+beside an empty state (NaN, not the both-empty result)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,3 +49,25 @@ def test_topk_cuda_kernel_breaks_ties_toward_the_smaller_index():
     g = np.exp(x - x.max(1, keepdims=True))
     want = np.argsort(-g, axis=1, kind="stable")[:, :8]
     assert (out["indices"] == want).all()
+
+
+def test_merge_cuda_kernel_keeps_a_nan_lse_beside_an_empty_state():
+    """torch.maximum (the reference's m) keeps a NaN lse: fmaxf would turn (NaN, -inf) into m = -inf, which the
+    guarded kernel (empty='zero') reads as both empty and writes v = 0, lse = -inf."""
+    import ml_dtypes
+
+    from verifier.launch.cuda import run_cuda
+    from verifier.launch.harness import execute
+    from verifier.spec import dtypes
+
+    spec = _specs(MERGE)["cuda-merge-attn-states-base2-zero"]
+    rng = np.random.default_rng(0)
+    bf = ml_dtypes.bfloat16
+    inp = {"x": rng.standard_normal((4, 64)).astype(bf), "v_b": rng.standard_normal((4, 64)).astype(bf),
+           "lse_a": np.array([np.nan, -np.inf, 1.0, -np.inf], np.float32),
+           "lse_b": np.array([-np.inf, np.nan, 2.0, -np.inf], np.float32)}
+    with np.errstate(all="ignore"):
+        out = execute(run_cuda, spec, inp, dtypes("bf16"), spec.op_params(), "cuda").outputs
+    v, lse = out["v"].astype(np.float32), out["lse"]
+    assert np.isnan(v[:2]).all() and np.isnan(lse[:2]).all(), (v[:2, :4], lse[:2])
+    assert np.isfinite(v[2]).all() and (v[3] == 0).all() and lse[3] == -np.inf
