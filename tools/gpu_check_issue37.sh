@@ -140,7 +140,7 @@ PYEOF
 bench() {
   PYTHONPATH=$WITH_SITE "$PY" -m verifier.cli bench "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer \
     kernels/third_party/liger --against kernels/torch --shape 16384x256 --shape 8192x4096 --dtype bf16 \
-    --dtype bf16toe4m3 \
+    --dtype bf16toe4m3 --dtype f32 --dtype bf16tof32 \
     --runs 20 --format markdown --output "$LOGS/bench.md"
   local rc=$?
   cat "$LOGS/bench.md"
