@@ -15,7 +15,8 @@ from verifier.results.options import Options
 from verifier.spec import CallableKernel, CudaKernel, TritonKernel, dtypes
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = re.compile(r"""kind\s*(==|!=)\s*["'](cuda|triton|callable)["']|kind\s+(not\s+)?in\s*\(\s*["'](cuda|triton|callable)""")
+KINDS = re.compile(r"""kind["']?(\s*,[^)]*\))?\s*(==|!=)\s*["'](cuda|triton|callable)["']|"""
+                   r"""kind["']?(\s*,[^)]*\))?\s+(not\s+)?in\s*\(\s*["'](cuda|triton|callable)""")
 
 
 def test_no_module_compares_kind_strings():

@@ -60,7 +60,7 @@ def output_dir(path, option: str) -> None:
 def build_cache(specs) -> None:
     """The build cache, when a selected kernel is a CUDA source (its builds and PTX land there): a read-only,
     full or invalid ``VERIFIER_CACHE_DIR`` (or ``~/.cache`` under a read-only ``HOME``) is a usage error now."""
-    if any(getattr(s, "kind", None) == "cuda" for s in specs):
+    if any(getattr(s, "builds_source", False) for s in specs):
         from verifier.toolchain.nvcc import usable_cache_dir
 
         usable_cache_dir()
@@ -70,7 +70,7 @@ def triton_cache(specs, device: str) -> None:
     """Triton compiled for a GPU writes its kernels to ``$TRITON_CACHE_DIR``, else ``$TRITON_HOME/.triton/cache``,
     else ``~/.triton/cache`` (Triton's own rule): under a read-only ``HOME`` every Triton kernel would fail inside
     Triton, so it is said now, with the variable to set. The interpreter (no GPU) writes nothing there."""
-    if device != "cuda" or not any(getattr(s, "kind", None) == "triton" for s in specs):
+    if device != "cuda" or not any(getattr(s, "uses_triton", False) for s in specs):
         return
     if os.environ.get("TRITON_CACHE_DIR"):
         path, setting = os.environ["TRITON_CACHE_DIR"], "$TRITON_CACHE_DIR"

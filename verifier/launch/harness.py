@@ -189,7 +189,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
             fill = value_bits(_lay.gap_value(dtype), dtype)
             ins[name] = guarded(v.shape, dtype, fill, v, guard=False, **_layout_of(name, v.shape, dtype, strided,
                                                                                     layout))
-    body = _launch_device if getattr(spec, "kind", None) == "cuda" else _launch_torch
+    body = _launch_torch if getattr(spec, "imports_torch", True) else _launch_device  # raw driver memory
     after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})
     out = _judge(bufs, after, op, aliases)

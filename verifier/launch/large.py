@@ -112,7 +112,7 @@ def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
 
 
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
-    cuda_spec = getattr(spec, "kind", None) == "cuda"
+    cuda_spec = not getattr(spec, "imports_torch", True)  # launched on raw driver memory
     mem = _Driver() if cuda_spec else _Torch(device)
     if (cuda_spec or device == "cuda") and aliased():
         mem = _Mapped(mem, rows, torch_views=not cuda_spec)
