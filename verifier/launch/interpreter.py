@@ -29,7 +29,7 @@ from typing import Optional
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
 ROUNDED = "fp32->bf16 conversion"  # recorded for a float32 -> bfloat16 conversion (not arithmetic)
 ROUNDED_FP8 = "conversion to fp8"  # recorded for a float -> float8 (e4m3fn, e5m2) conversion
-_FP8 = {"fp8e4nv": ("float8_e4m3fn", 448.0), "fp8e5": ("float8_e5m2", 57344.0)}  # Triton's name: (ml_dtypes, max)
+_FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}  # Triton's name -> ours (and ml_dtypes')
 _faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
 _wrapped = False
@@ -209,17 +209,20 @@ def _to_bf16_nearest(interp, src, dst_type):
 
 def _to_fp8_nearest(interp, src, src_name, dst_type, dst_name):
     """float -> float8 as compiled Triton converts on sm_89+ (``cvt.rn.satfinite``): to nearest even, a finite or
-    infinite value past the format's max saturating to it, NaN kept. Triton 3.9's interpreter gets even in-range
-    values wrong (7.98 -> 4.0 in e4m3fn, NaN -> 384; tests/test_interpreter_caveats.py)."""
+    infinite value past the format's max saturating to it, NaN kept (the quantized formats' own rounding,
+    verifier.numerics.quantized). Triton 3.9's interpreter gets even in-range values wrong (7.98 -> 4.0 in e4m3fn,
+    NaN -> 384; tests/test_interpreter_caveats.py)."""
     import ml_dtypes
     import numpy as np
 
+    from verifier.numerics.quantized import fmt
+
     data = np.asarray(src.data)
     x = data.view(ml_dtypes.bfloat16).astype(np.float32) if src_name == "bf16" else data.astype(np.float32)
-    name, top = _FP8[dst_name]
-    with np.errstate(invalid="ignore"):
-        x = np.where(np.isnan(x), x, np.clip(x, -top, top))
-    return interp.TensorHandle(x.astype(getattr(ml_dtypes, name)).view(np.uint8), dst_type.scalar)
+    name = _FP8[dst_name]
+    q = fmt(name).quantize(x)
+    q = np.where(q == 0, np.copysign(0.0, x), q)  # the grid holds one zero; the conversion keeps the sign
+    return interp.TensorHandle(q.astype(getattr(ml_dtypes, name)).view(np.uint8), dst_type.scalar)
 
 
 @contextlib.contextmanager
