@@ -27,6 +27,7 @@ from verifier.judge import invariants as _inv
 from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.judge.kept import compare_kept
 from verifier.judge.selection import compare_selection
 from verifier.numerics.violations import Violation
 from verifier.ops import get_op
@@ -71,6 +72,8 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
     op = get_op(c.op)
     if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
         comparison = compare_selection(op, c, xs, outputs, context)
+    elif op.kept is not None:  # keeps the top k in place: its kept set tie-aware (verifier.judge.kept)
+        comparison = compare_kept(op, c, xs, outputs, context)
     elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
         errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = _quantized.compare_op(op, outputs, ref, errs, c.dtypes, c.params, xs, context)

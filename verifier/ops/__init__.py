@@ -46,6 +46,9 @@ Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m
 (floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
 x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place), w, scale[1] -> y, residual.
 
+Sampling's top-k filters (verifier/ops/top_k_sampling.py): top_k_renorm_probs x[M,N] (probs) -> renormed[M,N] (k=8,
+ties='keep_all' or 'exactly_k', sum_floor=0); top_k_mask_logits x[M,N] (logits) -> masked[M,N] (k, ties).
+
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
@@ -65,6 +68,7 @@ from verifier.ops import (
     topk_softmax,
 )
 from verifier.ops import quant
+from verifier.ops import top_k_sampling  # sampling's top-k filters (issue #37, FlashInfer's sampling top-k)
 from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
@@ -82,6 +86,7 @@ BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDE
             weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
 BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QUANT,  # quantized outputs (issue 37)
             quant.FUSED_ADD_RMSNORM_QUANT)
+BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filters (verifier/ops/top_k_sampling.py)
 
 
 class _Registry(dict):

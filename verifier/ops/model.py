@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 from verifier.errors import SpecError, UsageError
 from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
-from verifier.ops.selection import Selection  # noqa: F401
+from verifier.ops.selection import KEEP_TIES, KeepTopK, Selection  # noqa: F401
 from verifier.ops.quantized import Quantized, check_quantized  # noqa: F401  (re-exported)
 from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
 from verifier.ops.tensors import (  # noqa: F401  (re-exported: Tensor and Role are declared there)
@@ -100,6 +100,8 @@ class Op:
     of its channels); other lengths are outside the op, not run and asked of no kernel (a case there is a note).
     quantized: ``{output: Quantized(scale=...)}``: outputs written as saturate(round(t)) in a quantized dtype, judged
     exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
+    kept: ``KeepTopK(output, fill, at)``: an [M, N] output keeping the k largest of each row of x in place (``fill``
+    elsewhere), judged tie-aware under the op's ``k`` and ``ties`` params (verifier.judge.kept).
     other_names: ``{other name: tensor}``: names a kernel may use for a tensor in its launch arguments and launcher
     (merge_attn_states' ``v_a`` for ``x``; verifier.ops.other_names).
     """
@@ -128,6 +130,7 @@ class Op:
     description: str = ""
     contract_params: dict = field(default_factory=dict)
     selection: Optional[Selection] = field(default=None, repr=False)
+    kept: Optional[KeepTopK] = field(default=None, repr=False)  # keeps the top k in place (verifier.judge.kept)
     other_names: dict = field(default_factory=dict)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
@@ -219,6 +222,8 @@ class Op:
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
         if self.selection is not None:
             _check_selection(where, self)
+        if self.kept is not None:
+            _check_kept(where, self)
         for a, t in dict(self.other_names).items():
             if not isinstance(a, str) or not TENSOR_NAME.match(a) or a in self.inputs + self.outputs \
                     or t not in self.inputs + self.outputs:
@@ -389,6 +394,19 @@ def _check_selection(where: str, op: "Op") -> None:
     if not callable(sel.scores) or not callable(sel.at):
         raise SpecError(f"{where}: selection's scores and at must be functions",
                         fix="scores=fn(inputs, params) -> [M, E] tensor; at=fn(inputs, params) -> {output: tensor}")
+
+
+def _check_kept(where: str, op: "Op") -> None:
+    kept = op.kept
+    if not isinstance(kept, KeepTopK):
+        raise SpecError(f"{where}: kept must be a KeepTopK(...), got {type(kept).__name__}",
+                        fix="write kept=KeepTopK(output='y', fill=0.0, at=fn)")
+    if kept.output not in op.outputs or op.dims_of(kept.output) != ("M", "N") or not callable(kept.at):
+        raise SpecError(f"{where}: kept names {kept.output!r}, not an [M, N] output, or its at is no function",
+                        fix="kept=KeepTopK(output=<an MxN output>, fill=..., at=fn(inputs, params) -> {output: tensor})")
+    if not isinstance(op.params.get("k"), int) or op.params.get("ties") not in KEEP_TIES:
+        raise SpecError(f"{where}: an op with kept= needs an int param 'k' and a param 'ties' in {KEEP_TIES}",
+                        fix="params={'k': 8, 'ties': 'keep_all', ...}")
 
 
 def lookup_op(ops: dict, name: str) -> Op:

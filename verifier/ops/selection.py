@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
+from verifier.errors import SpecError
+
+KEEP_TIES = ("keep_all", "exactly_k")  # KeepTopK's ties param: what a kernel does with ties at the k-th largest
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -18,3 +24,67 @@ class Selection:
     indices: str
     scores: Callable = field(repr=False, compare=False)
     at: Callable = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class KeepTopK:
+    """An output that keeps the k largest entries of each row of ``x`` in place and writes ``fill`` everywhere else
+    (sampling's top-k filters: renormalized probabilities, masked logits), judged tie-aware
+    (verifier.judge.kept) instead of element by element. The kernel's kept set is read off its output (an element
+    not equal to ``fill``) and checked against the exact k-th largest of x under the op's ``ties`` param
+    ('keep_all': every element >= it; 'exactly_k': every element above it and as many tied ones as make k); an
+    element equal to ``fill`` in x reads the same kept or not and is left out of that check. ``at(inputs, params)
+    -> {output: tensor}`` gives the output for the kept set in ``inputs['kept']`` (int64 0 / 1, [M, N]); it is
+    derived (verifier.ops.derived), so its budget is the kernel's own error bound."""
+
+    output: str
+    fill: float
+    at: Callable = field(repr=False, compare=False)
+
+
+# --------------------------------------------------------------------------- KeepTopK's kept sets
+
+def check_params(p: dict, what: str) -> int:
+    k = p["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise SpecError(f"{what}: k={k!r}", fix="give an int k >= 1 (k >= N keeps every element)")
+    if p["ties"] not in KEEP_TIES:
+        raise SpecError(f"{what}: ties={p['ties']!r}",
+                        fix=f"use one of {', '.join(map(repr, KEEP_TIES))} (what the kernel does with ties at the "
+                            "k-th largest)")
+    return k
+
+
+def kth_largest(x: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the k-th largest of x as torch.topk orders it (NaN largest); for k >= N there is none (NaN,
+    unused: every element is kept)."""
+    import torch
+
+    M, N = x.shape
+    if k >= N or N == 0:
+        return np.full(M, np.nan)
+    return torch.topk(torch.as_tensor(np.asarray(x, dtype=np.float64)), k, dim=-1).values[:, -1].numpy()
+
+
+def kept_sets(x: np.ndarray, k: int) -> tuple:
+    """(must, allowed): the elements every right kept set holds (above the k-th largest) and those it may hold
+    (at or above it); both all-True for k >= N."""
+    M, N = x.shape
+    if k >= N:
+        every = np.ones((M, N), dtype=bool)
+        return every, every
+    t = kth_largest(x, k)[:, None]
+    with np.errstate(invalid="ignore"):
+        return x > t, x >= t
+
+
+def canonical_kept(x: np.ndarray, p: dict) -> np.ndarray:
+    """The reference's kept set: keep_all, every element >= the k-th largest; exactly_k, those above it and the
+    first tied ones (index order) up to k."""
+    k = check_params(p, "top-k filter")
+    must, allowed = kept_sets(x, k)
+    if p["ties"] == "keep_all":
+        return allowed
+    tied = allowed & ~must
+    room = (k - must.sum(axis=1))[:, None]
+    return must | (tied & (np.cumsum(tied, axis=1) <= room))
