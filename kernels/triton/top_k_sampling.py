@@ -26,7 +26,7 @@ def _kept(x, live, k, KEEP_ALL: tl.constexpr):
     lo = tl.full([], -(2 ** 31), tl.int64)
     hi = tl.full([], 2 ** 31 - 1, tl.int64)
     for _ in range(32):  # invariant: at least k keys >= lo; fewer than k keys > hi
-        mid = (lo + hi + 1) // 2
+        mid = (lo + hi + 1) >> 1  # floor: an arithmetic shift (// truncates toward 0 when compiled)
         enough = tl.sum((key >= mid).to(tl.int32), 0) >= k
         lo = tl.where(enough, mid, lo)
         hi = tl.where(enough, hi, mid - 1)

@@ -1,8 +1,8 @@
 """FlashInfer's MergeStateKernel (flashinfer-python==0.7.4, attention/cascade.cuh) as op merge_attn_states: lse in
 base 2 (FlashInfer's log2-sum-exp2 states), two empty states give NaN (its arithmetic), -use_fast_math (ex2.approx,
 lg2.approx) as its JIT builds it. Launched as its host MergeState launches it, one head per row: grid (M,), block
-(head_dim / vec_size, 1). Its sampling.cuh top-k kernels renormalize or mask probabilities in place (no values and
-indices): no fit for topk_softmax."""
+(head_dim / vec_size, 1). Its sampling top-k kernels (topk.cuh: renormalized probabilities, masked logits, no values
+and indices) are ops of their own, top_k_renorm_probs and top_k_mask_logits (sampling_topk_spec.py)."""
 from verifier.spec import FLOAT_IO, Contracts, CudaKernel, Launch, Scalar, register_resident
 
 from flashinfer_spec import CTYPE, FLAGS, INCLUDE, REQUIRES  # noqa: E402 (this folder's own module)
