@@ -102,6 +102,15 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
     elif op == "l2norm":
         y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
+    # issue #37, sampling's top-k filters, as FlashInfer's and vLLM's tests write them (every tie at the k-th kept)
+    elif op in ("top_k_renorm_probs", "top_k_mask_logits"):
+        k = int(params["k"])
+        kth = torch.topk(x, min(k, x.shape[-1]), dim=-1).values[:, -1:]
+        if op == "top_k_mask_logits":
+            y = torch.where(x >= kth, x, torch.full_like(x, float("-inf")))
+        else:
+            kept = torch.where(x >= kth, x, torch.zeros_like(x))
+            y = kept / kept.sum(-1, keepdim=True).clamp(min=float(params.get("sum_floor", 0.0)))
     elif op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
         return _quantized_expectation(op, inputs, params, out_dtype)
     else:

@@ -7,7 +7,8 @@ Per row, with t the exact k-th largest of x (torch.topk's order; none for k >= N
 kernel's kept set read off its output (an element not equal to ``fill``; NaN counts as kept):
 
 * every element above t is kept; no element below t (nor a NaN, for k < N) is;
-* ties at t: ``ties='keep_all'`` keeps every one; ``ties='exactly_k'`` keeps exactly k - (number above t) of them;
+* ties at t: ``ties='keep_all'`` keeps every one; ``ties='exactly_k'`` keeps exactly k - (number above t) - (NaNs:
+  each takes one of the k slots, never kept) of them;
 * an element whose input equals ``fill`` (a probability 0, a logit -inf) reads the same kept or dropped: it is left
   out of these checks (and a tie count it could be part of is checked as "at most");
 * the values are compared with ``at`` evaluated for the kernel's own kept set, within its derived budget (base 1
@@ -26,7 +27,7 @@ from verifier import dtypes as _dt
 from verifier.errors import UsageError
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, TensorComparison, compare_tensor
-from verifier.ops.selection import canonical_kept, check_params, kept_sets, kth_largest
+from verifier.ops.selection import canonical_kept, check_params, kept_sets, kth_largest, tie_room
 from verifier.results.findings import Finding
 
 __all__ = ["KeptComparison", "WrongKept", "compare_kept"]
@@ -56,7 +57,7 @@ class WrongKept:
             return (f"row {row}, column {col}: {self.value!r}, tied with the k-th largest, dropped: ties='keep_all' "
                     "keeps every tie (a kernel keeping exactly k declares params={'ties': 'exactly_k'})")
         return (f"row {row}: {self.kept} of the elements tied at the k-th largest {self.kth!r} kept, ties='exactly_k' "
-                f"keeps {self.want} (k minus those above it)")
+                f"keeps {self.want} (k minus those above it and the NaNs)")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def _check_rows(x, got_kept, fill, k, ties) -> tuple:
         for r, j in np.argwhere(dropped)[:LISTED]:
             wrong.append(WrongKept((int(r), int(j)), float(x[r, j]), float(t[r]), "tie"))
     else:
-        want = k - must.sum(axis=1)
+        want = tie_room(x, must, k)
         have = (got_kept & tied & ~amb).sum(axis=1)
         open_ = (tied & amb).any(axis=1)  # some ties read the same kept or not: at most
         off = np.where(open_, have > want, have != want) & (k < N)

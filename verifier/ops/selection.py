@@ -80,11 +80,17 @@ def kept_sets(x: np.ndarray, k: int) -> tuple:
 
 def canonical_kept(x: np.ndarray, p: dict) -> np.ndarray:
     """The reference's kept set: keep_all, every element >= the k-th largest; exactly_k, those above it and the
-    first tied ones (index order) up to k."""
+    first tied ones (index order) up to k (a NaN takes a slot: tie_room)."""
     k = check_params(p, "top-k filter")
     must, allowed = kept_sets(x, k)
     if p["ties"] == "keep_all":
         return allowed
     tied = allowed & ~must
-    room = (k - must.sum(axis=1))[:, None]
+    room = tie_room(x, must, k)[:, None]
     return must | (tied & (np.cumsum(tied, axis=1) <= room))
+
+
+def tie_room(x: np.ndarray, must: np.ndarray, k: int) -> np.ndarray:
+    """Per row, how many ties at the k-th largest exactly_k keeps: k less the elements above it and the NaNs (each
+    a slot of the k, as torch.topk ranks it, never kept)."""
+    return np.maximum(k - must.sum(axis=1) - np.isnan(x).sum(axis=1), 0)

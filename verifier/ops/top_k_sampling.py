@@ -12,7 +12,8 @@ and FlashInfer's radix pivot do) or 'exactly_k' (exactly k kept: every element a
 tied with it as make k, any of them, as a sort-then-cut-at-k kernel does; declared, else a finding).
 
 The k-th largest is torch.topk's (a NaN counts as the largest, as FlashInfer's radix order puts a positive NaN);
-``x >= t`` is false for NaN, so a NaN is never kept for k < N, and a row whose k-th largest is NaN keeps nothing.
+``x >= t`` is false for NaN, so a NaN is never kept for k < N (it takes one of the k slots: exactly_k keeps one tie
+fewer per NaN), and a row whose k-th largest is NaN keeps nothing.
 Kernels compare the input values themselves, so the kept set is exact: no error band (verifier.judge.kept).
 """
 from __future__ import annotations

@@ -327,3 +327,45 @@ DEFECTS.update({
         "pitfall": "fused norm+quant one fp8 step off the exact value: it quantizes the bf16-rounded y",
         "exposing_input": "normal_small"},
 })
+
+# Sampling's top-k filters (issue 37, FlashInfer's sampling top-k): kernels/defects/triton/top_k_sampling_defects.py;
+# twins in kernels/triton/top_k_sampling_spec.py.
+_TOPK_ROW = max_row(8192, None, what="one block per row")
+KERNELS += [
+    TritonKernel(name=name, op=op, module="top_k_sampling_defects.py", launcher=launcher,
+                 dtypes=[dtypes("f32"), dtypes("bf16")], math_mode="triton_approx", params=p, expectations=_DET,
+                 supports=_TOPK_ROW, description=description)
+    for name, op, launcher, p, description in (
+        ("defect-triton-top-k-mask-sort-cut", "top_k_mask_logits", "launch_mask_sort_cut", {"k": 8},
+         "exactly 8 kept (ties at the 8th largest cut by index) under the default ties='keep_all'"),
+        ("defect-triton-top-k-renorm-no-floor", "top_k_renorm_probs", "launch_renorm_no_floor",
+         {"k": 1, "sum_floor": 1e-8}, "declares sum_floor=1e-8, divides by the raw kept sum"),
+        ("defect-triton-top-k-mask-nan-smallest", "top_k_mask_logits", "launch_mask_nan_smallest", {"k": 8},
+         "NaN ranked below every number instead of above (torch.topk's order)"),
+        ("defect-triton-top-k-mask-k-plus-1", "top_k_mask_logits", "launch_mask_k_plus_1", {"k": 8},
+         "the pivot searched for rank k + 1: k + 1 kept"),
+        # no defect: the same sort-then-cut kernel declaring ties='exactly_k' (tests/test_top_k_sampling.py)
+        ("triton-top-k-mask-sort-cut-exactly-k", "top_k_mask_logits", "launch_mask_sort_cut_declared",
+         {"k": 8, "ties": "exactly_k"}, "exactly 8 kept, ties cut by index, declared ties='exactly_k'"))
+]
+DEFECTS.update({
+    "defect-triton-top-k-mask-sort-cut": {
+        "caught_by": "value", "twin": "triton-top-k-mask-logits", "device": "cpu",
+        "pitfall": "a sort-then-cut top-k keeps exactly k where every tie at the k-th largest is promised "
+                   "(ties='keep_all', FlashInfer's and x >= topk(x, k).values[:, -1:]): tied logits dropped",
+        "exposing_input": "topk_mask_tied"},
+    "defect-triton-top-k-renorm-no-floor": {
+        "caught_by": "nan-inf", "twin": "triton-top-k-renorm-probs-floor", "device": "cpu",
+        "pitfall": "top-k renorm declared with FlashInfer's max(sum, 1e-8) but dividing by the raw kept sum: an "
+                   "all-zero row gives 0 / 0 = NaN where 0 was promised",
+        "exposing_input": "zero_rows"},
+    "defect-triton-top-k-mask-nan-smallest": {
+        "caught_by": "value", "twin": "triton-top-k-mask-logits", "device": "cpu",
+        "pitfall": "NaN ranked below every number (torch.topk ranks it above): in a row holding NaN the k-th "
+                   "largest moves down and one more logit per NaN is kept",
+        "exposing_input": "some_nan"},
+    "defect-triton-top-k-mask-k-plus-1": {
+        "caught_by": "value", "twin": "triton-top-k-mask-logits", "device": "cpu",
+        "pitfall": "the pivot searched for rank k + 1 (0-based k-th element): k + 1 logits kept",
+        "exposing_input": "normal_small"},
+})
