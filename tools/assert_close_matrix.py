@@ -110,7 +110,8 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
             y = torch.where(x >= kth, x, torch.full_like(x, float("-inf")))
         else:
             kept = torch.where(x >= kth, x, torch.zeros_like(x))
-            y = kept / kept.sum(-1, keepdim=True).clamp(min=float(params.get("sum_floor", 0.0)))
+            s = kept.sum(-1, keepdim=True)
+            y = kept / (s.clamp(min=float(params["sum_floor"])) if params.get("sum_floor") else s)
     elif op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
         return _quantized_expectation(op, inputs, params, out_dtype)
     else:

@@ -6,7 +6,9 @@ reference's, and a kernel that drops a tie it must keep would be told only "valu
 Per row, with t the exact k-th largest of x (torch.topk's order; none for k >= N: every element is kept) and the
 kernel's kept set read off its output (an element not equal to ``fill``; NaN counts as kept):
 
-* every element above t is kept; no element below t (nor a NaN, for k < N) is;
+* every element above t is kept; no element below t is; a NaN may be kept (written NaN, as
+  ``x.masked_fill(x < t, fill)`` does) or dropped (as ``where(x >= t, x, fill)`` does), the values then judged for
+  the kernel's choice;
 * ties at t: ``ties='keep_all'`` keeps every one; ``ties='exactly_k'`` keeps exactly k - (number above t) - (NaNs:
   each takes one of the k slots, never kept) of them;
 * an element whose input equals ``fill`` (a probability 0, a logit -inf) reads the same kept or dropped: it is left
@@ -49,8 +51,7 @@ class WrongKept:
     def describe(self) -> str:
         row, col = self.index
         if self.why == "below":
-            return (f"row {row}, column {col}: {self.value!r} kept, below the k-th largest {self.kth!r} (or NaN): it "
-                    "must be dropped")
+            return f"row {row}, column {col}: {self.value!r} kept, below the k-th largest {self.kth!r}: it must be dropped"
         if self.why == "above":
             return f"row {row}, column {col}: {self.value!r} dropped, above the k-th largest {self.kth!r}"
         if self.why == "tie":
@@ -90,7 +91,7 @@ def _check_rows(x, got_kept, fill, k, ties) -> tuple:
     must, allowed = kept_sets(x, k)
     t = kth_largest(x, k)
     with np.errstate(invalid="ignore"):
-        amb = x == fill  # reads the same kept or dropped
+        amb = (x == fill) | np.isnan(x)  # reads the same kept or dropped; a NaN is the kernel's to keep or drop
     wrong = []
     below = got_kept & ~allowed & ~amb
     above = ~got_kept & must & ~amb

@@ -11,9 +11,10 @@ row); ties='keep_all' (every element >= the exact k-th largest kept, as ``x >= t
 and FlashInfer's radix pivot do) or 'exactly_k' (exactly k kept: every element above the k-th largest and as many
 tied with it as make k, any of them, as a sort-then-cut-at-k kernel does; declared, else a finding).
 
-The k-th largest is torch.topk's (a NaN counts as the largest, as FlashInfer's radix order puts a positive NaN);
-``x >= t`` is false for NaN, so a NaN is never kept for k < N (it takes one of the k slots: exactly_k keeps one tie
-fewer per NaN), and a row whose k-th largest is NaN keeps nothing.
+The k-th largest is torch.topk's (a NaN counts as the largest, as FlashInfer's radix order puts a positive NaN, and
+takes one of the k slots: exactly_k keeps one tie fewer per NaN). The reference drops a NaN (``x >= t`` is false for
+it: FlashInfer's choice) and a row whose k-th largest is NaN keeps no number; a kernel may keep the NaN instead
+(``x.masked_fill(x < t, -inf)``, vLLM's): judged for its own choice (verifier.judge.kept), a renormalized row then NaN.
 Kernels compare the input values themselves, so the kept set is exact: no error band (verifier.judge.kept).
 """
 from __future__ import annotations
