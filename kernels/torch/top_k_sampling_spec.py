@@ -35,11 +35,11 @@ def _mask_topk_scatter(inputs, outputs, params, dt):
 
 
 KERNELS = [
-    CallableKernel(name="torch-top-k-renorm-probs", op="top_k_renorm_probs", fn=_renorm, dtypes=IO,
+    CallableKernel(name="torch-top-k-renorm-probs", op="top_k_renorm_probs", fn=_renorm, dtypes=IO[:1],
                    description="kth = torch.topk(p, k).values[:, -1:]; kept = p * (p >= kth); kept / kept.sum(-1)"),
-    CallableKernel(name="torch-top-k-mask-logits", op="top_k_mask_logits", fn=_mask, dtypes=IO,
+    CallableKernel(name="torch-top-k-mask-logits", op="top_k_mask_logits", fn=_mask, dtypes=IO[:1],
                    description="torch.where(x >= torch.topk(x, k).values[:, -1:], x, -inf)"),
     CallableKernel(name="torch-top-k-mask-logits-scatter", op="top_k_mask_logits", fn=_mask_topk_scatter,
-                   dtypes=IO, params={"ties": "exactly_k"},
+                   dtypes=IO[1:], params={"ties": "exactly_k"},
                    description="torch.topk(x, k) scattered into -inf: exactly k kept (declared ties='exactly_k')"),
 ]
