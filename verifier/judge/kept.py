@@ -12,7 +12,8 @@ kernel's kept set read off its output (an element not equal to ``fill``; NaN cou
 * ties at t: ``ties='keep_all'`` keeps every one; ``ties='exactly_k'`` keeps exactly k - (number above t) - (NaNs:
   each takes one of the k slots, never kept) of them;
 * an element whose input equals ``fill`` (a probability 0, a logit -inf) reads the same kept or dropped: it is left
-  out of these checks (and a tie count it could be part of is checked as "at most");
+  out of these checks (and a tie count it could be part of is checked as "at most"), and counts as the rule keeps it
+  (a row whose kept probabilities are all 0 is 0 / 0 = NaN without a sum_floor, whatever the kernel wrote);
 * the values are compared with ``at`` evaluated for the kernel's own kept set, within its derived budget (base 1
   ULP + E / ulp, as every derived budget; verifier.judge.tolerance). A row whose kept set is wrong gets that finding
   alone (its values are not compared).
@@ -86,7 +87,7 @@ class KeptComparison(TensorComparison):
 
 
 def _check_rows(x, got_kept, fill, k, ties) -> tuple:
-    """(wrong elements listed, bad rows [M])."""
+    """(wrong elements listed, bad rows [M], the elements whose output reads the same kept or dropped)."""
     M, N = x.shape
     must, allowed = kept_sets(x, k)
     t = kth_largest(x, k)
@@ -114,7 +115,7 @@ def _check_rows(x, got_kept, fill, k, ties) -> tuple:
         for r in np.flatnonzero(off)[:LISTED]:
             wrong.append(WrongKept((int(r), -1), float(t[r]), float(t[r]), "ties", int(have[r]), int(want[r])))
     wrong.sort(key=lambda w: w.index)
-    return tuple(wrong[:LISTED]), bad
+    return tuple(wrong[:LISTED]), bad, amb
 
 
 def compare_kept(op, c, xs: dict, outputs: dict, context=None) -> Comparison:
@@ -133,11 +134,14 @@ def compare_kept(op, c, xs: dict, outputs: dict, context=None) -> Comparison:
     k = check_params(c.params, f"op {op.name!r}")
     a64 = a.astype(np.float64)
     got_kept = ~(a64 == rule.fill)  # NaN: kept
-    wrong, bad = _check_rows(x, got_kept, rule.fill, k, c.params["ties"])
+    wrong, bad, amb = _check_rows(x, got_kept, rule.fill, k, c.params["ties"])
     M = x.shape[0]
     kept_cmp = KeptComparison(name=f"{name} kept set", dtype=dtype, shape=(M,), numel=M, mismatched=int(bad.sum()),
                               nonfinite_mismatched=0, max_ulps=0.0, worst=(), nonfinite=(), wrong=wrong)
-    eff = np.where(bad[:, None], canonical_kept(x, c.params), got_kept)
+    # the kernel's kept set; an element equal to fill in x as the rule keeps it (its output reads the same either
+    # way, but its being kept still counts: an all-zero kept row renormalizes to 0 / 0)
+    canon = canonical_kept(x, c.params)
+    eff = np.where(bad[:, None] | (amb & ~np.isnan(x)), canon, got_kept)
     at = _tol.derive(c.op, rule.at, c.dtypes, c.math_mode, {**xs, "kept": eff}, c.params, c.online)
     v, E = (np.asarray(arr, dtype=np.float64) for arr in at[name])
     base = _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
