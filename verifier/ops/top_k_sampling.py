@@ -23,13 +23,14 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
-from verifier.ops.bounded import plain
 from verifier.ops.model import Invariant, KeepTopK, Op, OpCase
 from verifier.ops.selection import canonical_kept
 
 
 def _kept_of(inputs, p):
     import torch
+
+    from verifier.ops.bounded import plain  # torch: imported where a reference runs, not with the op
 
     return torch.as_tensor(canonical_kept(plain(inputs["x"]).numpy(), p).astype(np.int64))
 
