@@ -165,3 +165,21 @@ def test_flashinfer_topk_spec_declares_both_filters_and_skips_without_its_header
         assert k.op_params()["ties"] == "keep_all"
         why = k.unavailable()
         assert why is None or "pip install flashinfer-python==0.7.4 --no-deps" in why
+
+
+def test_the_kept_sums_bound_counts_the_kept_terms_not_the_row():
+    """The derived bound of a sum (verifier/ops/error_rules.py) counts the terms that are not exact zeros: 50 kept
+    of 1000 round as a 50-term sum, so a renorm 100 ULPs off is a finding (gamma(999) would allow ~1000 ULPs), while
+    a reciprocal one ULP off then a multiply (FlashInfer's rcp.approx) passes."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((16, 1000)) * 2
+    p = np.exp(z - z.max(1, keepdims=True))
+    p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+    keep = p >= -np.sort(-p, 1)[:, 49:50]
+    s = np.where(keep, p, 0).astype(np.float32).sum(1, dtype=np.float32)
+    r = np.float32(1) / s
+    params = {"k": 50, "sum_floor": 0.0}
+    rcp = np.where(keep, p * np.nextafter(r, np.float32(np.inf))[:, None], 0).astype(np.float32)
+    assert check_output("top_k_renorm_probs", {"x": p}, rcp, F32, "fast", params).ok
+    off = np.where(keep, p * (r * np.float32(1 + 100 * 2.0**-24))[:, None], 0).astype(np.float32)
+    assert not check_output("top_k_renorm_probs", {"x": p}, off, F32, "fast", params).ok

@@ -10,7 +10,8 @@ intrinsic constants (verifier.numerics.errmodel.Intrinsics, in units of u),
     a · b        |a|·e_b + |b|·e_a + e_a·e_b + u·|r| + eta
     a / b        (e_a + |r|·e_b) / (|b| - e_b) + div·u·|r| + eta          (inf once |b| <= e_b)
     f(a)         max |f(a ± e_a) - f(a)| + c_f·u·|r| (+ eta)   f monotone: exp, log, sqrt, rsqrt, tanh, sigmoid, pow
-    sum of n     Σ e_i + gamma(n - 1)·Σ|a_i|                    any summation order (Higham, Lemma 3.1)
+    sum of n     Σ e_i + gamma(m - 1)·Σ|a_i|                    any summation order (Higham, Lemma 3.1); m: the
+                                                                 terms not exactly 0 (adding 0 is exact)
     max, min     max e_i                                         1-Lipschitz in the max norm; abs, neg, clamp exact
     shape ops    the same op on v and e                          reshape, index, gather, cat, expand, ...
 

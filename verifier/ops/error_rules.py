@@ -140,10 +140,15 @@ def _sum(a, dim=None, keepdim=False, dtype=None):
     if not dims:
         return a
     v = a.v.sum(dim=dims, keepdim=keepdim)
-    # any order: gamma(n - 1); a kernel declared online rescales its running sum up to n - 1 times, one exp and one
-    # product each (the softmax family's hand model counts the same)
-    units = max(n - 1, 0) * (1 + ((r.intr.exp + 1.0) if r.online else 0.0))
-    e = a.e.sum(dim=dims, keepdim=keepdim) + r.gamma(units) * a.v.abs().sum(dim=dims, keepdim=keepdim)
+    # any order: gamma(m - 1), m the terms that are not exact zeros (v = 0 and e = 0: the kernel's term is 0 too, and
+    # x + 0 = x exactly, so a sum over a masked row rounds as the sum of its kept terms does); a kernel declared online
+    # rescales its running sum up to n - 1 times, one exp and one product each (the softmax family's hand model
+    # counts the same)
+    m = ((a.v != 0) | (a.e != 0)).sum(dim=dims, keepdim=keepdim).to(a.v.dtype)
+    units = (m - 1).clamp(min=0) + max(n - 1, 0) * ((r.intr.exp + 1.0) if r.online else 0.0)
+    ku = units * r.u
+    g = torch.where(ku < 1, ku / (1 - ku).clamp(min=1e-300), torch.full_like(ku, math.inf))
+    e = a.e.sum(dim=dims, keepdim=keepdim) + g * a.v.abs().sum(dim=dims, keepdim=keepdim)
     nonneg = a.floor is not None and bool((a.low() >= 0).all())  # a sum of nonnegatives stays >= 0 rounded
     return _B(v, e, r, floor=0.0 if nonneg else None)
 
