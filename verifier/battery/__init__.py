@@ -42,11 +42,12 @@ from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
-from verifier.inputs.cases import draw, selected_cases
+from verifier.inputs.cases import draw, large_left_out, selected_cases
 from verifier.launch import runnable_reason, runner_for
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
+from verifier.results.levels import TABLE as LEVELS
 from verifier.results.notes import case_not_run
 from verifier.results.options import PSEUDO_CASES, Options
 from verifier.sanitizer.runs import battery_hook as sanitizer_hook
@@ -155,6 +156,8 @@ def _timed_out(spec, opts, report, tags, e, last: str) -> None:
 
 def _check_values(spec, run, dt, opts, report, say):
     cases = selected_cases(spec, dt, opts)
+    if opts.case is None and LEVELS[opts.level].large_index and large_left_out(spec) is not None:
+        report.notes.append(case_not_run(f"[{dt.tag}] {large_left_out(spec)}"))  # never a silent omission
     ran, left_out, caveat, judged_before = 0, None, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
