@@ -1,0 +1,65 @@
+"""Production norm variants (issue #37's validation on kernels the verifier had not seen): what each needed, on
+minimal kernels of our own that reproduce the variant's semantics in a few lines."""
+import numpy as np
+import pytest
+import torch
+
+from verifier.judge import check_output
+from verifier.ops import OPS
+from verifier.spec import dtypes
+
+
+def _tiny_rows(dtype):
+    (c,) = [c for c in OPS["l2norm"].cases if c.name == "l2_tiny_rows"]
+    x = c.sampler(np.random.default_rng(0))((c.M, c.N), dtype)
+    return torch.as_tensor(x).to(getattr(torch, dtype))
+
+
+def _l2(x, mode, eps):
+    """y = x / d(x) in float32 as a kernel computes it, d per eps_mode."""
+    xf = x.float()
+    ss = (xf * xf).sum(-1, keepdim=True)
+    d = {"clamp": ss.sqrt().clamp_min(eps), "sqrt": (ss + eps).sqrt(), "add": ss.sqrt() + eps}[mode]
+    return (xf / d).to(x.dtype)
+
+
+@pytest.mark.parametrize("tag", ["f32", "bf16"])
+def test_l2norm_eps_mode_declares_where_eps_goes_and_each_kernel_passes_only_its_own(tag):
+    # flash-linear-attention's l2norm (and vLLM's / SGLang's copies) compute x / sqrt(sum x^2 + eps), eps = 1e-6:
+    # a correct kernel of another function than F.normalize; on l2_tiny_rows the three modes differ
+    x = _tiny_rows({"f32": "float32", "bf16": "bfloat16"}[tag])
+    for eps in (1e-12, 1e-6):
+        for mode in ("clamp", "sqrt", "add"):
+            for kernel in ("clamp", "sqrt", "add"):
+                ok = check_output("l2norm", {"x": x}, _l2(x, kernel, eps), dtypes(tag),
+                                  params={"eps": eps, "eps_mode": mode}).ok
+                assert ok == (mode == kernel), (eps, mode, kernel)
+
+
+def test_l2norm_eps_mode_sqrt_zero_rows_give_zero_and_a_bad_mode_is_the_kernels_error():
+    from verifier.errors import SpecError
+
+    x = np.zeros((2, 64), np.float32)
+    assert check_output("l2norm", {"x": x}, np.zeros((2, 64), np.float32), dtypes("f32"),
+                        params={"eps_mode": "sqrt"}).ok
+    with pytest.raises(SpecError, match="eps_mode='inside'"):
+        check_output("l2norm", {"x": x}, np.zeros((2, 64), np.float32), dtypes("f32"), params={"eps_mode": "inside"})
+
+
+def test_l2norm_eps_mode_sqrt_kernel_passes_the_battery_with_its_invariant():
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel
+
+    def fla_like(i, o, p, d):  # x * rsqrt(sum x^2 + eps), as flash-linear-attention's l2norm_fwd_kernel
+        xf = i["x"].float()
+        o["y"].copy_(xf * torch.rsqrt((xf * xf).sum(-1, keepdim=True) + p["eps"]))
+
+    opts = Options(level="quick", device="cpu")
+    good = CallableKernel(name="l2-sqrt", op="l2norm", fn=fla_like, dtypes=[dtypes("f32")],
+                          params={"eps": 1e-6, "eps_mode": "sqrt"})
+    report = check_kernel(good, opts)
+    assert report.verdict == "pass", [f.message for f in report.findings]
+    undeclared = CallableKernel(name="l2-undeclared", op="l2norm", fn=fla_like, dtypes=[dtypes("f32")],
+                                params={"eps": 1e-6})
+    assert check_kernel(undeclared, opts).verdict == "fail"
