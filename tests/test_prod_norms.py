@@ -82,3 +82,89 @@ def test_a_row_norm_op_written_with_torch_linalg_vector_norm_gets_a_derived_budg
         register(o)
         assert check_output(o.name, {"x": x}, right, dtypes("f32")).ok
         assert not check_output(o.name, {"x": x}, right * (1 + 2.0 ** -12), dtypes("f32")).ok
+
+
+# Two kernels in one module, as FlagGems' vector_norm.py and many production files hold them: one builds its mask
+# with Python `and` on blocks (an interpreter gap), the other does not; each launcher launches one, through a helper.
+TWO_KERNELS = '''
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": 4096}, num_warps=4), triton.Config({"BLOCK": 8192}, num_warps=4)]
+
+
+@triton.autotune(configs=CONFIGS, key=["N"])
+@triton.jit
+def _sum_bitwise(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * sx + o, mask=(o < N) & (o < BLOCK), other=0.0).to(tl.float32)
+    tl.store(y_ptr + row, tl.sum(x, 0).to(y_ptr.dtype.element_ty))
+
+
+@triton.autotune(configs=CONFIGS[:1], key=["N"])
+@triton.jit
+def _sum_pyand(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * sx + o, mask=(o < N) and (o < BLOCK), other=0.0).to(tl.float32)
+    tl.store(y_ptr + row, tl.sum(x, 0).to(y_ptr.dtype.element_ty))
+
+
+def _run(kernel, inputs, outputs):
+    x = inputs["x"]
+    kernel[(x.shape[0],)](x, outputs["y"], x.shape[1], x.stride(0))
+
+
+def launch_bitwise(inputs, outputs, params, dt):
+    _run(_sum_bitwise, inputs, outputs)
+
+
+def launch_pyand(inputs, outputs, params, dt):
+    _run(_sum_pyand, inputs, outputs)
+
+
+def launch_dynamic(inputs, outputs, params, dt):
+    _run(globals()["_sum_" + params.get("which", "bitwise")], inputs, outputs)
+'''
+
+
+def test_a_launcher_is_charged_only_the_kernels_it_reaches(tmp_path):
+    from verifier.launch.triton_boolops import tensor_boolops
+    from verifier.launch.triton_reach import reach
+
+    path = tmp_path / "two.py"
+    path.write_text(TWO_KERNELS)
+    assert {"launch_bitwise", "_run", "_sum_bitwise", "CONFIGS"} <= reach(path, "launch_bitwise")
+    assert "_sum_pyand" not in reach(path, "launch_bitwise")
+    assert reach(path, "launch_dynamic") is None and reach(path, "no_such_launcher") is None  # cannot tell: all
+    assert tensor_boolops(path, "launch_bitwise") == ()
+    (hit,) = tensor_boolops(path, "launch_pyand")
+    assert "in _sum_pyand" in hit
+    assert len(tensor_boolops(path, "launch_dynamic")) == len(tensor_boolops(path)) == 1
+
+
+def test_the_clean_sibling_of_a_kernel_with_an_interpreter_gap_is_checked(tmp_path):
+    from verifier.battery import check_kernel
+    from verifier.launch import triton as runner
+    from verifier.launch.triton import activate
+    from verifier.launch.triton_configs import autotuners
+    from verifier.results.options import Options
+    from verifier.spec import TritonKernel
+
+    path = tmp_path / "two.py"
+    path.write_text(TWO_KERNELS)
+
+    def spec(launcher):
+        return TritonKernel(name=f"two-{launcher}", op="reduce_sum", module=str(path), launcher=launcher,
+                            dtypes=[dtypes("f32")], supports=lambda M, N, d: None if N <= 4096 else "N > 4096")
+
+    activate("interpreter") if runner.triton_mode() == "interpreter" else pytest.skip("a compiled-mode worker")
+    mod = runner.load_module(spec("launch_bitwise"))
+    assert [n for n, _ in autotuners(mod, "launch_bitwise")] == ["_sum_bitwise"]  # through _run; not _sum_pyand's
+    assert [n for n, _ in autotuners(mod, "launch_dynamic")] == ["_sum_bitwise", "_sum_pyand"]
+    opts = Options(level="quick", device="cpu")
+    clean = check_kernel(spec("launch_bitwise"), opts)
+    assert clean.verdict == "pass", ([f.message for f in clean.findings][:2], clean.error)
+    gap = check_kernel(spec("launch_pyand"), opts)
+    assert gap.verdict == "unchecked" and not gap.findings
