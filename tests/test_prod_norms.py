@@ -168,3 +168,71 @@ def test_the_clean_sibling_of_a_kernel_with_an_interpreter_gap_is_checked(tmp_pa
     assert clean.verdict == "pass", ([f.message for f in clean.findings][:2], clean.error)
     gap = check_kernel(spec("launch_pyand"), opts)
     assert gap.verdict == "unchecked" and not gap.findings
+
+
+# --------------------------------------------------------------------------- norms over groups of the hidden dim
+
+def _grouped(x, w, b, G, rms, eps, fused=False):
+    """A float32 kernel of group_rmsnorm / group_layernorm: per group of N/G columns, weight (and bias) per column;
+    ``fused``: y = x·a + c per column (a = rstd·w, c = b - mean·a), as torch's group_norm forms it."""
+    M, N = x.shape
+    xg = x.float().reshape(M, G, N // G)
+    mean = torch.zeros(M, G, 1) if rms else xg.mean(-1, keepdim=True)
+    var = (xg * xg).mean(-1, keepdim=True) if rms else ((xg - mean) ** 2).mean(-1, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    wg, bg = w.float().reshape(1, G, N // G), (b.float() if b is not None else torch.zeros(N)).reshape(1, G, N // G)
+    if fused:
+        a = rstd * wg
+        return (xg * a + (bg - mean * a)).reshape(M, N)
+    return ((xg - mean) * rstd * wg + bg).reshape(M, N)
+
+
+def _gh_inputs(seed=0, N=320):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(4, N, generator=g) * 3 + 1, 1 + 0.1 * torch.randn(N, generator=g), 0.1 * torch.randn(N, generator=g))
+
+
+@pytest.mark.parametrize("op", ["group_rmsnorm", "group_layernorm"])
+def test_group_hidden_norms_normalize_each_group_with_a_weight_per_column(op):
+    rms = op == "group_rmsnorm"
+    x, w, b = _gh_inputs()
+    ins = {"x": x, "w": w}
+    eps = OPS[op].params["eps"]
+    assert check_output(op, ins, _grouped(x, w, None, 4, rms, eps), dtypes("f32")).ok
+    assert not check_output(op, ins, _grouped(x, w, None, 1, rms, eps), dtypes("f32")).ok  # the whole row at once
+    w0 = w[:80].repeat(4)  # group 0's weights for every group (a kernel indexing w by column within the group)
+    assert not check_output(op, ins, _grouped(x, w0, None, 4, rms, eps), dtypes("f32")).ok
+    assert not check_output(op, ins, _grouped(x, w, None, 4, rms, eps), dtypes("f32"), params={"groups": 8}).ok
+    assert OPS[op].refusal(321) and OPS[op].refusal(320) is None
+
+
+def test_group_layernorm_bias_is_declared_and_the_fused_form_passes():
+    x, w, b = _gh_inputs(1)
+    ins = {"x": x, "w": w, "b": b}
+    from verifier.ops import variant_for
+
+    op = variant_for("group_layernorm", {"b": True})
+    assert OPS[op].signature() == "x[M,N], w[N] (weight), b[N] (bias) -> y[M,N]"
+    assert check_output(op, ins, _grouped(x, w, b, 4, False, 1e-5), dtypes("f32")).ok
+    assert check_output(op, ins, _grouped(x, w, b, 4, False, 1e-5, fused=True), dtypes("f32")).ok
+    assert not check_output(op, ins, _grouped(x, w, None, 4, False, 1e-5), dtypes("f32")).ok  # bias ignored
+
+
+@pytest.mark.parametrize("op,params", [("group_rmsnorm", {}), ("group_layernorm", {"b": True})])
+def test_group_hidden_norm_kernels_pass_the_battery_and_one_normalizing_the_whole_row_fails(op, params):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel
+
+    rms = op == "group_rmsnorm"
+
+    def kernel(groups):
+        def fn(i, o, p, d):
+            o["y"].copy_(_grouped(i["x"], i["w"], i.get("b"), groups, rms, p["eps"], fused=not rms))
+        return fn
+
+    opts = Options(level="quick", device="cpu")
+    good = check_kernel(CallableKernel(name="gh", op=op, fn=kernel(4), dtypes=[dtypes("f32")], params=params), opts)
+    assert good.verdict == "pass", [f.message for f in good.findings][:3]
+    bad = check_kernel(CallableKernel(name="gh-row", op=op, fn=kernel(1), dtypes=[dtypes("f32")], params=params), opts)
+    assert bad.verdict == "fail"
