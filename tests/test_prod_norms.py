@@ -236,3 +236,24 @@ def test_group_hidden_norm_kernels_pass_the_battery_and_one_normalizing_the_whol
     assert good.verdict == "pass", [f.message for f in good.findings][:3]
     bad = check_kernel(CallableKernel(name="gh-row", op=op, fn=kernel(1), dtypes=[dtypes("f32")], params=params), opts)
     assert bad.verdict == "fail"
+
+
+def test_determinism_runs_for_a_group_norm_whose_channels_divide_no_fixed_probe_shape():
+    # FlagGems' group_norm declared with channels=48, groups=16 (its own issue #4984's shape; SD's 320 channels
+    # likewise): 4096, 1000, 256 and 32 columns are all outside the op, and determinism was skipped
+    import torch.nn.functional as F
+
+    from verifier.battery.determinism import check_determinism
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel
+
+    def gn(i, o, p, d):
+        x = i["x"]
+        M, N = x.shape
+        o["y"].copy_(F.group_norm(x.float().view(M, 48, N // 48), 16, i["w"].float(), i["b"].float(), 1e-5).view(M, N))
+
+    k = CallableKernel(name="gn48", op="group_norm", fn=gn, dtypes=[dtypes("f32")],
+                       params={"channels": 48, "groups": 16})
+    report = check_determinism(k, dtypes("f32"), Options(level="quick", device="cpu"))
+    cell = report.cells[("f32", "determinism")]
+    assert not cell.skipped and not report.findings, cell
