@@ -161,7 +161,7 @@ def interpreter_source_gap(spec, device) -> Optional[str]:
         return None
     from verifier.launch.triton_boolops import tensor_boolops
 
-    where = tensor_boolops(spec.module_path())
+    where = tensor_boolops(spec.module_path(), spec.launcher)
     if not where:
         return None
     more = f" and {len(where) - 1} more" if len(where) > 1 else ""
