@@ -169,11 +169,15 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
             continue
         v, E = (np.asarray(a, dtype=np.float64) for a in at[t])
         dtype = op.output_dtype(t, c.dtypes, c.params)
-        base = _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
+        integer = _dt.numpy_dtype(dtype).kind in "iub"  # an integer output (a slot number) is exact, as elsewhere
+        base = 0.0 if integer else _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
         errs = _tol.Errors(base={t: base}, E={t: np.where(unusable[:, None], 0.0, E)}, dtypes={t: dtype})
-        exact = np.where(unusable[:, None], np.nan, v)  # a row whose picks are not k distinct experts: the picks' finding
+        # a row whose picks are not k distinct experts is the picks' finding, not this output's: NaN on both sides
+        # (0 for an integer output, which holds no NaN)
+        skip = 0.0 if integer else np.nan
+        exact = np.where(unusable[:, None], skip, v)
         budget = errs.budget(_Exact({t: exact}))[t]
-        actual = np.where(unusable[:, None], np.nan, _dt.to_numpy(outputs[t]).astype(np.float64)).astype(
+        actual = np.where(unusable[:, None], skip, _dt.to_numpy(outputs[t]).astype(np.float64)).astype(
             _dt.numpy_dtype(dtype))
         tensors.append(compare_tensor(t, actual, None, exact, budget, dtype, errs, None))
     return Comparison(tuple(tensors), tuple(sorted((context or {}).items(), key=lambda kv: kv[0])))
