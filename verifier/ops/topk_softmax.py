@@ -4,7 +4,10 @@ first: values[M,k] float32 and indices[M,k] int32 (or int64, param ``index_dtype
 ``values / values.sum(-1)``).
 
 params: k=8; renormalize=False (divide the k values by their sum); gate='softmax' (over all E, the max subtracted
-first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'.
+first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'; scaling=1.0 (routed_scaling_factor: the values,
+renormalized or not, times it); sorted=True (False: the k picks in any order, as torch.topk(sorted=False)).
+Optional input ``bias[E]`` float32 (``params={"bias": True}``: DeepSeek-V3's e_score_correction_bias, vLLM's and
+SGLang's biased top-k): the picks rank gate + bias, the values are the gates without it.
 
 Judged tie-aware (verifier.judge.selection), not element by element: a pick is right when its exact gate is above the
 exact k-th largest, or below it by no more than the two gates' derived error bounds (a kernel computing the gates in
@@ -49,43 +52,55 @@ def _k(x, p) -> int:
     return k
 
 
+def _scaled(v, p):
+    return v * float(p["scaling"]) if float(p.get("scaling", 1.0)) != 1.0 else v
+
+
+def _choice(inputs, g):
+    """What the picks rank: the gates, plus the correction bias (one per expert) when the kernel takes one."""
+    return g if inputs.get("bias") is None else g + inputs["bias"]
+
+
 def reference(inputs, p):
-    """The torch composition in float64: gates over all E, topk (the reference's own picks), renormalized."""
+    """The torch composition in float64: gates over all E, topk of gate (+ bias) (the reference's own picks), the
+    gates there, renormalized, scaled."""
     import torch
 
     x = inputs["x"]
-    values, indices = torch.topk(_gates(x, p), _k(x, p), dim=-1)
-    return {"values": _renormalized(values, p), "indices": indices}
+    g = _gates(x, p)
+    indices = torch.topk(_choice(inputs, g), _k(x, p), dim=-1).indices
+    return {"values": _scaled(_renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
 
 
 def scores(inputs, p):
-    """What the picks rank: the gate of every expert."""
-    return _gates(inputs["x"], p)
+    """What the picks rank: the gate of every expert (plus its bias)."""
+    return _choice(inputs, _gates(inputs["x"], p))
 
 
 def at_picks(inputs, p):
-    """The values at the kernel's picks (inputs['indices'], int64), renormalized over them."""
+    """The values at the kernel's picks (inputs['indices'], int64): the gates there, renormalized over them, scaled."""
     import torch
 
-    return {"values": _renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p)}
+    return {"values": _scaled(_renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p), p)}
 
 
 # --------------------------------------------------------------------------- invariants
 
 def _descent(inp, ys, p):
-    """The largest step up along a row's values (0 when they never increase; NaN rows are nan-inf's)."""
+    """The largest step up along a row's values (0 when they never increase; NaN rows are nan-inf's). Values of
+    picks ranked by gate + bias, or in any order (sorted=False), need not descend: 0."""
     v = ys["values"]
-    if v.shape[1] < 2:
+    if v.shape[1] < 2 or p.get("bias") or not p.get("sorted", True):
         return np.zeros(v.shape[0])
     with np.errstate(invalid="ignore"):
         return np.nan_to_num(np.max(v[:, 1:] - v[:, :-1], axis=1), nan=0.0).clip(min=0.0)
 
 
 def _unit_sum(inp, ys, p):
-    """|sum(values) - 1| of a renormalized row (0 when not renormalized)."""
+    """|sum(values) - scaling| of a renormalized row (0 when not renormalized)."""
     if not p["renormalize"]:
         return np.zeros(ys["values"].shape[0])
-    return np.abs(ys["values"].sum(axis=1) - 1.0)
+    return np.abs(ys["values"].sum(axis=1) - float(p.get("scaling", 1.0)))
 
 
 def _unit_sum_bound(inp, ys, p, c):
@@ -93,8 +108,9 @@ def _unit_sum_bound(inp, ys, p, c):
     the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
     a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
-    k = ys["values"].shape[1]
-    return gamma(k + c.intr.div + 1, c.u) + 2 * c.out_ulps * U_VALUES + k * 2.0 ** -53
+    k, scaling = ys["values"].shape[1], abs(float(p.get("scaling", 1.0)))
+    times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
+    return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * U_VALUES + k * 2.0 ** -53)
 
 
 INVARIANTS = [
@@ -102,7 +118,8 @@ INVARIANTS = [
               "values are largest first: values[j + 1] <= values[j] (monotone rounding keeps the order; value = the "
               "largest step up)"),
     Invariant("unit_sum", _unit_sum, _unit_sum_bound,
-              "renormalized values sum to 1 up to the sum's and the division's rounding (value = |sum - 1|)"),
+              "renormalized values sum to 1 (times scaling) up to the sum's and the division's rounding (value = "
+              "|sum - scaling|)"),
 ]
 
 
@@ -188,15 +205,19 @@ def _bytes(M, N, dt, p):
     from verifier import dtypes as _dt
 
     k, isz = int(p["k"]), _dt.numpy_dtype(p["index_dtype"]).itemsize
-    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (4 + isz)
+    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (4 + isz) + (4 * N if p.get("bias") else 0)
 
 
 OPDEF = Op(
-    "topk_softmax", inputs={"x": "MxN"},
+    "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True)},
     outputs={"values": Tensor("Mxk", dtype="float32"), "indices": Tensor("Mxk", dtype="index_dtype")},
-    params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32"},
-    reference=reference, selection=Selection("indices", scores=scores, at=at_picks),
+    params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
+            "sorted": True},
+    reference=reference, selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted"),
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
+    # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
+    # fallback), written as float32: dtypes("bf16", "f32", acc="bf16")
+    extra_tolerances=(("float32", "bfloat16", None), ("float32", "float16", None)),
     exp_family=True, invariants=INVARIANTS, cases=CASES, bytes_moved=_bytes,
     description="MoE routing: softmax (or sigmoid) gates over E experts, the k largest with their indices, "
                 "optionally renormalized over the k",

@@ -1,0 +1,67 @@
+"""topk_softmax with a correction bias (DeepSeek-V3's e_score_correction_bias; vLLM's fused_topk_bias, SGLang's
+biased top-k): the picks rank gate + bias, the values are the gates without it, renormalized, times scaling
+(routed_scaling_factor); sorted=False leaves the picks' order free (torch.topk(sorted=False)). Our own minimal
+torch compositions, each with one production mistake."""
+import numpy as np
+import pytest
+import torch
+
+from verifier.judge import Criteria, judge
+from verifier.ops import OPS, variant_for
+from verifier.spec import dtypes
+
+P = {"k": 4, "gate": "sigmoid", "bias": True, "renormalize": True, "scaling": 2.5, "sorted": False}
+
+
+def _inputs(M=16, E=32, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((M, E)).astype(np.float32),
+            "bias": (0.1 * rng.standard_normal(E)).astype(np.float32)}
+
+
+def _route(xs, k=4, choose_with_bias=True, weigh_with_bias=False, scaling=2.5, order="sorted"):
+    g = torch.sigmoid(torch.tensor(xs["x"]))
+    choice = g + torch.tensor(xs["bias"]) if choose_with_bias else g
+    idx = torch.topk(choice, k, -1).indices
+    if order == "reversed":
+        idx = idx.flip(-1)
+    w = torch.gather(choice if weigh_with_bias else g, -1, idx)
+    w = w / w.sum(-1, keepdim=True) * scaling
+    return {"values": w.float().numpy(), "indices": idx.int().numpy()}
+
+
+def _judge(xs, ys, **params):
+    name = variant_for("topk_softmax", {**P, **params})
+    assert name == "topk_softmax[bias]"
+    c = Criteria(op=name, dtypes=dtypes("f32"), params={**OPS[name].params, **P, **params})
+    return judge(c, xs, ys)
+
+
+def _failing(v):
+    return sorted({t.name for t in v.comparison.tensors if not t.ok} | {x.invariant for x in v.violations})
+
+
+def test_a_right_biased_router_passes_in_any_order():
+    xs = _inputs()
+    assert _judge(xs, _route(xs)).ok
+    assert _judge(xs, _route(xs, order="reversed")).ok  # sorted=False: any order
+
+
+def test_unsorted_picks_are_wrong_where_the_kernel_promises_sorted():
+    xs = _inputs()
+    assert _failing(_judge(xs, _route(xs, order="reversed"), sorted=True)) == ["indices"]
+
+
+@pytest.mark.parametrize("mistake,wrong", [
+    ({"choose_with_bias": False}, "indices"),  # ranks the gates alone: picks below the k-th gate + bias
+    ({"weigh_with_bias": True}, "values"),  # weights from the biased scores
+    ({"scaling": 1.0}, "values"),  # routed_scaling_factor forgotten
+])
+def test_each_biased_routing_mistake_is_caught(mistake, wrong):
+    xs = _inputs()
+    assert wrong in _failing(_judge(xs, _route(xs, **mistake)))
+
+
+def test_without_the_bias_param_the_op_is_unchanged():
+    assert OPS["topk_softmax"].inputs == ("x",) and OPS["topk_softmax"].params["bias"] is None
+    assert OPS[variant_for("topk_softmax", {"bias": True})].inputs == ("x", "bias")
