@@ -47,7 +47,8 @@ def logits(inputs: dict, params: dict):
         exact = scale == 1.0 and cap == 0 and inputs.get("alibi_slopes") is None and inputs.get("mask") is None
         bound = np.zeros_like(z) if exact else np.where(np.isfinite(mag), U * (C_TANH + 4) * mag + TINY, np.inf)
     sink = as_f64(inputs["sinks"]) if inputs.get("sinks") is not None else None
-    filled = fill_dead(z, sink, params)  # masked_rows='uniform': a dead row is a row of equal logits (exact 0)
+    mk = np.broadcast_to(as_f64(inputs["mask"]), (M, N)) if inputs.get("mask") is not None else None
+    filled = fill_dead(z, sink, params, mk)  # masked_rows='uniform': a dead row's masked logits, one equal value
     return filled, (bound if filled is z else np.where(np.isneginf(z), 0.0, bound)), sink
 
 
@@ -84,9 +85,9 @@ def mp_logits(inputs: dict, params: dict, rows) -> tuple:
             elif mask is not None:
                 v = v + mpmath.mpf(float(mask[r, j]))
             row.append(mpmath.mpf("-inf") if causal[r, j] else v)
-        if params.get("masked_rows") == "uniform" and all(v == -mpmath.inf for v in row) and (
+        if params.get("masked_rows") == "uniform" and mask is not None and all(v == -mpmath.inf for v in row) and (
                 sinks is None or not np.isfinite(sinks[r])):
-            row = [mpmath.mpf(0)] * N  # fill_dead's rule
+            row = [mpmath.mpf(0) if mask[r, j] != 0 else v for j, v in enumerate(row)]  # fill_dead's rule
         out.append(row)
         sk.append(None if sinks is None else mpmath.mpf(float(sinks[r])))
     return out, sk

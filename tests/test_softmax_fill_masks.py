@@ -97,20 +97,21 @@ def test_square_causal_blocks_q_len_n():
     assert not _judge({"x": x}, y, causal=True, scale=0.5, masked_rows="nan").ok  # q_len 0: row r is query r
 
 
-@pytest.mark.parametrize("declared,verdict", [("zeros", "pass"), ("uniform", "fail")])
-def test_rows_of_minus_inf_logits_are_held_to_the_declared_contract(declared, verdict):
-    """The catalogue's fully_masked_rows (x itself -inf on some rows, a random mask): such a row has no live logit,
-    so a kernel writing zeros there while declaring 'uniform' is wrong. The budget of those rows once followed the
-    -inf logits' error (infinite) and let any finite output pass."""
+@pytest.mark.parametrize("declared,dead,verdict", [("zeros", "zeros", "pass"), ("uniform", "uniform", "pass"),
+                                                   ("uniform", "zeros", "fail"), ("zeros", "uniform", "fail")])
+def test_rows_of_minus_inf_logits_are_held_to_the_declared_contract(declared, dead, verdict):
+    """The catalogue's fully_masked_rows (x itself -inf on some rows, a random mask): such a row has no live logit.
+    'uniform' (Megatron's -10000 fill) puts its mass on the masked logits, the only finite ones; 'zeros' writes 0.
+    The budget of those rows once followed the -inf logits' error (infinite) and let any finite output pass."""
     from verifier.battery.values import run_case
     from verifier.inputs.cases import cases_for
     from verifier.results.options import Options, derived_seed
 
     def kernel(inputs, outputs, params, dt):
         xs = {k: inputs[k].numpy() for k in ("x", "mask")}
-        return {"y": torch.tensor(_filled(xs, params["scale"], "zeros"))}
+        return {"y": torch.tensor(_filled(xs, params["scale"], dead))}
 
-    k = CallableKernel(name=f"megatron-like-{declared}", op="softmax", fn=kernel, dtypes=[dtypes("f32")],
+    k = CallableKernel(name=f"megatron-like-{declared}-{dead}", op="softmax", fn=kernel, dtypes=[dtypes("f32")],
                        params={**FILL, "masked_rows": declared}, device="cpu")
     dt = k.dtypes[0]
     case = next(c for c in cases_for(k, dt, "quick") if c.name == "fully_masked_rows")

@@ -115,16 +115,18 @@ def masks(params: dict) -> bool:
 MASKED_ROWS = Contract(("nan", "zeros", "uniform"), when=masks)
 
 
-def fill_dead(z: np.ndarray, sinks, params: dict) -> np.ndarray:
-    """z with its rows of no live logit (every z -inf, no finite sink) set to 0 where the kernel declares
-    masked_rows='uniform' (a finite fill value replaces every masked logit: the row is the op of equal logits);
-    else z. One home for the three places that form logits (here, references/_logits.py's float64 and mpmath)."""
-    if params.get("masked_rows") != "uniform":
+def fill_dead(z: np.ndarray, sinks, params: dict, mask=None) -> np.ndarray:
+    """z where the kernel declares masked_rows='uniform' (a finite fill, Megatron's -10000.0, replaces each logit
+    the mask masks): in the rows with no live logit (every z -inf, no finite sink) the masked logits become 0, one
+    equal value (a fully masked row is then 1/N; a row whose unmasked logits are all -inf puts its mass on the masked
+    ones; with nothing masked by the mask it stays dead: NaN). Else z. ``mask``: the mask broadcast to z's shape, or
+    None. One home for the three places that form logits (here, references/_logits.py's float64 and mpmath)."""
+    if params.get("masked_rows") != "uniform" or mask is None:
         return z
     dead = np.all(np.isneginf(z), axis=1)
     if sinks is not None:
         dead &= ~np.isfinite(np.asarray(sinks, dtype=np.float64))
-    return np.where(dead[:, None], 0.0, z) if dead.any() else z
+    return np.where(dead[:, None] & (np.asarray(mask) != 0), 0.0, z) if dead.any() else z
 
 
 def logits(xs: dict, params: dict, x=None) -> np.ndarray:
@@ -138,9 +140,10 @@ def logits(xs: dict, params: dict, x=None) -> np.ndarray:
             z = cap * np.tanh(z / cap)
         if xs.get("alibi_slopes") is not None:
             z = z + alibi_bias(xs["alibi_slopes"], M, N, params)
-        if xs.get("mask") is not None:
-            z = apply_mask(z, np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N)), params)
-    return fill_dead(np.where(causal_masked(M, N, params), -np.inf, z), xs.get("sinks"), params)
+        mk = None if xs.get("mask") is None else np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
+        if mk is not None:
+            z = apply_mask(z, mk, params)
+    return fill_dead(np.where(causal_masked(M, N, params), -np.inf, z), xs.get("sinks"), params, mk)
 
 
 def logit_error(xs: dict, params: dict, c) -> np.ndarray:
