@@ -65,3 +65,23 @@ def test_each_biased_routing_mistake_is_caught(mistake, wrong):
 def test_without_the_bias_param_the_op_is_unchanged():
     assert OPS["topk_softmax"].inputs == ("x",) and OPS["topk_softmax"].params["bias"] is None
     assert OPS[variant_for("topk_softmax", {"bias": True})].inputs == ("x", "bias")
+
+
+def test_values_in_the_logits_dtype():
+    """vLLM's gpt-oss router writes its weights in the logits' dtype (bf16): values_dtype='bfloat16' compares them
+    in bf16 ULPs; as float32 they would be thousands of ULPs off, and a value 2 bf16 ULPs off is still wrong."""
+    import ml_dtypes
+
+    xs = {"x": np.random.default_rng(3).standard_normal((8, 32)).astype(ml_dtypes.bfloat16)}
+    g = torch.softmax(torch.tensor(xs["x"].astype(np.float32)), -1)
+    v, i = torch.topk(g, 4, -1)
+    ys = {"values": v.to(torch.bfloat16).float().numpy().astype(ml_dtypes.bfloat16), "indices": i.int().numpy()}
+    p = {**OPS["topk_softmax"].params, "k": 4}
+    ok = judge(Criteria(op="topk_softmax", dtypes=dtypes("bf16", "f32"), params={**p, "values_dtype": "bfloat16"}),
+               xs, ys)
+    assert ok.ok
+    as_f32 = {**ys, "values": ys["values"].astype(np.float32)}
+    assert not judge(Criteria(op="topk_softmax", dtypes=dtypes("bf16", "f32"), params=p), xs, as_f32).ok
+    off = {**ys, "values": (ys["values"].astype(np.float32) * (1 + 2 ** -6)).astype(ml_dtypes.bfloat16)}
+    assert not judge(Criteria(op="topk_softmax", dtypes=dtypes("bf16", "f32"), params={**p, "values_dtype": "bfloat16"}),
+                     xs, off).ok

@@ -5,7 +5,8 @@ first: values[M,k] float32 and indices[M,k] int32 (or int64, param ``index_dtype
 
 params: k=8; renormalize=False (divide the k values by their sum); gate='softmax' (over all E, the max subtracted
 first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'; scaling=1.0 (routed_scaling_factor: the values,
-renormalized or not, times it); sorted=True (False: the k picks in any order, as torch.topk(sorted=False)).
+renormalized or not, times it); sorted=True (False: the k picks in any order, as torch.topk(sorted=False));
+values_dtype='float32' ('bfloat16' / 'float16': weights written in the logits' dtype, vLLM's gpt-oss router).
 Optional input ``bias[E]`` float32 (``params={"bias": True}``: DeepSeek-V3's e_score_correction_bias, vLLM's and
 SGLang's biased top-k): the picks rank gate + bias, the values are the gates without it.
 
@@ -28,7 +29,8 @@ from verifier.ops.model import Invariant, Op, OpCase, Selection, Tensor
 
 GATES = ("softmax", "sigmoid")
 INDEX_DTYPES = ("int32", "int64")
-U_VALUES = 2.0 ** -24  # the values are float32 whatever the logits' dtype
+VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
+UNIT = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # the values' unit roundoff
 
 
 def _gates(x, p):
@@ -37,6 +39,9 @@ def _gates(x, p):
     gate = p["gate"]
     if gate not in GATES:
         raise SpecError(f"topk_softmax: gate={gate!r}", fix=f"use one of {', '.join(GATES)}")
+    if (p.get("values_dtype") or "float32") not in VALUES_DTYPES:
+        raise SpecError(f"topk_softmax: values_dtype={p.get('values_dtype')!r}",
+                        fix=f"use one of {', '.join(VALUES_DTYPES)}")
     return torch.softmax(x, -1) if gate == "softmax" else torch.sigmoid(x)
 
 
@@ -110,7 +115,8 @@ def _unit_sum_bound(inp, ys, p, c):
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
     k, scaling = ys["values"].shape[1], abs(float(p.get("scaling", 1.0)))
     times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
-    return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * U_VALUES + k * 2.0 ** -53)
+    u_values = UNIT.get(str(p.get("values_dtype") or "float32"), UNIT["float32"])
+    return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * u_values + k * 2.0 ** -53)
 
 
 INVARIANTS = [
@@ -205,14 +211,15 @@ def _bytes(M, N, dt, p):
     from verifier import dtypes as _dt
 
     k, isz = int(p["k"]), _dt.numpy_dtype(p["index_dtype"]).itemsize
-    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (4 + isz) + (4 * N if p.get("bias") else 0)
+    vsz = _dt.numpy_dtype(p.get("values_dtype") or "float32").itemsize
+    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (vsz + isz) + (4 * N if p.get("bias") else 0)
 
 
 OPDEF = Op(
     "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True)},
-    outputs={"values": Tensor("Mxk", dtype="float32"), "indices": Tensor("Mxk", dtype="index_dtype")},
+    outputs={"values": Tensor("Mxk", dtype="values_dtype"), "indices": Tensor("Mxk", dtype="index_dtype")},
     params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
-            "sorted": True},
+            "sorted": True, "values_dtype": "float32"},
     reference=reference, selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted"),
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
     # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
