@@ -85,3 +85,33 @@ def test_values_in_the_logits_dtype():
     off = {**ys, "values": (ys["values"].astype(np.float32) * (1 + 2 ** -6)).astype(ml_dtypes.bfloat16)}
     assert not judge(Criteria(op="topk_softmax", dtypes=dtypes("bf16", "f32"), params={**p, "values_dtype": "bfloat16"}),
                      xs, off).ok
+
+
+def _dsv4_like(xs, k=4, gate="sqrtsoftplus", guarded=True):
+    """DeepSeek-V4's routing in torch: sqrt(softplus) gates (x past 20 as is), bias for the choice, renormalized
+    with a guarded division (a zero sum divides by 1), times 2.5."""
+    x = torch.tensor(xs["x"], dtype=torch.float32)
+    g = torch.sqrt(torch.where(x > 20, x, torch.log(1 + torch.exp(x)))) if gate == "sqrtsoftplus" else torch.sigmoid(x)
+    idx = torch.topk(g + torch.tensor(xs["bias"]), k, -1).indices
+    w = torch.gather(g, -1, idx)
+    s = w.sum(-1, keepdim=True)
+    w = w / (torch.where(s > 0, s, 1.0) if guarded else s) * 2.5
+    return {"values": w.numpy(), "indices": idx.int().numpy()}
+
+
+def test_sqrt_softplus_gates():
+    xs = _inputs()
+    xs["x"][0, :3] = [25.0, -30.0, 19.5]  # both sides of softplus' threshold, and a gate near 0
+    assert _judge(xs, _dsv4_like(xs), gate="sqrtsoftplus", sorted=True).ok
+    assert "values" in _failing(_judge(xs, _dsv4_like(xs, gate="sigmoid"), gate="sqrtsoftplus", sorted=True))
+
+
+@pytest.mark.parametrize("declared,guarded,ok,warns", [("zero", True, True, False), ("nan", True, False, False),
+                                                       (None, True, True, True), ("zero", False, False, False),
+                                                       (None, False, True, True)])
+def test_a_zero_sum_of_picks_is_a_contract(declared, guarded, ok, warns):
+    """Rows of -inf logits: every sqrt(softplus) gate is 0, the k picks sum to 0: NaN (0 / 0) or 0, as declared."""
+    xs = _inputs()
+    xs["x"][1] = -np.inf
+    v = _judge(xs, _dsv4_like(xs, guarded=guarded), gate="sqrtsoftplus", sorted=True, zero_sum=declared)
+    assert v.ok == ok and bool(v.undeclared) == warns, (v.ok, v.undeclared)

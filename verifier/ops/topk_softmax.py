@@ -4,9 +4,12 @@ first: values[M,k] float32 and indices[M,k] int32 (or int64, param ``index_dtype
 ``values / values.sum(-1)``).
 
 params: k=8; renormalize=False (divide the k values by their sum); gate='softmax' (over all E, the max subtracted
-first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'; scaling=1.0 (routed_scaling_factor: the values,
+first), 'sigmoid' (per element) or 'sqrtsoftplus' (sqrt(softplus(x)), DeepSeek-V4's, softplus(x) = x past 20);
+index_dtype='int32' or 'int64'; scaling=1.0 (routed_scaling_factor: the values,
 renormalized or not, times it); sorted=True (False: the k picks in any order, as torch.topk(sorted=False));
-values_dtype='float32' ('bfloat16' / 'float16': weights written in the logits' dtype, vLLM's gpt-oss router).
+values_dtype='float32' ('bfloat16' / 'float16': weights written in the logits' dtype, vLLM's gpt-oss router);
+zero_sum (a contract, renormalized kernels): picks whose gates sum to 0 give 'nan' (0 / 0) or 'zero' (a guarded
+division).
 Optional input ``bias[E]`` float32 (``params={"bias": True}``: DeepSeek-V3's e_score_correction_bias, vLLM's and
 SGLang's biased top-k): the picks rank gate + bias, the values are the gates without it.
 
@@ -25,9 +28,10 @@ import numpy as np
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to, ulp
-from verifier.ops.model import Invariant, Op, OpCase, Selection, Tensor
+from verifier.ops.model import Contract, Invariant, Op, OpCase, Selection, Tensor
 
-GATES = ("softmax", "sigmoid")
+GATES = ("softmax", "sigmoid", "sqrtsoftplus")
+SOFTPLUS_THRESHOLD = 20.0  # softplus(x) = x past it (torch's default threshold, and the kernels')
 INDEX_DTYPES = ("int32", "int64")
 VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
 UNIT = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # the values' unit roundoff
@@ -42,11 +46,24 @@ def _gates(x, p):
     if (p.get("values_dtype") or "float32") not in VALUES_DTYPES:
         raise SpecError(f"topk_softmax: values_dtype={p.get('values_dtype')!r}",
                         fix=f"use one of {', '.join(VALUES_DTYPES)}")
+    if gate == "sqrtsoftplus":  # DeepSeek-V4: sqrt(softplus(x)), softplus written as the kernels compute it
+        return torch.sqrt(torch.where(x > SOFTPLUS_THRESHOLD, x, torch.log(1.0 + torch.exp(x))))
     return torch.softmax(x, -1) if gate == "softmax" else torch.sigmoid(x)
 
 
 def _renormalized(v, p):
-    return v / v.sum(-1, keepdim=True) if p["renormalize"] else v
+    """v / sum(v) when renormalized; a sum of 0 gives 0 / 0 = NaN (the torch composition), or 0 where the kernel
+    declares zero_sum='zero' (a guarded division: DeepSeek-V4's weight_sum > 0 ? weight_sum : 1, vLLM's
+    clamp(min=1e-20))."""
+    import torch
+
+    if not p["renormalize"]:
+        return v
+    s = v.sum(-1, keepdim=True)
+    return v / torch.where(s == 0, 1.0, s) if p.get("zero_sum") == "zero" else v / s
+
+
+ZERO_SUM = Contract(("nan", "zero"), when=lambda p: bool(p.get("renormalize")))
 
 
 def _k(x, p) -> int:
@@ -219,7 +236,8 @@ OPDEF = Op(
     "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True)},
     outputs={"values": Tensor("Mxk", dtype="values_dtype"), "indices": Tensor("Mxk", dtype="index_dtype")},
     params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
-            "sorted": True, "values_dtype": "float32"},
+            "sorted": True, "values_dtype": "float32", "zero_sum": None},
+    contract_params={"zero_sum": ZERO_SUM},
     reference=reference, selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted"),
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
     # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
