@@ -115,3 +115,31 @@ def test_a_zero_sum_of_picks_is_a_contract(declared, guarded, ok, warns):
     xs["x"][1] = -np.inf
     v = _judge(xs, _dsv4_like(xs, guarded=guarded), gate="sqrtsoftplus", sorted=True, zero_sum=declared)
     assert v.ok == ok and bool(v.undeclared) == warns, (v.ok, v.undeclared)
+
+
+def _raw_logit_router(inputs, outputs, params, dt):
+    """Top k of the raw logits by repeated argmax, the winner set to -inf, then a softmax over the k (gpt-oss'
+    renormalized path): a row with fewer finite logits than k picks index 0 again (argmax of all -inf)."""
+    x = inputs["x"].float().clone()
+    vals, idxs = [], []
+    for _ in range(params["k"]):
+        i = torch.argmax(torch.nan_to_num(x, nan=-float("inf"), neginf=-3e38), -1)
+        vals.append(x.gather(-1, i[:, None])[:, 0])
+        idxs.append(i)
+        x = x.scatter(-1, i[:, None], -float("inf"))
+    return {"values": torch.softmax(torch.stack(vals, -1), -1), "indices": torch.stack(idxs, -1).int()}
+
+
+def test_a_router_for_256_experts_only_meets_the_traps():
+    """A kernel refusing every E but 256 once saw ordinary rows only: its duplicate picks on -inf rows passed."""
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel, Contracts
+
+    k = CallableKernel(name="raw-logit-router-e256", op="topk_softmax", fn=_raw_logit_router, dtypes=[dtypes("f32")],
+                       params={"k": 4, "renormalize": True}, device="cpu",
+                       contracts=Contracts(nan_inputs="unsupported"),
+                       supports=lambda M, N, dt: None if N == 256 else "256 experts only")
+    report = check_kernel(k, Options(level="ci", device="cpu"))
+    assert report.verdict == "fail" and any("topk_e256_neg_inf_gates" in (f.input or "") for f in report.findings), \
+        report.findings

@@ -221,6 +221,14 @@ CASES = (
            "apart", 4, 64, _ladder, dtype_ok=_ladder_ok),
     OpCase("topk_wide_logits", "logits randn·40: exp without max subtraction overflows", 4, 64, _wide,
            dtype_ok=_holds_inf),
+    # The same traps at E = 256: kernels built for a few expert counts only (DeepSeek-V3 / V4's 256, vLLM's dsv4_topk
+    # takes 256 and 384) refuse every E above and would otherwise see only ordinary rows.
+    OpCase("topk_e256_exact_ties", "E = 256, duplicate logits: exact ties across the top-k boundary", 4, 256,
+           _duplicates),
+    OpCase("topk_e256_neg_inf_gates", "E = 256, -inf logits: rows with fewer finite logits than k", 4, 256, _neg_inf,
+           dtype_ok=_holds_inf),
+    OpCase("topk_e256_one_ulp_ladder", "E = 256, rows of adjacent representable values", 2, 256, _ladder,
+           dtype_ok=_ladder_ok),
 )
 
 
