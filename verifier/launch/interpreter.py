@@ -15,6 +15,14 @@ Conversions to float8 (e4m3fn, e5m2) are recorded apart too (:data:`ROUNDED_FP8`
 wrong even in range (7.98 becomes 4.0, 500 becomes 256, NaN becomes 384 in e4m3fn), where compiled Triton rounds to
 nearest even and saturates; :func:`faithful_rounding` converts them so as well.
 
+An argmax / argmin over a slice that holds only NaN (:data:`ALL_NAN_ARG`): the interpreter computes them with
+numpy's nanargmax / nanargmin, which raise on such a slice ("All-NaN slice encountered"), so every launch of a kernel
+reducing padding rows of -inf - -inf = NaN crashed (FlagGems' topk_softmax, BLOCK_SIZE_ROWS rows per program, the
+padding rows never stored). Compiled Triton's combine (``a > b or (a == b and i < j)``) is false for every NaN pair,
+so such a slice gives NaN and an index its reduction order decides. Here the slice gives NaN and its last index (a
+left fold of that combine), or its first inside :func:`all_nan_first`; the values step replays a failing case with
+the other one, and a failure only one of them shows is a caveat, not a finding.
+
 Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
 zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded
 before the weight multiply) can be 3 ULPs off in the interpreter and within 2 compiled. :func:`faithful_rounding`
@@ -29,8 +37,10 @@ from typing import Optional
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
 ROUNDED = "fp32->bf16 conversion"  # recorded for a float32 -> bfloat16 conversion (not arithmetic)
 ROUNDED_FP8 = "conversion to fp8"  # recorded for a float -> float8 (e4m3fn, e5m2) conversion
+ALL_NAN_ARG = "argmax of an all-NaN slice"  # recorded for an argmax / argmin over a slice holding only NaN
 _FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}  # Triton's name -> ours (and ml_dtypes')
 _faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
+_nan_first = False  # an all-NaN slice's argmax / argmin is its first index (all_nan_first), else its last
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
 _wrapped = False
 
@@ -88,6 +98,27 @@ def _wrap_builder() -> None:
             return orig(self, src, dst_type, rounding_mode)
         return create_fp_to_fp
 
+    def min_max(orig):
+        import warnings
+
+        import numpy as np
+
+        def run(self, input, val_reduce_op, idx_reduce_op=None):
+            data = (input[0] if isinstance(input, tuple) else input).handle.data
+            if idx_reduce_op is None:  # a max / min: NaN for an all-NaN slice, as compiled; numpy's warning is noise
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    return orig(self, input, val_reduce_op, idx_reduce_op)
+            if idx_reduce_op not in (np.nanargmax, np.nanargmin) or np.asarray(data).dtype.kind != "f":
+                return orig(self, input, val_reduce_op, idx_reduce_op)
+            dead = np.all(np.isnan(data), axis=self.axis, keepdims=True)
+            if not dead.any():
+                return orig(self, input, val_reduce_op, idx_reduce_op)
+            if _record is not None:
+                _record.add(ALL_NAN_ARG)
+            return _all_nan_min_max(self, input, data, dead, val_reduce_op, idx_reduce_op)
+        return run
+
     _skip_repatching(interp)
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
@@ -101,7 +132,41 @@ def _wrap_builder() -> None:
         klass = getattr(interp, cls, None)
         if klass is not None and hasattr(klass, "apply"):
             klass.apply = reduction(klass.apply, what)
+    reduce_ops = getattr(interp, "ReduceOps", None)
+    if reduce_ops is not None and hasattr(reduce_ops, "min_max"):  # argmax / argmin of an all-NaN slice
+        reduce_ops.min_max = min_max(reduce_ops.min_max)
     _wrapped = True
+
+
+def _all_nan_min_max(ops, input, data, dead, val_reduce_op, idx_reduce_op):
+    """ReduceOps.min_max where some slices hold only NaN (``dead``, kept dims): the others as numpy gives them, the
+    dead ones NaN and their last index (their first inside all_nan_first)."""
+    import numpy as np
+    import triton.language as tl
+
+    axis, keep = ops.axis, ops.keep_dims
+    filled = np.where(dead, 0, data)
+    squeeze = (lambda a: a) if keep else (lambda a: np.squeeze(a, axis=axis) if axis is not None else a.reshape(()))
+    n = data.shape[axis] if axis is not None else data.size
+    idx = np.where(squeeze(dead), 0 if _nan_first else n - 1, idx_reduce_op(filled, axis=axis, keepdims=keep))
+    idx_t = ops.to_tensor(idx.astype(np.int32), tl.int32)
+    if not val_reduce_op:
+        return idx_t
+    val = np.where(squeeze(dead), np.nan, val_reduce_op(filled, axis=axis, keepdims=keep)).astype(data.dtype)
+    tensor = input[0] if isinstance(input, tuple) else input
+    return ops.to_tensor(val, tensor.dtype), idx_t
+
+
+@contextlib.contextmanager
+def all_nan_first():
+    """Inside the block, an argmax / argmin over an all-NaN slice gives its first index (else its last)."""
+    global _nan_first
+    _wrap_builder()
+    before, _nan_first = _nan_first, True
+    try:
+        yield
+    finally:
+        _nan_first = before
 
 
 _OLD_INDEX = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))'
@@ -136,6 +201,43 @@ def scalar_index(interp) -> bool:
 
     patch_lang_tensor._verifier_scalar_index = True
     interp._patch_lang_tensor = patch_lang_tensor
+    return True
+
+
+def range_hints(interp) -> bool:
+    """A fix for Triton's interpreter (3.9 included), semantics of compiled Triton: ``tl.range(start, end, step,
+    num_stages)`` takes its compile hints (num_stages, loop_unroll_factor, ...) positionally too, where the
+    interpreter's stand-in for ``tl.range`` takes three ("_new_range() takes from 1 to 3 positional arguments but 4
+    were given"): every launch of such a kernel raised InterpreterError (vLLM's gpt-oss router,
+    ``tl.range(pid, M, num_programs, num_stages)``), a crash finding on a kernel compiled Triton runs. The hints
+    schedule the loop and change no value: past the third, positional arguments are dropped. Installed once, over
+    an interpreter whose stand-in takes no more than three positional arguments (the signature is checked where it
+    is set); returns whether it was. Called with scalar_index, when a process commits to the interpreter."""
+    import inspect
+
+    patch = getattr(interp, "_patch_lang_core", None)
+    if patch is None or getattr(patch, "_verifier_range_hints", False):
+        return False
+
+    def takes_three(fn) -> bool:
+        try:
+            ps = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        positional = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return len(positional) == 3 and not any(p.kind == p.VAR_POSITIONAL for p in ps)
+
+    def patch_lang_core(lang, scope, *args, **kwargs):
+        out = patch(lang, scope, *args, **kwargs)
+        new_range = lang.__dict__.get("range")
+        if new_range is not None and takes_three(new_range):
+            def range_(arg1, arg2=None, step=None, *hints, **kwargs):
+                return new_range(arg1, arg2, step, **kwargs)
+            scope.set_attr(lang, "range", range_)  # restored with the rest
+        return out
+
+    patch_lang_core._verifier_range_hints = True
+    interp._patch_lang_core = patch_lang_core
     return True
 
 

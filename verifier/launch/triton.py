@@ -115,9 +115,10 @@ def activate(mode: str | None = None) -> str:
     if mode == "interpreter":  # before any kernel of this process runs, through the runner or called directly
         import triton.runtime.interpreter as interp
 
-        from verifier.launch.interpreter import scalar_index
+        from verifier.launch.interpreter import range_hints, scalar_index
 
         scalar_index(interp)
+        range_hints(interp)
     return mode
 
 

@@ -217,7 +217,7 @@ class Op:
             if not isinstance(c, OpCase):
                 raise SpecError(f"{where}: cases must be OpCase(...) items, got {type(c).__name__}",
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
-        if self.selection is not None:
+        if self.selection is not None and self.out_dims:  # (a variant, made by replace(), was checked as its op)
             _check_selection(where, self)
         for a, t in dict(self.other_names).items():
             if not isinstance(a, str) or not TENSOR_NAME.match(a) or a in self.inputs + self.outputs \
