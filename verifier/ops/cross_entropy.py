@@ -3,8 +3,9 @@ logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactl
 (``dtypes("bf16", "f32")``) or, declared so, in the logits' dtype (``dtypes("bf16")``: Liger, FlagGems): the
 budget is the same error bound before the kernel's rounding to the output dtype.
 params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels), and the variants, whose
-defaults give the plain loss: softcap=0 (c > 0: logits c·tanh(x/c) first, Gemma 2), label_smoothing=0 (e: PyTorch's
-(1 - e)·nll + e·mean over the N classes of -log p), z_loss=0 (z: + z·lse² per row, PaLM / Liger).
+defaults give the plain loss: scale=1 (s: logits x·s first, flash-attn's logit_scale, Cohere), softcap=0 (c > 0:
+logits c·tanh(x·s/c), Gemma 2), label_smoothing=0 (e: PyTorch's (1 - e)·nll + e·mean over the N classes of -log p),
+z_loss=0 (z: + z·lse² per row, PaLM / Liger / flash-attn's lse_square_scale).
 
 cross_entropy_reduced: the same loss reduced over the rows into loss[1], params as above plus reduction='mean'
 ('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum', and
@@ -45,21 +46,30 @@ TANH_UNITS = 5.0  # tanhf: 2 ulp (CUDA guide) = 5 u from exact; a tanh built fro
 
 
 def capped(x, p, c):
-    """(x', its absolute error per element) for the softcap x' = cap·tanh(x / cap) (x itself, 0 without one).
-    The kernel's x / cap (or x·(1/cap): two roundings) moves tanh's argument by 2u|x/cap|, which tanh's slope
-    sech² carries; tanh itself errs by TANH_UNITS·u, or, built from exp as 1 - 2/(exp(2y) + 1), by exp's error at
-    2y plus three roundings (absolute, |tanh| <= 1), times cap; then u|x'| for the product."""
+    """(x', its absolute error per element) for the logit transforms: x·scale (flash-attn's logit_scale, Unsloth's
+    logit_scaling for Cohere), then the softcap x' = cap·tanh(x·scale / cap) (x itself, 0 without either).
+    The product rounds once, u|x·scale|, and once more where the scale is not a float32 (the kernel's scalar is):
+    2u|x·scale|; the softcap's slope sech² <= 1 carries it. The kernel's x / cap (or x·(1/cap): two roundings)
+    moves tanh's argument by 2u|x/cap|, which tanh's slope sech² carries; tanh itself errs by TANH_UNITS·u, or,
+    built from exp as 1 - 2/(exp(2y) + 1), by exp's error at 2y plus three roundings (absolute, |tanh| <= 1),
+    times cap; then u|x'| for the product."""
+    scale = float(p.get("scale", 1.0) or 1.0)
     cap = float(p.get("softcap", 0.0) or 0.0)
-    if cap <= 0:
+    if cap <= 0 and scale == 1.0:
         return x, 0.0
     with np.errstate(over="ignore", invalid="ignore"):
-        y = x / cap
+        xs = x * scale if scale != 1.0 else x
+        s_units = 0.0 if scale == 1.0 else (1.0 if float(np.float32(scale)) == scale else 2.0)
+        s_err = s_units * c.u * np.abs(xs)
+        if cap <= 0:
+            return xs, np.where(np.isfinite(xs), s_err, 0.0)
+        y = xs / cap
         xc = cap * np.tanh(y)
         sech2 = 1.0 / np.cosh(np.minimum(np.abs(y), 350.0)) ** 2
         ay = np.where(np.isfinite(y), np.abs(y), 0.0)
         t_units = np.maximum(TANH_UNITS, c.intr.exp + c.intr.exp_arg * 2 * ay + 3.0 + c.intr.div)
-        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc))
-    return xc, np.where(np.isfinite(x), err, 0.0)
+        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc)) + s_err * sech2
+    return xc, np.where(np.isfinite(xs), err, 0.0)
 
 
 def _lse_parts(x, p, c):
@@ -227,7 +237,7 @@ def check(x_raw, inp, ys, params, dtypes, c):
     return out
 
 
-VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0}  # their defaults: the plain loss
+VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0, "scale": 1.0}  # defaults: the plain loss
 
 
 def variant(params) -> bool:
