@@ -405,6 +405,13 @@ def _one_neg_inf(rng):
     return fn
 
 
+def _far_below_zero(rng):
+    """N(0, 1) - 300 rows: every logit far below 0, so exp(x) underflows to 0 in float32 unless the row's own max is
+    subtracted first; a running max started at 0 instead of -inf (max(0, x) as the reference point) or no max at all
+    sums zeros, and lse = log 0 = -inf (FlagGems' online loop starts its max at 0)."""
+    return lambda shape, dtype: _fit(rng.standard_normal(shape) - 300.0, dtype)
+
+
 # Cases of the variants: they apply to every cross entropy kernel (a plain kernel must pass them too).
 VARIANT_CASES = (
     OpCase("ce_all_ignored", "every row's label is ignore_index: per-row 0s; a mean over no row is NaN (PyTorch)",
@@ -415,6 +422,9 @@ VARIANT_CASES = (
            4, 256, _one_neg_inf, dtype_ok=_holds_inf, policy="finite"),
     OpCase("ce_huge_logits", "logits randn·1e4: softcap keeps them in [-cap, cap]; the plain loss is in the "
            "thousands", 4, 512, _huge, dtype_ok=holds(6e4)),
+    OpCase("ce_far_below_zero", "logits randn - 300 (all far below 0): exp(x) underflows unless the row max is "
+           "subtracted; a running max started at 0, not -inf, gives lse = -inf", 4, 256, _far_below_zero,
+           dtype_ok=holds(310.0)),
 )
 
 CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS}
@@ -437,6 +447,8 @@ SOFT_CASES = (
     OpCase("ce_soft_label_at_max", "a dominant logit holding the target's mass: loss ~ 1e-9, lse's error relative to "
            "max|x|", 4, 256, _peak, policy="one_hot"),
     OpCase("ce_soft_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+    OpCase("ce_soft_far_below_zero", "logits randn - 300: exp(x) underflows unless the row max is subtracted (a "
+           "running max started at 0 gives lse = -inf)", 4, 256, _far_below_zero, dtype_ok=holds(310.0)),
 )
 
 SOFT = Op(
