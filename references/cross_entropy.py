@@ -27,11 +27,12 @@ import numpy as np
 from references._common import C_LOG, SLACK, TINY, U, as_f64, mpf_rows, rows_of
 from references.softmax import exp_stage, mp_row
 from verifier.errors import UsageError
+from verifier.ops.ce_labels import ignored_rows, smoothing
 
 
 def _labels(inputs: dict, params: dict):
     t = np.asarray(inputs["labels"]).astype(np.int64)
-    ignored = t == int(params["ignore_index"])
+    ignored = ignored_rows(t, params)
     return np.where(ignored, 0, t), ignored
 
 
@@ -46,7 +47,8 @@ def check_inputs(inputs: dict, params: dict) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise UsageError(f"cross_entropy reference: label {int(lab[i])} of row {i} is outside [0, {N})",
-                         fix=f"use class indices 0..{N - 1}, or ignore_index={params['ignore_index']} to skip a row")
+                         fix=f"use class indices 0..{N - 1}" + ("" if params.get("ignore_index", -100) is None else
+                                                                 f", or ignore_index={params['ignore_index']} to skip a row"))
 
 
 def _capped(x: np.ndarray, params: dict) -> tuple:
@@ -83,7 +85,7 @@ def rows_float64(inputs: dict, params: dict):
     x = as_f64(inputs["x"])
     t, ignored = _labels(inputs, params)
     xc, xerr = _capped(x, params)
-    eps = float(params.get("label_smoothing", 0.0))
+    eps = smoothing(params, x.shape[1])
     zc = float(params.get("z_loss", 0.0))
     m, d, e, S, sigma, special = exp_stage(xc)
     rows = np.arange(x.shape[0])
@@ -131,7 +133,9 @@ def mp_loss(xr: list, t: int, params: dict):
     m, _, S = st
     lse = m + mpmath.log(S)
     loss = lse - xr[t]
-    eps = mpmath.mpf(float(params.get("label_smoothing", 0.0)))
+    eps = mpmath.mpf(float(params.get("label_smoothing", 0.0) or 0.0))
+    if eps > 0 and params.get("smoothing_classes", "all") == "others":
+        eps = eps * len(xr) / (len(xr) - 1) if len(xr) > 1 else mpmath.mpf(0)
     if eps > 0:
         loss = (1 - eps) * loss + eps * (lse - mpmath.fsum(xr) / len(xr))
     zc = mpmath.mpf(float(params.get("z_loss", 0.0)))

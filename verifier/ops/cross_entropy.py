@@ -27,6 +27,7 @@ from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
+from verifier.ops.ce_labels import ignored_rows, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
@@ -36,7 +37,7 @@ LABEL_DTYPES = ("int64", "int32")
 
 def _label_index(labels, params):
     t = np.asarray(labels).astype(np.int64)
-    ignored = t == int(params["ignore_index"])
+    ignored = ignored_rows(t, params)
     return np.where(ignored, 0, t), ignored
 
 
@@ -106,7 +107,7 @@ def row_error(x, p, c, xs, y=None):
     scaled by e/N or not), the two products and
     their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
     z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
-    eps = float(p.get("label_smoothing", 0.0))
+    eps = smoothing(p, x.shape[1])
     zc = float(p.get("z_loss", 0.0))
     nll, E, lse, E_lse, xc, m, ignored = _row_errors(x, p, c, xs, y if eps == 0 and zc == 0 else None)
     loss = nll
@@ -318,6 +319,8 @@ def make_labels(rng, x, params, policy):
         ign[:] = True
     elif policy == "half_ignored":  # every other row, the last one counted: a mean over M / 2 rows
         ign = np.arange(M) % 2 == (M % 2)
+    if params.get("ignore_index", -100) is None:  # a kernel without an ignore index: every label a class
+        return t.astype(_dt.numpy_dtype(dt))
     t = np.where(ign, int(params["ignore_index"]), t)
     return t.astype(_dt.numpy_dtype(dt))
 
@@ -427,7 +430,7 @@ VARIANT_CASES = (
            dtype_ok=holds(310.0)),
 )
 
-CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS}
+CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "smoothing_classes": "all"}
 
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
