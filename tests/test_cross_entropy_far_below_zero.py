@@ -63,3 +63,22 @@ def test_soft_targets_too():
     bad = (t * (_lse(x, True)[:, None] - x)).sum(-1)
     assert not check_output("cross_entropy_soft", xs, bad.numpy(), F32).ok
     assert torch.isfinite(F.cross_entropy(x, t, reduction="none")).all()
+
+
+def test_capped_padding_counted_as_classes_fails_here():
+    """A one-block kernel loading its row padded with -inf to a power of two, then capping everything: tanh(-inf)
+    = -1 turns the padding into logits of -cap, which count as classes (Unsloth's softcapped loss). On rows near
+    0 their weight e^(-cap - max) is invisible; on this case's rows every logit caps to about -cap too."""
+    xs = _draw("cross_entropy", "ce_far_below_zero")
+    M, N = xs["x"].shape
+    assert N & (N - 1)  # not a power of two: a block of the next one has padding
+    cap = 30.0
+    x = cap * torch.tanh(torch.from_numpy(xs["x"].astype(np.float32)) / cap)
+    lab = torch.from_numpy(xs["labels"].astype(np.int64))
+    keep = lab != -100
+    x_t = x.gather(1, lab.clamp(min=0)[:, None])[:, 0]
+    pad = torch.full((M, (1 << N.bit_length()) - N), -cap)
+    right = torch.where(keep, torch.logsumexp(x, -1) - x_t, 0.0).numpy()
+    padded = torch.where(keep, torch.logsumexp(torch.cat([x, pad], 1), -1) - x_t, 0.0).numpy()
+    assert check_output("cross_entropy", xs, right, F32, params={"softcap": cap}).ok
+    assert not check_output("cross_entropy", xs, padded, F32, params={"softcap": cap}).ok

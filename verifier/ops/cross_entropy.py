@@ -425,9 +425,10 @@ VARIANT_CASES = (
            4, 256, _one_neg_inf, dtype_ok=_holds_inf, policy="finite"),
     OpCase("ce_huge_logits", "logits randn·1e4: softcap keeps them in [-cap, cap]; the plain loss is in the "
            "thousands", 4, 512, _huge, dtype_ok=holds(6e4)),
-    OpCase("ce_far_below_zero", "logits randn - 300 (all far below 0): exp(x) underflows unless the row max is "
-           "subtracted; a running max started at 0, not -inf, gives lse = -inf", 4, 256, _far_below_zero,
-           dtype_ok=holds(310.0)),
+    OpCase("ce_far_below_zero", "logits randn - 300 (all far below 0), rows of 250 (a padded block): exp(x) "
+           "underflows unless the row max is subtracted (a running max started at 0, not -inf, gives lse = -inf); "
+           "with a softcap every logit caps to about -cap, and so does -inf padding capped before it is masked, "
+           "which then counts as classes", 4, 250, _far_below_zero, dtype_ok=holds(310.0)),
 )
 
 CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "smoothing_classes": "all"}
@@ -450,8 +451,9 @@ SOFT_CASES = (
     OpCase("ce_soft_label_at_max", "a dominant logit holding the target's mass: loss ~ 1e-9, lse's error relative to "
            "max|x|", 4, 256, _peak, policy="one_hot"),
     OpCase("ce_soft_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
-    OpCase("ce_soft_far_below_zero", "logits randn - 300: exp(x) underflows unless the row max is subtracted (a "
-           "running max started at 0 gives lse = -inf)", 4, 256, _far_below_zero, dtype_ok=holds(310.0)),
+    OpCase("ce_soft_far_below_zero", "logits randn - 300, rows of 250: exp(x) underflows unless the row max is "
+           "subtracted (a running max started at 0 gives lse = -inf); capped padding counts as classes", 4, 250,
+           _far_below_zero, dtype_ok=holds(310.0)),
 )
 
 SOFT = Op(
