@@ -19,7 +19,7 @@ def test_aliased_builtins_are_judged_in_the_interpreter():
     from verifier.results.options import Options
 
     ok, bug = load_spec_file(str(SPEC))
-    r_ok, r_bug = check_all([ok, bug], Options(device="cpu", level="quick", seed=0))
+    r_ok, r_bug = check_all([ok, bug], Options(device="cpu", level="quick", seed=0, case="normal_small"))
     assert r_ok.verdict == "pass", ([f.message for f in r_ok.findings], r_ok.notes)
     assert not any("interpreter gap" in str(n) for n in r_ok.notes + r_bug.notes)
     assert r_bug.verdict == "fail" and any(f.check == "value" for f in r_bug.findings)
@@ -50,7 +50,7 @@ def test_libdevice_through_an_alias_runs_in_numpy():
     from verifier.results.options import Options
 
     ok, bug = load_spec_file(str(SPEC.with_name("softcap_libdevice_spec.py")))
-    r_ok, r_bug = check_all([ok, bug], Options(device="cpu", level="quick", seed=0))
+    r_ok, r_bug = check_all([ok, bug], Options(device="cpu", level="quick", seed=0, case="normal_small"))
     assert r_ok.verdict == "pass", ([f.message for f in r_ok.findings], r_ok.notes)
     assert not any("interpreter gap" in str(n) for n in r_ok.notes)
     assert r_bug.verdict == "fail"
