@@ -35,7 +35,7 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
-from verifier.battery.plan import config_variants, guarded, labelled, pinned
+from verifier.battery.plan import CONFIG_STEP, config_variants, guarded, labelled, pinned
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare import contracts as _contracts
@@ -126,6 +126,8 @@ def _battery(spec, opts, report, tags, say) -> None:
             say(f"{spec.name} [{dt.tag}]: values")
             for index, config in configs:  # an autotuned Triton kernel: every config it may pick
                 before = len(report.findings)
+                if config:
+                    say(f"{spec.name} [{dt.tag}]: {CONFIG_STEP}{config}")
                 with pinned(spec, index):
                     _check_values(spec, run, dt, opts, report, say)
                 labelled(report, before, config)
@@ -148,7 +150,7 @@ def _timed_out(spec, opts, report, tags, e, last: str) -> None:
     done are skipped."""
     m = _STEP.match(last)
     ctx = {"dtype": m["tag"]} if m else {}
-    if m and m["step"] != "values":
+    if m and m["step"] != "values" and not m["step"].startswith(CONFIG_STEP):
         ctx["input"] = m["step"]  # a catalogue case, hypothesis:MxN:rngS, refusal or determinism: --case values
     report.add(hang_finding(spec, opts, e, **ctx))
     report.skip_all([dt.tag for dt in tags], RUN_CHECKS, "no result: the kernel's checks timed out")

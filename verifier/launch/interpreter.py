@@ -360,3 +360,125 @@ def recording():
         yield _record
     finally:
         _record = None
+
+
+class _LateBuiltin:
+    """A module-level alias of a Triton builtin (``triton_cast = tl.cast``, Unsloth's kernels) that looks its name up
+    in its language module at each call. The interpreter patches the builtins where a kernel's globals name the
+    module (``tl.cast``) for the length of a run; an alias bound at import holds the unpatched function, which
+    raises "`_semantic` argument must be provided outside of JIT functions". Compiled Triton resolves the alias
+    itself, so this changes nothing the kernel computes; it is installed only on modules loaded for the
+    interpreter (verifier.launch.triton.load_module)."""
+
+    def __init__(self, home, attr: str, original):
+        self._home, self._attr, self._original = home, attr, original
+
+    def __call__(self, *args, **kwargs):
+        return getattr(self._home, self._attr)(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._original, name)
+
+
+def resolve_builtin_aliases(mod) -> list:
+    """Replace each global of ``mod`` that is a triton.language (or triton.language.math) builtin under its own name
+    by a _LateBuiltin; returns the names replaced. libdevice functions are not builtins of those modules: their
+    interpreter gap stays one (verifier.battery.gate)."""
+    import triton.language as tl
+
+    done = []
+    for name, value in list(vars(mod).items()):
+        if not tl.core.is_builtin(value):
+            continue
+        attr = getattr(value, "__name__", None)
+        for home in (tl, tl.math):
+            if attr and getattr(home, attr, None) is value:
+                setattr(mod, name, _LateBuiltin(home, attr, value))
+                done.append(name)
+                break
+    return done
+
+
+# libdevice functions the interpreter runs in numpy (float32 / float64 arguments: libdevice has no other): compiled
+# Triton calls CUDA's libdevice (tanhf 2 ulp, erff 2 ulp, rsqrtf 2 ulp, ...), numpy's float32 functions are at
+# least as accurate, and every budget already allows the libdevice error. Triton's interpreter leaves these
+# functions as empty stubs (they return None); any other libdevice function stays an interpreter gap, the fast_*
+# approximations (fast_tanhf's tanh.approx: about 2^-11 relative) included: numpy's exact values would pass on the
+# CPU a kernel whose approximation the GPU run fails.
+def _np_table():
+    import math
+
+    import numpy as np
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return {"tanh": np.tanh, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+            "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "erf": erf, "pow": np.power,
+            "abs": np.abs, "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+            "sin": np.sin, "cos": np.cos, "div_rn": np.divide, "fma": lambda a, b, c: a * b + c,
+            "fmax": np.fmax, "fmin": np.fmin, "isnan": np.isnan, "isinf": np.isinf}
+
+
+def _libdevice_numpy(name: str, stub):
+    """An interpreter implementation of libdevice function ``name`` (or None: not in the table)."""
+    fn = _np_table().get(name)
+    if fn is None:
+        return None
+
+    def call(*args, _semantic=None, **kwargs):
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        ref = next((a for a in args if isinstance(a, tl.tensor)), None)
+        if ref is None or ref.handle.data.dtype not in (np.float32, np.float64):
+            return stub(*args, **kwargs)  # not a float32 / float64 tensor: the stub's None, the gap it was
+        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*data))
+        if out.dtype == np.bool_:
+            return tl.tensor(TensorHandle(out, tl.int1), ref.type.with_element_ty(tl.int1) if ref.type.is_block()
+                             else tl.int1)
+        return tl.tensor(TensorHandle(out.astype(ref.handle.data.dtype), ref.handle.dtype), ref.type)
+
+    call.__name__ = name
+    return call
+
+
+def _is_libdevice(obj) -> bool:
+    mod = obj.__name__ if isinstance(obj, __import__("types").ModuleType) else getattr(obj, "__module__", None)
+    return isinstance(mod, str) and mod.startswith("triton.language.extra") and "libdevice" in mod
+
+
+class _LibdeviceModule(__import__("types").ModuleType):
+    """The libdevice module as a kernel module's global sees it in the interpreter: the functions of the table
+    run in numpy, the rest are the module's own (stubs: still an interpreter gap, which verifier.battery.gate
+    recognizes by this module's name)."""
+
+    def __init__(self, module):
+        super().__init__(module.__name__)
+        self._module = module
+
+    def __getattr__(self, name):
+        stub = getattr(self._module, name)
+        return _libdevice_numpy(name, stub) or stub
+
+
+def resolve_libdevice(mod) -> list:
+    """Replace the libdevice module and libdevice functions among ``mod``'s globals (``from
+    triton.language.extra import libdevice``, ``triton_tanh = libdevice.tanh``) by their interpreter
+    implementations; returns the names replaced."""
+    import types
+
+    done = []
+    for name, value in list(vars(mod).items()):
+        if not _is_libdevice(value):
+            continue
+        if isinstance(value, types.ModuleType):
+            setattr(mod, name, _LibdeviceModule(value))
+            done.append(name)
+        elif callable(value):
+            impl = _libdevice_numpy(getattr(value, "__name__", ""), value)
+            if impl is not None:
+                setattr(mod, name, impl)
+                done.append(name)
+    return done

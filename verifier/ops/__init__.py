@@ -44,6 +44,9 @@ softmax, log_softmax and online_softmax_stats also take attention's score transf
 params scale, softcap, causal, causal_offset, q_len (and masked_rows, a contract, for the first two) and the optional
 inputs mask[M,N] / mask[N], alibi_slopes[M], sinks[M], present in a kernel's variant of the op (``Op.variant``).
 
+cross_entropy, cross_entropy_reduced and cross_entropy_soft also take scale=1: the logits x·scale first, before the
+softcap (flash-attn's logit_scale, Unsloth's logit_scaling).
+
 Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
 (floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
 x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place), w, scale[1] -> y, residual.
