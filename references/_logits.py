@@ -19,7 +19,7 @@ import mpmath
 import numpy as np
 
 from references._common import TINY, U, as_f64
-from verifier.ops.softmax_inputs import alibi_bias, causal_masked, query_index
+from verifier.ops.softmax_inputs import alibi_bias, apply_mask, causal_masked, fill_dead, mask_mode, query_index
 
 C_TANH = 8.0  # numpy float64 tanh: a few ulps
 
@@ -40,13 +40,16 @@ def logits(inputs: dict, params: dict):
             mag = mag + np.abs(b)
         if inputs.get("mask") is not None:
             mk = np.broadcast_to(as_f64(inputs["mask"]), (M, N))
-            z = z + mk
-            mag = mag + np.where(np.isfinite(mk), np.abs(mk), 0.0)
+            z = apply_mask(z, mk, params)
+            mag = np.where(mk != 0, 0.0, mag) if mask_mode(params) == "fill" else (
+                mag + np.where(np.isfinite(mk), np.abs(mk), 0.0))
         z = np.where(causal_masked(M, N, params), -np.inf, z)
         exact = scale == 1.0 and cap == 0 and inputs.get("alibi_slopes") is None and inputs.get("mask") is None
         bound = np.zeros_like(z) if exact else np.where(np.isfinite(mag), U * (C_TANH + 4) * mag + TINY, np.inf)
     sink = as_f64(inputs["sinks"]) if inputs.get("sinks") is not None else None
-    return z, bound, sink
+    mk = np.broadcast_to(as_f64(inputs["mask"]), (M, N)) if inputs.get("mask") is not None else None
+    filled = fill_dead(z, sink, params, mk)  # masked_rows='uniform': a dead row's masked logits, one equal value
+    return filled, (bound if filled is z else np.where(np.isneginf(z), 0.0, bound)), sink
 
 
 def fully_masked(z: np.ndarray, sink) -> np.ndarray:
@@ -63,8 +66,9 @@ def mp_logits(inputs: dict, params: dict, rows) -> tuple:
     causal = causal_masked(M, N, params)
     mask = np.broadcast_to(as_f64(inputs["mask"]), (M, N)) if inputs.get("mask") is not None else None
     slopes = as_f64(inputs["alibi_slopes"]) if inputs.get("alibi_slopes") is not None else None
-    qi = query_index(M, params) + int(params.get("causal_offset") or 0)
+    qi = query_index(M, params, N) + int(params.get("causal_offset") or 0)
     sinks = as_f64(inputs["sinks"]) if inputs.get("sinks") is not None else None
+    fill = mask_mode(params) == "fill"
     out, sk = [], []
     for r in rows:
         row = []
@@ -76,9 +80,14 @@ def mp_logits(inputs: dict, params: dict, rows) -> tuple:
                 v = mpmath.mpf(cap) * (1 if v > 0 else -1)
             if slopes is not None:
                 v = v - mpmath.mpf(float(slopes[r])) * abs(int(qi[r]) - j)
-            if mask is not None:
+            if mask is not None and fill and mask[r, j] != 0:
+                v = mpmath.mpf(float(mask[r, j]))  # mask_mode='fill': the mask's value replaces the logit
+            elif mask is not None:
                 v = v + mpmath.mpf(float(mask[r, j]))
             row.append(mpmath.mpf("-inf") if causal[r, j] else v)
+        if params.get("masked_rows") == "uniform" and mask is not None and all(v == -mpmath.inf for v in row) and (
+                sinks is None or not np.isfinite(sinks[r])):
+            row = [mpmath.mpf(0) if mask[r, j] != 0 else v for j, v in enumerate(row)]  # fill_dead's rule
         out.append(row)
         sk.append(None if sinks is None else mpmath.mpf(float(sinks[r])))
     return out, sk

@@ -12,8 +12,8 @@ S = sum exp(x - m) (relative error sigma, see softmax), loss = log S - d_t is of
 (subtraction) + sigma(1 + sigma) + C_LOG u |log S| (log) + u |loss| (final subtraction). A loss near
 0 (the label holds almost all the mass) has a bound large relative to it, and is recomputed in mpmath.
 
-Variants (params; the defaults give the plain loss above): ``softcap`` c > 0 caps the logits first, x' = c·tanh(x/c)
-(Gemma 2); ``label_smoothing`` e (PyTorch): loss = (1 - e)·nll + e·mean_j(-log p_j), the mean over all N classes, so
+Variants (params; the defaults give the plain loss above): ``scale`` s multiplies the logits first (flash-attn's
+logit_scale, Unsloth's logit_scaling), ``softcap`` c > 0 then caps them, x' = c·tanh(x·s/c) (Gemma 2); ``label_smoothing`` e (PyTorch): loss = (1 - e)·nll + e·mean_j(-log p_j), the mean over all N classes, so
 a -inf logit anywhere in the row makes it +inf as in PyTorch; ``z_loss`` z (PaLM, Liger): + z·lse² per row. Each
 adds its float64 error to the bound (the mean of the row: gamma(N)·mean|x - m|; lse²: 2|lse|·its error).
 cross_entropy_reduced sums these per-row losses over the non-ignored rows (``reduction='sum'``) or takes their
@@ -27,11 +27,12 @@ import numpy as np
 from references._common import C_LOG, SLACK, TINY, U, as_f64, mpf_rows, rows_of
 from references.softmax import exp_stage, mp_row
 from verifier.errors import UsageError
+from verifier.ops.ce_labels import ignored_rows, smoothing
 
 
 def _labels(inputs: dict, params: dict):
     t = np.asarray(inputs["labels"]).astype(np.int64)
-    ignored = t == int(params["ignore_index"])
+    ignored = ignored_rows(t, params)
     return np.where(ignored, 0, t), ignored
 
 
@@ -46,18 +47,37 @@ def check_inputs(inputs: dict, params: dict) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise UsageError(f"cross_entropy reference: label {int(lab[i])} of row {i} is outside [0, {N})",
-                         fix=f"use class indices 0..{N - 1}, or ignore_index={params['ignore_index']} to skip a row")
+                         fix=f"use class indices 0..{N - 1}" + ("" if params.get("ignore_index", -100) is None else
+                                                                 f", or ignore_index={params['ignore_index']} to skip a row"))
 
 
 def _capped(x: np.ndarray, params: dict) -> tuple:
-    """(x', its float64 error): the logits after the softcap (cap·tanh(x/cap)), or x itself when cap is 0."""
+    """(x', its float64 error): the logits after the scale (x·scale) and the softcap (cap·tanh(x·scale/cap)), or x
+    itself with neither."""
+    scale = float(params.get("scale", 1.0) or 1.0)
     cap = float(params.get("softcap", 0.0) or 0.0)
-    if cap <= 0:
+    if cap <= 0 and scale == 1.0:
         return x, 0.0
     with np.errstate(all="ignore"):
-        xc = cap * np.tanh(x / cap)
-        slope = np.where(np.isfinite(x), np.abs(x) / np.cosh(np.minimum(np.abs(x / cap), 350.0)) ** 2, 0.0)
-        return xc, 4 * U * (np.abs(xc) + slope)
+        xs = x * scale if scale != 1.0 else x
+        serr = np.where(np.isfinite(xs), U * np.abs(xs), 0.0) if scale != 1.0 else 0.0
+        if cap <= 0:
+            return xs, serr
+        xc = cap * np.tanh(xs / cap)
+        slope = np.where(np.isfinite(xs), np.abs(xs) / np.cosh(np.minimum(np.abs(xs / cap), 350.0)) ** 2, 0.0)
+        return xc, 4 * U * (np.abs(xc) + slope) + serr
+
+
+def mp_transformed(xr: list, params: dict) -> list:
+    """A row of mpf logits after the scale and the softcap (±inf capped to ±cap, NaN kept)."""
+    scale = float(params.get("scale", 1.0) or 1.0)
+    if scale != 1.0:
+        xr = [v * mpmath.mpf(scale) for v in xr]
+    cap = mpmath.mpf(float(params.get("softcap", 0.0) or 0.0))
+    if cap > 0:
+        xr = [cap * mpmath.tanh(v / cap) if mpmath.isfinite(v) else (cap if v > 0 else -cap) if mpmath.isinf(v)
+              else v for v in xr]
+    return xr
 
 
 def rows_float64(inputs: dict, params: dict):
@@ -65,7 +85,7 @@ def rows_float64(inputs: dict, params: dict):
     x = as_f64(inputs["x"])
     t, ignored = _labels(inputs, params)
     xc, xerr = _capped(x, params)
-    eps = float(params.get("label_smoothing", 0.0))
+    eps = smoothing(params, x.shape[1])
     zc = float(params.get("z_loss", 0.0))
     m, d, e, S, sigma, special = exp_stage(xc)
     rows = np.arange(x.shape[0])
@@ -106,17 +126,16 @@ def float64(inputs: dict, params: dict):
 
 def mp_loss(xr: list, t: int, params: dict):
     """One row's loss (mpf, at the working precision), the variants included; NaN for a special row."""
-    cap = mpmath.mpf(float(params.get("softcap", 0.0) or 0.0))
-    if cap > 0:
-        xr = [cap * mpmath.tanh(v / cap) if mpmath.isfinite(v) else (cap if v > 0 else -cap) if mpmath.isinf(v)
-              else v for v in xr]
+    xr = mp_transformed(xr, params)
     st = mp_row(xr)
     if st is None:
         return mpmath.nan
     m, _, S = st
     lse = m + mpmath.log(S)
     loss = lse - xr[t]
-    eps = mpmath.mpf(float(params.get("label_smoothing", 0.0)))
+    eps = mpmath.mpf(float(params.get("label_smoothing", 0.0) or 0.0))
+    if eps > 0 and params.get("smoothing_classes", "all") == "others":
+        eps = eps * len(xr) / (len(xr) - 1) if len(xr) > 1 else mpmath.mpf(0)
     if eps > 0:
         loss = (1 - eps) * loss + eps * (lse - mpmath.fsum(xr) / len(xr))
     zc = mpmath.mpf(float(params.get("z_loss", 0.0)))

@@ -1,7 +1,7 @@
 """cross_entropy_soft: cross entropy against a target distribution per row (soft labels), target[M,N] in the logits'
 dtype: loss = sum_j t_j·(-log p_j) = sum_j t_j·(lse - x_j), PyTorch's F.cross_entropy(x, target, reduction='none')
 with class-probability targets (no ignore_index; the target is taken as given, not renormalized). Variants as
-cross_entropy: ``softcap`` first, ``label_smoothing`` e mixes the target with the uniform distribution, (1 - e)·t +
+cross_entropy: ``scale`` and ``softcap`` first, ``label_smoothing`` e mixes the target with the uniform distribution, (1 - e)·t +
 e/N, and ``z_loss`` adds z·lse².
 
 A class of target 0 whose logit is -inf (p_j = 0): ``zero_target='zero'`` (default) takes 0·log 0 = 0, the
@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 
 from references._common import C_LOG, SLACK, TINY, U, as_f64, mpf_rows, rows_of
-from references.cross_entropy import _capped
+from references.cross_entropy import _capped, mp_transformed
 from references.softmax import exp_stage, mp_row
 from verifier.errors import UsageError
 
@@ -68,14 +68,10 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     x, t = as_f64(inputs["x"]), as_f64(inputs["target"])
     rows = rows_of(rows, x.shape[0])
     out = np.empty(len(rows), dtype=object)
-    cap = float(params["softcap"])
     eps, zc = mpmath.mpf(float(params["label_smoothing"])), mpmath.mpf(float(params["z_loss"]))
     with mpmath.workdps(dps):
         for i, (r, xr) in enumerate(zip(rows, mpf_rows(x, rows))):
-            if cap > 0:
-                c = mpmath.mpf(cap)
-                xr = [c * mpmath.tanh(v / c) if mpmath.isfinite(v) else (c if v > 0 else -c) if mpmath.isinf(v)
-                      else v for v in xr]
+            xr = mp_transformed(xr, params)
             st = mp_row(xr)
             if st is None:
                 out[i] = mpmath.nan

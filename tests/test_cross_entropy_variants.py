@@ -180,6 +180,26 @@ def test_a_batch_output_in_the_op_model():
     assert "large_index_2pow31" in names("cross_entropy")
 
 
+def test_the_large_family_left_out_is_said_not_silent():
+    from verifier.battery import check_kernel
+    from verifier.errors import UsageError
+    from verifier.inputs.cases import selected_cases
+    from verifier.results.notes import kind
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel
+
+    def loss(x, labels, out):
+        out[...] = F.cross_entropy(torch.as_tensor(x).double(), torch.as_tensor(labels).long()).float()
+
+    k = CallableKernel(name="ce-mean", op="cross_entropy_reduced", fn=loss, dtypes=[F32])
+    report = check_kernel(k, Options(level="ci", device="cpu"))
+    said = [n for n in report.notes if "large_index_2pow31" in n]
+    assert said and kind(said[0]) == "case-not-run" and "loss" in said[0] and "every row" in said[0]
+    with pytest.raises(UsageError) as e:
+        selected_cases(k, F32, Options(level="thorough", case="row_stride_2pow31"))
+    assert "every row" in str(e.value)
+
+
 def test_variant_cases_draw_what_they_promise():
     cases = {c.name: c for c in get_op("cross_entropy").cases}
     rng = np.random.default_rng(0)

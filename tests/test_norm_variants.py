@@ -28,7 +28,7 @@ def test_the_ops_are_bundled_with_torch_semantics_in_their_signatures():
     sig = {n: OPS[n].signature() for n in NEW}
     assert sig["group_norm"] == "x[M,N], w[channels] (weight), b[channels] (bias) -> y[M,N]"
     assert sig["var_mean"] == "x[M,N] -> var[M], mean[M]" and OPS["var_mean"].params == {"correction": 1}
-    assert OPS["l2norm"].params == {"eps": 1e-12} and OPS["group_norm"].params["groups"] == 4
+    assert OPS["l2norm"].params == {"eps": 1e-12, "eps_mode": "clamp"} and OPS["group_norm"].params["groups"] == 4
     assert not OPS["row_amax"].derived and OPS["l2norm"].derived  # amax exact (hand), l2norm derived
 
 

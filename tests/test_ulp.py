@@ -314,8 +314,27 @@ def test_round_to_rejects_integer_dtype():
         round_to(np.ones(2), "int32")
 
 
+@pytest.mark.parametrize("name, bits, emin, emax", [("float32", 24, -149, 104), ("float16", 11, -24, 16)])
+def test_ieee_fast_rounding_is_the_scaled_rounding_bit_for_bit(name, bits, emin, emax):
+    # _round64's float32 / float16 path is numpy's cast; the scaled path is what every other dtype uses
+    rng = np.random.default_rng(3)
+    m = rng.integers(1 << (bits - 1), 1 << bits, 20000).astype(np.float64)
+    big = float(np.finfo(name).max)
+    tiny = float(np.finfo(name).smallest_subnormal)
+    x = np.concatenate([
+        rng.standard_normal(200000) * 10.0 ** rng.integers(-47, 40, 200000),
+        (m + 0.5) * 2.0 ** rng.integers(emin - 23 + 24 - bits, emax + 24 - bits, 20000),  # exact ties, tiny to inf
+        (m + 0.5 + 2.0**-20) * 2.0 ** rng.integers(emin, emax, 20000),  # just past ties: double rounding shows here
+        [0.0, -0.0, np.inf, -np.inf, np.nan, big, big * (1 + 2.0**-(bits + 1)), big * (1 + 2.0**-bits), tiny,
+         tiny / 2, tiny / 2 * (1 + 2.0**-40), tiny / 4, 3 * tiny / 2, -3 * tiny / 2]])
+    with np.errstate(all="ignore"):
+        fast, scaled = ulp_module._round64(x, name), ulp_module._round_scaled(x, name)
+    same = (fast.view(np.uint64) == scaled.view(np.uint64)) | (np.isnan(fast) & np.isnan(scaled))
+    assert same.all(), x[~same][:5]
+
+
 def test_float32_fast_rounding_is_the_scaled_rounding_bit_for_bit():
-    # _round64's float32 path is numpy's hardware conversion; the scaled path is what every other dtype uses
+    # the float32 case above with its hand-picked edges
     rng = np.random.default_rng(3)
     m = rng.integers(1 << 23, 1 << 24, 20000).astype(np.float64)
     big = float(np.finfo(np.float32).max)

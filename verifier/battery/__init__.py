@@ -35,18 +35,19 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
-from verifier.battery.plan import config_variants, guarded, labelled, pinned
+from verifier.battery.plan import CONFIG_STEP, config_variants, guarded, labelled, pinned
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
-from verifier.inputs.cases import draw, selected_cases
+from verifier.inputs.cases import draw, large_left_out, selected_cases
 from verifier.launch import runnable_reason, runner_for
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
+from verifier.results.levels import TABLE as LEVELS
 from verifier.results.notes import case_not_run
 from verifier.results.options import PSEUDO_CASES, Options
 from verifier.sanitizer.runs import battery_hook as sanitizer_hook
@@ -125,6 +126,8 @@ def _battery(spec, opts, report, tags, say) -> None:
             say(f"{spec.name} [{dt.tag}]: values")
             for index, config in configs:  # an autotuned Triton kernel: every config it may pick
                 before = len(report.findings)
+                if config:
+                    say(f"{spec.name} [{dt.tag}]: {CONFIG_STEP}{config}")
                 with pinned(spec, index):
                     _check_values(spec, run, dt, opts, report, say)
                 labelled(report, before, config)
@@ -147,7 +150,7 @@ def _timed_out(spec, opts, report, tags, e, last: str) -> None:
     done are skipped."""
     m = _STEP.match(last)
     ctx = {"dtype": m["tag"]} if m else {}
-    if m and m["step"] != "values":
+    if m and m["step"] != "values" and not m["step"].startswith(CONFIG_STEP):
         ctx["input"] = m["step"]  # a catalogue case, hypothesis:MxN:rngS, refusal or determinism: --case values
     report.add(hang_finding(spec, opts, e, **ctx))
     report.skip_all([dt.tag for dt in tags], RUN_CHECKS, "no result: the kernel's checks timed out")
@@ -155,6 +158,8 @@ def _timed_out(spec, opts, report, tags, e, last: str) -> None:
 
 def _check_values(spec, run, dt, opts, report, say):
     cases = selected_cases(spec, dt, opts)
+    if opts.case is None and LEVELS[opts.level].large_index and large_left_out(spec) is not None:
+        report.notes.append(case_not_run(f"[{dt.tag}] {large_left_out(spec)}"))  # never a silent omission
     ran, left_out, caveat, judged_before = 0, None, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
@@ -178,7 +183,9 @@ def _check_values(spec, run, dt, opts, report, say):
     checks = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before
-    why = (left_out or caveat or "every case refused by supports") if not ran else \
+    # An interpreter gap closes the ordinary cases; a contract or the device only some (strided, large, NaN): the
+    # gap is why nothing was judged, though a large case left out for want of a GPU came after it.
+    why = (caveat or left_out or "every case refused by supports") if not ran else \
         "no input ran through this check: the kernel raised on every input it was given (see its crash findings)"
     no_invariants = get_op(spec.op).invariants is None
     for check in checks:

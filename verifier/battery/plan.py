@@ -69,6 +69,9 @@ def pinned(spec, index):
     return autotune_pinned(spec, index)
 
 
+CONFIG_STEP = "values under "  # the progress step starting a config's values: a child that dies names its config
+
+
 def labelled(report, before: int, config: str) -> None:
     """The findings added since ``before`` say which config they used."""
     if config:

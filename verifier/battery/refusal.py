@@ -11,6 +11,7 @@ from verifier.errors import Unsupported, UsageError, VerifierError
 from verifier.inputs.cases import PROBE_N, random_inputs
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute
+from verifier.ops import get_op
 from verifier.results.findings import Finding
 from verifier.results.kernel import PASS, KernelReport
 from verifier.results.options import Options, derived_seed, repro_line
@@ -32,8 +33,9 @@ def check_refusal(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRe
             continue  # supported shapes are exercised by the value checks; shapes outside the op are asked of none
         rng = np.random.default_rng(derived_seed(opts.seed, spec.name, dt.tag, "refusal", N))
         xs = random_inputs(spec, dt, max(M, 1), N, rng)
-        if M == 0:
-            xs = {k: (v[:0] if v.ndim == 2 else v) for k, v in xs.items()}
+        if M == 0:  # every per-row tensor empty (x, and labels[M] or lse_a[M] too), weights as they are
+            op = get_op(spec.op)
+            xs = {k: (v[:0] if op.shape_of(k, 0, N, op_params)[:1] == (0,) else v) for k, v in xs.items()}
         ctx = dict(kernel=spec.name, dtype=dt.tag, input="refusal", shape=(M, N), seed=opts.seed,
                    repro=repro_line(spec, opts, dt.tag, "refusal"))
         try:

@@ -20,9 +20,10 @@ def check_aliases(kernel: str, op, aliases, dts) -> dict:
     if not isinstance(aliases, dict):
         raise SpecError(f"kernel {kernel!r}: field 'outputs_alias' must be a dict output -> input",
                         fix="e.g. outputs_alias={'y': 'x'} for a kernel that writes y over x")
-    seen = set()
+    seen, canon = set(), {}
     for out, src in aliases.items():
         where = f"kernel {kernel!r}: outputs_alias {out!r} -> {src!r}"
+        src = op.other_names.get(src, src) if isinstance(src, str) else src  # v_a is merge_attn_states' x
         if out not in op.outputs or out in op.inouts:
             raise SpecError(f"{where}: {out!r} is not an output of op {op.name}",
                             fix=f"alias one of {[o for o in op.outputs if o not in op.inouts]}")
@@ -31,12 +32,13 @@ def check_aliases(kernel: str, op, aliases, dts) -> dict:
                             fix=f"name one of {[i for i in op.inputs if i not in op.inouts]}, each once")
         if op.shape_of(out, 3, 5) != op.shape_of(src, 3, 5):
             raise SpecError(f"{where}: the two have different shapes", fix="alias tensors of one shape")
-        for dt in dts:
-            if dt.output != op.input_dtype(src, dt):
-                raise SpecError(f"{where}: dtypes {dt.tag} give {out!r} in {dt.output} but {src!r} in "
+        for dt in dts:  # the output's own dtype: a float32 lse beside bf16 values is float32 in every variant
+            if op.output_dtype(out, dt) != op.input_dtype(src, dt):
+                raise SpecError(f"{where}: dtypes {dt.tag} give {out!r} in {op.output_dtype(out, dt)} but {src!r} in "
                                 f"{op.input_dtype(src, dt)}", fix="an output written over an input has its dtype")
         seen.add(src)
-    return dict(aliases)
+        canon[out] = src
+    return canon
 
 
 def check_scratch(kernel: str, op, names, aliases) -> tuple:
@@ -48,6 +50,7 @@ def check_scratch(kernel: str, op, names, aliases) -> tuple:
         raise SpecError(f"kernel {kernel!r}: field 'scratch_inputs' must be a tuple of input names",
                         fix="e.g. scratch_inputs=('x',) for a kernel that may overwrite x")
     allowed = [i for i in op.inputs if i not in op.inouts and i not in aliases.values()]
+    names = tuple(op.other_names.get(n, n) for n in names)  # the op's own names (v_a is merge_attn_states' x)
     for n in names:
         if n not in allowed or list(names).count(n) > 1:
             raise SpecError(f"kernel {kernel!r}: scratch_inputs names {n!r}, not an input of op {op.name} the kernel "

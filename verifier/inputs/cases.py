@@ -98,15 +98,25 @@ def cases_for(spec, dt, level) -> list:
     """The cases of ``level`` for this kernel and dtype: the catalogue's ordinary cases, the boundary row, then the
     layout cases (strided, unaligned, large: a CUDA fault there ends the kernel's battery, so they come last)."""
     cases = list(_inputs.catalogue(spec.op, dtypes=dt, level=level))
-    # last: a fault there ends the kernel's battery. Judged on some rows only: not for an op whose output is the
-    # whole batch's one value (cross_entropy_reduced's loss[1]).
-    if LEVELS[level].large_index and not _inputs.get_op(spec.op).reduces_rows:
+    if LEVELS[level].large_index and large_left_out(spec) is None:  # last: a fault there ends the battery
         cases += [_large_for(spec, dt, name, level) for name in _large.LARGE_CASES]
     b = _boundary_case(spec, dt)
     if b is not None and all(c.name != b.name for c in cases):
         last = [i for i, c in enumerate(cases) if c.layout == _lay.DEFAULT]
         cases.insert(last[-1] + 1 if last else 0, b)
     return cases
+
+
+def large_left_out(spec) -> Optional[str]:
+    """Why the large-index family is not among this kernel's cases (None: it is). Those cases judge some rows
+    only, which says nothing of an output that is the whole batch's one value (cross_entropy_reduced's loss[1])."""
+    op = _inputs.get_op(spec.op)
+    if not op.reduces_rows:
+        return None
+    whole = ", ".join(t for t in op.outputs if op.dims_of(t) == (1,))
+    return (f"{', '.join(_large.LARGE_CASES)}: not run: op {spec.op}'s output {whole} depends on every row, and "
+            f"these cases judge only the rows around the 32-bit wrap; check the per-row op's kernel at this size "
+            f"(e.g. the unreduced op) for 32-bit offsets")
 
 
 def hypothesis_case(name: str) -> Optional[_inputs.Case]:
@@ -139,6 +149,9 @@ def selected_cases(spec, dt, opts: Options) -> list:
     if opts.case is None:
         return cases_for(spec, dt, opts.level)
     case = find_case(spec, dt, opts.case, opts.level)
+    if case is None and opts.case in _large.LARGE_CASES and large_left_out(spec) is not None:
+        raise UsageError(f"case {opts.case!r} is not run for kernel {spec.name}: {large_left_out(spec)}",
+                         fix="leave out --case, or check a kernel of a per-row op with it")
     if case is None:
         raise UsageError(f"no catalogue case {opts.case!r} for op {spec.op} (kernel {spec.name})",
                          fix=f"take the case name from the finding's repro line or `verifier cases {spec.op}`; "

@@ -22,6 +22,7 @@ import tempfile
 
 from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
+from verifier.battery.plan import CONFIG_STEP
 from verifier.isolation import phases
 from verifier.results.findings import Finding
 from verifier.results.kernel import RUN_CHECKS, KernelReport
@@ -47,24 +48,43 @@ def report_from_answer(spec, opts, answer: dict) -> KernelReport:
     return read_kernel(answer["report"], f"report of the child checking {spec.name}", spec=spec, device=opts.device)
 
 
+def _steps(output: str) -> list:
+    return [ln[len(STEP_PREFIX):] for ln in output.splitlines() if ln.startswith(STEP_PREFIX)]
+
+
 def _last_step(output: str, spec) -> dict:
     """dtype / input of the last progress line the child wrote (what it was doing when it died)."""
-    steps = [ln[len(STEP_PREFIX):] for ln in output.splitlines() if ln.startswith(STEP_PREFIX)]
+    steps = _steps(output)
     m = _STEP_RE.match(steps[-1]) if steps else None
     if not m or m["kernel"] != spec.name:
         return {}
     ctx = {"dtype": m["tag"] or ""}
     step = m["step"]
-    if m["tag"] and step not in ("values", "build", "resources"):
+    if m["tag"] and step not in ("values", "build", "resources") and not step.startswith(CONFIG_STEP):
         ctx["input"] = step  # a catalogue case, hypothesis:MxN:rngS, refusal or determinism: all --case values
     return ctx
+
+
+def _last_config(output: str, spec) -> str:
+    """The autotune config ('autotune config 2 of 9 (...)') the values step was under when the child stopped, or ''
+    (not an autotuned kernel, or another step: refusal and determinism run under the first config)."""
+    for line in reversed(_steps(output)):
+        m = _STEP_RE.match(line)
+        if not m or m["kernel"] != spec.name or not m["tag"]:
+            return ""
+        if m["step"].startswith(CONFIG_STEP):
+            return m["step"][len(CONFIG_STEP):]
+        if m["step"] in ("values", "refusal", "determinism"):
+            return ""
+    return ""
 
 
 def dead_child_report(check: str, what: str, detail: str, spec, opts, output: str) -> KernelReport:
     """The report of a child that died or was killed: one crash / timeout finding, every other check of
     the kernel marked skipped (its results died with the child)."""
     ctx = _last_step(output, spec)
-    where = ", ".join(f"{k} {v}" for k, v in ctx.items())
+    config = _last_config(output, spec)
+    where = ", ".join(f"{k} {v}" for k, v in ctx.items()) + (f" under {config}" if config else "")
     r = KernelReport(spec=spec, device=opts.device)
     why = f"no result: the child process {'timed out' if check == 'timeout' else 'died'}"
     r.skip_all([dt.tag for dt in spec.dtypes if opts.dtype in (None, dt.tag)], ("build", "resources") + RUN_CHECKS, why)

@@ -9,7 +9,8 @@ a kernel computing them in its accumulation dtype may make) and t the exact k-th
 * the picks are integers in [0, E), distinct;
 * each pick j is in the top k up to the kernel's error: s_j + e_j >= t - e_t, e_t the largest bound among the
   experts whose score is t (a kernel's gates may order j and the k-th either way there; outside, j is wrong);
-* they come largest first within the same band: s_a + e_a >= s_b - e_b for each pick a before b;
+* they come largest first within the same band: s_a + e_a >= s_b - e_b for each pick a before b (unless the
+  selection declares its picks unordered, ``Selection(ordered=False)`` or a param naming it);
 * the other outputs (the values) are compared with ``at`` evaluated at the kernel's own picks, within the derived
   budget of that evaluation (base 1 ULP + E / ulp, as every derived budget; verifier.judge.tolerance).
 
@@ -97,7 +98,7 @@ def _kth(s: np.ndarray, e: np.ndarray, k: int) -> tuple:
     return t, np.where(at_t, e, 0.0).max(axis=1)
 
 
-def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int) -> tuple:
+def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True) -> tuple:
     """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated)."""
     a = _dt.to_numpy(actual)
     got = _dt.canonical(a.dtype)
@@ -132,6 +133,7 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int) 
     with np.errstate(invalid="ignore"):
         below = judged[:, None] & inrange & ~(sj + ej >= t[:, None] - e_t[:, None])
         later = judged[:, None] & inrange[:, 1:] & inrange[:, :-1] & ~(sj[:, :-1] + ej[:, :-1] >= sj[:, 1:] - ej[:, 1:])
+        later &= ordered  # picks in any order (Selection.ordered False): only the set is judged
     for r, p in np.argwhere(below):
         wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(sj[r, p]), float(t[r]),
                           float(ej[r, p] + e_t[r]), "below"))
@@ -156,7 +158,7 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
                             c.online).values()
     s, e = (np.asarray(a, dtype=np.float64) for a in scores)
     idx_dtype = op.output_dtype(sel.indices, c.dtypes, c.params)
-    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k)
+    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params))
     at = _tol.derive(c.op, sel.at, c.dtypes, c.math_mode, {**xs, sel.indices: safe}, c.params, c.online)
     missing = [t for t in op.outputs if t != sel.indices and t not in at]
     if missing:
@@ -169,11 +171,15 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
             continue
         v, E = (np.asarray(a, dtype=np.float64) for a in at[t])
         dtype = op.output_dtype(t, c.dtypes, c.params)
-        base = _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
+        integer = _dt.numpy_dtype(dtype).kind in "iub"  # an integer output (a slot number) is exact, as elsewhere
+        base = 0.0 if integer else _tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)
         errs = _tol.Errors(base={t: base}, E={t: np.where(unusable[:, None], 0.0, E)}, dtypes={t: dtype})
-        exact = np.where(unusable[:, None], np.nan, v)  # a row whose picks are not k distinct experts: the picks' finding
+        # a row whose picks are not k distinct experts is the picks' finding, not this output's: NaN on both sides
+        # (0 for an integer output, which holds no NaN)
+        skip = 0.0 if integer else np.nan
+        exact = np.where(unusable[:, None], skip, v)
         budget = errs.budget(_Exact({t: exact}))[t]
-        actual = np.where(unusable[:, None], np.nan, _dt.to_numpy(outputs[t]).astype(np.float64)).astype(
+        actual = np.where(unusable[:, None], skip, _dt.to_numpy(outputs[t]).astype(np.float64)).astype(
             _dt.numpy_dtype(dtype))
         tensors.append(compare_tensor(t, actual, None, exact, budget, dtype, errs, None))
     return Comparison(tuple(tensors), tuple(sorted((context or {}).items(), key=lambda kv: kv[0])))

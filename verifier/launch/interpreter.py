@@ -15,6 +15,14 @@ Conversions to float8 (e4m3fn, e5m2) are recorded apart too (:data:`ROUNDED_FP8`
 wrong even in range (7.98 becomes 4.0, 500 becomes 256, NaN becomes 384 in e4m3fn), where compiled Triton rounds to
 nearest even and saturates; :func:`faithful_rounding` converts them so as well.
 
+An argmax / argmin over a slice that holds only NaN (:data:`ALL_NAN_ARG`): the interpreter computes them with
+numpy's nanargmax / nanargmin, which raise on such a slice ("All-NaN slice encountered"), so every launch of a kernel
+reducing padding rows of -inf - -inf = NaN crashed (FlagGems' topk_softmax, BLOCK_SIZE_ROWS rows per program, the
+padding rows never stored). Compiled Triton's combine (``a > b or (a == b and i < j)``) is false for every NaN pair,
+so such a slice gives NaN and an index its reduction order decides. Here the slice gives NaN and its last index (a
+left fold of that combine), or its first inside :func:`all_nan_first`; the values step replays a failing case with
+the other one, and a failure only one of them shows is a caveat, not a finding.
+
 Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
 zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded
 before the weight multiply) can be 3 ULPs off in the interpreter and within 2 compiled. :func:`faithful_rounding`
@@ -29,8 +37,10 @@ from typing import Optional
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
 ROUNDED = "fp32->bf16 conversion"  # recorded for a float32 -> bfloat16 conversion (not arithmetic)
 ROUNDED_FP8 = "conversion to fp8"  # recorded for a float -> float8 (e4m3fn, e5m2) conversion
+ALL_NAN_ARG = "argmax of an all-NaN slice"  # recorded for an argmax / argmin over a slice holding only NaN
 _FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}  # Triton's name -> ours (and ml_dtypes')
 _faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
+_nan_first = False  # an all-NaN slice's argmax / argmin is its first index (all_nan_first), else its last
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
 _wrapped = False
 
@@ -88,6 +98,27 @@ def _wrap_builder() -> None:
             return orig(self, src, dst_type, rounding_mode)
         return create_fp_to_fp
 
+    def min_max(orig):
+        import warnings
+
+        import numpy as np
+
+        def run(self, input, val_reduce_op, idx_reduce_op=None):
+            data = (input[0] if isinstance(input, tuple) else input).handle.data
+            if idx_reduce_op is None:  # a max / min: NaN for an all-NaN slice, as compiled; numpy's warning is noise
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    return orig(self, input, val_reduce_op, idx_reduce_op)
+            if idx_reduce_op not in (np.nanargmax, np.nanargmin) or np.asarray(data).dtype.kind != "f":
+                return orig(self, input, val_reduce_op, idx_reduce_op)
+            dead = np.all(np.isnan(data), axis=self.axis, keepdims=True)
+            if not dead.any():
+                return orig(self, input, val_reduce_op, idx_reduce_op)
+            if _record is not None:
+                _record.add(ALL_NAN_ARG)
+            return _all_nan_min_max(self, input, data, dead, val_reduce_op, idx_reduce_op)
+        return run
+
     _skip_repatching(interp)
     builder = interp.InterpreterBuilder
     for name in ("unary_op", "binary_op", "ternary_op"):
@@ -101,7 +132,41 @@ def _wrap_builder() -> None:
         klass = getattr(interp, cls, None)
         if klass is not None and hasattr(klass, "apply"):
             klass.apply = reduction(klass.apply, what)
+    reduce_ops = getattr(interp, "ReduceOps", None)
+    if reduce_ops is not None and hasattr(reduce_ops, "min_max"):  # argmax / argmin of an all-NaN slice
+        reduce_ops.min_max = min_max(reduce_ops.min_max)
     _wrapped = True
+
+
+def _all_nan_min_max(ops, input, data, dead, val_reduce_op, idx_reduce_op):
+    """ReduceOps.min_max where some slices hold only NaN (``dead``, kept dims): the others as numpy gives them, the
+    dead ones NaN and their last index (their first inside all_nan_first)."""
+    import numpy as np
+    import triton.language as tl
+
+    axis, keep = ops.axis, ops.keep_dims
+    filled = np.where(dead, 0, data)
+    squeeze = (lambda a: a) if keep else (lambda a: np.squeeze(a, axis=axis) if axis is not None else a.reshape(()))
+    n = data.shape[axis] if axis is not None else data.size
+    idx = np.where(squeeze(dead), 0 if _nan_first else n - 1, idx_reduce_op(filled, axis=axis, keepdims=keep))
+    idx_t = ops.to_tensor(idx.astype(np.int32), tl.int32)
+    if not val_reduce_op:
+        return idx_t
+    val = np.where(squeeze(dead), np.nan, val_reduce_op(filled, axis=axis, keepdims=keep)).astype(data.dtype)
+    tensor = input[0] if isinstance(input, tuple) else input
+    return ops.to_tensor(val, tensor.dtype), idx_t
+
+
+@contextlib.contextmanager
+def all_nan_first():
+    """Inside the block, an argmax / argmin over an all-NaN slice gives its first index (else its last)."""
+    global _nan_first
+    _wrap_builder()
+    before, _nan_first = _nan_first, True
+    try:
+        yield
+    finally:
+        _nan_first = before
 
 
 _OLD_INDEX = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))'
@@ -136,6 +201,43 @@ def scalar_index(interp) -> bool:
 
     patch_lang_tensor._verifier_scalar_index = True
     interp._patch_lang_tensor = patch_lang_tensor
+    return True
+
+
+def range_hints(interp) -> bool:
+    """A fix for Triton's interpreter (3.9 included), semantics of compiled Triton: ``tl.range(start, end, step,
+    num_stages)`` takes its compile hints (num_stages, loop_unroll_factor, ...) positionally too, where the
+    interpreter's stand-in for ``tl.range`` takes three ("_new_range() takes from 1 to 3 positional arguments but 4
+    were given"): every launch of such a kernel raised InterpreterError (vLLM's gpt-oss router,
+    ``tl.range(pid, M, num_programs, num_stages)``), a crash finding on a kernel compiled Triton runs. The hints
+    schedule the loop and change no value: past the third, positional arguments are dropped. Installed once, over
+    an interpreter whose stand-in takes no more than three positional arguments (the signature is checked where it
+    is set); returns whether it was. Called with scalar_index, when a process commits to the interpreter."""
+    import inspect
+
+    patch = getattr(interp, "_patch_lang_core", None)
+    if patch is None or getattr(patch, "_verifier_range_hints", False):
+        return False
+
+    def takes_three(fn) -> bool:
+        try:
+            ps = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        positional = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return len(positional) == 3 and not any(p.kind == p.VAR_POSITIONAL for p in ps)
+
+    def patch_lang_core(lang, scope, *args, **kwargs):
+        out = patch(lang, scope, *args, **kwargs)
+        new_range = lang.__dict__.get("range")
+        if new_range is not None and takes_three(new_range):
+            def range_(arg1, arg2=None, step=None, *hints, **kwargs):
+                return new_range(arg1, arg2, step, **kwargs)
+            scope.set_attr(lang, "range", range_)  # restored with the rest
+        return out
+
+    patch_lang_core._verifier_range_hints = True
+    interp._patch_lang_core = patch_lang_core
     return True
 
 
@@ -258,3 +360,125 @@ def recording():
         yield _record
     finally:
         _record = None
+
+
+class _LateBuiltin:
+    """A module-level alias of a Triton builtin (``triton_cast = tl.cast``, Unsloth's kernels) that looks its name up
+    in its language module at each call. The interpreter patches the builtins where a kernel's globals name the
+    module (``tl.cast``) for the length of a run; an alias bound at import holds the unpatched function, which
+    raises "`_semantic` argument must be provided outside of JIT functions". Compiled Triton resolves the alias
+    itself, so this changes nothing the kernel computes; it is installed only on modules loaded for the
+    interpreter (verifier.launch.triton.load_module)."""
+
+    def __init__(self, home, attr: str, original):
+        self._home, self._attr, self._original = home, attr, original
+
+    def __call__(self, *args, **kwargs):
+        return getattr(self._home, self._attr)(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._original, name)
+
+
+def resolve_builtin_aliases(mod) -> list:
+    """Replace each global of ``mod`` that is a triton.language (or triton.language.math) builtin under its own name
+    by a _LateBuiltin; returns the names replaced. libdevice functions are not builtins of those modules: their
+    interpreter gap stays one (verifier.battery.gate)."""
+    import triton.language as tl
+
+    done = []
+    for name, value in list(vars(mod).items()):
+        if not tl.core.is_builtin(value):
+            continue
+        attr = getattr(value, "__name__", None)
+        for home in (tl, tl.math):
+            if attr and getattr(home, attr, None) is value:
+                setattr(mod, name, _LateBuiltin(home, attr, value))
+                done.append(name)
+                break
+    return done
+
+
+# libdevice functions the interpreter runs in numpy (float32 / float64 arguments: libdevice has no other): compiled
+# Triton calls CUDA's libdevice (tanhf 2 ulp, erff 2 ulp, rsqrtf 2 ulp, ...), numpy's float32 functions are at
+# least as accurate, and every budget already allows the libdevice error. Triton's interpreter leaves these
+# functions as empty stubs (they return None); any other libdevice function stays an interpreter gap, the fast_*
+# approximations (fast_tanhf's tanh.approx: about 2^-11 relative) included: numpy's exact values would pass on the
+# CPU a kernel whose approximation the GPU run fails.
+def _np_table():
+    import math
+
+    import numpy as np
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return {"tanh": np.tanh, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+            "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "erf": erf, "pow": np.power,
+            "abs": np.abs, "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+            "sin": np.sin, "cos": np.cos, "div_rn": np.divide, "fma": lambda a, b, c: a * b + c,
+            "fmax": np.fmax, "fmin": np.fmin, "isnan": np.isnan, "isinf": np.isinf}
+
+
+def _libdevice_numpy(name: str, stub):
+    """An interpreter implementation of libdevice function ``name`` (or None: not in the table)."""
+    fn = _np_table().get(name)
+    if fn is None:
+        return None
+
+    def call(*args, _semantic=None, **kwargs):
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        ref = next((a for a in args if isinstance(a, tl.tensor)), None)
+        if ref is None or ref.handle.data.dtype not in (np.float32, np.float64):
+            return stub(*args, **kwargs)  # not a float32 / float64 tensor: the stub's None, the gap it was
+        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*data))
+        if out.dtype == np.bool_:
+            return tl.tensor(TensorHandle(out, tl.int1), ref.type.with_element_ty(tl.int1) if ref.type.is_block()
+                             else tl.int1)
+        return tl.tensor(TensorHandle(out.astype(ref.handle.data.dtype), ref.handle.dtype), ref.type)
+
+    call.__name__ = name
+    return call
+
+
+def _is_libdevice(obj) -> bool:
+    mod = obj.__name__ if isinstance(obj, __import__("types").ModuleType) else getattr(obj, "__module__", None)
+    return isinstance(mod, str) and mod.startswith("triton.language.extra") and "libdevice" in mod
+
+
+class _LibdeviceModule(__import__("types").ModuleType):
+    """The libdevice module as a kernel module's global sees it in the interpreter: the functions of the table
+    run in numpy, the rest are the module's own (stubs: still an interpreter gap, which verifier.battery.gate
+    recognizes by this module's name)."""
+
+    def __init__(self, module):
+        super().__init__(module.__name__)
+        self._module = module
+
+    def __getattr__(self, name):
+        stub = getattr(self._module, name)
+        return _libdevice_numpy(name, stub) or stub
+
+
+def resolve_libdevice(mod) -> list:
+    """Replace the libdevice module and libdevice functions among ``mod``'s globals (``from
+    triton.language.extra import libdevice``, ``triton_tanh = libdevice.tanh``) by their interpreter
+    implementations; returns the names replaced."""
+    import types
+
+    done = []
+    for name, value in list(vars(mod).items()):
+        if not _is_libdevice(value):
+            continue
+        if isinstance(value, types.ModuleType):
+            setattr(mod, name, _LibdeviceModule(value))
+            done.append(name)
+        elif callable(value):
+            impl = _libdevice_numpy(getattr(value, "__name__", ""), value)
+            if impl is not None:
+                setattr(mod, name, impl)
+                done.append(name)
+    return done

@@ -115,9 +115,10 @@ def activate(mode: str | None = None) -> str:
     if mode == "interpreter":  # before any kernel of this process runs, through the runner or called directly
         import triton.runtime.interpreter as interp
 
-        from verifier.launch.interpreter import scalar_index
+        from verifier.launch.interpreter import range_hints, scalar_index
 
         scalar_index(interp)
+        range_hints(interp)
     return mode
 
 
@@ -172,6 +173,11 @@ def load_module(spec, mode: str | None = None):
         raise SpecError(f"kernel {spec.name}: {loc} failed to import: {type(e).__name__}: {e}",
                          fix=f"fix the kernel module (python {path} shows the traceback)") from None
     _check_decorations(mod, path, mode)
+    if mode == "interpreter":  # `triton_cast = tl.cast` reaches the interpreter's builtin, as compiled Triton's
+        from verifier.launch.interpreter import resolve_builtin_aliases, resolve_libdevice
+
+        resolve_builtin_aliases(mod)
+        resolve_libdevice(mod)  # libdevice.tanh, rsqrt, erf, ... in numpy: the interpreter leaves them stubs
     if not callable(getattr(mod, spec.launcher, None)):
         raise SpecError(f"kernel {spec.name}: {path} has no function {spec.launcher!r}",
                          fix="define launcher(inputs, outputs, params, dtypes) there, or fix launcher=")

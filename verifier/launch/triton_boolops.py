@@ -11,8 +11,10 @@ its Triton mode) and finds, in each function decorated with ``jit``, the ``and``
 of which is a block: computed (through the function's own assignments) from ``tl.arange``, ``tl.zeros``,
 ``tl.full`` or a block pointer (a load through a block of pointers is a block, ``tl.load(ptr)`` a scalar).
 Operands that are constexpr parameters, scalars (``tl.program_id``, a plain argument, a reduction) or Python
-values are left alone: ``and`` on them means the same in both. Not read: kernels in modules the launcher imports,
-and blocks a helper receives as arguments (their gap then shows as it always did).
+values are left alone: ``and`` on them means the same in both. Only the functions the kernel's launcher can reach
+count (verifier.launch.triton_reach): a sibling kernel of the same module it never launches leaves its run alone.
+Not read: kernels in modules the launcher imports, and blocks a helper receives as arguments (their gap then shows
+as it always did).
 """
 from __future__ import annotations
 
@@ -116,16 +118,20 @@ def _scan(path: str, mtime: float) -> tuple:
             if isinstance(node, ast.BoolOp) and any(blocks.is_block(v) for v in node.values):
                 op = "and" if isinstance(node.op, ast.And) else "or"
                 text = ast.unparse(node)
-                out.append(f"`{text if len(text) <= 60 else text[:57] + '...'}` ({op}) in {fn.name}, "
-                           f"{Path(path).name}:{node.lineno}")
+                out.append((fn.name, f"`{text if len(text) <= 60 else text[:57] + '...'}` ({op}) in {fn.name}, "
+                                     f"{Path(path).name}:{node.lineno}"))
     return tuple(out)
 
 
-def tensor_boolops(path) -> tuple:
-    """Where the ``@triton.jit`` functions of the module at ``path`` use ``and`` / ``or`` on a block tensor."""
+def tensor_boolops(path, launcher: str = "") -> tuple:
+    """Where the ``@triton.jit`` functions of the module at ``path`` use ``and`` / ``or`` on a block tensor: those
+    the ``launcher`` can reach (verifier.launch.triton_reach; all of them when that cannot be told)."""
+    from verifier.launch.triton_reach import reach
+
     p = Path(path)
     try:
         mtime = p.stat().st_mtime
     except OSError:
         return ()
-    return _scan(str(p.resolve()), mtime)
+    reached = reach(p, launcher)
+    return tuple(text for fn, text in _scan(str(p.resolve()), mtime) if reached is None or fn in reached)

@@ -11,8 +11,9 @@ import contextlib
 
 
 def autotuners(module, launcher: str = "") -> list:
-    """[(name, Autotuner)] of ``module``'s globals, each once, in name order: those the ``launcher`` function names
-    when it names any, else all of them (a launcher reaching its kernels through a helper)."""
+    """[(name, Autotuner)] of ``module``'s globals, each once, in name order: those the ``launcher`` reaches in the
+    module's source (verifier.launch.triton_reach: through its helpers too); where that cannot be told, those it
+    names when it names any, else all of them."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:  # pragma: no cover - Triton without an autotuner
@@ -27,6 +28,11 @@ def autotuners(module, launcher: str = "") -> list:
                     out.append((name, obj))
                 break
             obj, depth = getattr(obj, "fn", None), depth + 1
+    from verifier.launch.triton_reach import reach
+
+    reached = reach(getattr(module, "__file__", None) or "", launcher)
+    if reached is not None:  # what the launcher reaches, through its helpers too (none: it launches no autotuner)
+        return [(n, a) for n, a in out if n in reached]
     code = getattr(getattr(module, launcher, None), "__code__", None)
     named = [(n, a) for n, a in out if code is not None and n in code.co_names]
     return named or out

@@ -49,13 +49,16 @@ def _require_float(name: str, what: str) -> None:
                          fix=f"use one of {', '.join(_dt.FLOAT_DTYPES)}")
 
 
+_IEEE_CAST = {"float32": np.float32, "float16": np.float16}
+
+
 def _round64(x: np.ndarray, name: str) -> np.ndarray:
     """float64 values rounded (RNE) to ``name``'s value set, still as float64 (exact)."""
     if name == "float64":
         return x.copy()
-    if name == "float32":  # the hardware conversion is this rounding (RNE, gradual underflow, overflow to inf)
-        with np.errstate(over="ignore"):
-            return np.asarray(x).astype(np.float32).astype(np.float64)
+    if name in _IEEE_CAST:  # numpy's casts round float64 once (RNE, gradual underflow, overflow to inf); ml_dtypes'
+        with np.errstate(over="ignore"):  # bfloat16 / float8 casts go through float32 (rounding twice): scaled
+            return np.asarray(x).astype(_IEEE_CAST[name]).astype(np.float64)
     return _round_scaled(x, name)
 
 

@@ -36,11 +36,16 @@ l2norm               x[M,N]                   y[M,N]                      eps=1e
 rmsnorm_noweight     x[M,N]                   y[M,N]                      eps=1e-6
 layernorm_noweight   x[M,N]                   y[M,N]                      eps=1e-5
 layernorm_bias       x[M,N], b[N]             y[M,N]                      eps=1e-5
+group_rmsnorm        x[M,N], w[N]             y[M,N]                      groups=4, eps=1e-6
+group_layernorm      x[M,N], w[N], b[N] (opt) y[M,N]                      groups=4, eps=1e-5, b=None
 ===================  =======================  ==========================  =====================
 
 softmax, log_softmax and online_softmax_stats also take attention's score transforms (verifier.ops.softmax_inputs):
 params scale, softcap, causal, causal_offset, q_len (and masked_rows, a contract, for the first two) and the optional
 inputs mask[M,N] / mask[N], alibi_slopes[M], sinks[M], present in a kernel's variant of the op (``Op.variant``).
+
+cross_entropy, cross_entropy_reduced and cross_entropy_soft also take scale=1: the logits x·scale first, before the
+softcap (flash-attn's logit_scale, Unsloth's logit_scaling).
 
 Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
 (floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
@@ -70,6 +75,7 @@ from verifier.ops import (
 from verifier.ops import quant
 from verifier.ops import top_k_sampling  # sampling's top-k filters (issue #37, FlashInfer's sampling top-k)
 from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
+from verifier.ops import group_hidden  # norms over groups of the hidden dim (production norm variants)
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
@@ -86,6 +92,9 @@ BUNDLED += (group_norm.OPDEF, group_norm.NOAFFINE, row_amax.OPDEF, row_mean.OPDE
             weightless.RMSNORM_NOWEIGHT, weightless.LAYERNORM_NOWEIGHT, weightless.LAYERNORM_BIAS)
 BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QUANT,  # quantized outputs (issue 37)
             quant.FUSED_ADD_RMSNORM_QUANT)
+# norms over groups of the hidden dim, weight per column (verifier/ops/group_hidden.py: FLA's GroupNorm, Mamba-2's
+# group_size)
+BUNDLED += (group_hidden.GROUP_RMSNORM, group_hidden.GROUP_LAYERNORM)
 BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filters (verifier/ops/top_k_sampling.py)
 
 

@@ -3,8 +3,9 @@ logsumexp(x) - x[label]; rows whose label is ``ignore_index`` (-100) give exactl
 (``dtypes("bf16", "f32")``) or, declared so, in the logits' dtype (``dtypes("bf16")``: Liger, FlagGems): the
 budget is the same error bound before the kernel's rounding to the output dtype.
 params: ignore_index=-100, label_dtype='int64' ('int32' for kernels reading 32-bit labels), and the variants, whose
-defaults give the plain loss: softcap=0 (c > 0: logits c·tanh(x/c) first, Gemma 2), label_smoothing=0 (e: PyTorch's
-(1 - e)·nll + e·mean over the N classes of -log p), z_loss=0 (z: + z·lse² per row, PaLM / Liger).
+defaults give the plain loss: scale=1 (s: logits x·s first, flash-attn's logit_scale, Cohere), softcap=0 (c > 0:
+logits c·tanh(x·s/c), Gemma 2), label_smoothing=0 (e: PyTorch's (1 - e)·nll + e·mean over the N classes of -log p),
+z_loss=0 (z: + z·lse² per row, PaLM / Liger / flash-attn's lse_square_scale).
 
 cross_entropy_reduced: the same loss reduced over the rows into loss[1], params as above plus reduction='mean'
 ('mean': over the non-ignored rows, NaN when there is none; 'sum'), PyTorch's reduction='mean' / 'sum', and
@@ -26,6 +27,7 @@ from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
+from verifier.ops.ce_labels import ignored_rows, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
@@ -35,7 +37,7 @@ LABEL_DTYPES = ("int64", "int32")
 
 def _label_index(labels, params):
     t = np.asarray(labels).astype(np.int64)
-    ignored = t == int(params["ignore_index"])
+    ignored = ignored_rows(t, params)
     return np.where(ignored, 0, t), ignored
 
 
@@ -45,21 +47,30 @@ TANH_UNITS = 5.0  # tanhf: 2 ulp (CUDA guide) = 5 u from exact; a tanh built fro
 
 
 def capped(x, p, c):
-    """(x', its absolute error per element) for the softcap x' = cap·tanh(x / cap) (x itself, 0 without one).
-    The kernel's x / cap (or x·(1/cap): two roundings) moves tanh's argument by 2u|x/cap|, which tanh's slope
-    sech² carries; tanh itself errs by TANH_UNITS·u, or, built from exp as 1 - 2/(exp(2y) + 1), by exp's error at
-    2y plus three roundings (absolute, |tanh| <= 1), times cap; then u|x'| for the product."""
+    """(x', its absolute error per element) for the logit transforms: x·scale (flash-attn's logit_scale, Unsloth's
+    logit_scaling for Cohere), then the softcap x' = cap·tanh(x·scale / cap) (x itself, 0 without either).
+    The product rounds once, u|x·scale|, and once more where the scale is not a float32 (the kernel's scalar is):
+    2u|x·scale|; the softcap's slope sech² <= 1 carries it. The kernel's x / cap (or x·(1/cap): two roundings)
+    moves tanh's argument by 2u|x/cap|, which tanh's slope sech² carries; tanh itself errs by TANH_UNITS·u, or,
+    built from exp as 1 - 2/(exp(2y) + 1), by exp's error at 2y plus three roundings (absolute, |tanh| <= 1),
+    times cap; then u|x'| for the product."""
+    scale = float(p.get("scale", 1.0) or 1.0)
     cap = float(p.get("softcap", 0.0) or 0.0)
-    if cap <= 0:
+    if cap <= 0 and scale == 1.0:
         return x, 0.0
     with np.errstate(over="ignore", invalid="ignore"):
-        y = x / cap
+        xs = x * scale if scale != 1.0 else x
+        s_units = 0.0 if scale == 1.0 else (1.0 if float(np.float32(scale)) == scale else 2.0)
+        s_err = s_units * c.u * np.abs(xs)
+        if cap <= 0:
+            return xs, np.where(np.isfinite(xs), s_err, 0.0)
+        y = xs / cap
         xc = cap * np.tanh(y)
         sech2 = 1.0 / np.cosh(np.minimum(np.abs(y), 350.0)) ** 2
         ay = np.where(np.isfinite(y), np.abs(y), 0.0)
         t_units = np.maximum(TANH_UNITS, c.intr.exp + c.intr.exp_arg * 2 * ay + 3.0 + c.intr.div)
-        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc))
-    return xc, np.where(np.isfinite(x), err, 0.0)
+        err = c.u * ((2.0 + c.c_in) * ay * cap * sech2 + cap * t_units + np.abs(xc)) + s_err * sech2
+    return xc, np.where(np.isfinite(xs), err, 0.0)
 
 
 def _lse_parts(x, p, c):
@@ -96,7 +107,7 @@ def row_error(x, p, c, xs, y=None):
     scaled by e/N or not), the two products and
     their sum u(2|nll| + 2e|lse - mean| + 2e|lse| + |loss|) (a kernel adding e·lse to -e·mean cancels); z_loss
     z·lse²: z(2|lse|·E_lse + E_lse²) + 3u·z·lse² and the add, u|loss|."""
-    eps = float(p.get("label_smoothing", 0.0))
+    eps = smoothing(p, x.shape[1])
     zc = float(p.get("z_loss", 0.0))
     nll, E, lse, E_lse, xc, m, ignored = _row_errors(x, p, c, xs, y if eps == 0 and zc == 0 else None)
     loss = nll
@@ -227,7 +238,7 @@ def check(x_raw, inp, ys, params, dtypes, c):
     return out
 
 
-VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0}  # their defaults: the plain loss
+VARIANT_PARAMS = {"label_smoothing": 0.0, "z_loss": 0.0, "softcap": 0.0, "scale": 1.0}  # defaults: the plain loss
 
 
 def variant(params) -> bool:
@@ -308,6 +319,8 @@ def make_labels(rng, x, params, policy):
         ign[:] = True
     elif policy == "half_ignored":  # every other row, the last one counted: a mean over M / 2 rows
         ign = np.arange(M) % 2 == (M % 2)
+    if params.get("ignore_index", -100) is None:  # a kernel without an ignore index: every label a class
+        return t.astype(_dt.numpy_dtype(dt))
     t = np.where(ign, int(params["ignore_index"]), t)
     return t.astype(_dt.numpy_dtype(dt))
 
@@ -395,6 +408,13 @@ def _one_neg_inf(rng):
     return fn
 
 
+def _far_below_zero(rng):
+    """N(0, 1) - 300 rows: every logit far below 0, so exp(x) underflows to 0 in float32 unless the row's own max is
+    subtracted first; a running max started at 0 instead of -inf (max(0, x) as the reference point) or no max at all
+    sums zeros, and lse = log 0 = -inf (FlagGems' online loop starts its max at 0)."""
+    return lambda shape, dtype: _fit(rng.standard_normal(shape) - 300.0, dtype)
+
+
 # Cases of the variants: they apply to every cross entropy kernel (a plain kernel must pass them too).
 VARIANT_CASES = (
     OpCase("ce_all_ignored", "every row's label is ignore_index: per-row 0s; a mean over no row is NaN (PyTorch)",
@@ -405,9 +425,13 @@ VARIANT_CASES = (
            4, 256, _one_neg_inf, dtype_ok=_holds_inf, policy="finite"),
     OpCase("ce_huge_logits", "logits randn·1e4: softcap keeps them in [-cap, cap]; the plain loss is in the "
            "thousands", 4, 512, _huge, dtype_ok=holds(6e4)),
+    OpCase("ce_far_below_zero", "logits randn - 300 (all far below 0), rows of 250 (a padded block): exp(x) "
+           "underflows unless the row max is subtracted (a running max started at 0, not -inf, gives lse = -inf); "
+           "with a softcap every logit caps to about -cap, and so does -inf padding capped before it is masked, "
+           "which then counts as classes", 4, 250, _far_below_zero, dtype_ok=holds(310.0)),
 )
 
-CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS}
+CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "smoothing_classes": "all"}
 
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
@@ -427,6 +451,9 @@ SOFT_CASES = (
     OpCase("ce_soft_label_at_max", "a dominant logit holding the target's mass: loss ~ 1e-9, lse's error relative to "
            "max|x|", 4, 256, _peak, policy="one_hot"),
     OpCase("ce_soft_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+    OpCase("ce_soft_far_below_zero", "logits randn - 300, rows of 250: exp(x) underflows unless the row max is "
+           "subtracted (a running max started at 0 gives lse = -inf); capped padding counts as classes", 4, 250,
+           _far_below_zero, dtype_ok=holds(310.0)),
 )
 
 SOFT = Op(

@@ -319,7 +319,11 @@ _RULES = {
     "cumsum": _cumsum,
 }
 _COMPOSED = {"logsumexp": _logsumexp, "softmax": _softmax, "log_softmax": _log_softmax, "norm": _norm,
-             "vector_norm": _vector_norm, "normalize": _normalize}
+             "vector_norm": _vector_norm, "normalize": _normalize,
+             # torch.linalg's, as __torch_function__ names them (torch.linalg.vector_norm is linalg_vector_norm)
+             "linalg_vector_norm": _vector_norm,
+             "linalg_norm": lambda a, ord=None, dim=None, keepdim=False, dtype=None: _norm(a, dim=dim, keepdim=keepdim,
+                                                                                         ord=ord)}
 # Exact on v and e alike (a signed zero or the sign bit changes nothing of the bound).
 _EXACT = ("neg", "negative", "abs", "positive", "clone", "contiguous", "detach", "float", "double", "to", "type_as",
           "cpu")

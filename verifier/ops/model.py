@@ -220,7 +220,7 @@ class Op:
             if not isinstance(c, OpCase):
                 raise SpecError(f"{where}: cases must be OpCase(...) items, got {type(c).__name__}",
                                 fix="write cases=[OpCase(name, exposes, M, N, sampler)]")
-        if self.selection is not None:
+        if self.selection is not None and self.out_dims:  # (a variant, made by replace(), was checked as its op)
             _check_selection(where, self)
         if self.kept is not None:
             _check_kept(where, self)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
@@ -24,6 +24,12 @@ class Selection:
     indices: str
     scores: Callable = field(repr=False, compare=False)
     at: Callable = field(repr=False, compare=False)
+    # whether the picks come largest first: True, False (any order: torch.topk(sorted=False)), or the name of the
+    # op's bool param that says so (topk_softmax's 'sorted')
+    ordered: Union[bool, str] = True
+
+    def is_ordered(self, params: dict) -> bool:
+        return bool(params.get(self.ordered, True)) if isinstance(self.ordered, str) else bool(self.ordered)
 
 
 @dataclass(frozen=True)

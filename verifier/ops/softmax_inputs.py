@@ -5,7 +5,8 @@ fusing attention's score transforms declares (docs/specs.md, "Softmax with extra
     z += mask;  z = -inf where causal and j > i + causal_offset;  then the op on the rows of z (with sinks[M], one
     more logit per row in the max and the denominator only).
 
-Row r's query index is i = r mod q_len (q_len > 0: the (M, N) batch is (batch·heads·q_len, keys) flattened) or r.
+Row r's query index is i = r mod q_len (q_len > 0: the (M, N) batch is (batch·heads·q_len, keys) flattened; q_len='N':
+square blocks, r mod N) or r.
 causal_offset 0 is PyTorch's ``is_causal`` (top-left: row i keeps columns 0..i); FlashAttention's bottom-right
 alignment is causal_offset = N - q_len. ALiBi follows FlashAttention's ``alibi_slopes``: -slope·|i + offset - j|
 (on causal rows, slope·(j - i - offset)). A row with no live logit (every column masked, no sink) gives NaN or
@@ -22,8 +23,11 @@ from verifier.ops.model import Contract, OpCase, Tensor
 
 
 
-def query_index(M: int, params: dict) -> np.ndarray:
-    q = int(params.get("q_len") or 0)
+def query_index(M: int, params: dict, N: int) -> np.ndarray:
+    """Row r's query index: r mod q_len, r mod N for q_len='N' (square blocks of N queries by N keys: Megatron's
+    scaled_upper_triang_masked_softmax), or r (q_len 0)."""
+    q = params.get("q_len") or 0
+    q = N if q == "N" else int(q)
     r = np.arange(M)
     return r % q if q > 0 else r
 
@@ -32,12 +36,12 @@ def causal_masked(M: int, N: int, params: dict) -> np.ndarray:
     """[M, N]: True where causal masks column j of row r (j > i + causal_offset)."""
     if not params.get("causal"):
         return np.zeros((M, N), dtype=bool)
-    i = query_index(M, params) + int(params.get("causal_offset") or 0)
+    i = query_index(M, params, N) + int(params.get("causal_offset") or 0)
     return np.arange(N)[None, :] > i[:, None]
 
 
 def alibi_bias(slopes: np.ndarray, M: int, N: int, params: dict) -> np.ndarray:
-    i = query_index(M, params) + int(params.get("causal_offset") or 0)
+    i = query_index(M, params, N) + int(params.get("causal_offset") or 0)
     return -np.asarray(slopes, dtype=np.float64)[:, None] * np.abs(i[:, None] - np.arange(N)[None, :])
 
 
@@ -73,9 +77,29 @@ def make_sinks(rng, x, params, policy):
 
 
 # The params and optional inputs every op of the family takes. masked_rows: 'nan' (PyTorch: softmax of a row of
-# -inf is NaN) or 'zeros' (FlashAttention: a row with nothing to attend to is 0), a contract the kernel declares.
+# -inf is NaN), 'zeros' (FlashAttention: a row with nothing to attend to is 0) or 'uniform' (Megatron's
+# masked_fill(mask, -10000.0): a finite fill replaces every masked logit, so such a row is the op of a row of equal
+# logits, softmax 1/N), a contract the kernel declares.
 PARAMS = {"scale": 1.0, "softcap": 0.0, "causal": False, "causal_offset": 0, "q_len": 0,
-          "mask": None, "alibi_slopes": None, "sinks": None}
+          "mask": None, "alibi_slopes": None, "sinks": None, "mask_mode": "add"}
+# mask_mode: 'add' (z + mask: PyTorch's float attn_mask, NaN + -inf is NaN) or 'fill' (where the mask is nonzero
+# it replaces the logit: a boolean mask applied as masked_fill(mask, value), Megatron's and most fused kernels',
+# which never read a masked logit, so a NaN there is dropped)
+MASK_MODES = ("add", "fill")
+
+
+def mask_mode(params: dict) -> str:
+    mode = params.get("mask_mode") or "add"
+    if mode not in MASK_MODES:
+        from verifier.errors import SpecError
+
+        raise SpecError(f"softmax: mask_mode={mode!r}", fix=f"use one of {', '.join(map(repr, MASK_MODES))}")
+    return mode
+
+
+def apply_mask(z, mk, params: dict):
+    """z with the mask ``mk`` (broadcast to z's shape) applied as ``mask_mode`` says."""
+    return np.where(mk != 0, mk, z) if mask_mode(params) == "fill" else z + mk
 OPTIONAL = {
     "mask": Tensor("MxN", make=make_mask, optional=True),
     "alibi_slopes": Tensor("M", dtype="float32", make=make_slopes, optional=True),
@@ -88,7 +112,21 @@ def masks(params: dict) -> bool:
     return bool(params.get("mask")) or bool(params.get("causal"))
 
 
-MASKED_ROWS = Contract(("nan", "zeros"), when=masks)
+MASKED_ROWS = Contract(("nan", "zeros", "uniform"), when=masks)
+
+
+def fill_dead(z: np.ndarray, sinks, params: dict, mask=None) -> np.ndarray:
+    """z where the kernel declares masked_rows='uniform' (a finite fill, Megatron's -10000.0, replaces each logit
+    the mask masks): in the rows with no live logit (every z -inf, no finite sink) the masked logits become 0, one
+    equal value (a fully masked row is then 1/N; a row whose unmasked logits are all -inf puts its mass on the masked
+    ones; with nothing masked by the mask it stays dead: NaN). Else z. ``mask``: the mask broadcast to z's shape, or
+    None. One home for the three places that form logits (here, references/_logits.py's float64 and mpmath)."""
+    if params.get("masked_rows") != "uniform" or mask is None:
+        return z
+    dead = np.all(np.isneginf(z), axis=1)
+    if sinks is not None:
+        dead &= ~np.isfinite(np.asarray(sinks, dtype=np.float64))
+    return np.where(dead[:, None] & (np.asarray(mask) != 0), 0.0, z) if dead.any() else z
 
 
 def logits(xs: dict, params: dict, x=None) -> np.ndarray:
@@ -102,9 +140,10 @@ def logits(xs: dict, params: dict, x=None) -> np.ndarray:
             z = cap * np.tanh(z / cap)
         if xs.get("alibi_slopes") is not None:
             z = z + alibi_bias(xs["alibi_slopes"], M, N, params)
-        if xs.get("mask") is not None:
-            z = z + np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
-    return np.where(causal_masked(M, N, params), -np.inf, z)
+        mk = None if xs.get("mask") is None else np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
+        if mk is not None:
+            z = apply_mask(z, mk, params)
+    return fill_dead(np.where(causal_masked(M, N, params), -np.inf, z), xs.get("sinks"), params, mk)
 
 
 def logit_error(xs: dict, params: dict, c) -> np.ndarray:
@@ -129,10 +168,14 @@ def logit_error(xs: dict, params: dict, c) -> np.ndarray:
             err = err + 2 * c.u * b + c.u * t
         if xs.get("mask") is not None:
             mk = np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
-            added = np.isfinite(mk) & (mk != 0)  # x + 0 and x + -inf are exact
-            t = t + np.where(added, np.abs(mk), 0.0)
-            err = err + np.where(added, c.u * t, 0.0)
-    return np.where(np.isfinite(logits(xs, params)), err, 0.0)
+            if mask_mode(params) == "fill":  # a masked logit is the mask's value, exactly
+                err = np.where(mk != 0, 0.0, err)
+            else:
+                added = np.isfinite(mk) & (mk != 0)  # x + 0 and x + -inf are exact
+                t = t + np.where(added, np.abs(mk), 0.0)
+                err = err + np.where(added, c.u * t, 0.0)
+    # masked (-inf) entries carry none, nor do the rows masked_rows='uniform' fills (their logits are exact 0s)
+    return np.where(np.isfinite(logits(xs, {**params, "masked_rows": None})), err, 0.0)
 
 
 def with_sink(z: np.ndarray, xs: dict) -> np.ndarray:

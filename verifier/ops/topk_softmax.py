@@ -4,7 +4,14 @@ first: values[M,k] float32 and indices[M,k] int32 (or int64, param ``index_dtype
 ``values / values.sum(-1)``).
 
 params: k=8; renormalize=False (divide the k values by their sum); gate='softmax' (over all E, the max subtracted
-first) or 'sigmoid' (per element); index_dtype='int32' or 'int64'.
+first), 'sigmoid' (per element) or 'sqrtsoftplus' (sqrt(softplus(x)), DeepSeek-V4's, softplus(x) = x past 20);
+index_dtype='int32' or 'int64'; scaling=1.0 (routed_scaling_factor: the values,
+renormalized or not, times it); sorted=True (False: the k picks in any order, as torch.topk(sorted=False));
+values_dtype='float32' ('bfloat16' / 'float16': weights written in the logits' dtype, vLLM's gpt-oss router);
+zero_sum (a contract, renormalized kernels): picks whose gates sum to 0 give 'nan' (0 / 0) or 'zero' (a guarded
+division).
+Optional input ``bias[E]`` float32 (``params={"bias": True}``: DeepSeek-V3's e_score_correction_bias, vLLM's and
+SGLang's biased top-k): the picks rank gate + bias, the values are the gates without it.
 
 Judged tie-aware (verifier.judge.selection), not element by element: a pick is right when its exact gate is above the
 exact k-th largest, or below it by no more than the two gates' derived error bounds (a kernel computing the gates in
@@ -21,11 +28,13 @@ import numpy as np
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to, ulp
-from verifier.ops.model import Invariant, Op, OpCase, Selection, Tensor
+from verifier.ops.model import Contract, Invariant, Op, OpCase, Selection, Tensor
 
-GATES = ("softmax", "sigmoid")
+GATES = ("softmax", "sigmoid", "sqrtsoftplus")
+SOFTPLUS_THRESHOLD = 20.0  # softplus(x) = x past it (torch's default threshold, and the kernels')
 INDEX_DTYPES = ("int32", "int64")
-U_VALUES = 2.0 ** -24  # the values are float32 whatever the logits' dtype
+VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
+UNIT = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # the values' unit roundoff
 
 
 def _gates(x, p):
@@ -34,11 +43,27 @@ def _gates(x, p):
     gate = p["gate"]
     if gate not in GATES:
         raise SpecError(f"topk_softmax: gate={gate!r}", fix=f"use one of {', '.join(GATES)}")
+    if (p.get("values_dtype") or "float32") not in VALUES_DTYPES:
+        raise SpecError(f"topk_softmax: values_dtype={p.get('values_dtype')!r}",
+                        fix=f"use one of {', '.join(VALUES_DTYPES)}")
+    if gate == "sqrtsoftplus":  # DeepSeek-V4: sqrt(softplus(x)), softplus written as the kernels compute it
+        return torch.sqrt(torch.where(x > SOFTPLUS_THRESHOLD, x, torch.log(1.0 + torch.exp(x))))
     return torch.softmax(x, -1) if gate == "softmax" else torch.sigmoid(x)
 
 
 def _renormalized(v, p):
-    return v / v.sum(-1, keepdim=True) if p["renormalize"] else v
+    """v / sum(v) when renormalized; a sum of 0 gives 0 / 0 = NaN (the torch composition), or 0 where the kernel
+    declares zero_sum='zero' (a guarded division: DeepSeek-V4's weight_sum > 0 ? weight_sum : 1, vLLM's
+    clamp(min=1e-20))."""
+    import torch
+
+    if not p["renormalize"]:
+        return v
+    s = v.sum(-1, keepdim=True)
+    return v / torch.where(s == 0, 1.0, s) if p.get("zero_sum") == "zero" else v / s
+
+
+ZERO_SUM = Contract(("nan", "zero"), when=lambda p: bool(p.get("renormalize")))
 
 
 def _k(x, p) -> int:
@@ -49,43 +74,55 @@ def _k(x, p) -> int:
     return k
 
 
+def _scaled(v, p):
+    return v * float(p["scaling"]) if float(p.get("scaling", 1.0)) != 1.0 else v
+
+
+def _choice(inputs, g):
+    """What the picks rank: the gates, plus the correction bias (one per expert) when the kernel takes one."""
+    return g if inputs.get("bias") is None else g + inputs["bias"]
+
+
 def reference(inputs, p):
-    """The torch composition in float64: gates over all E, topk (the reference's own picks), renormalized."""
+    """The torch composition in float64: gates over all E, topk of gate (+ bias) (the reference's own picks), the
+    gates there, renormalized, scaled."""
     import torch
 
     x = inputs["x"]
-    values, indices = torch.topk(_gates(x, p), _k(x, p), dim=-1)
-    return {"values": _renormalized(values, p), "indices": indices}
+    g = _gates(x, p)
+    indices = torch.topk(_choice(inputs, g), _k(x, p), dim=-1).indices
+    return {"values": _scaled(_renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
 
 
 def scores(inputs, p):
-    """What the picks rank: the gate of every expert."""
-    return _gates(inputs["x"], p)
+    """What the picks rank: the gate of every expert (plus its bias)."""
+    return _choice(inputs, _gates(inputs["x"], p))
 
 
 def at_picks(inputs, p):
-    """The values at the kernel's picks (inputs['indices'], int64), renormalized over them."""
+    """The values at the kernel's picks (inputs['indices'], int64): the gates there, renormalized over them, scaled."""
     import torch
 
-    return {"values": _renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p)}
+    return {"values": _scaled(_renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p), p)}
 
 
 # --------------------------------------------------------------------------- invariants
 
 def _descent(inp, ys, p):
-    """The largest step up along a row's values (0 when they never increase; NaN rows are nan-inf's)."""
+    """The largest step up along a row's values (0 when they never increase; NaN rows are nan-inf's). Values of
+    picks ranked by gate + bias, or in any order (sorted=False), need not descend: 0."""
     v = ys["values"]
-    if v.shape[1] < 2:
+    if v.shape[1] < 2 or p.get("bias") or not p.get("sorted", True):
         return np.zeros(v.shape[0])
     with np.errstate(invalid="ignore"):
         return np.nan_to_num(np.max(v[:, 1:] - v[:, :-1], axis=1), nan=0.0).clip(min=0.0)
 
 
 def _unit_sum(inp, ys, p):
-    """|sum(values) - 1| of a renormalized row (0 when not renormalized)."""
+    """|sum(values) - scaling| of a renormalized row (0 when not renormalized)."""
     if not p["renormalize"]:
         return np.zeros(ys["values"].shape[0])
-    return np.abs(ys["values"].sum(axis=1) - 1.0)
+    return np.abs(ys["values"].sum(axis=1) - float(p.get("scaling", 1.0)))
 
 
 def _unit_sum_bound(inp, ys, p, c):
@@ -93,8 +130,10 @@ def _unit_sum_bound(inp, ys, p, c):
     the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
     a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
-    k = ys["values"].shape[1]
-    return gamma(k + c.intr.div + 1, c.u) + 2 * c.out_ulps * U_VALUES + k * 2.0 ** -53
+    k, scaling = ys["values"].shape[1], abs(float(p.get("scaling", 1.0)))
+    times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
+    u_values = UNIT.get(str(p.get("values_dtype") or "float32"), UNIT["float32"])
+    return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * u_values + k * 2.0 ** -53)
 
 
 INVARIANTS = [
@@ -102,7 +141,8 @@ INVARIANTS = [
               "values are largest first: values[j + 1] <= values[j] (monotone rounding keeps the order; value = the "
               "largest step up)"),
     Invariant("unit_sum", _unit_sum, _unit_sum_bound,
-              "renormalized values sum to 1 up to the sum's and the division's rounding (value = |sum - 1|)"),
+              "renormalized values sum to 1 (times scaling) up to the sum's and the division's rounding (value = "
+              "|sum - scaling|)"),
 ]
 
 
@@ -181,6 +221,14 @@ CASES = (
            "apart", 4, 64, _ladder, dtype_ok=_ladder_ok),
     OpCase("topk_wide_logits", "logits randn·40: exp without max subtraction overflows", 4, 64, _wide,
            dtype_ok=_holds_inf),
+    # The same traps at E = 256: kernels built for a few expert counts only (DeepSeek-V3 / V4's 256, vLLM's dsv4_topk
+    # takes 256 and 384) refuse every E above and would otherwise see only ordinary rows.
+    OpCase("topk_e256_exact_ties", "E = 256, duplicate logits: exact ties across the top-k boundary", 4, 256,
+           _duplicates),
+    OpCase("topk_e256_neg_inf_gates", "E = 256, -inf logits: rows with fewer finite logits than k", 4, 256, _neg_inf,
+           dtype_ok=_holds_inf),
+    OpCase("topk_e256_one_ulp_ladder", "E = 256, rows of adjacent representable values", 2, 256, _ladder,
+           dtype_ok=_ladder_ok),
 )
 
 
@@ -188,15 +236,21 @@ def _bytes(M, N, dt, p):
     from verifier import dtypes as _dt
 
     k, isz = int(p["k"]), _dt.numpy_dtype(p["index_dtype"]).itemsize
-    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (4 + isz)
+    vsz = _dt.numpy_dtype(p.get("values_dtype") or "float32").itemsize
+    return M * N * _dt.numpy_dtype(dt.input).itemsize + M * k * (vsz + isz) + (4 * N if p.get("bias") else 0)
 
 
 OPDEF = Op(
-    "topk_softmax", inputs={"x": "MxN"},
-    outputs={"values": Tensor("Mxk", dtype="float32"), "indices": Tensor("Mxk", dtype="index_dtype")},
-    params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32"},
-    reference=reference, selection=Selection("indices", scores=scores, at=at_picks),
+    "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True)},
+    outputs={"values": Tensor("Mxk", dtype="values_dtype"), "indices": Tensor("Mxk", dtype="index_dtype")},
+    params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
+            "sorted": True, "values_dtype": "float32", "zero_sum": None},
+    contract_params={"zero_sum": ZERO_SUM},
+    reference=reference, selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted"),
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
+    # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
+    # fallback), written as float32: dtypes("bf16", "f32", acc="bf16")
+    extra_tolerances=(("float32", "bfloat16", None), ("float32", "float16", None)),
     exp_family=True, invariants=INVARIANTS, cases=CASES, bytes_moved=_bytes,
     description="MoE routing: softmax (or sigmoid) gates over E experts, the k largest with their indices, "
                 "optionally renormalized over the k",
