@@ -238,11 +238,84 @@ def faithful_rounding():
         _faithful = before
 
 
+def _round_half_away(x):
+    import numpy as np
+
+    t = np.trunc(x)
+    return t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0).astype(x.dtype)  # x - t is exact: no double rounding
+
+
+def _exact_fns() -> dict:
+    """libdevice's exactly defined rounding functions (float in, the same float type out): every implementation
+    gives the same bits, so numpy's are compiled Triton's (``round`` is roundf, ties away from zero; ``rint`` and
+    ``nearbyint`` are ties to even)."""
+    import numpy as np
+
+    return {"round": _round_half_away, "rint": np.rint, "nearbyint": np.rint, "trunc": np.trunc,
+            "floor": np.floor, "ceil": np.ceil}
+
+
+_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                      "triton.language.extra.hip.libdevice")
+
+
+def _interpreted(name, fn, orig):
+    """A libdevice function the interpreter runs: ``fn`` on the data of a float32 / float64 tensor, ``orig`` (the
+    interpreter's own gap) for anything else."""
+    import numpy as np
+    import triton.runtime.interpreter as interp
+
+    def run(arg0, *args, **kwargs):
+        h = getattr(arg0, "handle", None)
+        data = getattr(h, "data", None)
+        if args or not isinstance(data, np.ndarray) or data.dtype not in (np.float32, np.float64):
+            return orig(arg0, *args, **kwargs)
+        with np.errstate(invalid="ignore"):
+            out = np.asarray(fn(data), dtype=data.dtype)
+        return interp.tl.core.tensor(interp.TensorHandle(out, h.dtype), arg0.type)
+
+    run.__name__ = name
+    return run
+
+
+@contextlib.contextmanager
+def exact_libdevice():
+    """Inside the block, libdevice's exactly defined functions (round, rint, nearbyint, trunc, floor, ceil) run in
+    the interpreter, which otherwise leaves every libdevice function unimplemented (a stub returning None, or the
+    bare extern raising): a kernel rounding with ``libdevice.round(x).to(tl.int8)`` (vLLM's int8 quantizers) is
+    then checked on the CPU, not an interpreter gap. Reached as module attributes (``tl.extra.cuda.libdevice.round``,
+    ``libdevice.round`` after ``from triton.language.extra import libdevice``); a name imported into the kernel's
+    module (``from ...libdevice import round``) keeps the gap. Approximate functions (rsqrt, exp, tanh) keep it too:
+    their error is the implementation's."""
+    import importlib
+
+    saved = []
+    for mod_name in _LIBDEVICE_MODULES:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            continue
+        for name, fn in _exact_fns().items():
+            orig = getattr(mod, name, None)
+            if orig is not None and getattr(orig, "__name__", "") == name and not hasattr(orig, "_verifier_exact"):
+                run = _interpreted(name, fn, orig)
+                run._verifier_exact = True
+                saved.append((mod, name, orig))
+                setattr(mod, name, run)
+    try:
+        yield
+    finally:
+        for mod, name, orig in reversed(saved):
+            setattr(mod, name, orig)
+
+
 @contextlib.contextmanager
 def watch():
-    """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording())."""
+    """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording()) and
+    libdevice's exactly defined functions run (exact_libdevice)."""
     _wrap_builder()
-    yield
+    with exact_libdevice():
+        yield
 
 
 @contextlib.contextmanager
