@@ -7,7 +7,8 @@ unless the kernel declares a smaller one, as ROCm's fnuz 224 kernels would).
 
 rmsnorm_quant: x[M,N], w[N], scale[1] float32 (static) -> y[M,N] quantized:
 y = saturate(round(rmsnorm(x, w) / scale)) (vLLM's rms_norm_static_fp8_quant). A kernel that stores x·rsqrt in the
-input dtype before the weight (vLLM does, in bf16 / f16) declares ``round_normed=True``.
+input dtype before the weight (vLLM does, in bf16 / f16, and multiplies by the weight in that dtype too) declares
+``round_normed=True``.
 
 rmsnorm_dynamic_quant: x[M,N], w[N] -> y[M,N] quantized, scale[M] float32: n = rmsnorm(x, w), scale =
 max(amax(|n|), floor) / qmax, y = saturate(round(n / scale)) (vLLM's rms_norm_dynamic_per_token_quant).
@@ -185,11 +186,18 @@ PER_TOKEN_QUANT = Op(
 def rmsq_reference(i, p):
     x = i["x"]
     r = torch_rsqrt((x * x).mean(-1, keepdim=True) + p["eps"])
-    normed = x * r
-    if p["round_normed"]:
-        normed = may_round(normed, "input")
     # y·(1/scale): the reciprocal and the product, two roundings, cover a kernel dividing by scale (one)
-    return {"y": normed * (p["offset"] + i["w"]) * (1.0 / i["scale"])}
+    return {"y": weighted(x * r, i["w"], p) * (1.0 / i["scale"])}
+
+
+def weighted(normed, w, p):
+    """normed·(offset + w). Declared ``round_normed``: x·rsqrt and its product with the weight may each be stored
+    in the input dtype: vLLM's fused kernels compute ``static_cast<scalar_t>(x * rms) * weight[i]``, a bf16 / f16
+    product of the rounded x·rsqrt (two roundings), F.rms_norm in bf16 rounds its y once, a kernel keeping the
+    product in float32 rounds x·rsqrt only: the budget holds each."""
+    if not p["round_normed"]:
+        return normed * (p["offset"] + w)
+    return may_round(may_round(normed, "input") * (p["offset"] + w), "input")
 
 
 def torch_rsqrt(v):
@@ -246,10 +254,7 @@ RMSNORM_QUANT = Op(
 def _normed(i, p):
     """x·rsqrt(mean(x²) + eps)·(offset + w), the stored intermediate declared by round_normed."""
     x = i["x"]
-    normed = x * torch_rsqrt((x * x).mean(-1, keepdim=True) + p["eps"])
-    if p["round_normed"]:
-        normed = may_round(normed, "input")
-    return normed * (p["offset"] + i["w"])
+    return weighted(x * torch_rsqrt((x * x).mean(-1, keepdim=True) + p["eps"]), i["w"], p)
 
 
 def rdq_reference(i, p):
@@ -292,9 +297,7 @@ def farq_reference(i, p):
     h = i["x"] + i["residual"]
     hs = may_round(h, "input")  # y normalizes the stored residual or the float32 sum: either
     normed = hs * torch_rsqrt((hs * hs).mean(-1, keepdim=True) + p["eps"])
-    if p["round_normed"]:
-        normed = may_round(normed, "input")
-    return {"y": normed * (p["offset"] + i["w"]) * (1.0 / i["scale"]), "residual": h}
+    return {"y": weighted(normed, i["w"], p) * (1.0 / i["scale"]), "residual": h}
 
 
 def farq_bytes(M, N, dt, p):

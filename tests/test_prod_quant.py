@@ -1,0 +1,30 @@
+"""Production quantizers' legitimate variants, reproduced from scratch (tests/data/prod_quant/): each must pass, and
+a defect beside it must still fail."""
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "prod_quant"
+
+
+def _check(spec_file):
+    from verifier.battery import check_kernel
+    from verifier.declare.registry import load_spec_file
+    from verifier.results.options import Options
+
+    return {k.name: check_kernel(k, Options(level="quick", device="cpu")) for k in load_spec_file(str(DATA / spec_file))}
+
+
+def _msgs(r):
+    return [f.message for f in r.findings][:3]
+
+
+def test_norm_times_weight_in_the_input_dtype_is_covered_by_round_normed():
+    """vLLM's fused RMSNorm + quant kernels multiply the bf16-stored x·rsqrt by the weight in bf16 (two roundings of
+    the normalized value); declared round_normed, that is inside the budget, static and dynamic scale alike, while
+    a scale taken before the weight still fails."""
+    got = _check("norm_product_spec.py")
+    for name in ("rms-dyn-quant-bf16-product", "rms-quant-bf16-product"):
+        assert got[name].verdict == "pass", (name, _msgs(got[name]))
+    bad = got["rms-dyn-quant-amax-before-weight"]
+    assert bad.verdict == "fail" and any("scale" in m for m in _msgs(bad)), _msgs(bad)
