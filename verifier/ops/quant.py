@@ -69,24 +69,27 @@ def k_ptq_y(x, t, p, c, xs):
 
 
 def ptq_rescale(xs, p, s, c):
-    """t and its bound under the kernel's scale s[M]. Where s is a power of two with s·qmax exactly the row's
+    """t and its bound under the kernel's scale s: one per row ([M]) or one per group of G consecutive elements of a
+    row ([M, N/G], per_token_group_quant). Where s is a power of two with s·qmax exactly its row's (group's)
     max(amax, floor), x/s a float32 normal (or 0) and x·qmax a float32, every form the kernel may compute (x/s,
     x·(1/s), x·(qmax/amax), (x·qmax)/amax) is exact under correctly rounded division: E = 0, so an exact tie must
     round as declared."""
     x = xs["x"]
-    s = np.asarray(s, dtype=np.float64)
-    t = x / s[:, None]
+    M, N = x.shape
+    s = np.asarray(s, dtype=np.float64).reshape(M, -1)
+    xg = x.reshape(M, s.shape[1], -1)  # [M, groups, G]
+    t = xg / s[..., None]
     E = gamma(y_units(c), c.u) * np.abs(t) + c.eta
-    amax = np.maximum(np.abs(x).max(axis=1), float(np.float32(p["floor"])))
+    amax = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"])))
     pow2 = np.frexp(s)[0] == 0.5
     exact_scale = pow2 & (s * float(p["qmax"]) == amax)
     with np.errstate(over="ignore", invalid="ignore"):
         t32 = t.astype(np.float32).astype(np.float64)
-        xq = x * float(p["qmax"])
+        xq = xg * float(p["qmax"])
         xq_exact = xq.astype(np.float32).astype(np.float64) == xq  # (x·qmax) / amax is exact too
-    exact = exact_scale[:, None] & (t32 == t) & ((np.abs(t) >= _F32_TINY) | (t == 0)) & xq_exact & (c.c_in == 0) \
+    exact = exact_scale[..., None] & (t32 == t) & ((np.abs(t) >= _F32_TINY) | (t == 0)) & xq_exact & (c.c_in == 0) \
         & (c.intr.div <= 1.0)  # a correctly rounded division: exact where the quotient is representable
-    return t, np.where(exact, 0.0, E)
+    return t.reshape(M, N), np.where(exact, 0.0, E).reshape(M, N)
 
 
 def _rows_of(values):
