@@ -45,8 +45,24 @@ def test_group_quantizers():
     from verifier.results.options import Options
 
     got = {k.name: check_kernel(k, Options(level="quick", device="cpu")) for k in load_spec_file(str(SPEC))}
-    for name in ("ptgq-reciprocal-colmajor", "ptgq-divide-g64-int8"):
+    for name in ("ptgq-reciprocal-colmajor", "ptgq-divide-g64-int8", "ptgq-ue8m0"):
         assert got[name].verdict == "pass", (name, [f.message for f in got[name].findings][:3])
-    for name in ("ptgq-row-scale", "ptgq-shifted-scale"):
+    for name in ("ptgq-row-scale", "ptgq-shifted-scale", "ptgq-ue8m0-rounded-down"):
         assert got[name].verdict == "fail" and any("scale" in f.message or "quantized" in f.message
                                                    for f in got[name].findings), name
+
+
+def test_ue8m0_scale_bound_allows_the_other_power_of_two_only_at_a_power_of_two():
+    """A raw scale (amax / qmax) within its bound of a power of two may round up to either neighbour; elsewhere the
+    power of two is exact (E = 0)."""
+    from verifier.numerics.errmodel import INTRINSICS, Ctx
+    from verifier.ops.group_quant import k_group_scale
+
+    x = np.zeros((2, 128))
+    x[0, 0] = 448.0 * 2.0 ** -3  # raw scale exactly 2^-3
+    x[1, 0] = 448.0 * 0.3        # raw 0.3: ceil -> 0.5, far from a power of two
+    s = np.array([[2.0 ** -3], [0.5]])
+    p = {"group_size": 128, "floor": 1e-10, "qmax": 448.0, "ue8m0": True}
+    c = Ctx(u=2.0 ** -24, eta=2.0 ** -149, c_in=0.0, intr=INTRINSICS[("float32", "triton_approx")], online=False, N=128)
+    E = k_group_scale(x, s, p, c, {"x": x})
+    assert E[0, 0] == s[0, 0] and E[1, 0] == 0.0

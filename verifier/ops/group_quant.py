@@ -6,10 +6,14 @@ max(amax(|x[m, g·G : (g+1)·G]|), floor) / qmax and y = saturate(round(x / scal
 ``per_token_group_quant_fp8`` / ``_int8`` (DeepSeek-style block quantization of activations, G = 128 by default);
 group_size = N is per_token_quant. Rows whose N is not a multiple of group_size are outside the op (``supports``).
 A kernel writing the scales column-major ([N/G, M] transposed, TMA-aligned) copies them into scale in its launcher.
+``ue8m0=True``: the scale is rounded up to a power of two, 2^ceil(log2(max(amax, floor) / qmax)) (vLLM's
+``use_ue8m0``, SGLang's ``scale_ue8m0``: DeepGEMM's UE8M0 scale format), stored as a float32.
 The budget and the judging are per_token_quant's (verifier.ops.quant), per group: y is judged under the kernel's
 own scale on the groups whose scale is within budget.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from verifier.ops.model import Op, OpCase, Quantized, Tensor
 from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, ptq_rescale
@@ -20,7 +24,31 @@ def ptgq_reference(i, p):
     M, N = x.shape
     xg = x.reshape(M, N // p["group_size"], p["group_size"])
     scale = xg.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
+    if p["ue8m0"]:  # DeepGEMM's power-of-two scales: 2^ceil(log2(scale)), so x / scale never passes qmax
+        import torch
+
+        scale = torch.exp2(torch.ceil(torch.log2(scale)))
     return {"y": (xg / scale[..., None]).reshape(M, N), "scale": scale}
+
+
+LOG2_ABS = 2.0 ** -21  # lg2.approx.f32's absolute error (2^-22.6 in PTX ISA §9.7.3.20), rounded up
+
+
+def k_group_scale(x, s, p, c, xs):
+    """The scale's bound: per_token_quant's; with ue8m0, 0 (a power of two is exact) except where the kernel's raw
+    scale max(amax, floor) / qmax, within its bound, or its log2 (an approximation) may fall on either side of a
+    power of two: there the next power of two down or up is right too (E = s: |2^(k±1) - 2^k| <= 2^k)."""
+    if not p["ue8m0"]:
+        return k_scale(x, s, p, c, xs)
+    M, N = x.shape
+    xg = x.reshape(M, N // p["group_size"], p["group_size"])
+    raw = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"]))) / float(p["qmax"])
+    E_raw = k_scale(x, raw, p, c, xs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lg = np.log2(raw)
+        slack = E_raw / raw / np.log(2.0) + LOG2_ABS
+    near = np.abs(lg - np.round(lg)) <= slack
+    return np.where(near, np.abs(s), 0.0)
 
 
 def _supports(N, params):
@@ -86,9 +114,9 @@ def ptgq_bytes(M, N, dt, p):
 PER_TOKEN_GROUP_QUANT = Op(
     "per_token_group_quant", inputs={"x": "MxN"},
     outputs={"y": "MxN", "scale": Tensor("MxN/group_size", dtype="float32")},
-    params={"group_size": 128, "floor": 1e-10, "qmax": None, "rounding": "nearest_even"},
-    reference=ptgq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptq_scale")},
-    kappas={"ptq_y": k_ptq_y, "ptq_scale": k_scale}, out_dtypes=QUANT_OUT, float64=False,
+    params={"group_size": 128, "floor": 1e-10, "qmax": None, "rounding": "nearest_even", "ue8m0": False},
+    reference=ptgq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptgq_scale")},
+    kappas={"ptq_y": k_ptq_y, "ptgq_scale": k_group_scale}, out_dtypes=QUANT_OUT, float64=False,
     quantized={"y": Quantized(scale="scale", rescale=ptq_rescale)}, cases=GROUP_CASES, bytes_moved=ptgq_bytes,
     supports=_supports,
     description="dynamic per-group quantization: scale[m, g] = max(amax of the group, floor) / qmax, "

@@ -1,8 +1,9 @@
 """Per-token-group quantizers written from scratch as vLLM's and SGLang's per_token_group_quant compute them (one
 float32 scale per group of group_size elements of a row; tests/test_group_quant.py): the group's amax / qmax,
 then x·(1/scale) (SGLang's row-major kernel) or x / scale (vLLM's), the scales
-written column-major and copied (the col-major kernels' layout), int8 by torch.round; and two defects: the row's
-amax for every group, and group g quantized with group g+1's scale."""
+written column-major and copied (the col-major kernels' layout), int8 by torch.round, power-of-two (ue8m0) scales
+rounded up; and three defects: the row's amax for every group, group g quantized with group g+1's scale, and ue8m0
+scales rounded down (the group's largest values saturate)."""
 import torch
 
 from verifier.spec import CallableKernel, dtypes
@@ -54,11 +55,25 @@ def shifted(inputs, outputs, params, dt):  # the defect: group g divided by grou
     _store(x / torch.roll(s, -1, dims=1).repeat_interleave(params["group_size"], dim=1), outputs, dt)
 
 
+def _pow2(up):
+    def fn(inputs, outputs, params, dt):  # ue8m0 scales: 2^ceil(log2(amax / qmax)); the defect rounds them down
+        x = inputs["x"].float()
+        lg = torch.log2(_scales(x, params, dt))
+        s = torch.exp2(torch.ceil(lg) if up else torch.floor(lg))
+        outputs["scale"].copy_(s)
+        _store(x / s.repeat_interleave(params["group_size"], dim=1), outputs, dt)
+    return fn
+
+
 KERNELS = [
     CallableKernel(name="ptgq-reciprocal-colmajor", op="per_token_group_quant", fn=reciprocal,
                    dtypes=[dtypes("bf16", "e4m3")]),
     CallableKernel(name="ptgq-divide-g64-int8", op="per_token_group_quant", fn=divide, dtypes=[dtypes("f32", "int8")],
                    params={"group_size": 64}),
+    CallableKernel(name="ptgq-ue8m0", op="per_token_group_quant", fn=_pow2(True), dtypes=[dtypes("bf16", "e4m3")],
+                   params={"ue8m0": True}),
+    CallableKernel(name="ptgq-ue8m0-rounded-down", op="per_token_group_quant", fn=_pow2(False),
+                   dtypes=[dtypes("bf16", "e4m3")], params={"ue8m0": True}),
     CallableKernel(name="ptgq-row-scale", op="per_token_group_quant", fn=row_scale, dtypes=[dtypes("bf16", "e4m3")]),
     CallableKernel(name="ptgq-shifted-scale", op="per_token_group_quant", fn=shifted, dtypes=[dtypes("bf16", "e4m3")]),
 ]
