@@ -1,6 +1,7 @@
 """libdevice's exactly defined rounding functions run in the Triton interpreter (verifier.launch.interpreter.
 exact_libdevice): a quantizer rounding with ``libdevice.round(x).to(tl.int8)`` (vLLM's and SGLang's Triton int8
-quantizers do) is checked on the CPU, not left ``unchecked`` as an interpreter gap, and a truncating one fails."""
+quantizers do), or through an alias bound at import (``tl_round = tl.extra.cuda.libdevice.round``, lmdeploy's), is
+checked on the CPU, not left ``unchecked`` as an interpreter gap, and a truncating one fails."""
 import os
 from pathlib import Path
 
@@ -36,6 +37,9 @@ def test_round_rint_trunc_have_their_exact_semantics(interpreted):
         tl.store(c_ptr + o, tl.extra.cuda.libdevice.trunc(x))
         tl.store(d_ptr + o, tl.extra.cuda.libdevice.floor(x))
 
+    import triton.language.extra.cuda.libdevice as cuda_libdevice
+
+    before = cuda_libdevice.round
     x = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, -126.5, 3.7])
     out = [torch.empty(8) for _ in range(4)]
     with watch():
@@ -44,8 +48,7 @@ def test_round_rint_trunc_have_their_exact_semantics(interpreted):
     assert out[1].tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, 0.0, -126.0, 4.0]  # rint: ties to even
     assert out[2].tolist() == [0.0, 1.0, 2.0, -0.0, -2.0, 0.0, -126.0, 3.0]
     assert out[3].tolist() == [0.0, 1.0, 2.0, -1.0, -3.0, 0.0, -127.0, 3.0]
-    import triton.language.extra.cuda.libdevice as cuda_libdevice
-    assert not hasattr(cuda_libdevice.round, "_verifier_exact")  # restored after the launch
+    assert cuda_libdevice.round is before  # restored after the launch
 
 
 def test_libdevice_rounding_quantizers_are_checked_on_cpu(interpreted):

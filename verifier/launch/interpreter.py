@@ -278,30 +278,56 @@ def _interpreted(name, fn, orig):
     return run
 
 
+_originals: dict = {}  # id -> (name, libdevice function): the exactly defined ones, as Triton defines them
+_bindings: list = []  # (module, global name, original) of every module binding one of them
+_scanned = [0]  # len(sys.modules) when _bindings was last computed
+
+
+def _libdevice_bindings() -> list:
+    """Where the exactly defined libdevice functions are bound: their own modules and every module that imported
+    one by name or aliased it (``tl_round = tl.extra.cuda.libdevice.round``, lmdeploy's pattern). sys.modules is
+    scanned again only when modules were loaded since (a kernel module is, before its first launch)."""
+    import importlib
+    import sys
+
+    if not _originals:
+        for mod_name in _LIBDEVICE_MODULES:
+            try:
+                mod = importlib.import_module(mod_name)
+            except ImportError:
+                continue
+            for name in _exact_fns():
+                orig = getattr(mod, name, None)
+                if orig is not None and getattr(orig, "__name__", "") == name:
+                    _originals[id(orig)] = (name, orig)
+    if len(sys.modules) != _scanned[0]:
+        found = []
+        for m in list(sys.modules.values()):
+            d = getattr(m, "__dict__", None)
+            if not isinstance(d, dict):
+                continue
+            for k, v in list(d.items()):
+                hit = _originals.get(id(v))
+                if hit is not None and hit[1] is v:
+                    found.append((m, k, v))
+        _bindings[:] = found
+        _scanned[0] = len(sys.modules)
+    return _bindings
+
+
 @contextlib.contextmanager
 def exact_libdevice():
     """Inside the block, libdevice's exactly defined functions (round, rint, nearbyint, trunc, floor, ceil) run in
     the interpreter, which otherwise leaves every libdevice function unimplemented (a stub returning None, or the
     bare extern raising): a kernel rounding with ``libdevice.round(x).to(tl.int8)`` (vLLM's int8 quantizers) is
-    then checked on the CPU, not an interpreter gap. Reached as module attributes (``tl.extra.cuda.libdevice.round``,
-    ``libdevice.round`` after ``from triton.language.extra import libdevice``); a name imported into the kernel's
-    module (``from ...libdevice import round``) keeps the gap. Approximate functions (rsqrt, exp, tanh) keep it too:
-    their error is the implementation's."""
-    import importlib
-
+    then checked on the CPU, not an interpreter gap. Every binding is replaced: the module attributes
+    (``tl.extra.cuda.libdevice.round``) and names a module imported or aliased (``tl_round = ...round``).
+    Approximate functions (rsqrt, exp, tanh) keep the gap: their error is the implementation's."""
+    fns = _exact_fns()
     saved = []
-    for mod_name in _LIBDEVICE_MODULES:
-        try:
-            mod = importlib.import_module(mod_name)
-        except ImportError:
-            continue
-        for name, fn in _exact_fns().items():
-            orig = getattr(mod, name, None)
-            if orig is not None and getattr(orig, "__name__", "") == name and not hasattr(orig, "_verifier_exact"):
-                run = _interpreted(name, fn, orig)
-                run._verifier_exact = True
-                saved.append((mod, name, orig))
-                setattr(mod, name, run)
+    for mod, name, orig in _libdevice_bindings():
+        saved.append((mod, name, orig))
+        setattr(mod, name, _interpreted(_originals[id(orig)][0], fns[_originals[id(orig)][0]], orig))
     try:
         yield
     finally:

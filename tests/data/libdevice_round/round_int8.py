@@ -2,6 +2,8 @@
 import triton
 import triton.language as tl
 
+tl_round = tl.extra.cuda.libdevice.round  # an alias bound at import (lmdeploy's pattern)
+
 
 @triton.jit
 def ptq_int8(x_ptr, y_ptr, s_ptr, N, stride_x, stride_y, MODE: tl.constexpr, BLOCK: tl.constexpr):
@@ -12,7 +14,7 @@ def ptq_int8(x_ptr, y_ptr, s_ptr, N, stride_x, stride_y, MODE: tl.constexpr, BLO
     amax = tl.maximum(tl.max(tl.abs(x), 0), 1e-10)
     v = x * (127.0 / amax)
     if MODE == 0:
-        q = tl.extra.cuda.libdevice.round(v)
+        q = tl_round(v)
     elif MODE == 1:
         q = tl.extra.cuda.libdevice.rint(v)
     else:  # the defect: toward zero
