@@ -28,3 +28,12 @@ def test_norm_times_weight_in_the_input_dtype_is_covered_by_round_normed():
         assert got[name].verdict == "pass", (name, _msgs(got[name]))
     bad = got["rms-dyn-quant-amax-before-weight"]
     assert bad.verdict == "fail" and any("scale" in m for m in _msgs(bad)), _msgs(bad)
+
+
+def test_an_amax_upper_bound_is_declared_with_scale_ub():
+    """vLLM's dynamic per-token fp8 quantizers cap the amax at scale_ub: declared, correct; undeclared, the capped
+    rows' scales are wrong."""
+    got = _check("scale_ub_spec.py")
+    assert got["ptq-scale-ub"].verdict == "pass", _msgs(got["ptq-scale-ub"])
+    bad = got["ptq-scale-ub-undeclared"]
+    assert bad.verdict == "fail" and any("scale" in m for m in _msgs(bad)), _msgs(bad)

@@ -1,7 +1,8 @@
 """Quantized outputs: per_token_quant, rmsnorm_quant, rmsnorm_dynamic_quant and fused_add_rmsnorm_quant (docs/specs.md,
 "Quantized outputs").
 
-per_token_quant: x[M,N] -> y[M,N] quantized, scale[M] float32: scale = max(amax(|x_row|), floor) / qmax,
+per_token_quant: x[M,N] -> y[M,N] quantized, scale[M] float32: scale = max(amax(|x_row|), floor) / qmax (the amax
+first capped at scale_ub where a kernel declares one, as vLLM's dynamic per-token fp8 quantizers may),
 y = saturate(round(x / scale)) (vLLM's dynamic per-token fp8 / int8 quantization; qmax is the output format's max
 unless the kernel declares a smaller one, as ROCm's fnuz 224 kernels would).
 
@@ -42,9 +43,18 @@ def qmax_of(params: dict, dtype: str) -> float:
 
 # --------------------------------------------------------------------------- per_token_quant
 
+def row_scale(v, p):
+    """max(min(amax of the rows' |v|, scale_ub), floor) / qmax: scale_ub (None: none) caps the amax first (vLLM's
+    dynamic per-token fp8 quantizers take an optional scale_ub; values past it saturate)."""
+    amax = v.abs().amax(-1)
+    if p.get("scale_ub") is not None:
+        amax = amax.clamp(max=p["scale_ub"])
+    return amax.clamp(min=p["floor"]) / p["qmax"]
+
+
 def ptq_reference(i, p):
     x = i["x"]
-    scale = x.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
+    scale = row_scale(x, p)
     return {"y": x / scale[:, None], "scale": scale}
 
 
@@ -80,7 +90,10 @@ def ptq_rescale(xs, p, s, c):
     xg = x.reshape(M, s.shape[1], -1)  # [M, groups, G]
     t = xg / s[..., None]
     E = gamma(y_units(c), c.u) * np.abs(t) + c.eta
-    amax = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"])))
+    amax = np.abs(xg).max(axis=-1)
+    if p.get("scale_ub") is not None:
+        amax = np.minimum(amax, float(np.float32(p["scale_ub"])))
+    amax = np.maximum(amax, float(np.float32(p["floor"])))
     pow2 = np.frexp(s)[0] == 0.5
     exact_scale = pow2 & (s * float(p["qmax"]) == amax)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -176,7 +189,7 @@ def ptq_bytes(M, N, dt, p):
 
 PER_TOKEN_QUANT = Op(
     "per_token_quant", inputs={"x": "MxN"}, outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
-    params={"floor": 1e-10, "qmax": None, "rounding": "nearest_even"},
+    params={"floor": 1e-10, "qmax": None, "rounding": "nearest_even", "scale_ub": None},
     reference=ptq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptq_scale")},
     kappas={"ptq_y": k_ptq_y, "ptq_scale": k_scale}, out_dtypes=QUANT_OUT, float64=False,
     quantized={"y": Quantized(scale="scale", rescale=ptq_rescale)}, cases=PTQ_CASES, bytes_moved=ptq_bytes,
@@ -262,7 +275,7 @@ def _normed(i, p):
 
 def rdq_reference(i, p):
     n = _normed(i, p)
-    scale = n.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
+    scale = row_scale(n, p)
     return {"y": n / scale[:, None], "scale": scale}
 
 
@@ -284,7 +297,7 @@ def rdq_rescale(xs, p, s, c):
 RMSNORM_DYNAMIC_QUANT = Op(
     "rmsnorm_dynamic_quant", inputs={"x": "MxN", "w": Tensor("N", "weight")},
     outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
-    params={"eps": 1e-6, "offset": 0.0, "floor": 1e-10, "qmax": None, "round_normed": False,
+    params={"eps": 1e-6, "offset": 0.0, "floor": 1e-10, "qmax": None, "scale_ub": None, "round_normed": False,
             "rounding": "nearest_even"},
     reference=rdq_reference, out_dtypes=QUANT_OUT, float64=False,
     quantized={"y": Quantized(scale="scale", rescale=rdq_rescale)},
