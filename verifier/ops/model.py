@@ -235,8 +235,8 @@ class Op:
             for d in self.dims_of(t):
                 p = d[2:] if isinstance(d, str) and d.startswith("N/") else d
                 if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(p), int):
-                    raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N, an int param nor "
-                                    "N/(an int param)", fix=f"add params={{'{p}': <int>}} or use M, N or a number")
+                    raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N nor an int param "
+                                    "(nor N/<int param>)", fix=f"add params={{'{p}': <int>}} or use M, N or a number")
 
         contracts = {}
         for k, values in self.contract_params.items():
