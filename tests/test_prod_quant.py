@@ -41,3 +41,12 @@ def test_an_amax_upper_bound_is_declared_with_scale_ub():
     assert got["ptq-scale-ub"].verdict == "pass", _msgs(got["ptq-scale-ub"])
     bad = got["ptq-scale-ub-undeclared"]
     assert bad.verdict == "fail" and any("scale" in m for m in _msgs(bad)), _msgs(bad)
+
+
+def test_a_zero_scale_quantizes_its_zeros_to_zero():
+    """floor 0 (a kernel without one) on a zero row: scale 0, and y must be 0, not 0/0: a guarded reciprocal passes,
+    1 / 0 = inf (0·inf = NaN, clamped to 448) fails."""
+    got = _check("zero_scale_spec.py", {"ptq-zero-scale-guarded": "zero_rows", "ptq-zero-scale-inf": "zero_rows"})
+    assert got["ptq-zero-scale-guarded"].verdict == "pass", _msgs(got["ptq-zero-scale-guarded"])
+    bad = got["ptq-zero-scale-inf"]
+    assert bad.verdict == "fail" and any("448" in m for m in _msgs(bad)), _msgs(bad)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.ops.model import Op, OpCase, Quantized, Tensor
-from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, ptq_rescale
+from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, nonzero, ptq_rescale
 
 
 def ptgq_reference(i, p):
@@ -28,7 +28,7 @@ def ptgq_reference(i, p):
         import torch
 
         scale = torch.exp2(torch.ceil(torch.log2(scale)))
-    return {"y": (xg / scale[..., None]).reshape(M, N), "scale": scale}
+    return {"y": (xg / nonzero(scale)[..., None]).reshape(M, N), "scale": scale}
 
 
 LOG2_ABS = 2.0 ** -21  # lg2.approx.f32's absolute error (2^-22.6 in PTX ISA §9.7.3.20), rounded up
