@@ -55,6 +55,14 @@ def shifted(inputs, outputs, params, dt):  # the defect: group g divided by grou
     _store(x / torch.roll(s, -1, dims=1).repeat_interleave(params["group_size"], dim=1), outputs, dt)
 
 
+def packed_scales(inputs, outputs, params, dt):  # the defect: scales written row after row, ignoring scale's stride
+    x = inputs["x"].float()
+    s = _scales(x, params, dt)
+    out = outputs["scale"]
+    out.as_strided((out.numel(),), (1,)).copy_(s.flatten())
+    _store(x / s.repeat_interleave(params["group_size"], dim=1), outputs, dt)
+
+
 def _pow2(up):
     def fn(inputs, outputs, params, dt):  # ue8m0 scales: 2^ceil(log2(amax / qmax)); the defect rounds them down
         x = inputs["x"].float()
@@ -74,6 +82,8 @@ KERNELS = [
                    params={"ue8m0": True}),
     CallableKernel(name="ptgq-ue8m0-rounded-down", op="per_token_group_quant", fn=_pow2(False),
                    dtypes=[dtypes("bf16", "e4m3")], params={"ue8m0": True}),
+    CallableKernel(name="ptgq-packed-scales", op="per_token_group_quant", fn=packed_scales,
+                   dtypes=[dtypes("bf16", "e4m3")]),
     CallableKernel(name="ptgq-row-scale", op="per_token_group_quant", fn=row_scale, dtypes=[dtypes("bf16", "e4m3")]),
     CallableKernel(name="ptgq-shifted-scale", op="per_token_group_quant", fn=shifted, dtypes=[dtypes("bf16", "e4m3")]),
 ]
