@@ -77,7 +77,7 @@ def _rms(x_ptr, w_ptr, y_ptr, N, sx, sy, eps, BLOCK: tl.constexpr, GAP: tl.const
     if GAP == 2:
         r = libdevice.rhypot(tl.sqrt(ms), 0.0)  # an empty stub in the interpreter (not in the runner's numpy table)
     elif GAP == 6:
-        r = libdevice.rsqrt(ms)  # run in numpy by the runner (verifier.launch.interpreter.resolve_libdevice)
+        r = libdevice.rsqrt(ms)  # run in numpy by the runner (verifier.launch.interpreter.libdevice_in_numpy)
     else:
         r = 1.0 / tl.sqrt(ms)
     if GAP == 3:
@@ -135,7 +135,7 @@ def test_the_same_kernel_without_the_gap_is_judged(tl_kernels, tmp_path):
 
     # a module-level alias of a builtin (cast = tl.cast, as Unsloth's triton_cast) is resolved at call time in the
     # interpreter (verifier.launch.interpreter.resolve_builtin_aliases): judged like the plain kernel
-    # and libdevice.rsqrt runs in numpy there (resolve_libdevice)
+    # and libdevice.rsqrt runs in numpy there (libdevice_in_numpy)
     for launcher, dt in (("plain", "f32"), ("plain", "bf16"), ("alias", "f32"), ("libdevice_rsqrt", "f32")):
         report = check_kernel(_gap_spec(tmp_path, launcher, dt), Options(level="quick", device="cpu"))
         assert report.verdict == "pass" and not report.findings, report.findings

@@ -9,7 +9,8 @@ neighbour across it is allowed too. Nothing else is: no ULP slack, since the for
 error.
 
 A dynamic scale (an output, e.g. ``scale[M]``) is compared first, in its own dtype and budget (verifier.judge.compare).
-Rows whose scale is within budget are then judged against t and E under the *kernel's* scale (the op's
+Rows (or groups of a row, for a per-group scale [M, N/G]) whose scale is within budget are then judged against t
+and E under the *kernel's* scale (the op's
 ``Quantized.rescale``), so a legal scale difference does not turn into findings on y; rows whose scale is wrong are
 judged against the reference's t (the scale's own finding says why).
 """
@@ -206,6 +207,14 @@ def _sub(ref, names):
                    dtypes={k: ref.dtypes[k] for k in names if k in ref.dtypes})
 
 
+def _per_element(ok, t):
+    """A per-row ([M]) or per-group ([M, N/G]: a scale per G consecutive elements of a row) flag, one per element
+    of t [M, N]."""
+    if ok.ndim == t.ndim and ok.shape[-1] not in (1, t.shape[-1]):
+        return np.repeat(ok, t.shape[-1] // ok.shape[-1], axis=-1)
+    return ok.reshape(ok.shape + (1,) * (t.ndim - ok.ndim))
+
+
 def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
                context: Optional[dict] = None) -> Comparison:
     """Every output of an op with quantized outputs: the plain ones (a dynamic scale) as compare() does, then each
@@ -227,6 +236,12 @@ def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
     for k, qd in op.quantized.items():
         t, E = np.asarray(ref.exact[k], dtype=np.float64), np.asarray(errs.E[k], dtype=np.float64)
         rows = 0
+        if qd.scale in plain:  # a reference scale of 0 (floor 0, a zero row or group): x is all zeros there, and
+            # any finite y dequantizes to y·0 = 0, exactly x (a guarded reciprocal writes 0, an unguarded 0·inf = NaN
+            # clamped by fmaxf / fminf writes qmax: both harmless); a NaN y poisons the GEMM that consumes it, so NaN
+            # stays a finding (t = 0 is a number).
+            zero = _per_element(np.asarray(ref.exact[qd.scale], dtype=np.float64) == 0, t)
+            t, E = np.where(zero, 0.0, t), np.where(zero, np.inf, E)
         if qd.scale in plain:  # a dynamic scale: the kernel's own, where it is within budget
             s_k = _dt.to_numpy(outputs[qd.scale]).astype(np.float64)
             d = ulp_distance(_dt.to_numpy(outputs[qd.scale]), ref.rounded[qd.scale], ref.dtypes[qd.scale])
@@ -234,7 +249,7 @@ def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
             if ok.any():
                 xs = {n: np.asarray(_dt.to_numpy(v), dtype=np.float64) for n, v in inputs.items()}
                 tk, Ek = qd.rescale(xs, params, np.where(ok, s_k, ref.exact[qd.scale]), errs.ctx)
-                okr = ok.reshape(ok.shape + (1,) * (t.ndim - ok.ndim))
+                okr = _per_element(ok, t)
                 t, E = np.where(okr, tk, t), np.where(okr, Ek, E)
                 rows = int((ok & (s_k != np.asarray(ref.rounded[qd.scale], dtype=np.float64))).sum())
         mode = params.get(qd.rounding_param, "nearest_even")

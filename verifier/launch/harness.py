@@ -356,7 +356,8 @@ def _judge(bufs: dict, after: dict, op, aliases=None) -> Outcome:
             gaps = b.rows(bits)[:, b.shape[1]:]
             changed = np.argwhere(gaps != np.array(b.poison if b.gap is None else b.gap, dtype=bits.dtype))
             if len(changed):
-                result.gap_hits[name] = (len(changed), (int(changed[0][0]), int(changed[0][1]) + b.shape[1]))
+                result.gap_hits[name] = (len(changed), (int(changed[0][0]), int(changed[0][1]) + b.shape[1]),
+                                         int(b.shape[1]))
         body = b.elements(bits)
         if name not in op.inouts and name not in (aliases or {}):
             mask = body == p

@@ -174,10 +174,9 @@ def load_module(spec, mode: str | None = None):
                          fix=f"fix the kernel module (python {path} shows the traceback)") from None
     _check_decorations(mod, path, mode)
     if mode == "interpreter":  # `triton_cast = tl.cast` reaches the interpreter's builtin, as compiled Triton's
-        from verifier.launch.interpreter import resolve_builtin_aliases, resolve_libdevice
+        from verifier.launch.interpreter import resolve_builtin_aliases
 
-        resolve_builtin_aliases(mod)
-        resolve_libdevice(mod)  # libdevice.tanh, rsqrt, erf, ... in numpy: the interpreter leaves them stubs
+        resolve_builtin_aliases(mod)  # (libdevice functions: interpreter.libdevice_in_numpy, around each launch)
     if not callable(getattr(mod, spec.launcher, None)):
         raise SpecError(f"kernel {spec.name}: {path} has no function {spec.launcher!r}",
                          fix="define launcher(inputs, outputs, params, dtypes) there, or fix launcher=")

@@ -50,6 +50,8 @@ softcap (flash-attn's logit_scale, Unsloth's logit_scaling).
 Quantized outputs (verifier/ops/quant.py): per_token_quant x[M,N] -> y[M,N] (e4m3 / e5m2 / int8), scale[M] float32
 (floor=1e-10, qmax, rounding); rmsnorm_quant x[M,N], w[N], scale[1] -> y[M,N] (eps, offset, round_normed, rounding); rmsnorm_dynamic_quant
 x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place), w, scale[1] -> y, residual.
+per_token_group_quant (verifier/ops/group_quant.py): x[M,N] -> y[M,N], scale[M, N/group_size] float32 (group_size=128,
+floor, qmax, rounding), one scale per group of group_size consecutive elements of a row.
 
 Sampling's top-k filters (verifier/ops/top_k_sampling.py): top_k_renorm_probs x[M,N] (probs) -> renormed[M,N] (k=8,
 ties='keep_all' or 'exactly_k', sum_floor=0); top_k_mask_logits x[M,N] (logits) -> masked[M,N] (k, ties).
@@ -73,6 +75,7 @@ from verifier.ops import (
     topk_softmax,
 )
 from verifier.ops import quant
+from verifier.ops import group_quant  # per_token_group_quant (production quantizers: vLLM, SGLang)
 from verifier.ops import top_k_sampling  # sampling's top-k filters (issue #37, FlashInfer's sampling top-k)
 from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops import group_hidden  # norms over groups of the hidden dim (production norm variants)
@@ -95,6 +98,7 @@ BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QU
 # norms over groups of the hidden dim, weight per column (verifier/ops/group_hidden.py: FLA's GroupNorm, Mamba-2's
 # group_size)
 BUNDLED += (group_hidden.GROUP_RMSNORM, group_hidden.GROUP_LAYERNORM)
+BUNDLED += (group_quant.PER_TOKEN_GROUP_QUANT,)  # one scale per group of a row (verifier/ops/group_quant.py)
 BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filters (verifier/ops/top_k_sampling.py)
 
 

@@ -238,9 +238,10 @@ class Op:
         check_quantized(where, self)
         for t in self.inputs + self.outputs:
             for d in self.dims_of(t):
-                if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(d), int):
-                    raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N nor an int param",
-                                    fix=f"add params={{'{d}': <int>}} or use M, N or a number")
+                p = d[2:] if isinstance(d, str) and d.startswith("N/") else d
+                if isinstance(d, str) and d not in ("M", "N") and not isinstance(self.params.get(p), int):
+                    raise SpecError(f"{where}: tensor {t!r} has dim {d!r}, which is neither M, N nor an int param "
+                                    "(nor N/<int param>)", fix=f"add params={{'{p}': <int>}} or use M, N or a number")
 
         contracts = {}
         for k, values in self.contract_params.items():
@@ -313,8 +314,8 @@ class Op:
 
     def shape_of(self, tensor: str, M: int, N: int, params: Optional[dict] = None) -> tuple[int, ...]:
         p = {**self.params, **(params or {})}
-        return tuple(M if d == "M" else N if d == "N" else d if isinstance(d, int) else int(p[d])
-                     for d in self.dims_of(tensor))
+        return tuple(M if d == "M" else N if d == "N" else d if isinstance(d, int)
+                     else N // int(p[d[2:]]) if d.startswith("N/") else int(p[d]) for d in self.dims_of(tensor))
 
     @property
     def reduces_rows(self) -> bool:

@@ -16,18 +16,21 @@ KINDS = ("data", "weight", "bias", "labels", "scale")
 ROLE_NAMES = {"input": "data", "data": "data", "weight": "weight", "bias": "bias", "index": "labels",
               "labels": "labels", "scale": "scale"}
 PUBLIC_ROLE = {"data": "input", "weight": "weight", "bias": "bias", "labels": "index", "scale": "scale"}
-_DIM = re.compile(r"^(?:M|N|\d+|[A-Za-z_]\w*)$")
+_DIM = re.compile(r"^(?:M|N|\d+|[A-Za-z_]\w*|N/[A-Za-z_]\w*)$")  # N/p: N divided by an int param
 TENSOR_NAME = re.compile(r"^[A-Za-z_]\w*$")
 
 
 def parse_shape(text: str, where: str) -> tuple:
-    """'MxN' -> ('M', 'N'); '1' -> (1,); 'MxG' -> ('M', 'G'). Dims are M, N, integers or param names."""
+    """'MxN' -> ('M', 'N'); '1' -> (1,); 'MxG' -> ('M', 'G'); 'MxN/group_size' -> ('M', 'N/group_size'). Dims are
+    M, N, integers, int param names or N/p, N divided by the int param p (one value per group of p elements of a
+    row: a per-group scale; the op's ``supports`` refuses N not a multiple of p)."""
     if not isinstance(text, str) or not text.strip():
         raise SpecError(f"{where}: shape {text!r} is not a string of dims", fix="write e.g. 'MxN', 'N', 'M' or 'MxG'")
     dims = tuple(d.strip() for d in text.split("x"))
     if not all(_DIM.match(d) for d in dims):
         raise SpecError(f"{where}: shape {text!r} is not dims joined by 'x'",
-                        fix="write dims joined by 'x': M, N, an integer or an integer param, e.g. 'MxN' or 'MxG'")
+                        fix="write dims joined by 'x': M, N, an integer, an integer param or N/param, e.g. 'MxN', 'MxG' "
+                            "or 'MxN/group_size'")
     return tuple(int(d) if d.isdigit() else d for d in dims)
 
 

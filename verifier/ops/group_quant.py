@@ -1,0 +1,124 @@
+"""per_token_group_quant: dynamic quantization with one scale per group of ``group_size`` consecutive elements of a
+row (docs/specs.md, "Per-token-group quantization").
+
+x[M,N] -> y[M,N] quantized, scale[M, N/group_size] float32: for each group g of row m, scale[m, g] =
+max(amax(|x[m, g·G : (g+1)·G]|), floor) / qmax and y = saturate(round(x / scale[m, g])). It is vLLM's and SGLang's
+``per_token_group_quant_fp8`` / ``_int8`` (DeepSeek-style block quantization of activations, G = 128 by default);
+group_size = N is per_token_quant. Rows whose N is not a multiple of group_size are outside the op (``supports``).
+A kernel writing the scales column-major ([N/G, M] transposed, TMA-aligned) copies them into scale in its launcher.
+``ue8m0=True``: the scale is rounded up to a power of two, 2^ceil(log2(max(amax, floor) / qmax)) (vLLM's
+``use_ue8m0``, SGLang's ``scale_ue8m0``: DeepGEMM's UE8M0 scale format), stored as a float32.
+The budget and the judging are per_token_quant's (verifier.ops.quant), per group: y is judged under the kernel's
+own scale on the groups whose scale is within budget.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verifier.ops.model import Op, OpCase, Quantized, Tensor
+from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, nonzero, ptq_rescale
+
+
+def ptgq_reference(i, p):
+    x = i["x"]
+    M, N = x.shape
+    xg = x.reshape(M, N // p["group_size"], p["group_size"])
+    scale = xg.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
+    if p["ue8m0"]:  # DeepGEMM's power-of-two scales: 2^ceil(log2(scale)), so x / scale never passes qmax
+        import torch
+
+        scale = torch.exp2(torch.ceil(torch.log2(scale)))
+    return {"y": (xg / nonzero(scale)[..., None]).reshape(M, N), "scale": scale}
+
+
+LOG2_ABS = 2.0 ** -21  # lg2.approx.f32's absolute error (2^-22.6 in PTX ISA §9.7.3.20), rounded up
+
+
+def k_group_scale(x, s, p, c, xs):
+    """The scale's bound: per_token_quant's; with ue8m0, 0 (a power of two is exact) except where the kernel's raw
+    scale max(amax, floor) / qmax, within its bound, or its log2 (an approximation) may fall on either side of a
+    power of two: there the next power of two down or up is right too (E = s: |2^(k±1) - 2^k| <= 2^k)."""
+    if not p["ue8m0"]:
+        return k_scale(x, s, p, c, xs)
+    M, N = x.shape
+    xg = x.reshape(M, N // p["group_size"], p["group_size"])
+    raw = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"]))) / float(p["qmax"])
+    E_raw = k_scale(x, raw, p, c, xs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lg = np.log2(raw)
+        slack = E_raw / raw / np.log(2.0) + LOG2_ABS
+    near = np.abs(lg - np.round(lg)) <= slack
+    return np.where(near, np.abs(s), 0.0)
+
+
+def _supports(N, params):
+    G = params["group_size"]
+    if not isinstance(G, int) or G < 1:
+        return f"group_size={G!r} is not a positive int"
+    return None if N % G == 0 else f"N={N} is not a multiple of group_size={G}"
+
+
+def _groups(fill):
+    """A sampler whose rows are randn groups of the op's default group (128), each group transformed by
+    ``fill(rng, group_index, values)``; a kernel declaring another group size sees the same rows."""
+    def sampler(rng):
+        def draw(shape, dtype):
+            M, N = shape
+            out = rng.standard_normal(shape)
+            for r in range(M):
+                for g in range(N // 128):
+                    out[r, g * 128:(g + 1) * 128] = fill(rng, g, out[r, g * 128:(g + 1) * 128])
+            return out
+        return draw
+    return sampler
+
+
+def _outlier(rng, g, v):
+    # groups 1e3 apart (one outlier group per row): a kernel scaling by the row's amax crushes the small groups
+    return v * (1e3 if g % 4 == 1 else 1.0)
+
+
+def _zero_group(rng, g, v):
+    # a zero group beside ordinary ones: its scale is floor / qmax and its y 0 (no 0/0)
+    return v * 0.0 if g % 3 == 2 else v
+
+
+def _int8_ties(rng, g, v):
+    # amax = 127·2^k per group (k differing between groups): x / scale is an exact int8 tie
+    k = float(rng.integers(-3, 3))
+    out = (rng.integers(-126, 126, size=v.shape) + 0.5) * 2.0 ** k
+    out[0] = 127.0 * 2.0 ** k
+    return out
+
+
+def _wide(dt):
+    return dt in ("float32", "bfloat16")
+
+
+GROUP_CASES = (
+    OpCase("group_outliers", "groups 1e3 apart in one row: each group's own amax, not the row's", 4, 512,
+           _groups(_outlier), quick=True),
+    OpCase("group_zero", "an all-zero group between ordinary ones: scale = floor / qmax there, y = 0", 4, 384,
+           _groups(_zero_group), quick=True),
+    OpCase("group_int8_ties", "x / scale exactly at int8 ties in every group (amax 127·2^k per group)", 4, 512,
+           _groups(_int8_ties), dtype_ok=_wide),
+) + tuple(c for c in PTQ_CASES if c.name in ("zero_rows", "mixed_magnitudes", "fp8_ties"))
+
+
+def ptgq_bytes(M, N, dt, p):
+    from verifier import dtypes as _dt
+
+    return M * N * (_dt.numpy_dtype(dt.input).itemsize + 1) + 4 * M * (N // p["group_size"])
+
+
+PER_TOKEN_GROUP_QUANT = Op(
+    "per_token_group_quant", inputs={"x": "MxN"},
+    outputs={"y": "MxN", "scale": Tensor("MxN/group_size", dtype="float32")},
+    params={"group_size": 128, "floor": 1e-10, "qmax": None, "rounding": "nearest_even", "ue8m0": False},
+    reference=ptgq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptgq_scale")},
+    kappas={"ptq_y": k_ptq_y, "ptgq_scale": k_group_scale}, out_dtypes=QUANT_OUT, float64=False,
+    quantized={"y": Quantized(scale="scale", rescale=ptq_rescale)}, cases=GROUP_CASES, bytes_moved=ptgq_bytes,
+    supports=_supports,
+    description="dynamic per-group quantization: scale[m, g] = max(amax of the group, floor) / qmax, "
+                "y = saturate(round(x / scale))",
+)
