@@ -1,4 +1,4 @@
-"""libdevice's exactly defined rounding functions run in the Triton interpreter (verifier.launch.interpreter.
+"""libdevice's exactly defined rounding functions run in the Triton interpreter (verifier.launch.libdevice.
 libdevice_in_numpy): a quantizer rounding with ``libdevice.round(x).to(tl.int8)`` (vLLM's and SGLang's Triton int8
 quantizers do), or through an alias bound at import (``tl_round = tl.extra.cuda.libdevice.round``, lmdeploy's), is
 checked on the CPU, not left ``unchecked`` as an interpreter gap, and a truncating one fails."""

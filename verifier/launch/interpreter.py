@@ -32,7 +32,6 @@ makes those conversions round to nearest even (ml_dtypes); the values step repla
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import Optional
 
 _SAFE = {"where", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
@@ -341,122 +340,12 @@ def faithful_rounding():
         _faithful = before
 
 
-def _round_half_away(x):
-    import numpy as np
-
-    t = np.trunc(x)
-    return t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0).astype(x.dtype)  # x - t is exact: no double rounding
-
-
-# libdevice functions the interpreter runs in numpy (float32 / float64 arguments: libdevice has no other). The
-# rounding functions are exactly defined, so numpy's are compiled Triton's bits (``round`` is roundf, ties away from
-# zero; ``rint`` and ``nearbyint`` ties to even). The others are CUDA's accurate libdevice (tanhf, erff, rsqrtf:
-# within 2 ulp), numpy's float32 functions at least as close, and every budget allows the libdevice error. Any
-# other libdevice function stays an interpreter gap (Triton's interpreter leaves them stubs returning None), the
-# fast_* approximations included (fast_tanhf's tanh.approx: about 2^-11 relative): numpy's exact values would pass
-# on the CPU a kernel whose approximation the GPU run fails.
-@functools.lru_cache(maxsize=None)
-def _np_table() -> dict:
-    import math
-
-    import numpy as np
-
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    return {"round": _round_half_away, "rint": np.rint, "nearbyint": np.rint, "trunc": np.trunc,
-            "floor": np.floor, "ceil": np.ceil,
-            "tanh": np.tanh, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
-            "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "erf": erf, "pow": np.power,
-            "abs": np.abs, "fabs": np.abs, "sin": np.sin, "cos": np.cos, "div_rn": np.divide,
-            "fma": lambda a, b, c: a * b + c, "fmax": np.fmax, "fmin": np.fmin, "isnan": np.isnan, "isinf": np.isinf}
-
-
-def _libdevice_numpy(name: str, stub):
-    """The interpreter's implementation of libdevice function ``name`` (a _np_table entry): numpy on the data of
-    float32 / float64 tensors, ``stub`` (the interpreter's own gap) for anything else."""
-    fn = _np_table()[name]
-
-    def call(*args, _semantic=None, **kwargs):
-        import numpy as np
-        import triton.language as tl
-        from triton.runtime.interpreter import TensorHandle
-
-        ref = next((a for a in args if isinstance(a, tl.tensor)), None)
-        if ref is None or ref.handle.data.dtype not in (np.float32, np.float64):
-            return stub(*args, **kwargs)  # not a float32 / float64 tensor: the stub's None, the gap it was
-        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
-        with np.errstate(all="ignore"):
-            out = np.asarray(fn(*data))
-        if out.dtype == np.bool_:
-            return tl.tensor(TensorHandle(out, tl.int1), ref.type.with_element_ty(tl.int1) if ref.type.is_block()
-                             else tl.int1)
-        return tl.tensor(TensorHandle(out.astype(ref.handle.data.dtype), ref.handle.dtype), ref.type)
-
-    call.__name__ = name
-    return call
-
-
-_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
-                      "triton.language.extra.hip.libdevice")
-_originals: dict = {}  # id -> (name, libdevice function): the _np_table ones, as Triton defines them
-_bindings: list = []  # (module, global name, original) of every module binding one of them
-_scanned = [0]  # len(sys.modules) when _bindings was last computed
-
-
-def _libdevice_bindings() -> list:
-    """Where the _np_table libdevice functions are bound: their own modules and every module that imported one by
-    name or aliased it (``tl_round = tl.extra.cuda.libdevice.round``: lmdeploy; ``triton_tanh = libdevice.tanh``:
-    Unsloth). sys.modules is scanned again only when modules were loaded since (a kernel module is, before its first
-    launch)."""
-    import importlib
-    import sys
-
-    if not _originals:
-        for mod_name in _LIBDEVICE_MODULES:
-            try:
-                mod = importlib.import_module(mod_name)
-            except ImportError:
-                continue
-            for name in _np_table():
-                orig = getattr(mod, name, None)
-                if orig is not None and getattr(orig, "__name__", "") == name:
-                    _originals[id(orig)] = (name, orig)
-    if len(sys.modules) != _scanned[0]:
-        found = []
-        for m in list(sys.modules.values()):
-            d = getattr(m, "__dict__", None)
-            if not isinstance(d, dict):
-                continue
-            for k, v in list(d.items()):
-                hit = _originals.get(id(v))
-                if hit is not None and hit[1] is v:
-                    found.append((m, k, v))
-        _bindings[:] = found
-        _scanned[0] = len(sys.modules)
-    return _bindings
-
-
-@contextlib.contextmanager
-def libdevice_in_numpy():
-    """Inside the block, the _np_table libdevice functions run in the interpreter, which otherwise leaves every
-    libdevice function unimplemented: a kernel rounding with ``libdevice.round(x).to(tl.int8)`` (vLLM's int8
-    quantizers) or capping with ``libdevice.tanh`` (Unsloth) is then checked on the CPU, not an interpreter gap.
-    Every binding is replaced: the module attributes (``tl.extra.cuda.libdevice.round``, which a kernel reaching
-    them through the module reads at each call) and names a module imported or aliased (``tl_round = ...round``)."""
-    saved = []
-    for mod, name, orig in _libdevice_bindings():
-        saved.append((mod, name, orig))
-        setattr(mod, name, _libdevice_numpy(_originals[id(orig)][0], orig))
-    try:
-        yield
-    finally:
-        for mod, name, orig in reversed(saved):
-            setattr(mod, name, orig)
-
-
 @contextlib.contextmanager
 def watch():
     """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording()) and
-    libdevice's functions with a numpy counterpart run (libdevice_in_numpy)."""
+    libdevice's functions with a numpy counterpart run (verifier.launch.libdevice)."""
+    from verifier.launch.libdevice import libdevice_in_numpy
+
     _wrap_builder()
     with libdevice_in_numpy():
         yield

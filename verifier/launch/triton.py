@@ -176,7 +176,7 @@ def load_module(spec, mode: str | None = None):
     if mode == "interpreter":  # `triton_cast = tl.cast` reaches the interpreter's builtin, as compiled Triton's
         from verifier.launch.interpreter import resolve_builtin_aliases
 
-        resolve_builtin_aliases(mod)  # (libdevice functions: interpreter.libdevice_in_numpy, around each launch)
+        resolve_builtin_aliases(mod)  # (libdevice functions: verifier.launch.libdevice, around each launch)
     if not callable(getattr(mod, spec.launcher, None)):
         raise SpecError(f"kernel {spec.name}: {path} has no function {spec.launcher!r}",
                          fix="define launcher(inputs, outputs, params, dtypes) there, or fix launcher=")

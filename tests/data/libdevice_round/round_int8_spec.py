@@ -2,7 +2,7 @@
 ``tl.extra.cuda.libdevice.round(x).to(tl.int8)``), written here from scratch: ``round`` (ties away from zero,
 declared ``rounding="half_away"``) and ``rint`` (ties to even, the default) are correct; ``trunc`` drops the
 rounding. The interpreter leaves libdevice unimplemented; the verifier runs these exactly defined functions
-(verifier.launch.interpreter.libdevice_in_numpy), so their values are checked on the CPU."""
+(verifier.launch.libdevice), so their values are checked on the CPU."""
 from verifier.spec import Contracts, TritonKernel, dtypes
 
 _COMMON = dict(op="per_token_quant", module="round_int8.py", dtypes=[dtypes("f32", "int8")], math_mode="triton_approx",
