@@ -48,7 +48,8 @@ DEFAULT_TIMEOUT_S = 300.0
 # multiple of rows-per-block (3, 5, 7). Kernels that refuse them get the FALLBACK_N row lengths:
 # multiples of 8 then of 16 (vector packs), none a multiple of 256, so a partial last block stays.
 TAIL_SHAPES = ((3, 7), (5, 33), (7, 1029), (2, 772))
-FALLBACK_N = (8, 776, 1032, 24, 264, 2056, 4104, 8200, 16392, 16, 272, 4112)
+FALLBACK_N = (8, 776, 1032, 24, 264, 2056, 4104, 8200, 16392, 16, 272, 4112,
+              384, 1152)  # whole groups of 128 (per-token-group quantizers): 3 and 9 of them, the last tile partial
 MAX_SHAPES = 4
 TOOL_ENV = "VERIFIER_COMPUTE_SANITIZER"
 _GPU_TURN = itertools.count()  # round robin over GPUs across every kernel submitted in this process
