@@ -110,9 +110,9 @@ def _tied_groups(rng, E):
 
 
 def _lone_best(rng, E):
-    """One group holds the row's largest score (4.0) alone above the floor; five hold pairs (3.0 - 0.1i, 2.9 -
-    0.1i): by top2_sum that group loses (4 - 3 < 5.1) and its expert, the global top, must not be picked; by max it
-    wins."""
+    """One group holds the row's largest logit (4.0) alone above the floor; five hold pairs (3.0 - 0.1i, 2.9 -
+    0.1i): by top2_sum of sigmoid gates that group loses (0.98 + 0.05 < 0.94 + 0.93) and its expert, the global
+    top, must not be picked; by max it wins."""
     return _group_rows(rng, E, [(4.0,)] + [(3.0 - 0.1 * i, 2.9 - 0.1 * i) for i in range(5)])
 
 
@@ -139,7 +139,7 @@ def _cases():
                "boundary (same multiset): any one may be kept, but the picks must come from one kept group", 4, 256,
                _rows_of(_tied_groups), policy="gates_only"),
         OpCase("topk_grouped_lone_best", "E = 256 in 8 groups: the global top expert sits alone in a group whose "
-               "top-2 sum loses (DeepSeek-V3 must not pick it; V2's max keeps it)", 4, 256, _rows_of(_lone_best),
+               "top-2 sum of sigmoid gates loses (DeepSeek-V3 must not pick it; V2's max keeps it)", 4, 256, _rows_of(_lone_best),
                policy="gates_only"),
         OpCase("topk_grouped_negative_choice", "bias near -2: every gate + bias below 0; a kernel masking the "
                "dropped groups with 0 instead of -inf picks them", 4, 256, _normal, policy="negative_choice",
