@@ -164,3 +164,13 @@ def test_grouped_defect_twins_are_caught_and_the_torch_twin_passes():
         assert report.verdict == "fail", k.name
         assert any(f.check == entry["caught_by"] and f.input == entry["exposing_input"] for f in report.findings), \
             (k.name, [(f.check, f.input) for f in report.findings])
+
+
+def test_v2_masking_dropped_groups_with_zero_picks_outside_them():
+    """SGLang's older grouped_topk (softmax, max, dropped groups filled with 0.0): where the kept groups hold fewer
+    than k finite logits, a dropped expert (filled 0.0) ties the kept zero gates and is picked, weight 0 though its
+    gate is not: a pick outside every right group choice."""
+    xs = _case("topk_neg_inf_gates", V2, seed=0)
+    assert _judge(xs, _route(xs, V2), V2).ok
+    v = _judge(xs, _route(xs, V2, fill=0.0), V2)
+    assert "indices" in _bad(v) and "which no right group choice keeps" in v.comparison.tensors[1].message()
