@@ -174,3 +174,23 @@ def test_v2_masking_dropped_groups_with_zero_picks_outside_them():
     assert _judge(xs, _route(xs, V2), V2).ok
     v = _judge(xs, _route(xs, V2, fill=0.0), V2)
     assert "indices" in _bad(v) and "which no right group choice keeps" in v.comparison.tensors[1].message()
+
+
+@pytest.mark.parametrize("gap,ok", [(2 ** -22, True), (1e-3, False)])
+def test_near_tied_groups_within_the_band_may_fall_either_way(gap, ok):
+    """Two groups at the topk_group boundary whose top-2 sums differ by a float32 rounding (a logit 2^-22 apart):
+    a kernel keeping the lower one is right; 1e-3 apart (far outside the derived band) it is wrong."""
+    rng = np.random.default_rng(5)
+    x = (-3.0 - rng.random((4, 64))).astype(np.float32)
+    for r in range(4):  # groups of 8: 0..2 high, 3 and 4 near-tied at the boundary of topk_group = 4
+        for g, top in ((0, (3.0, 2.9)), (1, (2.95, 2.85)), (2, (2.9, 2.8)), (3, (2.5, 2.0)), (4, (2.5, 2.0 - gap))):
+            x[r, g * 8:g * 8 + 2] = top
+    xs = {"x": x, "bias": np.zeros(64, dtype=np.float32)}
+    p = {**V3, "k": 8}
+    assert _judge(xs, _route(xs, p), p).ok
+    lower = {"x": x.copy(), "bias": xs["bias"]}
+    lower["x"][:, 4 * 8 + 1] = 2.0 + gap  # the kernel's view: group 4 above group 3, its picks there
+    picks = _route(lower, p)["indices"].astype(np.int64)
+    assert (picks // 8 == 4).any() and not (picks // 8 == 3).any()
+    v = _judge(xs, _route(xs, p, mix=picks), p)  # values: the true gates at those picks
+    assert v.ok == ok and _bad(v) == ([] if ok else ["indices"])
