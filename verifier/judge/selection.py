@@ -25,6 +25,7 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
+from verifier.judge import group_choice as _groups
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, TensorComparison, compare_tensor
 from verifier.results.findings import Finding
@@ -45,6 +46,7 @@ class Pick:
     kth: float
     band: float
     why: str
+    group: int = -1  # the expert's group (why 'group': a grouped selection's pick outside the kept groups)
 
     def describe(self) -> str:
         row, pos = self.index
@@ -54,13 +56,17 @@ class Pick:
         if self.why == "order":
             return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} comes after a smaller "
                     f"gate ({self.kth!r}): picks must be largest first (band {self.band:.3g})")
+        if self.why == "group":
+            return (f"row {row}, position {pos}: expert {self.expert} is in group {self.group}, which no right group "
+                    f"choice keeps with these picks: its group score is {self.score!r}, the topk_group-th best group's "
+                    f"is {self.kth!r} (band {self.band:.3g})")
         if self.why == "duplicate":
             return f"row {row}, position {pos}: expert {self.expert} picked twice"
         return f"row {row}, position {pos}: index {self.expert} is outside [0, {int(self.kth)})"
 
     @property
     def excess(self) -> float:
-        if self.why in ("below", "order"):
+        if self.why in ("below", "order", "group"):
             gap = self.kth - self.score
             return float(gap / self.band) if self.band > 0 else float("inf")
         return float("inf")
@@ -98,8 +104,10 @@ def _kth(s: np.ndarray, e: np.ndarray, k: int) -> tuple:
     return t, np.where(at_t, e, 0.0).max(axis=1)
 
 
-def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True) -> tuple:
-    """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated)."""
+def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True,
+           groups=None) -> tuple:
+    """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated).
+    ``groups``: (n_group, topk_group, group_score, u) of a grouped selection (verifier.judge.group_choice)."""
     a = _dt.to_numpy(actual)
     got = _dt.canonical(a.dtype)
     if got != dtype:
@@ -127,11 +135,25 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
                 bad[r, p] = True
             seen.add(j)
     judged = ~np.isnan(s).any(axis=1)  # a row holding a NaN score: any distinct in-range picks
-    t, e_t = _kth(np.where(judged[:, None], s, 0.0), e, k)
     rows = np.arange(M)[:, None]
+    outside = np.zeros((M, k), dtype=bool)
+    ranked = s
+    if groups is not None:  # judged against a right group choice that makes the picks right, if any
+        n, tg, how, u = groups
+        allowed, G, eG = _groups.allowed_experts(s, e, safe, judged, n, tg, how, u, k)
+        ranked = np.where(allowed, s, -np.inf)
+        outside = judged[:, None] & inrange & ~allowed[rows, safe]
+        T = -np.sort(-np.where(judged[:, None], G, 0.0), axis=1)[:, tg - 1]
+        eT = np.where(G == T[:, None], eG, 0.0).max(axis=1)
+        size = E // n
+        for r, p in np.argwhere(outside):
+            g = int(safe[r, p]) // size
+            wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(G[r, g]), float(T[r]),
+                              float(eG[r, g] + eT[r]), "group", g))
+    t, e_t = _kth(np.where(judged[:, None], ranked, 0.0), e, k)
     sj, ej = s[rows, safe], e[rows, safe]
     with np.errstate(invalid="ignore"):
-        below = judged[:, None] & inrange & ~(sj + ej >= t[:, None] - e_t[:, None])
+        below = judged[:, None] & inrange & ~outside & ~(sj + ej >= t[:, None] - e_t[:, None])
         later = judged[:, None] & inrange[:, 1:] & inrange[:, :-1] & ~(sj[:, :-1] + ej[:, :-1] >= sj[:, 1:] - ej[:, 1:])
         later &= ordered  # picks in any order (Selection.ordered False): only the set is judged
     for r, p in np.argwhere(below):
@@ -140,7 +162,7 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
     for r, p in np.argwhere(later & ~below[:, 1:]):
         wrong.append(Pick((int(r), int(p) + 1), int(idx[r, p + 1]), float(sj[r, p]), float(sj[r, p + 1]),
                           float(ej[r, p] + ej[r, p + 1]), "order"))
-    bad |= below
+    bad |= below | outside
     bad[:, 1:] |= later
     wrong.sort(key=lambda p: p.index)
     cmp = PickComparison(name=name, dtype=dtype, shape=(M, k), numel=M * k, mismatched=int(bad.sum()),
@@ -158,7 +180,11 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
                             c.online).values()
     s, e = (np.asarray(a, dtype=np.float64) for a in scores)
     idx_dtype = op.output_dtype(sel.indices, c.dtypes, c.params)
-    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params))
+    groups = sel.groups(c.params) if sel.groups is not None else None
+    if groups is not None:  # the group scores' addition rounds in the accumulation dtype
+        groups = (*groups, _dt.unit_roundoff(c.dtypes.acc or c.dtypes.input))
+    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params),
+                                   groups)
     at = _tol.derive(c.op, sel.at, c.dtypes, c.math_mode, {**xs, sel.indices: safe}, c.params, c.online)
     missing = [t for t in op.outputs if t != sel.indices and t not in at]
     if missing:

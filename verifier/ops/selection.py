@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -27,6 +27,10 @@ class Selection:
     # whether the picks come largest first: True, False (any order: torch.topk(sorted=False)), or the name of the
     # op's bool param that says so (topk_softmax's 'sorted')
     ordered: Union[bool, str] = True
+    # grouped selection (DeepSeek-V2 / V3 routing): groups(params) -> None or (n_group, topk_group, group_score
+    # 'max' / 'top2_sum'): the picks are the top k over the experts of the topk_group best groups
+    # (verifier.judge.group_choice)
+    groups: Optional[Callable] = field(default=None, repr=False, compare=False)
 
     def is_ordered(self, params: dict) -> bool:
         return bool(params.get(self.ordered, True)) if isinstance(self.ordered, str) else bool(self.ordered)

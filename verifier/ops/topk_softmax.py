@@ -28,6 +28,7 @@ import numpy as np
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to, ulp
+from verifier.ops import grouped_routing as _grouped
 from verifier.ops.model import Contract, Invariant, Op, OpCase, Selection, Tensor
 
 GATES = ("softmax", "sigmoid", "sqrtsoftplus")
@@ -84,13 +85,17 @@ def _choice(inputs, g):
 
 
 def reference(inputs, p):
-    """The torch composition in float64: gates over all E, topk of gate (+ bias) (the reference's own picks), the
-    gates there, renormalized, scaled."""
+    """The torch composition in float64: gates over all E, topk of gate (+ bias) (the reference's own picks; with
+    groups, over the experts of the topk_group best groups only), the gates there, renormalized, scaled."""
     import torch
 
     x = inputs["x"]
     g = _gates(x, p)
-    indices = torch.topk(_choice(inputs, g), _k(x, p), dim=-1).indices
+    choice = _choice(inputs, g)
+    kept = _grouped.kept_experts(choice, p)
+    if kept is not None:
+        choice = choice.masked_fill(~kept, float("-inf"))
+    indices = torch.topk(choice, _k(x, p), dim=-1).indices
     return {"values": _scaled(_renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
 
 
@@ -241,17 +246,21 @@ def _bytes(M, N, dt, p):
 
 
 OPDEF = Op(
-    "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True)},
+    "topk_softmax", inputs={"x": "MxN", "bias": Tensor("N", "bias", dtype="float32", optional=True,
+                                                          make=_grouped.bias_maker)},
     outputs={"values": Tensor("Mxk", dtype="values_dtype"), "indices": Tensor("Mxk", dtype="index_dtype")},
     params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
-            "sorted": True, "values_dtype": "float32", "zero_sum": None},
+            "sorted": True, "values_dtype": "float32", "zero_sum": None,
+            "n_group": 1, "topk_group": None, "group_score": None},
     contract_params={"zero_sum": ZERO_SUM},
-    reference=reference, selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted"),
+    reference=reference,
+    selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted", groups=_grouped.grouping),
+    supports=_grouped.refusal,
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
     # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
     # fallback), written as float32: dtypes("bf16", "f32", acc="bf16")
     extra_tolerances=(("float32", "bfloat16", None), ("float32", "float16", None)),
-    exp_family=True, invariants=INVARIANTS, cases=CASES, bytes_moved=_bytes,
+    exp_family=True, invariants=INVARIANTS, cases=CASES + _grouped.CASES, bytes_moved=_bytes,
     description="MoE routing: softmax (or sigmoid) gates over E experts, the k largest with their indices, "
                 "optionally renormalized over the k",
 )

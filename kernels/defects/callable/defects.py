@@ -79,6 +79,49 @@ def _ce_soft(where_zero):
     return fn
 
 
+def _grouped_topk(group_score="top2", fill=float("-inf"), weigh_with_bias=False):
+    """DeepSeek-V3 routing in torch (vLLM's / SGLang's biased grouped top-k): sigmoid gates, groups scored on
+    gate + bias (group_score 'top2': the sum of the two largest, 'all': of every expert, the defect), the topk_group
+    best kept, the dropped groups' scores filled with ``fill`` (-inf; 0.0 the defect), top k of the rest, the gates
+    there (gate + bias with ``weigh_with_bias``, the defect) renormalized, times routed_scaling_factor."""
+    def fn(inputs, outputs, params, dt):
+        g = torch.sigmoid(inputs["x"].float())
+        choice = g + inputs["bias"].float()
+        M, E = choice.shape
+        n, tg = params["n_group"], params["topk_group"]
+        grouped = choice.view(M, n, E // n)
+        gs = grouped.topk(2, dim=-1)[0].sum(-1) if group_score == "top2" else grouped.sum(-1)
+        keep = torch.zeros_like(gs).scatter(1, torch.topk(gs, tg, dim=-1, sorted=False)[1], 1.0)
+        kept = keep.bool().repeat_interleave(E // n, dim=-1)
+        idx = torch.topk(choice.masked_fill(~kept, fill), params["k"], dim=-1, sorted=False)[1]
+        w = (choice if weigh_with_bias else g).gather(1, idx)
+        w = w / w.sum(-1, keepdim=True) * params["scaling"]
+        outputs["values"].copy_(w)
+        outputs["indices"].copy_(idx.to(torch.int32))
+    return fn
+
+
+# DeepSeek-V3's routing: E = 256 experts in 8 groups, 4 kept, k = 8, scaling 2.5
+_DSV3 = {"k": 8, "gate": "sigmoid", "bias": True, "renormalize": True, "scaling": 2.5, "sorted": False,
+         "n_group": 8, "topk_group": 4}
+
+
+def _grouped_kernel(name, description, **mistake):
+    return CallableKernel(name=name, op="topk_softmax", fn=_grouped_topk(**mistake), dtypes=[dtypes("f32")],
+                          params=_DSV3, supports=lambda M, N, dt: None if N == 256 else "E = 256 only (DeepSeek-V3)",
+                          contracts=Contracts(nan_inputs="unsupported"), description=description)
+
+
+GROUPED_KERNELS = [
+    _grouped_kernel("defect-grouped-topk-sum-all", "DeepSeek-V3 routing scoring each group by the sum of all its "
+                    "experts' gate + bias instead of its top 2", group_score="all"),
+    _grouped_kernel("defect-grouped-topk-fill-zero", "DeepSeek-V3 routing masking the dropped groups with 0.0 "
+                    "instead of -inf (picked once every kept gate + bias is below 0)", fill=0.0),
+    _grouped_kernel("defect-grouped-topk-biased-values", "DeepSeek-V3 routing weighting with gate + bias instead of "
+                    "the gates", weigh_with_bias=True),
+    _grouped_kernel("grouped-topk-torch", "DeepSeek-V3 routing as vLLM's torch grouped_topk composes it (twin)"),
+]
+
 _NAN_DESC = "softmax treating NaN inputs as -inf mask entries (the row stays finite)"
 _FTZ_DESC = "fp32 row sum flushing subnormal inputs and outputs to zero, as -ftz=true builds do"
 
@@ -118,6 +161,7 @@ KERNELS = [
     CallableKernel(name="ce-soft-where-zero", op="cross_entropy_soft", fn=_ce_soft(True),
                    dtypes=[dtypes("bf16", "f32"), dtypes("f32")],
                    description="soft-label cross entropy with torch.where(t == 0, 0, t·log_softmax(x)) (twin)"),
+    *GROUPED_KERNELS,
 ]
 
 DEFECTS = {
@@ -151,4 +195,19 @@ DEFECTS = {
         "pitfall": "soft-label cross entropy as t·log_softmax: a target 0 at a -inf (masked) logit gives 0·(-inf) = "
                    "NaN where 0·log 0 = 0 is promised (declare zero_target='nan' for PyTorch's arithmetic)",
         "exposing_input": "ce_soft_zero_at_neg_inf"},
+    # grouped MoE routing (topk_softmax n_group / topk_group; tests/test_topk_grouped.py)
+    "defect-grouped-topk-sum-all": {
+        "caught_by": "value", "twin": "grouped-topk-torch", "device": "cpu",
+        "pitfall": "DeepSeek-V3 grouped routing scoring each group by the sum of all 32 experts' gate + bias instead "
+                   "of its top 2: other groups kept, picks outside the right groups",
+        "exposing_input": "topk_e256_deepseek"},
+    "defect-grouped-topk-fill-zero": {
+        "caught_by": "value", "twin": "grouped-topk-torch", "device": "cpu",
+        "pitfall": "grouped routing filling the dropped groups with 0.0 instead of -inf: where every kept gate + bias "
+                   "is below 0 (a negative correction bias) the dropped experts win",
+        "exposing_input": "topk_grouped_negative_choice"},
+    "defect-grouped-topk-biased-values": {
+        "caught_by": "value", "twin": "grouped-topk-torch", "device": "cpu",
+        "pitfall": "grouped routing weighting with gate + bias (the ranking scores) instead of the gates",
+        "exposing_input": "topk_e256_deepseek"},
 }
