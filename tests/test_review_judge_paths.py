@@ -53,3 +53,38 @@ def test_ue8m0_scale_must_be_a_power_of_two():
     raw = np.abs(x).reshape(2, 2, G).max(-1).astype(np.float32) / np.float32(448)
     v = _ue8m0_verdict(x, raw)
     assert not v.ok and any(x.invariant.endswith("ue8m0_pow2") for x in v.violations), v.violations
+
+
+def _check(op, fn, params, dt=("f32", "e4m3"), case=None):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+    from verifier.spec import CallableKernel
+
+    k = CallableKernel(name="k", op=op, fn=fn, dtypes=[dtypes(*dt)], params=params)
+    return check_kernel(k, Options(level="quick", device="cpu", case=case))
+
+
+def _all_zero(inputs, outputs, params, dt):
+    for v in outputs.values():
+        v.zero_()
+
+
+def test_a_zero_scale_ub_is_refused_not_judged_as_zero_rows():
+    """scale_ub=0 with floor=0 made every reference scale 0, which the judge takes as a zero row's (any finite y):
+    a kernel writing zeros everywhere, for nonzero x, passed."""
+    r = _check("per_token_quant", _all_zero, {"scale_ub": 0.0, "floor": 0.0}, case="mixed_magnitudes")
+    assert r.verdict == "error" and "scale_ub" in r.error and "fix:" in r.error, (r.verdict, r.error)
+
+
+@pytest.mark.parametrize("op,params,word", [
+    ("per_token_quant", {"floor": -1.0}, "floor"),
+    ("per_token_group_quant", {"scale_ub": None, "floor": "tiny"}, "floor"),
+    ("topk_softmax", {"gate": "relu"}, "gate"),
+])
+def test_a_bad_param_says_so_not_fix_the_reference(op, params, word):
+    """A bundled reference refusing a param (SpecError with its fix) was wrapped into 'its reference raised ...,
+    fix: fix the reference function declared at verifier/ops/...', a fix the user cannot apply."""
+    dt = ("f32", "f32") if op == "topk_softmax" else ("f32", "e4m3")
+    params = {k: v for k, v in params.items() if k in OPS[op].params}
+    r = _check(op, _all_zero, params, dt=dt)
+    assert r.verdict == "error" and word in r.error and "fix the reference function" not in r.error, r.error

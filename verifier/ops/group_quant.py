@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.ops.model import Invariant, Op, OpCase, Quantized, Tensor
-from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, nonzero, ptq_rescale
+from verifier.ops.quant import PTQ_CASES, QUANT_OUT, check_bounds, k_ptq_y, k_scale, nonzero, ptq_rescale
 
 
 def ptgq_reference(i, p):
+    check_bounds(p)
     x = i["x"]
     M, N = x.shape
     xg = x.reshape(M, N // p["group_size"], p["group_size"])
