@@ -88,3 +88,14 @@ def test_a_bad_param_says_so_not_fix_the_reference(op, params, word):
     params = {k: v for k, v in params.items() if k in OPS[op].params}
     r = _check(op, _all_zero, params, dt=dt)
     assert r.verdict == "error" and word in r.error and "fix the reference function" not in r.error, r.error
+
+
+@pytest.mark.parametrize("params,word", [({"q_len": "n", "causal": True}, "q_len"),
+                                         ({"causal_offset": "N - 4", "causal": True}, "causal_offset")])
+def test_a_bad_query_param_is_a_spec_error_not_a_traceback(params, word):
+    """q_len now takes 'N' besides ints; any other string raised ValueError out of check_kernel (exit 3)."""
+    def sm(inputs, outputs, p, dt):
+        outputs["y"].copy_(torch.softmax(inputs["x"].float(), -1))
+
+    r = _check("softmax", sm, params, dt=("f32",), case="normal_small")
+    assert r.verdict == "error" and word in r.error and "fix:" in r.error, r.error
