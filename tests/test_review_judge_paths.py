@@ -99,3 +99,29 @@ def test_a_bad_query_param_is_a_spec_error_not_a_traceback(params, word):
 
     r = _check("softmax", sm, params, dt=("f32",), case="normal_small")
     assert r.verdict == "error" and word in r.error and "fix:" in r.error, r.error
+
+
+@pytest.mark.parametrize("op,dt,params,word", [
+    ("cross_entropy", ("f32",), {"scale": "1/30"}, "scale"),  # ValueError out of check_kernel
+    ("cross_entropy", ("f32",), {"ignore_index": "-100"}, "ignore_index"),  # ValueError out of check_kernel
+    ("cross_entropy", ("f32",), {"smoothing_classes": "rest"}, "smoothing_classes"),  # UsageError: the run's end
+    ("topk_softmax", ("f32",), {"scaling": "2.5"}, "scaling"),  # 'fix the reference function'
+])
+def test_a_bad_variant_param_is_the_kernels_error(op, dt, params, word):
+    r = _check(op, _all_zero, params, dt=dt)
+    assert r.verdict == "error" and word in r.error and "fix:" in r.error \
+        and "fix the reference function" not in r.error, r.error
+
+
+def test_an_unknown_values_dtype_is_refused_with_the_spec():
+    """values_dtype names the values' dtype: unknown, it was a UsageError from the judge, mid-run (ending it)."""
+    from verifier.errors import SpecError
+    from verifier.spec import CallableKernel
+
+    with pytest.raises(SpecError, match="values_dtype"):
+        CallableKernel(name="k", op="topk_softmax", fn=_all_zero, dtypes=[dtypes("f32")],
+                       params={"values_dtype": "fp8"})
+
+
+def test_a_non_int_groups_is_outside_the_op_not_a_traceback():
+    assert "groups='4'" in OPS["group_rmsnorm"].supports(64, {**OPS["group_rmsnorm"].params, "groups": "4"})

@@ -74,8 +74,18 @@ def _k(x, p) -> int:
     return k
 
 
+def scaling_of(p) -> float:
+    """The declared routed_scaling_factor (1: none)."""
+    s = p.get("scaling", 1.0)
+    if isinstance(s, bool) or not isinstance(s, (int, float, np.floating)) or not np.isfinite(s):
+        raise SpecError(f"topk_softmax: scaling={s!r} is not a finite number",
+                        fix="declare the factor the kernel multiplies its weights by (routed_scaling_factor), or "
+                            "leave it out (1.0)")
+    return float(s)
+
+
 def _scaled(v, p):
-    return v * float(p["scaling"]) if float(p.get("scaling", 1.0)) != 1.0 else v
+    return v * scaling_of(p) if scaling_of(p) != 1.0 else v
 
 
 def _choice(inputs, g):
@@ -122,7 +132,7 @@ def _unit_sum(inp, ys, p):
     """|sum(values) - scaling| of a renormalized row (0 when not renormalized)."""
     if not p["renormalize"]:
         return np.zeros(ys["values"].shape[0])
-    return np.abs(ys["values"].sum(axis=1) - float(p.get("scaling", 1.0)))
+    return np.abs(ys["values"].sum(axis=1) - scaling_of(p))
 
 
 def _unit_sum_bound(inp, ys, p, c):
@@ -130,7 +140,7 @@ def _unit_sum_bound(inp, ys, p, c):
     the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
     a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
-    k, scaling = ys["values"].shape[1], abs(float(p.get("scaling", 1.0)))
+    k, scaling = ys["values"].shape[1], abs(scaling_of(p))
     times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
     u_values = UNIT.get(str(p.get("values_dtype") or "float32"), UNIT["float32"])
     return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * u_values + k * 2.0 ** -53)
