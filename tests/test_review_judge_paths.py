@@ -125,3 +125,33 @@ def test_an_unknown_values_dtype_is_refused_with_the_spec():
 
 def test_a_non_int_groups_is_outside_the_op_not_a_traceback():
     assert "groups='4'" in OPS["group_rmsnorm"].supports(64, {**OPS["group_rmsnorm"].params, "groups": "4"})
+
+
+def _sqrtsoftplus_judge(x, idx, k=4):
+    g = torch.sqrt(torch.nn.functional.softplus(torch.tensor(x)))
+    ys = {"values": torch.gather(g, -1, idx).numpy(), "indices": idx.int().numpy()}
+    p = {**OPS["topk_softmax"].params, "k": k, "gate": "sqrtsoftplus"}
+    return judge(Criteria(op="topk_softmax", dtypes=dtypes("f32"), params=p), {"x": x}, ys)
+
+
+def test_sqrtsoftplus_router_picking_masked_experts_fails():
+    """DeepSeek-V4's gate sqrt(softplus(x)) of a -inf (masked) logit is sqrt(0): its derived error was inf (the
+    interval a ± e of softplus crossed 0, outside sqrt's open domain), so a pick of a masked expert was 'within its
+    error' of the k-th gate and passed."""
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    x[:, 8:] = -np.inf  # experts 8..15 masked
+    right = torch.topk(torch.tensor(x), 4, -1).indices
+    assert _sqrtsoftplus_judge(x, right).ok
+    masked = torch.arange(8, 12).repeat(4, 1)
+    v = _sqrtsoftplus_judge(x, masked)
+    assert not v.ok and any(t.name == "indices" and not t.ok for t in v.comparison.tensors)
+
+
+def test_sqrt_error_near_zero_is_bounded_by_the_root_of_its_argument_error():
+    from verifier.judge import tolerance as _tol
+
+    x = np.array([[-np.inf, -100.0, 0.0, 25.0]])
+    p = {**OPS["topk_softmax"].params, "k": 2, "gate": "sqrtsoftplus"}
+    (s, e), = _tol.derive("topk_softmax", lambda i, q: {"s": OPS["topk_softmax"].selection.scores(i, q)},
+                          dtypes("f32"), "precise", {"x": x}, p, False).values()
+    assert np.isfinite(e).all() and (e[0, :2] < 1e-3).all(), e
