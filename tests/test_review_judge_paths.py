@@ -155,3 +155,35 @@ def test_sqrt_error_near_zero_is_bounded_by_the_root_of_its_argument_error():
     (s, e), = _tol.derive("topk_softmax", lambda i, q: {"s": OPS["topk_softmax"].selection.scores(i, q)},
                           dtypes("f32"), "precise", {"x": x}, p, False).values()
     assert np.isfinite(e).all() and (e[0, :2] < 1e-3).all(), e
+
+
+def test_a_value_whose_band_holds_zero_is_still_bounded():
+    """Errors.budget measured E in the spacing at max(|y| - E, 0) = 0, a subnormal one: where E >= |y| the budget was
+    some 2^100 ULPs and any value passed. The value of a pick of a masked expert (gate sqrt(softplus(-inf)) = 0,
+    E ~ 2^-12 after the fix above) written as 5.0 passed so."""
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    x[:, 2:] = -np.inf  # two finite logits per row: the other two picks are masked experts of gate 0
+    g = torch.sqrt(torch.nn.functional.softplus(torch.tensor(x)))
+    idx = torch.topk(torch.tensor(x), 4, -1).indices
+    vals = torch.gather(g, -1, idx)
+    p = {**OPS["topk_softmax"].params, "k": 4, "gate": "sqrtsoftplus"}
+    c = Criteria(op="topk_softmax", dtypes=dtypes("f32"), params=p)
+    assert judge(c, {"x": x}, {"values": vals.numpy(), "indices": idx.int().numpy()}).ok
+    vals[:, 2:] = 5.0
+    v = judge(c, {"x": x}, {"values": vals.numpy(), "indices": idx.int().numpy()})
+    assert not v.ok and any(t.name == "values" and not t.ok for t in v.comparison.tensors)
+
+
+def test_through_zero_bounds_both_sides_of_the_band():
+    """t = 1e-6, E = 1e-3: 5.0 (same side, far past the band) fails; -5e-4 (across 0, inside the band) passes;
+    -2e-3 (across 0, outside it) fails; where the band holds no 0 nothing changes."""
+    from verifier.judge.compare import through_zero
+
+    t = np.array([1e-6, 1e-6, 1e-6, 1e-6, 3.0])
+    a = np.array([5.0, -5e-4, -2e-3, 9e-4, 3.0], dtype=np.float32).astype(np.float64)
+    allowed, band = through_zero(np.full(5, 1e40), a, t, t.astype(np.float32), np.full(5, 1e-3), 1.0, "float32")
+    from verifier.numerics.ulp import ulp_distance
+
+    dist = ulp_distance(a.astype(np.float32), t, "float32")
+    ok = (dist <= allowed) | band
+    assert ok.tolist() == [False, True, False, True, True] and allowed[4] == 1e40
