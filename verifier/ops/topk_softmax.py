@@ -34,7 +34,6 @@ GATES = ("softmax", "sigmoid", "sqrtsoftplus")
 SOFTPLUS_THRESHOLD = 20.0  # softplus(x) = x past it (torch's default threshold, and the kernels')
 INDEX_DTYPES = ("int32", "int64")
 VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
-UNIT = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # the values' unit roundoff
 
 
 def _gates(x, p):
@@ -142,7 +141,9 @@ def _unit_sum_bound(inp, ys, p, c):
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
     k, scaling = ys["values"].shape[1], abs(scaling_of(p))
     times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
-    u_values = UNIT.get(str(p.get("values_dtype") or "float32"), UNIT["float32"])
+    from verifier import dtypes as _dt
+
+    u_values = _dt.unit_roundoff(p.get("values_dtype") or "float32")  # the values' dtype's
     return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * u_values + k * 2.0 ** -53)
 
 
