@@ -187,3 +187,25 @@ def test_through_zero_bounds_both_sides_of_the_band():
     dist = ulp_distance(a.astype(np.float32), t, "float32")
     ok = (dist <= allowed) | band
     assert ok.tolist() == [False, True, False, True, True] and allowed[4] == 1e40
+
+
+def test_an_all_nan_argmax_pass_on_one_index_choice_is_a_caveat_not_a_pass():
+    """The values step replayed a failing case with the all-NaN slice's first index (a failure only one choice shows
+    is a caveat); a case that passed with the last index was never replayed, so a kernel right only for that
+    choice passed on the CPU where compiled Triton may take the other."""
+    from pathlib import Path
+
+    from verifier.battery import gate
+    from verifier.battery.values import evaluate
+    from verifier.declare.registry import load_spec_file
+    from verifier.launch import runner_for
+    from verifier.results.options import Options
+
+    (spec,) = load_spec_file(str(Path(__file__).parent / "data" / "all_nan_argmax" / "all_nan_argmax_spec.py"))
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    run, dt, opts = runner_for(spec), spec.dtypes[0], Options(device="cpu")
+    _, ok = evaluate(spec, run, dt, opts, {"x": x}, "finite")  # no all-NaN slice: judged, right
+    assert ok.ok
+    x[1] = np.inf
+    with pytest.raises(gate.NotRun, match="all-NaN|only NaN"):
+        evaluate(spec, run, dt, opts, {"x": x}, "inf_row")
