@@ -209,3 +209,16 @@ def test_an_all_nan_argmax_pass_on_one_index_choice_is_a_caveat_not_a_pass():
     x[1] = np.inf
     with pytest.raises(gate.NotRun, match="all-NaN|only NaN"):
         evaluate(spec, run, dt, opts, {"x": x}, "inf_row")
+
+
+def test_a_zero_scale_row_takes_int8s_minus_128_too():
+    """floor 0 on a zero row: scale 0, and any finite y dequantizes to y·0 = 0. An unguarded int8 quantizer computes
+    0·(1/0) = NaN and clamps it with fmaxf(NaN, -128) = -128, fminf(-128, 127): y = -128, a finite int8 that the rule
+    (allowing -127..127, the symmetric saturation) refused: a false finding. An inf y (e5m2) stays one."""
+    from verifier.judge.quantized import compare_quantized
+
+    t, E = np.zeros((1, 4)), np.full((1, 4), np.inf)
+    y = np.array([[-128, 127, 0, -1]], dtype=np.int8)
+    assert compare_quantized("y", y, t, E, "int8").ok
+    e5 = np.array([[np.inf, 1.0, 0.0, -57344.0]]).astype(ml_dtypes.float8_e5m2)
+    assert not compare_quantized("y", e5, t, E, "float8_e5m2").ok
