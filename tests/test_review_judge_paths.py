@@ -222,3 +222,11 @@ def test_a_zero_scale_row_takes_int8s_minus_128_too():
     assert compare_quantized("y", y, t, E, "int8").ok
     e5 = np.array([[np.inf, 1.0, 0.0, -57344.0]]).astype(ml_dtypes.float8_e5m2)
     assert not compare_quantized("y", e5, t, E, "float8_e5m2").ok
+
+
+def test_ue8m0_pow2_invariant_leaves_nan_scales_to_the_values():
+    from verifier.ops.group_quant import _off_pow2
+
+    s = np.array([[np.nan, 0.25, 0.0, np.inf], [0.3, 0.5, 1.0, 2.0]])
+    assert _off_pow2({}, {"scale": s}, {"ue8m0": True}).tolist() == [0.0, 1.0]
+    assert _off_pow2({}, {"scale": s}, {"ue8m0": False}).tolist() == [0.0, 0.0]

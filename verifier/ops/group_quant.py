@@ -56,12 +56,12 @@ def k_group_scale(x, s, p, c, xs):
 
 
 def _off_pow2(inp, ys, p):
-    """[M]: how many of the row's scales are neither a power of two nor 0 (ue8m0 declared; else 0)."""
+    """[M]: how many of the row's finite scales are neither a power of two nor 0 (ue8m0 declared; else 0)."""
     s = np.asarray(ys["scale"], dtype=np.float64)
     if not p.get("ue8m0"):
         return np.zeros(s.shape[0])
-    with np.errstate(invalid="ignore"):
-        bad = ~((np.frexp(s)[0] == 0.5) | (s == 0))
+    with np.errstate(invalid="ignore"):  # a NaN / inf scale (a NaN / inf group) is the values' to judge
+        bad = np.isfinite(s) & ~((np.frexp(s)[0] == 0.5) | (s == 0))
     return bad.reshape(s.shape[0], -1).sum(axis=1).astype(np.float64)
 
 
