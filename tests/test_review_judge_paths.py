@@ -230,3 +230,15 @@ def test_ue8m0_pow2_invariant_leaves_nan_scales_to_the_values():
     s = np.array([[np.nan, 0.25, 0.0, np.inf], [0.3, 0.5, 1.0, 2.0]])
     assert _off_pow2({}, {"scale": s}, {"ue8m0": True}).tolist() == [0.0, 1.0]
     assert _off_pow2({}, {"scale": s}, {"ue8m0": False}).tolist() == [0.0, 0.0]
+
+
+def test_values_dtype_takes_the_short_dtype_names():
+    """values_dtype='bf16' names the values' dtype as every dtype param does (the output is bfloat16), but the gate
+    check compared the raw string with ('float32', 'bfloat16', 'float16') and refused it."""
+    import ml_dtypes
+
+    xs = {"x": np.random.default_rng(3).standard_normal((4, 16)).astype(ml_dtypes.bfloat16)}
+    v, i = torch.topk(torch.softmax(torch.tensor(xs["x"].astype(np.float32)), -1), 4, -1)
+    ys = {"values": v.to(torch.bfloat16).float().numpy().astype(ml_dtypes.bfloat16), "indices": i.int().numpy()}
+    p = {**OPS["topk_softmax"].params, "k": 4, "values_dtype": "bf16"}
+    assert judge(Criteria(op="topk_softmax", dtypes=dtypes("bf16", "f32"), params=p), xs, ys).ok

@@ -42,7 +42,9 @@ def _gates(x, p):
     gate = p["gate"]
     if gate not in GATES:
         raise SpecError(f"topk_softmax: gate={gate!r}", fix=f"use one of {', '.join(GATES)}")
-    if (p.get("values_dtype") or "float32") not in VALUES_DTYPES:
+    from verifier import dtypes as _dt
+
+    if _dt.canonical(p.get("values_dtype") or "float32") not in VALUES_DTYPES:  # 'bf16' is 'bfloat16' too
         raise SpecError(f"topk_softmax: values_dtype={p.get('values_dtype')!r}",
                         fix=f"use one of {', '.join(VALUES_DTYPES)}")
     if gate == "sqrtsoftplus":  # DeepSeek-V4: sqrt(softplus(x)), softplus written as the kernels compute it
