@@ -66,7 +66,7 @@ def mp_logits(inputs: dict, params: dict, rows) -> tuple:
     causal = causal_masked(M, N, params)
     mask = np.broadcast_to(as_f64(inputs["mask"]), (M, N)) if inputs.get("mask") is not None else None
     slopes = as_f64(inputs["alibi_slopes"]) if inputs.get("alibi_slopes") is not None else None
-    qi = query_index(M, params, N) + int(params.get("causal_offset") or 0)
+    qi = query_index(M, params, N)  # causal_offset included
     sinks = as_f64(inputs["sinks"]) if inputs.get("sinks") is not None else None
     fill = mask_mode(params) == "fill"
     out, sk = [], []

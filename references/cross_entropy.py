@@ -27,7 +27,7 @@ import numpy as np
 from references._common import C_LOG, SLACK, TINY, U, as_f64, mpf_rows, rows_of
 from references.softmax import exp_stage, mp_row
 from verifier.errors import UsageError
-from verifier.ops.ce_labels import ignored_rows, smoothing
+from verifier.ops.ce_labels import ignored_rows, logit_scale, smoothing
 
 
 def _labels(inputs: dict, params: dict):
@@ -54,7 +54,7 @@ def check_inputs(inputs: dict, params: dict) -> None:
 def _capped(x: np.ndarray, params: dict) -> tuple:
     """(x', its float64 error): the logits after the scale (x·scale) and the softcap (cap·tanh(x·scale/cap)), or x
     itself with neither."""
-    scale = float(params.get("scale", 1.0) or 1.0)
+    scale = logit_scale(params)
     cap = float(params.get("softcap", 0.0) or 0.0)
     if cap <= 0 and scale == 1.0:
         return x, 0.0
@@ -70,7 +70,7 @@ def _capped(x: np.ndarray, params: dict) -> tuple:
 
 def mp_transformed(xr: list, params: dict) -> list:
     """A row of mpf logits after the scale and the softcap (±inf capped to ±cap, NaN kept)."""
-    scale = float(params.get("scale", 1.0) or 1.0)
+    scale = logit_scale(params)
     if scale != 1.0:
         xr = [v * mpmath.mpf(scale) for v in xr]
     cap = mpmath.mpf(float(params.get("softcap", 0.0) or 0.0))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier.errors import SpecError
+from verifier.errors import SpecError, UsageError
 
 
 class FunctionReference:
@@ -27,6 +27,8 @@ class FunctionReference:
         try:
             with torch.no_grad():
                 out = self.fn(tin, dict(params))
+        except UsageError:  # the reference refusing a kernel's param (topk_softmax's gate): its own message and fix
+            raise
         except Exception as e:
             raise SpecError(f"op {self.op.name!r}: its reference raised {type(e).__name__}: {e}",
                             fix=f"fix the reference function declared at {self.op.origin}") from None

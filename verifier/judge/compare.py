@@ -18,7 +18,7 @@ from verifier import dtypes as _dt
 from verifier.errors import UsageError
 from verifier.judge.rounding import FIX as ROUNDING_FIX
 from verifier.judge.rounding import RoundingStats, rounding_stats
-from verifier.numerics.ulp import round_to, ulp_distance
+from verifier.numerics.ulp import round_to, ulp, ulp_distance
 from verifier.results.findings import Finding
 
 __all__ = ["Element", "NonFinite", "TensorComparison", "Comparison", "compare", "compare_tensor", "assert_close"]
@@ -183,6 +183,30 @@ def _why(a: float, r: float) -> str:
     return "finite where the reference is inf"
 
 
+def through_zero(allowed, a64, exact, rounded, E, base, dtype) -> tuple:
+    """(allowed, in_band) where the band [t - E, t + E] holds 0 (E >= |t|). The ULP budget there, E over the spacing
+    at |t| - E = 0 (a subnormal one: some 2^100 ULPs), let any value at all pass (a gate sqrt(softplus(-inf)) = 0
+    written as 5.0); a symmetric count of steps cannot hold the band either, since the steps through 0 to its far end
+    are ~2^30 (the subnormals and tiny normals on both sides). So there: allowed is the steps to the band's end on
+    t's side (base + those), and a value across 0 passes when it lies in the band itself, |a - t| <= E + base·ulp(a)
+    (the kernel's value, within E of t, rounded once to the output)."""
+    E = np.broadcast_to(np.asarray(E, dtype=np.float64), exact.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        cross = np.isfinite(exact) & np.isfinite(E) & (E > 0) & (E >= np.abs(exact))
+    if not cross.any():
+        return allowed, np.zeros(exact.shape, dtype=bool)
+    t, Ec = exact[cross], E[cross]
+    with np.errstate(invalid="ignore", over="ignore"):
+        end = round_to(t + np.where(t < 0, -Ec, Ec), dtype)  # the band's end on t's side (t = 0: either)
+        near = base + ulp_distance(end, np.asarray(_dt.to_numpy(rounded)).astype(np.float64)[cross], dtype)
+        allowed = np.array(allowed, dtype=np.float64, copy=True)
+        allowed[cross] = np.minimum(allowed[cross], near)
+        band = np.zeros(exact.shape, dtype=bool)
+        ac = a64[cross]
+        band[cross] = np.isfinite(ac) & (np.abs(ac - t) <= Ec + base * ulp(np.abs(ac), dtype))
+    return allowed, band
+
+
 def compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bound=None) -> TensorComparison:
     """One output against its reference (``rounded``: certified rounding into ``dtype``, or None to round ``exact``)
     under ``budget`` ULPs per element; with ``errors``, its rounding statistics too."""
@@ -204,6 +228,10 @@ def compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bou
         r = np.asarray(_dt.to_numpy(rounded)).astype(np.float64)
         a64 = a.astype(np.float64)
     over = dist > allowed
+    if errors is not None and name in errors.E and _dt.is_float(dtype):
+        allowed, band = through_zero(allowed, a64, exact, rounded, errors.E[name], errors.base[name], dtype)
+        allowed = np.where(band, np.maximum(allowed, dist), allowed)  # a value in the band: its own distance
+        over = dist > allowed
     nonfin_involved = ~np.isfinite(a64) | ~np.isfinite(r)
     nonfin_bad = (np.isnan(a64) != np.isnan(r)) | (nonfin_involved & over)
     value_bad = over & ~nonfin_involved

@@ -164,14 +164,14 @@ def compare_quantized(name: str, actual, t, E, dtype: str, rounding: str = "near
                          fix=f"pass the kernel's output as written, in {dtype} (do not convert it)")
     f = fmt(dtype)
     t = np.asarray(t, dtype=np.float64)
-    E = np.broadcast_to(np.nan_to_num(np.asarray(E, dtype=np.float64), nan=np.inf), t.shape)
+    E = np.broadcast_to(np.nan_to_num(np.asarray(E, dtype=np.float64), nan=np.inf, posinf=np.inf), t.shape)
     a64 = a.astype(np.float64)
     q = f.quantize(t, rounding)
     with np.errstate(invalid="ignore", over="ignore"):
         lo, hi = f.quantize(t - E, rounding), f.quantize(t + E, rounding)
         lo, hi = np.fmin(lo, q), np.fmax(hi, q)  # E = inf: every value
-        lo = np.where(np.isinf(E), -f.qmax, lo)
-        hi = np.where(np.isinf(E), f.qmax, hi)
+        lo = np.where(np.isinf(E), -128.0 if dtype == "int8" else -f.qmax, lo)  # every finite value of the format
+        hi = np.where(np.isinf(E), f.qmax, hi)  # (int8's -128 too, which symmetric saturation never writes)
     judged = ~np.isnan(t) | (dtype != "int8")  # int8 has no NaN: a NaN t (a NaN input) is not judged
     tnan = np.isnan(t)
     nonfin_bad = judged & (np.isnan(a64) != tnan)

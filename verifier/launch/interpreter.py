@@ -20,8 +20,8 @@ numpy's nanargmax / nanargmin, which raise on such a slice ("All-NaN slice encou
 reducing padding rows of -inf - -inf = NaN crashed (FlagGems' topk_softmax, BLOCK_SIZE_ROWS rows per program, the
 padding rows never stored). Compiled Triton's combine (``a > b or (a == b and i < j)``) is false for every NaN pair,
 so such a slice gives NaN and an index its reduction order decides. Here the slice gives NaN and its last index (a
-left fold of that combine), or its first inside :func:`all_nan_first`; the values step replays a failing case with
-the other one, and a failure only one of them shows is a caveat, not a finding.
+left fold of that combine), or its first inside :func:`all_nan_first`; the values step replays such a case with
+the other one, and a verdict only one of them gives (a failure or a pass) is a caveat, not a finding or a pass.
 
 Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
 zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded

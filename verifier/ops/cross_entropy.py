@@ -27,7 +27,7 @@ from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
-from verifier.ops.ce_labels import ignored_rows, smoothing
+from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
@@ -54,7 +54,7 @@ def capped(x, p, c):
     moves tanh's argument by 2u|x/cap|, which tanh's slope sech² carries; tanh itself errs by TANH_UNITS·u, or,
     built from exp as 1 - 2/(exp(2y) + 1), by exp's error at 2y plus three roundings (absolute, |tanh| <= 1),
     times cap; then u|x'| for the product."""
-    scale = float(p.get("scale", 1.0) or 1.0)
+    scale = logit_scale(p)
     cap = float(p.get("softcap", 0.0) or 0.0)
     if cap <= 0 and scale == 1.0:
         return x, 0.0
@@ -319,9 +319,9 @@ def make_labels(rng, x, params, policy):
         ign[:] = True
     elif policy == "half_ignored":  # every other row, the last one counted: a mean over M / 2 rows
         ign = np.arange(M) % 2 == (M % 2)
-    if params.get("ignore_index", -100) is None:  # a kernel without an ignore index: every label a class
+    if ignore_index(params) is None:  # a kernel without an ignore index: every label a class
         return t.astype(_dt.numpy_dtype(dt))
-    t = np.where(ign, int(params["ignore_index"]), t)
+    t = np.where(ign, ignore_index(params), t)
     return t.astype(_dt.numpy_dtype(dt))
 
 

@@ -48,12 +48,18 @@ def _div(a, b):
     return _B(v, e + _round_err(r, v, r.intr.div), r)
 
 
-def _monotone(a, f: Callable, units: float, domain_lo=-math.inf, eta=True):
-    """f increasing or decreasing on [a - e, a + e] (inf once that leaves f's domain)."""
+def _monotone(a, f: Callable, units: float, domain_lo=-math.inf, eta=True, closed=False):
+    """f increasing or decreasing on [a - e, a + e] (inf once that leaves f's domain). ``closed``: f is finite at
+    domain_lo itself (sqrt at 0), and an argument below it gives NaN, a finding of its own: the interval is cut at
+    domain_lo, so sqrt(a ± e) near 0 errs by at most sqrt(a + e), not inf (which let any pick of an expert whose gate
+    is sqrt(softplus(-inf)) = 0 pass)."""
     r = a.r
     v = f(a.v)
     lo, hi = a.low(), a.v + a.e
-    inside = lo > domain_lo if domain_lo > -math.inf else torch.ones_like(lo, dtype=torch.bool)
+    if closed:
+        lo = torch.clamp(lo, min=domain_lo)
+    inside = (lo >= domain_lo if closed else lo > domain_lo) if domain_lo > -math.inf \
+        else torch.ones_like(lo, dtype=torch.bool)
     with np.errstate(all="ignore"):
         d = torch.maximum((f(hi) - v).abs(), (f(torch.where(inside, lo, a.v)) - v).abs())
     d = torch.where(a.e == 0, torch.zeros_like(v), torch.where(inside, d, torch.full_like(v, math.inf)))
@@ -79,7 +85,7 @@ def _log(a):
 
 def _sqrt(a):
     a = _lift(a, _rounding_of((a,)))
-    return _monotone(a, torch.sqrt, max(1.0, a.r.intr.rsqrt / 2), domain_lo=0.0)
+    return _monotone(a, torch.sqrt, max(1.0, a.r.intr.rsqrt / 2), domain_lo=0.0, closed=True)
 
 
 def _rsqrt(a):

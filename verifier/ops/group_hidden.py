@@ -28,9 +28,9 @@ from verifier.ops.rmsnorm import check_rms, k_rmsnorm
 
 
 def shape_reason(N, p):
-    G = int(p["groups"])
-    if G < 1:
-        return f"groups={G} is not positive"
+    G = p["groups"]
+    if isinstance(G, bool) or not isinstance(G, (int, np.integer)) or G < 1:
+        return f"groups={G!r} is not a positive int"  # as per_token_group_quant's group_size
     return None if N % G == 0 else f"N={N} is not a multiple of groups={G}"
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier.ops.model import Op, OpCase, Quantized, Tensor
-from verifier.ops.quant import PTQ_CASES, QUANT_OUT, k_ptq_y, k_scale, nonzero, ptq_rescale
+from verifier.ops.model import Invariant, Op, OpCase, Quantized, Tensor
+from verifier.ops.quant import PTQ_CASES, QUANT_OUT, check_bounds, k_ptq_y, k_scale, nonzero, ptq_rescale
 
 
 def ptgq_reference(i, p):
+    check_bounds(p)
     x = i["x"]
     M, N = x.shape
     xg = x.reshape(M, N // p["group_size"], p["group_size"])
@@ -37,7 +38,10 @@ LOG2_ABS = 2.0 ** -21  # lg2.approx.f32's absolute error (2^-22.6 in PTX ISA §9
 def k_group_scale(x, s, p, c, xs):
     """The scale's bound: per_token_quant's; with ue8m0, 0 (a power of two is exact) except where the kernel's raw
     scale max(amax, floor) / qmax, within its bound, or its log2 (an approximation) may fall on either side of a
-    power of two: there the next power of two down or up is right too (E = s: |2^(k±1) - 2^k| <= 2^k)."""
+    power of two: there the next power of two down or up is right too. E = s/2 there, not s: the budget counts E in
+    the float32 spacing at |s| - E (verifier.judge.tolerance.Errors.budget), and s/2 and 2s are each 2^23 spacings
+    of that from s (E = s would count it at 0, a subnormal spacing: any scale at all); that the scale is a power of
+    two is the invariant ue8m0_pow2's."""
     if not p["ue8m0"]:
         return k_scale(x, s, p, c, xs)
     M, N = x.shape
@@ -48,7 +52,22 @@ def k_group_scale(x, s, p, c, xs):
         lg = np.log2(raw)
         slack = E_raw / raw / np.log(2.0) + LOG2_ABS
     near = np.abs(lg - np.round(lg)) <= slack
-    return np.where(near, np.abs(s), 0.0)
+    return np.where(near, np.abs(s) / 2.0, 0.0)
+
+
+def _off_pow2(inp, ys, p):
+    """[M]: how many of the row's finite scales are neither a power of two nor 0 (ue8m0 declared; else 0)."""
+    s = np.asarray(ys["scale"], dtype=np.float64)
+    if not p.get("ue8m0"):
+        return np.zeros(s.shape[0])
+    with np.errstate(invalid="ignore"):  # a NaN / inf scale (a NaN / inf group) is the values' to judge
+        bad = np.isfinite(s) & ~((np.frexp(s)[0] == 0.5) | (s == 0))
+    return bad.reshape(s.shape[0], -1).sum(axis=1).astype(np.float64)
+
+
+INVARIANTS = [Invariant("ue8m0_pow2", _off_pow2, 0.0,
+                        "with ue8m0, every scale is a power of two (DeepGEMM keeps only its exponent) or 0 (value = "
+                        "the row's scales that are not)")]
 
 
 def _supports(N, params):
@@ -118,7 +137,7 @@ PER_TOKEN_GROUP_QUANT = Op(
     reference=ptgq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptgq_scale")},
     kappas={"ptq_y": k_ptq_y, "ptgq_scale": k_group_scale}, out_dtypes=QUANT_OUT, float64=False,
     quantized={"y": Quantized(scale="scale", rescale=ptq_rescale)}, cases=GROUP_CASES, bytes_moved=ptgq_bytes,
-    supports=_supports,
+    supports=_supports, invariants=INVARIANTS,
     description="dynamic per-group quantization: scale[m, g] = max(amax of the group, floor) / qmax, "
                 "y = saturate(round(x / scale))",
 )

@@ -263,6 +263,15 @@ class Op:
             if p.get(k) is not None and p[k] not in contract.values:
                 raise SpecError(f"op {self.name!r}: param {k}={p[k]!r} is not one of {list(contract.values)}",
                                 fix=f"declare {k} as one of {', '.join(map(repr, contract.values))} (or leave it out)")
+        roles = (*self.roles, *self.optional.values())
+        dtype_params = set(self.out_dtype_params.values()) | {r.dtype_param for r in roles if r.dtype_param}
+        for k in sorted(dtype_params):  # topk_softmax's values_dtype: refused here, not as a UsageError mid-run
+            from verifier import dtypes as _dt
+
+            try:
+                _dt.canonical(p[k])
+            except UsageError as e:
+                raise SpecError(f"op {self.name!r}: param {k}={p[k]!r}: {e.message}", fix=e.fix) from None
         present = {}
         for t, role in self.optional.items():
             want = p.get(t)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verifier.errors import SpecError
 from verifier.numerics.errmodel import gamma
 from verifier.ops.model import Op, OpCase, Quantized, Tensor, may_round
 
@@ -44,9 +45,22 @@ def qmax_of(params: dict, dtype: str) -> float:
 
 # --------------------------------------------------------------------------- per_token_quant
 
+def check_bounds(p) -> None:
+    """floor a number >= 0 and scale_ub None or a number > 0: a scale_ub of 0 with floor 0 would make every scale 0,
+    which the judge takes as a zero row's (any finite y), so it is refused rather than judged."""
+    floor, ub = p.get("floor", 0.0), p.get("scale_ub")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0 or floor == float("inf"):
+        raise SpecError(f"param floor={floor!r} is not a finite number >= 0",
+                        fix="declare the smallest amax the kernel uses, e.g. floor=1e-10 (0 for a kernel with none)")
+    if ub is not None and (isinstance(ub, bool) or not isinstance(ub, (int, float)) or not ub > 0):
+        raise SpecError(f"param scale_ub={ub!r} is not a number > 0",
+                        fix="declare the kernel's cap on the amax, e.g. scale_ub=1200.0, or None for none")
+
+
 def row_scale(v, p):
     """max(min(amax of the rows' |v|, scale_ub), floor) / qmax: scale_ub (None: none) caps the amax first (vLLM's
     dynamic per-token fp8 quantizers take an optional scale_ub; values past it saturate)."""
+    check_bounds(p)
     amax = v.abs().amax(-1)
     if p.get("scale_ub") is not None:
         amax = amax.clamp(max=p["scale_ub"])

@@ -23,25 +23,38 @@ from verifier.ops.model import Contract, OpCase, Tensor
 
 
 
+def _int_param(params: dict, name: str, allowed=()):
+    v = params.get(name) or 0
+    if v in allowed:
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        from verifier.errors import SpecError
+
+        raise SpecError(f"softmax: {name}={v!r} is not an int" + (f" nor one of {allowed}" if allowed else ""),
+                        fix=f"declare {name} as an int" + (" or 'N' (square blocks of N queries)" if allowed else ""))
+    return int(v)
+
+
 def query_index(M: int, params: dict, N: int) -> np.ndarray:
-    """Row r's query index: r mod q_len, r mod N for q_len='N' (square blocks of N queries by N keys: Megatron's
-    scaled_upper_triang_masked_softmax), or r (q_len 0)."""
-    q = params.get("q_len") or 0
-    q = N if q == "N" else int(q)
+    """Row r's query index plus causal_offset (the key column its diagonal lies on): r mod q_len, r mod N for
+    q_len='N' (square blocks of N queries by N keys: Megatron's scaled_upper_triang_masked_softmax), or r (q_len
+    0). One home for the three places that form logits (causal, ALiBi, references/_logits.py's mpmath)."""
+    q = _int_param(params, "q_len", ("N",))
+    q = N if q == "N" else q
     r = np.arange(M)
-    return r % q if q > 0 else r
+    return (r % q if q > 0 else r) + _int_param(params, "causal_offset")
 
 
 def causal_masked(M: int, N: int, params: dict) -> np.ndarray:
     """[M, N]: True where causal masks column j of row r (j > i + causal_offset)."""
     if not params.get("causal"):
         return np.zeros((M, N), dtype=bool)
-    i = query_index(M, params, N) + int(params.get("causal_offset") or 0)
+    i = query_index(M, params, N)
     return np.arange(N)[None, :] > i[:, None]
 
 
 def alibi_bias(slopes: np.ndarray, M: int, N: int, params: dict) -> np.ndarray:
-    i = query_index(M, params, N) + int(params.get("causal_offset") or 0)
+    i = query_index(M, params, N)
     return -np.asarray(slopes, dtype=np.float64)[:, None] * np.abs(i[:, None] - np.arange(N)[None, :])
 
 

@@ -35,7 +35,6 @@ GATES = ("softmax", "sigmoid", "sqrtsoftplus")
 SOFTPLUS_THRESHOLD = 20.0  # softplus(x) = x past it (torch's default threshold, and the kernels')
 INDEX_DTYPES = ("int32", "int64")
 VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
-UNIT = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # the values' unit roundoff
 
 
 def _gates(x, p):
@@ -44,7 +43,9 @@ def _gates(x, p):
     gate = p["gate"]
     if gate not in GATES:
         raise SpecError(f"topk_softmax: gate={gate!r}", fix=f"use one of {', '.join(GATES)}")
-    if (p.get("values_dtype") or "float32") not in VALUES_DTYPES:
+    from verifier import dtypes as _dt
+
+    if _dt.canonical(p.get("values_dtype") or "float32") not in VALUES_DTYPES:  # 'bf16' is 'bfloat16' too
         raise SpecError(f"topk_softmax: values_dtype={p.get('values_dtype')!r}",
                         fix=f"use one of {', '.join(VALUES_DTYPES)}")
     if gate == "sqrtsoftplus":  # DeepSeek-V4: sqrt(softplus(x)), softplus written as the kernels compute it
@@ -75,8 +76,18 @@ def _k(x, p) -> int:
     return k
 
 
+def scaling_of(p) -> float:
+    """The declared routed_scaling_factor (1: none)."""
+    s = p.get("scaling", 1.0)
+    if isinstance(s, bool) or not isinstance(s, (int, float, np.floating)) or not np.isfinite(s):
+        raise SpecError(f"topk_softmax: scaling={s!r} is not a finite number",
+                        fix="declare the factor the kernel multiplies its weights by (routed_scaling_factor), or "
+                            "leave it out (1.0)")
+    return float(s)
+
+
 def _scaled(v, p):
-    return v * float(p["scaling"]) if float(p.get("scaling", 1.0)) != 1.0 else v
+    return v * scaling_of(p) if scaling_of(p) != 1.0 else v
 
 
 def _choice(inputs, g):
@@ -127,7 +138,7 @@ def _unit_sum(inp, ys, p):
     """|sum(values) - scaling| of a renormalized row (0 when not renormalized)."""
     if not p["renormalize"]:
         return np.zeros(ys["values"].shape[0])
-    return np.abs(ys["values"].sum(axis=1) - float(p.get("scaling", 1.0)))
+    return np.abs(ys["values"].sum(axis=1) - scaling_of(p))
 
 
 def _unit_sum_bound(inp, ys, p, c):
@@ -135,9 +146,11 @@ def _unit_sum_bound(inp, ys, p, c):
     the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
     a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
     of value) remain: gamma(k + div + 1) + 2·out_ulps·2^-24, plus the float64 sum's own k·2^-53."""
-    k, scaling = ys["values"].shape[1], abs(float(p.get("scaling", 1.0)))
+    k, scaling = ys["values"].shape[1], abs(scaling_of(p))
     times = 1 if scaling != 1.0 else 0  # the scaling multiply rounds each value once more
-    u_values = UNIT.get(str(p.get("values_dtype") or "float32"), UNIT["float32"])
+    from verifier import dtypes as _dt
+
+    u_values = _dt.unit_roundoff(p.get("values_dtype") or "float32")  # the values' dtype's
     return scaling * (gamma(k + c.intr.div + 1 + times, c.u) + 2 * c.out_ulps * u_values + k * 2.0 ** -53)
 
 
