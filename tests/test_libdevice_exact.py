@@ -62,3 +62,16 @@ def test_libdevice_rounding_quantizers_are_checked_on_cpu(interpreted):
     bad = got["int8-libdevice-trunc"]
     assert bad.verdict == "fail" and any("toward zero" in f.message for f in bad.findings), \
         [f.message for f in bad.findings][:3]
+
+
+def test_fma_rounds_once_as_fmaf():
+    """libdevice.fma in the interpreter: (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 with one rounding (fmaf); float32's
+    a * b + c rounds the product to 1 + 2^-11 first and gives 0."""
+    import numpy as np
+
+    from verifier.launch.libdevice import _np_table
+
+    a = np.array([1 + 2.0**-12], np.float32)
+    c = np.array([-(1 + 2.0**-11)], np.float32)
+    assert float(np.asarray(_np_table()["fma"](a, a, c)).astype(np.float32)[0]) == 2.0**-24
+    assert float((a * a + c)[0]) == 0.0  # what it was

@@ -16,6 +16,15 @@ def _round_half_away(x):
     return t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0).astype(x.dtype)  # x - t is exact: no double rounding
 
 
+def _fma(a, b, c):
+    """fmaf's one rounding, for float32: the product of two float32 is exact in float64 and the sum rounds there
+    first (a second rounding to float32 follows in the caller; it differs from fmaf's only where the float64 sum
+    lands exactly on a float32 tie, far rarer than float32's a * b + c, which rounds the product too)."""
+    import numpy as np
+
+    return np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)
+
+
 # libdevice functions the interpreter runs in numpy (float32 / float64 arguments: libdevice has no other). The
 # rounding functions are exactly defined, so numpy's are compiled Triton's bits (``round`` is roundf, ties away from
 # zero; ``rint`` and ``nearbyint`` ties to even). The others are CUDA's accurate libdevice (tanhf, erff, rsqrtf:
@@ -35,7 +44,7 @@ def _np_table() -> dict:
             "tanh": np.tanh, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
             "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a), "erf": erf, "pow": np.power,
             "abs": np.abs, "fabs": np.abs, "sin": np.sin, "cos": np.cos, "div_rn": np.divide,
-            "fma": lambda a, b, c: a * b + c, "fmax": np.fmax, "fmin": np.fmin, "isnan": np.isnan, "isinf": np.isinf}
+            "fma": _fma, "fmax": np.fmax, "fmin": np.fmin, "isnan": np.isnan, "isinf": np.isinf}
 
 
 def _libdevice_numpy(name: str, stub):
