@@ -25,12 +25,13 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
-from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
 from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
+from verifier.ops.samplers import fit as _fit, holds_inf as _holds_inf, normal as _normal
+
 
 LABEL_DTYPES = ("int64", "int32")
 
@@ -179,6 +180,7 @@ def k_cross_entropy_reduced(x, total, p, c, xs):
 
 # --------------------------------------------------------------------------- invariants
 
+
 def check(x_raw, inp, ys, params, dtypes, c):
     """Per row, with m = max(x), d_t = m - x_t >= 0, n non-masked elements, lim = log_abs·u (the log
     intrinsic's absolute error), U = ulp_out(loss):
@@ -264,6 +266,7 @@ def check_soft(x_raw, inp, ys, params, dtypes, c):
 
 # --------------------------------------------------------------------------- inputs
 
+
 def make_target(rng, x, params, policy):
     """A target distribution per row for logits ``x`` (float64 [M, N]): policy None: random weights, about a third
     of them 0, normalized; 'zero_at_neg_inf': 0 exactly where the logit is -inf (0·log 0), positive elsewhere;
@@ -348,10 +351,6 @@ def _nonfinite_rows(rng):
     return fn
 
 
-def _normal(rng):
-    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
-
-
 def _masked(rng):
     """About half of each row -inf, at least one finite logit per row."""
     def fn(shape, dtype):
@@ -360,15 +359,6 @@ def _masked(rng):
         mask[np.arange(shape[0]), rng.integers(shape[1], size=shape[0])] = False
         return _fit(np.where(mask, -np.inf, v), dtype)
     return fn
-
-
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
-
-
-def _holds_inf(dt):
-    return _dt.is_float(dt) and dt != "float8_e4m3fn"
 
 
 CASES = (
@@ -391,6 +381,7 @@ CASES = (
     OpCase("ce_label_at_min_randn50", "label at the row's smallest logit of randn·50 rows: the largest finite loss "
            "(several hundred)", 4, 1000, wide_rows, dtype_ok=holds(400.0), policy="argmin"),
 )
+
 
 def _huge(rng):
     """N(0, 1)·1e4 rows (logits past any exp range): a softcap keeps them in [-cap, cap]; capping after the max
@@ -416,6 +407,8 @@ def _far_below_zero(rng):
 
 
 # Cases of the variants: they apply to every cross entropy kernel (a plain kernel must pass them too).
+
+
 VARIANT_CASES = (
     OpCase("ce_all_ignored", "every row's label is ignore_index: per-row 0s; a mean over no row is NaN (PyTorch)",
            4, 128, _normal, policy="all_ignored", quick=True),
@@ -441,6 +434,7 @@ OPDEF = Op(
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES + VARIANT_CASES,
 )
+
 
 SOFT_CASES = (
     OpCase("ce_soft_zero_at_neg_inf", "target 0 exactly at every -inf logit (masked vocabulary): 0·log 0 = 0 under "

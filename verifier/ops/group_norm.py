@@ -18,9 +18,10 @@ import dataclasses
 import numpy as np
 
 from verifier.numerics.violations import Violation
-from verifier.numerics.ulp import round_to, ulp
+from verifier.numerics.ulp import ulp
 from verifier.ops.layernorm import check_layernorm, k_layernorm
 from verifier.ops.model import Op, OpCase, Tensor
+from verifier.ops.samplers import fit as _fit
 
 
 def shape_reason(N, p):
@@ -90,10 +91,6 @@ def check(x_raw, inp, ys, p, dt, c):
 
 
 # --------------------------------------------------------------------------- cases
-
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
 
 
 def _group_rows(kind):

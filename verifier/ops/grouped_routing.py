@@ -14,7 +14,8 @@ from typing import Optional
 import numpy as np
 
 from verifier.errors import SpecError
-from verifier.numerics.ulp import round_to
+from verifier.ops.samplers import fit as _fit, normal as _normal
+
 
 GROUP_SCORES = ("max", "top2_sum")
 
@@ -77,11 +78,6 @@ def kept_experts(choice, p: dict):
 GROUP = 32
 
 
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
-
-
 def _rows_of(build):
     def factory(rng):
         def fn(shape, dtype):
@@ -127,10 +123,6 @@ def bias_maker(rng, x, p, policy):
     if policy == "negative_choice":
         return b - 2.0
     return np.zeros_like(b) if policy == "gates_only" else b
-
-
-def _normal(rng):
-    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
 
 
 def _cases():

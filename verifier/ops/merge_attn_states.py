@@ -20,10 +20,13 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import SpecError
-from verifier.numerics.ulp import round_to
 from verifier.ops.model import Invariant, Op, OpCase, Tensor
+from verifier.ops.samplers import normal as _normal
+
 
 BASES = ("e", "2")
+
+
 EMPTY = ("nan", "zero")
 LN2 = math.log(2.0)
 
@@ -58,6 +61,7 @@ def reference(inputs, p):
 
 
 # --------------------------------------------------------------------------- invariants
+
 
 def _live(inp):
     return np.isfinite(inp["lse_a"]) & np.isfinite(inp["lse_b"])
@@ -110,10 +114,6 @@ INVARIANTS = [
 
 # --------------------------------------------------------------------------- inputs
 
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
-
 
 def make_lse(side: str):
     """The lse of one side: 5 + 3·N(0, 1) per row (a few units apart), or as the case's policy says:
@@ -138,14 +138,6 @@ def make_lse(side: str):
             pass
         return base
     return make
-
-
-def _normal(rng):
-    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
-
-
-def _holds_inf(dt):
-    return dt in ("float32", "float16", "bfloat16", "float64")
 
 
 CASES = (

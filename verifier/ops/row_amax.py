@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier.numerics.ulp import round_to
 from verifier.ops.model import Op, OpCase
 from verifier.ops.online_softmax_stats import k_exact
+from verifier.ops.samplers import fit as _fit
 
 
 def reference(inputs, params):
     return {"y": inputs["x"].abs().amax(dim=-1)}
-
-
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
 
 
 def _specials(rng):

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.numerics.errmodel import gamma
-from verifier.numerics.ulp import round_to
 from verifier.ops.model import Invariant, KeepTopK, Op, OpCase
 from verifier.ops.selection import canonical_kept
+from verifier.ops.samplers import fit as _fit, holds_inf as _holds_inf, normal as _normal
 
 
 def _kept_of(inputs, p):
@@ -36,6 +36,7 @@ def _kept_of(inputs, p):
 
 
 # --------------------------------------------------------------------------- top_k_renorm_probs
+
 
 def renorm_at(inputs, p):
     """renormed for the kept set inputs['kept']: kept / max(sum(kept), sum_floor), 0 elsewhere."""
@@ -90,10 +91,6 @@ def mask_reference(inputs, p):
 
 # --------------------------------------------------------------------------- cases
 
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
-
 
 def _probs(rng, shape):
     z = rng.standard_normal(shape) * 2.0
@@ -145,14 +142,6 @@ def _neg_inf_logits(rng):
     return fn
 
 
-def _normal(rng):
-    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
-
-
-def _holds_inf(dt):
-    return dt in ("float32", "float16", "bfloat16", "float64")
-
-
 RENORM_CASES = (
     OpCase("topk_renorm_probs", "softmax rows (probabilities summing to 1), k = 8 of 128", 8, 128, _softmax_probs,
            quick=True),
@@ -163,6 +152,8 @@ RENORM_CASES = (
     OpCase("topk_renorm_k_ge_n", "N = 6 < k = 8: every element kept, the row renormalized", 8, 6, _softmax_probs),
     OpCase("topk_renorm_n_257", "N = 257 (one past a power of two) probabilities", 4, 257, _softmax_probs),
 )
+
+
 MASK_CASES = (
     OpCase("topk_mask_tied", "logits from four values: exact ties at the k-th largest in every row", 8, 64,
            _tied_logits, quick=True),
@@ -171,6 +162,7 @@ MASK_CASES = (
     OpCase("topk_mask_k_ge_n", "N = 6 < k = 8: the row copied", 8, 6, _normal),
     OpCase("topk_mask_n_257", "N = 257 (one past a power of two)", 4, 257, _normal),
 )
+
 
 _DOC = ("ties: 'keep_all' (every element >= the k-th largest) or 'exactly_k' (declared: exactly k, ties cut anywhere); "
         "k >= N keeps every element")

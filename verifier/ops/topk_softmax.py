@@ -27,9 +27,10 @@ import numpy as np
 
 from verifier.errors import SpecError
 from verifier.numerics.errmodel import gamma
-from verifier.numerics.ulp import round_to, ulp
+from verifier.numerics.ulp import ulp
 from verifier.ops import grouped_routing as _grouped
 from verifier.ops.model import Contract, Invariant, Op, OpCase, Selection, Tensor
+from verifier.ops.samplers import fit as _fit, holds_inf as _holds_inf, normal as _normal
 
 GATES = ("softmax", "sigmoid", "sqrtsoftplus")
 SOFTPLUS_THRESHOLD = 20.0  # softplus(x) = x past it (torch's default threshold, and the kernels')
@@ -166,15 +167,6 @@ INVARIANTS = [
 
 # --------------------------------------------------------------------------- cases
 
-def _fit(v, dtype):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return round_to(v, dtype).astype(np.float64)
-
-
-def _normal(rng):
-    return lambda shape, dtype: _fit(rng.standard_normal(shape), dtype)
-
-
 def _duplicates(rng):
     """Logits drawn from four values (0, 0.5, 1, 1.5): every row has exact ties across the top-k boundary."""
     return lambda shape, dtype: _fit(rng.integers(0, 4, size=shape) * 0.5, dtype)
@@ -214,10 +206,6 @@ def _constant(rng):
 def _wide(rng):
     """Logits randn·40: exp without the max subtracted overflows float32 (past 88.7)."""
     return lambda shape, dtype: _fit(40.0 * rng.standard_normal(shape), dtype)
-
-
-def _holds_inf(dt):
-    return dt in ("float32", "float16", "bfloat16", "float64")
 
 
 def _ladder_ok(dt):
