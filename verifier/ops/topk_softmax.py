@@ -216,6 +216,23 @@ def _wide(rng):
     return lambda shape, dtype: _fit(40.0 * rng.standard_normal(shape), dtype)
 
 
+def _nan_logits(rng):
+    """Rows holding NaN logits where a per-element gate (sigmoid, sqrtsoftplus) keeps the other gates: one NaN in
+    place of the row's largest logit, of its 8th largest (the default k's boundary), below the top; the two largest
+    NaN; ten NaNs (more than the default k); a whole NaN row; a row without NaN. torch.topk ranks NaN largest, a
+    kernel may drop it: either is right, the other picks must be the top of the rest."""
+    def fn(shape, dtype):
+        M, E = shape
+        v = rng.standard_normal(shape)
+        for i in range(M):
+            order, kind = np.argsort(-v[i]), i % 7
+            nan_at = {0: order[:1], 1: order[7:8], 2: order[-1:], 3: order[:2],
+                      4: rng.permutation(E)[:10], 5: np.arange(E), 6: order[:0]}[kind]
+            v[i, nan_at] = np.nan
+        return _fit(v, dtype)
+    return fn
+
+
 def _holds_inf(dt):
     return dt in ("float32", "float16", "bfloat16", "float64")
 
@@ -237,6 +254,9 @@ CASES = (
     OpCase("topk_all_equal", "all-equal rows: gates exactly 1/E, every k distinct experts right", 4, 64, _constant),
     OpCase("topk_one_ulp_ladder", "rows of adjacent representable values: the k-th and (k+1)-th largest one ULP "
            "apart", 4, 64, _ladder, dtype_ok=_ladder_ok),
+    OpCase("topk_nan_logits", "NaN logits (at the top, at the k-th, below, more than k, a whole row): with a "
+           "per-element gate the other picks are still the top of the rest", 7, 64, _nan_logits,
+           dtype_ok=_holds_inf),
     OpCase("topk_wide_logits", "logits randn·40: exp without max subtraction overflows", 4, 64, _wide,
            dtype_ok=_holds_inf),
     # The same traps at E = 256: kernels built for a few expert counts only (DeepSeek-V3 / V4's 256, vLLM's dsv4_topk
