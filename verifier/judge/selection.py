@@ -14,7 +14,10 @@ a kernel computing them in its accumulation dtype may make) and t the exact k-th
 * the other outputs (the values) are compared with ``at`` evaluated at the kernel's own picks, within the derived
   budget of that evaluation (base 1 ULP + E / ulp, as every derived budget; verifier.judge.tolerance).
 
-Rows holding a NaN score leave the choice free (range and distinctness still hold). A wrong pick is a ``value``
+An expert whose score is NaN is free: picked or not, at any position (torch.topk ranks NaN largest, other kernels
+drop it); the other picks are judged as above among the non-NaN scores, with t their (k - q)-th largest, q the NaN
+experts picked, and in order among themselves. A row of NaN scores (the softmax gate) takes any distinct picks; a
+grouped row holding a NaN is not judged (range and distinctness still hold). A wrong pick is a ``value``
 finding naming the row, the position, the expert picked, its exact score and the exact k-th largest.
 """
 from __future__ import annotations

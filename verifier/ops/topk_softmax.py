@@ -17,9 +17,10 @@ Judged tie-aware (verifier.judge.selection), not element by element: a pick is r
 exact k-th largest, or below it by no more than the two gates' derived error bounds (a kernel computing the gates in
 float32 may order them either way there: exact ties, and gates less than its error apart); the picks are distinct,
 in [0, E), largest first (in that same band); the values are compared with the reference at the kernel's own picks
-(renormalized over them), within their derived budget. Rows holding a NaN leave the choice free (the values at the
-picks must still be what the reference gives there: NaN for the softmax gate); a row whose k picks sum to 0 gives
-0 / 0 = NaN when renormalized, as the torch composition does.
+(renormalized over them), within their derived budget. A NaN gate leaves its expert free (picked or not, anywhere);
+the other picks are the top of the non-NaN gates (the softmax gate makes a whole row NaN: any distinct picks; grouped
+rows holding a NaN: any distinct picks); the values at the picks must still be what the reference gives there; a
+row whose k picks sum to 0 gives 0 / 0 = NaN when renormalized, as the torch composition does.
 """
 from __future__ import annotations
 
