@@ -85,7 +85,10 @@ def test_a_nan_pick_may_sit_anywhere_but_the_others_stay_in_order():
     assert _judge({"x": x}, moved, p).ok  # the NaN pick in the middle: free
     swapped = {"indices": ys["indices"][:, [2, 0, 1, 3]].copy(), "values": ys["values"][:, [2, 0, 1, 3]].copy()}
     v = _judge({"x": x}, swapped, p)  # the 2nd largest before the 1st, a NaN pick between them
-    assert _bad(v) == ["indices"] and "comes after a smaller" in v.comparison["indices"].message()
+    first, second = (float(torch.sigmoid(torch.tensor(x[0, ys["indices"][0, j]]))) for j in (1, 2))
+    msg = v.comparison["indices"].message()
+    assert _bad(v) == ["indices"] and f"expert {ys['indices'][0, 1]} with gate " in msg, msg
+    assert "comes after a smaller gate" in msg and "position 2" in msg and first > second
 
 
 def test_a_wrong_value_at_a_ranked_pick_of_a_nan_row_fails():

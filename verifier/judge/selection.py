@@ -57,8 +57,9 @@ class Pick:
             return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} is not in the top k: the "
                     f"exact k-th largest gate is {self.kth!r}, and the kernel's error band is {self.band:.3g}")
         if self.why == "order":
-            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} comes after a smaller "
-                    f"gate ({self.kth!r}): picks must be largest first (band {self.band:.3g})")
+            # score: the gate of the pick before it, kth: this pick's (excess: how far this one is above it)
+            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.kth!r} comes after a smaller "
+                    f"gate ({self.score!r}): picks must be largest first (band {self.band:.3g})")
         if self.why == "group":
             return (f"row {row}, position {pos}: expert {self.expert} is in group {self.group}, which no right group "
                     f"choice keeps with these picks: its group score is {self.score!r}, the topk_group-th best group's "
