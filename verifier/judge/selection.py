@@ -14,7 +14,10 @@ a kernel computing them in its accumulation dtype may make) and t the exact k-th
 * the other outputs (the values) are compared with ``at`` evaluated at the kernel's own picks, within the derived
   budget of that evaluation (base 1 ULP + E / ulp, as every derived budget; verifier.judge.tolerance).
 
-Rows holding a NaN score leave the choice free (range and distinctness still hold). A wrong pick is a ``value``
+An expert whose score is NaN is free: picked or not, at any position (torch.topk ranks NaN largest, other kernels
+drop it); the other picks are judged as above among the non-NaN scores, with t their (k - q)-th largest, q the NaN
+experts picked, and in order among themselves. A row of NaN scores (the softmax gate) takes any distinct picks; a
+grouped row holding a NaN is not judged (range and distinctness still hold). A wrong pick is a ``value``
 finding naming the row, the position, the expert picked, its exact score and the exact k-th largest.
 """
 from __future__ import annotations
@@ -54,8 +57,9 @@ class Pick:
             return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} is not in the top k: the "
                     f"exact k-th largest gate is {self.kth!r}, and the kernel's error band is {self.band:.3g}")
         if self.why == "order":
-            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.score!r} comes after a smaller "
-                    f"gate ({self.kth!r}): picks must be largest first (band {self.band:.3g})")
+            # score: the gate of the pick before it, kth: this pick's (excess: how far this one is above it)
+            return (f"row {row}, position {pos}: expert {self.expert} with gate {self.kth!r} comes after a smaller "
+                    f"gate ({self.score!r}): picks must be largest first (band {self.band:.3g})")
         if self.why == "group":
             return (f"row {row}, position {pos}: expert {self.expert} is in group {self.group}, which no right group "
                     f"choice keeps with these picks: its group score is {self.score!r}, the topk_group-th best group's "
@@ -97,10 +101,13 @@ class PickComparison(TensorComparison):
         return replace(super().relabeled(index), wrong=tuple(replace(p, index=index(p.index)) for p in self.wrong))
 
 
-def _kth(s: np.ndarray, e: np.ndarray, k: int) -> tuple:
-    """Per row: the exact k-th largest score t and the largest error bound among the scores equal to t."""
-    t = -np.sort(-s, axis=1)[:, k - 1]
-    at_t = s == t[:, None]
+def _kth(s: np.ndarray, e: np.ndarray, k: np.ndarray) -> tuple:
+    """Per row r: the exact k[r]-th largest of the non-NaN scores t (-inf where k[r] < 1: no slot left to rank) and
+    the largest error bound among the scores equal to t."""
+    filled = np.where(np.isnan(s), -np.inf, s)
+    srt = -np.sort(-filled, axis=1)
+    t = np.where(k >= 1, srt[np.arange(s.shape[0]), np.clip(k - 1, 0, s.shape[1] - 1)], -np.inf)
+    at_t = (filled == t[:, None]) & ~np.isnan(s)
     return t, np.where(at_t, e, 0.0).max(axis=1)
 
 
@@ -134,7 +141,11 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
                 wrong.append(Pick((int(r), p), j, float(s[r, j]), 0.0, 0.0, "duplicate"))
                 bad[r, p] = True
             seen.add(j)
-    judged = ~np.isnan(s).any(axis=1)  # a row holding a NaN score: any distinct in-range picks
+    # A NaN score is free: a kernel may pick that expert or not, anywhere (torch.topk ranks NaN largest, others drop
+    # it); the other picks are the top of the non-NaN scores. A softmax gate makes every score of the row NaN: any
+    # distinct picks. Grouped rows holding a NaN are not judged (their group scores are NaN).
+    nan_s = np.isnan(s)
+    judged = ~(nan_s.any(axis=1) if groups is not None else nan_s.all(axis=1))
     rows = np.arange(M)[:, None]
     outside = np.zeros((M, k), dtype=bool)
     ranked = s
@@ -150,20 +161,26 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
             g = int(safe[r, p]) // size
             wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(G[r, g]), float(T[r]),
                               float(eG[r, g] + eT[r]), "group", g))
-    t, e_t = _kth(np.where(judged[:, None], ranked, 0.0), e, k)
     sj, ej = s[rows, safe], e[rows, safe]
+    free = inrange & np.isnan(sj)  # picks of NaN-scored experts
+    # the slots left to the non-NaN experts: their (k - free picks)-th largest is the boundary
+    t, e_t = _kth(np.where(judged[:, None], ranked, 0.0), e, k - free.sum(axis=1))
+    ranked_pick = judged[:, None] & inrange & ~free
+    # each ranked pick against the ranked pick before it (free picks in between are skipped)
+    last = np.maximum.accumulate(np.where(ranked_pick, np.arange(k), -1), axis=1)
+    prev = np.concatenate([np.full((M, 1), -1), last[:, :-1]], axis=1)
+    sp, ep = sj[rows, np.maximum(prev, 0)], ej[rows, np.maximum(prev, 0)]
     with np.errstate(invalid="ignore"):
-        below = judged[:, None] & inrange & ~outside & ~(sj + ej >= t[:, None] - e_t[:, None])
-        later = judged[:, None] & inrange[:, 1:] & inrange[:, :-1] & ~(sj[:, :-1] + ej[:, :-1] >= sj[:, 1:] - ej[:, 1:])
+        below = ranked_pick & ~outside & ~(sj + ej >= t[:, None] - e_t[:, None])
+        later = ranked_pick & (prev >= 0) & ~(sp + ep >= sj - ej)
         later &= ordered  # picks in any order (Selection.ordered False): only the set is judged
     for r, p in np.argwhere(below):
         wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(sj[r, p]), float(t[r]),
                           float(ej[r, p] + e_t[r]), "below"))
-    for r, p in np.argwhere(later & ~below[:, 1:]):
-        wrong.append(Pick((int(r), int(p) + 1), int(idx[r, p + 1]), float(sj[r, p]), float(sj[r, p + 1]),
-                          float(ej[r, p] + ej[r, p + 1]), "order"))
-    bad |= below | outside
-    bad[:, 1:] |= later
+    for r, p in np.argwhere(later & ~below):
+        wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(sp[r, p]), float(sj[r, p]),
+                          float(ep[r, p] + ej[r, p]), "order"))
+    bad |= below | outside | later
     wrong.sort(key=lambda p: p.index)
     cmp = PickComparison(name=name, dtype=dtype, shape=(M, k), numel=M * k, mismatched=int(bad.sum()),
                          nonfinite_mismatched=0, max_ulps=0.0, worst=(), nonfinite=(), wrong=tuple(wrong[:PICKS_LISTED]))

@@ -17,9 +17,10 @@ Judged tie-aware (verifier.judge.selection), not element by element: a pick is r
 exact k-th largest, or below it by no more than the two gates' derived error bounds (a kernel computing the gates in
 float32 may order them either way there: exact ties, and gates less than its error apart); the picks are distinct,
 in [0, E), largest first (in that same band); the values are compared with the reference at the kernel's own picks
-(renormalized over them), within their derived budget. Rows holding a NaN leave the choice free (the values at the
-picks must still be what the reference gives there: NaN for the softmax gate); a row whose k picks sum to 0 gives
-0 / 0 = NaN when renormalized, as the torch composition does.
+(renormalized over them), within their derived budget. A NaN gate leaves its expert free (picked or not, anywhere);
+the other picks are the top of the non-NaN gates (the softmax gate makes a whole row NaN: any distinct picks; grouped
+rows holding a NaN: any distinct picks); the values at the picks must still be what the reference gives there; a
+row whose k picks sum to 0 gives 0 / 0 = NaN when renormalized, as the torch composition does.
 """
 from __future__ import annotations
 
@@ -208,6 +209,23 @@ def _wide(rng):
     return lambda shape, dtype: _fit(40.0 * rng.standard_normal(shape), dtype)
 
 
+def _nan_logits(rng):
+    """Rows holding NaN logits where a per-element gate (sigmoid, sqrtsoftplus) keeps the other gates: one NaN in
+    place of the row's largest logit, of its 8th largest (the default k's boundary), below the top; the two largest
+    NaN; ten NaNs (more than the default k); a whole NaN row; a row without NaN. torch.topk ranks NaN largest, a
+    kernel may drop it: either is right, the other picks must be the top of the rest."""
+    def fn(shape, dtype):
+        M, E = shape
+        v = rng.standard_normal(shape)
+        for i in range(M):
+            order, kind = np.argsort(-v[i]), i % 7
+            nan_at = {0: order[:1], 1: order[7:8], 2: order[-1:], 3: order[:2],
+                      4: rng.permutation(E)[:10], 5: np.arange(E), 6: order[:0]}[kind]
+            v[i, nan_at] = np.nan
+        return _fit(v, dtype)
+    return fn
+
+
 def _ladder_ok(dt):
     return dt in ("float32", "float16", "bfloat16")
 
@@ -225,6 +243,9 @@ CASES = (
     OpCase("topk_all_equal", "all-equal rows: gates exactly 1/E, every k distinct experts right", 4, 64, _constant),
     OpCase("topk_one_ulp_ladder", "rows of adjacent representable values: the k-th and (k+1)-th largest one ULP "
            "apart", 4, 64, _ladder, dtype_ok=_ladder_ok),
+    OpCase("topk_nan_logits", "NaN logits (at the top, at the k-th, below, more than k, a whole row): with a "
+           "per-element gate the other picks are still the top of the rest", 7, 64, _nan_logits,
+           dtype_ok=_holds_inf),
     OpCase("topk_wide_logits", "logits randn·40: exp without max subtraction overflows", 4, 64, _wide,
            dtype_ok=_holds_inf),
     # The same traps at E = 256: kernels built for a few expert counts only (DeepSeek-V3 / V4's 256, vLLM's dsv4_topk
