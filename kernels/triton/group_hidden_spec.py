@@ -5,8 +5,9 @@ program per (row, group) on one grid axis, each group reduced in a fixed order: 
 Declared at the op's groups=4 and at groups=3, whose group sizes are not powers of two on every case the op allows
 (24 columns at N=72, 343 at N=1029, 11 at N=33: the block is padded and masked by the group's end).
 
-Dtypes: the kernel runs the same fp32 code for every I/O dtype (16-bit rounds once, on the store), so the default
-kernels declare f32 and bf16, the variants f32 alone: the CPU suite's interpreter time stays small."""
+Dtypes: the kernel runs the same fp32 code for every I/O dtype (16-bit rounds once, on the store), so
+triton-group-rmsnorm declares f32 and bf16 (the 16-bit loads and store), the others f32 alone: the CPU suite's
+interpreter time stays small. Any float I/O dtype works the same (a spec of your own may declare FLOAT_IO)."""
 from verifier.spec import Expectations, TritonKernel, dtypes, grid_limit
 
 _DET = Expectations(deterministic=True)
@@ -26,7 +27,7 @@ KERNELS = [
     _k("triton-group-rmsnorm-g3", "group_rmsnorm", "launch_group_rmsnorm",
        "as triton-group-rmsnorm, 3 groups (group sizes not powers of two)", F32, {"groups": 3}),
     _k("triton-group-layernorm", "group_layernorm", "launch_group_layernorm",
-       "one program per (row, group): two-pass mean and variance over the group's columns, w per column", F32_BF16),
+       "one program per (row, group): two-pass mean and variance over the group's columns, w per column", F32),
     _k("triton-group-layernorm-bias-g3", "group_layernorm", "launch_group_layernorm",
        "as triton-group-layernorm with b per column, 3 groups (group sizes not powers of two)", F32,
        {"groups": 3, "b": True}),
