@@ -102,6 +102,14 @@ def expected_output(op: str, inputs: dict, params: dict, out_dtype):
         y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
     elif op == "l2norm":
         y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
+    # norms over groups of the hidden dim: x viewed as (M, G, N/G), a weight (and bias) per column, as FLA's tests
+    elif op in ("group_rmsnorm", "group_layernorm"):
+        M, N = x.shape
+        G = int(params["groups"])
+        xg = x.view(M, G, N // G)
+        yg = (F.rms_norm(xg, (N // G,), None, params["eps"]) if op == "group_rmsnorm"
+              else F.layer_norm(xg, (N // G,), None, None, params["eps"]))
+        y = yg.reshape(M, N) * inputs["w"].float() + (inputs["b"].float() if params.get("b") else 0.0)
     # issue #37, sampling's top-k filters, as FlashInfer's and vLLM's tests write them (every tie at the k-th kept)
     elif op in ("top_k_renorm_probs", "top_k_mask_logits"):
         k = int(params["k"])

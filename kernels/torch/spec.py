@@ -156,6 +156,21 @@ def _layer_norm_weightless(inputs, outputs, params, dt):
     return {"y": F.layer_norm(x, (x.shape[-1],), None, inputs.get("b"), eps=params["eps"])}
 
 
+# groups over the hidden dim (verifier/ops/group_hidden.py): x viewed as (M, G, N/G), each group normalized by torch,
+# then the weight (and bias) per column: the unfused composition the Triton group_hidden kernels are benched beside.
+def _group_rms_norm(inputs, outputs, params, dt):
+    x, G = inputs["x"], int(params["groups"])
+    M, N = x.shape
+    return {"y": F.rms_norm(x.view(M, G, N // G), (N // G,), None, eps=params["eps"]).view(M, N) * inputs["w"]}
+
+
+def _group_layer_norm(inputs, outputs, params, dt):
+    x, G = inputs["x"], int(params["groups"])
+    M, N = x.shape
+    y = F.layer_norm(x.view(M, G, N // G), (N // G,), None, None, eps=params["eps"]).view(M, N) * inputs["w"]
+    return {"y": y + inputs["b"] if "b" in inputs else y}
+
+
 KERNELS = [
     CallableKernel(name="torch-softmax", op="softmax", fn=_softmax, dtypes=FLOAT_IO,
                    description="torch.softmax(x, dim=-1)"),
@@ -222,4 +237,18 @@ KERNELS = [
                    dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, None, eps)"),
     CallableKernel(name="torch-layer-norm-bias", op="layernorm_bias", fn=_layer_norm_weightless,
                    dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, b, eps)"),
+    # groups over the hidden dim: the dtypes and params of the Triton kernels they are benched beside
+    # (kernels/triton/group_hidden_spec.py). In bf16 F.rms_norm rounds the normalized x to bf16 before the weight
+    # multiply, a second rounding at the output (as liger-rmsnorm's llama mode: docs/tolerances.md, base_ulps 2)
+    CallableKernel(name="torch-group-rms-norm", op="group_rmsnorm", fn=_group_rms_norm,
+                   dtypes=[dtypes("f32"), dtypes("bf16")], tolerance={"base_ulps": 2},
+                   supports=_below_2pow32,
+                   description="F.rms_norm on x.view(M, G, N/G), times w per column"),
+    CallableKernel(name="torch-group-layer-norm", op="group_layernorm", fn=_group_layer_norm, dtypes=[dtypes("f32")],
+                   supports=_below_2pow32,
+                   description="F.layer_norm on x.view(M, G, N/G), times w per column"),
+    CallableKernel(name="torch-group-layer-norm-bias", op="group_layernorm", fn=_group_layer_norm,
+                   dtypes=[dtypes("f32")], params={"groups": 3, "b": True},
+                   supports=_below_2pow32,
+                   description="F.layer_norm on x.view(M, 3, N/3), times w plus b per column"),
 ]

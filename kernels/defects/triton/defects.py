@@ -369,3 +369,27 @@ DEFECTS.update({
         "pitfall": "the pivot searched for rank k + 1 (0-based k-th element): k + 1 logits kept",
         "exposing_input": "normal_small"},
 })
+
+# Norms over groups of the hidden dim (group_hidden_defects.py; twins: kernels/triton/group_hidden_spec.py). One block
+# per group: rows up to 65536 columns (the twins tile any length).
+_GROUP_BLOCK = max_row(65536, "triton-group-rmsnorm", what="one block per group")
+KERNELS += [
+    _t("defect-triton-group-layernorm-naive-variance", "group_layernorm", "group_hidden_defects.py",
+       "launch_group_layernorm_naive_var", "group_layernorm with the group variance as E[x^2] - E[x]^2 in fp32",
+       dts=[dtypes("f32")], supports=_GROUP_BLOCK),
+    _t("defect-triton-group-rmsnorm-row-mask", "group_rmsnorm", "group_hidden_defects.py",
+       "launch_group_rmsnorm_row_mask", "group_rmsnorm whose padded group block is masked by the row's end, not the "
+       "group's: it reads the next group's columns", dts=[dtypes("f32")], supports=_GROUP_BLOCK),
+]
+DEFECTS.update({
+    "defect-triton-group-layernorm-naive-variance": {
+        "caught_by": "value", "twin": "triton-group-layernorm", "device": "cpu",
+        "pitfall": "group variance as E[x^2] - E[x]^2 in one pass: a head of 500 + N(0, 1) (mean >> std) loses "
+                   "digits of its variance to cancellation, y off by 1%",
+        "exposing_input": "ghn_groups_of_18"},
+    "defect-triton-group-rmsnorm-row-mask": {
+        "caught_by": "value", "twin": "triton-group-rmsnorm", "device": "cpu",
+        "pitfall": "a group's block (N/G padded to a power of two) masked by the row's end instead of the group's: "
+                   "groups of 18 columns sum the squares of the next group's 14 as well",
+        "exposing_input": "ghn_groups_of_18"},
+})
