@@ -82,3 +82,24 @@ def test_flashinfer_renorm_turns_an_all_zero_row_into_zeros():
     p[1:, :16] = 1.0 / 16
     out = _run(spec, p)["renormed"]
     assert (out[0] == 0).all() and np.isfinite(out).all()
+
+
+def test_our_renorm_keeps_a_nan_kept_sum_nan_under_a_sum_floor():
+    """k >= N keeps a NaN, so the kept sum is NaN: max(sum, sum_floor) must stay NaN as the op's reference
+    (torch.clamp) gives it, never the floor (fmaxf(NaN, floor) = floor wrote p / 1e-8 for the finite entries)."""
+    import torch
+
+    from verifier.ops.top_k_sampling import renorm_reference
+
+    spec = _specs(OURS)["cuda-top-k-renorm-probs"]
+    params = {**spec.op_params(), "k": 8, "sum_floor": 1e-8}
+    x = np.full((2, 6), 1.0 / 6, dtype=np.float32)
+    x[0, 2] = np.nan
+    from verifier.launch.cuda import run_cuda
+    from verifier.launch.harness import execute
+    from verifier.spec import dtypes
+
+    out = execute(run_cuda, spec, {"x": x}, dtypes("f32"), params, "cuda").outputs["renormed"]
+    want = renorm_reference({"x": torch.from_numpy(x)}, params)["renormed"].numpy()
+    assert np.isnan(want[0]).all()
+    np.testing.assert_array_equal(out, want)

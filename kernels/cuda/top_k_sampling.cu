@@ -53,7 +53,7 @@ __device__ __forceinline__ void top_k_filter(const T* __restrict__ x, T* __restr
 #pragma unroll
         for (int j = 0; j < VPT; ++j) s += (threadIdx.x + BLOCK * j < N && kept[j]) ? v[j] : 0.f;
         s = kv::block_sum(s, scratch);
-        if (floor > 0.f) s = fmaxf(s, floor);
+        if (floor > 0.f && s < floor) s = floor;  // not fmaxf: a NaN sum stays NaN, as torch.clamp(s, min=floor)
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
             const int i = threadIdx.x + BLOCK * j;
