@@ -20,8 +20,8 @@ import dataclasses
 
 import numpy as np
 
-from verifier.numerics.ulp import round_to, ulp
 from verifier.numerics.violations import Violation
+from verifier.ops.group_norm import group_rows  # the same four kinds of group, over the hidden dim here
 from verifier.ops.layernorm import check_layernorm, k_layernorm
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.rmsnorm import check_rms, k_rmsnorm
@@ -109,23 +109,6 @@ def check_group_ln(x_raw, inp, ys, p, dt, c):
                                     _per_group(c, N, G)), "group_layernorm", G, drop=("layernorm.var",))
 
 
-def _heads(shift):
-    """Rows of 4 runs of N/4 columns (one group each at groups=4; more groups repeat the pattern): N(0,1), constant 3
-    (var 0), 1000 + 0-3 ULPs (mean >> std: E[x²] - E[x]² loses the variance) and N(0,1)·100; ``shift`` adds 500."""
-    def factory(rng):
-        def fn(shape, dtype):
-            M, N = shape
-            v = rng.standard_normal(shape)
-            q = max(N // 4, 1)
-            v[:, q:2 * q] = 3.0
-            v[:, 2 * q:3 * q] = 1000.0 + rng.integers(0, 4, (M, q)) * float(ulp(1000.0, dtype))
-            v[:, 3 * q:] *= 100.0
-            with np.errstate(invalid="ignore", over="ignore"):
-                return round_to(v + shift, dtype).astype(np.float64)
-        return fn
-    return factory
-
-
 def _holds_1000(dt):
     return dt in ("float32", "float16", "bfloat16", "float64")
 
@@ -133,9 +116,9 @@ def _holds_1000(dt):
 CASES = (
     OpCase("ghn_groups_of_80", "4 groups of 80 columns: N(0,1), constant (var 0), 1000 + a few ULPs (mean >> std) and "
            "N(0,1)·100: a kernel normalizing the whole row, or mixing up a group's columns or weights, is off on "
-           "every group", 4, 320, _heads(0.0), dtype_ok=_holds_1000, quick=True),
+           "every group", 4, 320, group_rows("plain"), dtype_ok=_holds_1000, quick=True),
     OpCase("ghn_groups_of_18", "4 groups of 18 columns (not a power of two: a kernel padding each group to a block "
-           "and masking by the row's end reads the next group)", 4, 72, _heads(500.0), dtype_ok=_holds_1000),
+           "and masking by the row's end reads the next group)", 4, 72, group_rows("shift"), dtype_ok=_holds_1000),
 )
 
 GROUP_RMSNORM = Op(

@@ -93,7 +93,7 @@ def check(x_raw, inp, ys, p, dt, c):
 # --------------------------------------------------------------------------- cases
 
 
-def _group_rows(kind):
+def group_rows(kind):
     """Rows of 4 groups (the default groups; with more groups the pattern repeats over columns) where group 0 is
     ordinary N(0,1), group 1 is constant (var 0: (x - mean) must be exactly 0), group 2 is mean >> std (1000 + a few
     ULPs, or U[100, 102] where 1000 is not representable finely), group 3 N(0, 1)·100: a kernel mixing groups up
@@ -137,12 +137,12 @@ def _holds_1000(dt):
 
 CASES = (
     OpCase("gn_group_80_cols", "groups of 80 columns (not a multiple of 32; 8 channels of 10 spatial values per "
-           "row): a warp-per-group kernel's tail, channel-to-column mapping", 4, 320, _group_rows("plain"),
+           "row): a warp-per-group kernel's tail, channel-to-column mapping", 4, 320, group_rows("plain"),
            dtype_ok=_holds_1000, quick=True),
     OpCase("gn_group_18_cols", "groups of 18 columns, channels of 9: a group narrower than a warp", 4, 72,
-           _group_rows("plain"), dtype_ok=_holds_1000),
+           group_rows("plain"), dtype_ok=_holds_1000),
     OpCase("gn_groups_const_and_mean_gg_std", "one constant group (var 0), one of 1000 + a few ULPs (mean >> std: "
-           "E[x²] - E[x]² loses the variance), whole rows shifted by 500", 4, 1024, _group_rows("shift"),
+           "E[x²] - E[x]² loses the variance), whole rows shifted by 500", 4, 1024, group_rows("shift"),
            dtype_ok=_holds_1000),
     OpCase("gn_cancel_ulp_bumps", "every group 1000 with one or two elements a few ULPs above (issue #36): the "
            "variance is a few ULPs², E[x²] - E[x]² loses it in every dtype", 4, 512, ulp_bumps,
