@@ -6,7 +6,8 @@ the single-CTA kernels (sampling_topk.cu): 1024 threads, VEC_SIZE = gcd(16 / siz
 in dynamic shared memory after 2080 bytes, one CTA per SM looping over the rows (an H200's 132). Rows past one
 block's shared memory take its multi-CTA path (a grid barrier): refused past 40,000 elements, which fit sm_80's
 163 KB and sm_90's 227 KB in f32 (not sm_86 / sm_89's 99 KB: f32 rows past about 24,800 fail to launch there). Its row offset
-``row_idx * vocab_size`` is uint32 arithmetic: past 2^32 elements it wraps (a true finding, on large_index_2pow32)."""
+``row_idx * vocab_size`` is uint32 arithmetic: past 2^32 elements it wraps (read from topk.cuh, not yet run: expected
+as a true finding on large_index_2pow32)."""
 from math import gcd
 
 from verifier.spec import Contracts, CudaKernel, Expectations, Launch, Pointer, Scalar, dtypes, max_row
