@@ -23,6 +23,9 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ((4, 1024), (8, 4096), (2, 152064))
 NUMERIC = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write")
@@ -39,92 +42,107 @@ def _matrix():
     return mod
 
 
-def expected_output(op: str, inputs: dict, params: dict, out_dtype):
-    """The op's first output in float32 by torch, cast to the output dtype."""
-    import torch
-    import torch.nn.functional as F
+def _capped(x, params):
+    cap = float(params.get("softcap", 0.0))
+    return cap * torch.tanh(x / cap) if cap > 0 else x
 
+
+def _rmsnorm(x, i, p, fused=False):
+    x = x + i["residual"].float() if fused else x
+    w = i["w"].float() + float(p.get("offset", 0.0))
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + p["eps"]) * w
+
+
+def _cross_entropy(x, i, p, reduced=False):  # with its variants, as a test would write them
+    x, labels = _capped(x, p), i["labels"].long()
+    y = F.cross_entropy(x, labels, reduction="none", ignore_index=p["ignore_index"],
+                        label_smoothing=float(p.get("label_smoothing", 0.0)))
+    y = y + float(p.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2 * (labels != p["ignore_index"])
+    if not reduced:
+        return y
+    y = y.sum().reshape(1)
+    return y / (labels != p["ignore_index"]).sum() if p["reduction"] == "mean" else y
+
+
+def _cross_entropy_soft(x, i, p):  # randn targets: any real weights, as F.cross_entropy takes them
+    x = _capped(x, p)
+    y = F.cross_entropy(x, i["target"].float(), reduction="none", label_smoothing=float(p.get("label_smoothing", 0.0)))
+    return y + float(p.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2
+
+
+def _merge(x, i, p):  # the merge in float32 torch, in the declared base
+    la, lb = i["lse_a"].float(), i["lse_b"].float()
+    m = torch.maximum(la, lb)
+    pw = torch.exp if p["lse_base"] == "e" else torch.exp2
+    wa, wb = pw(la - m), pw(lb - m)
+    return x * (wa / (wa + wb))[:, None] + i["v_b"].float() * (wb / (wa + wb))[:, None]
+
+
+def _topk_softmax(x, i, p):  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: _one)
+    y = torch.topk(torch.softmax(x, -1) if p["gate"] == "softmax" else torch.sigmoid(x), int(p["k"]))[0]
+    return y / y.sum(-1, keepdim=True) if p["renormalize"] else y
+
+
+def _group_norm(x, i, p, affine=True):
+    M, N = x.shape
+    C = int(p["channels"])
+    w, b = (i["w"].float(), i["b"].float()) if affine else (None, None)
+    return F.group_norm(x.view(M, C, N // C), int(p["groups"]), w, b, p["eps"]).view(M, N)
+
+
+def _group_hidden(x, i, p, rms=True):  # x viewed as (M, G, N/G), a weight (and bias) per column, as FLA's tests
+    M, N = x.shape
+    G = int(p["groups"])
+    xg = x.view(M, G, N // G)
+    yg = F.rms_norm(xg, (N // G,), None, p["eps"]) if rms else F.layer_norm(xg, (N // G,), None, None, p["eps"])
+    return yg.reshape(M, N) * i["w"].float() + (i["b"].float() if p.get("b") else 0.0)
+
+
+def _top_k_filter(x, i, p, mask=True):  # as FlashInfer's and vLLM's tests write them (every tie at the k-th kept)
+    kth = torch.topk(x, min(int(p["k"]), x.shape[-1]), dim=-1).values[:, -1:]
+    if mask:
+        return torch.where(x >= kth, x, torch.full_like(x, float("-inf")))
+    kept = torch.where(x >= kth, x, torch.zeros_like(x))
+    s = kept.sum(-1, keepdim=True)
+    return kept / (s.clamp(min=float(p["sum_floor"])) if p.get("sum_floor") else s)
+
+
+# Each op's first output as a typical test computes it in float32 torch: fn(x float32, inputs, params).
+TORCH_EXPECTATION = {
+    "rmsnorm": _rmsnorm,
+    "fused_add_rmsnorm": lambda x, i, p: _rmsnorm(x, i, p, fused=True),
+    "softmax": lambda x, i, p: torch.softmax(_logits(x, i, p), -1),
+    "log_softmax": lambda x, i, p: torch.log_softmax(_logits(x, i, p), -1),
+    "layernorm": lambda x, i, p: F.layer_norm(x, (x.shape[-1],), i["w"].float(), i["b"].float(), p["eps"]),
+    "reduce_sum": lambda x, i, p: x.sum(-1),
+    "cross_entropy": _cross_entropy,
+    "cross_entropy_reduced": lambda x, i, p: _cross_entropy(x, i, p, reduced=True),
+    "cross_entropy_soft": _cross_entropy_soft,
+    "merge_attn_states": _merge,
+    "topk_softmax": _topk_softmax,
+    "group_norm": _group_norm,
+    "group_norm_noaffine": lambda x, i, p: _group_norm(x, i, p, affine=False),
+    "row_amax": lambda x, i, p: x.abs().amax(-1),
+    "row_mean": lambda x, i, p: x.mean(-1),
+    "var_mean": lambda x, i, p: torch.var_mean(x, -1, correction=int(p["correction"]))[0],
+    "l2norm": lambda x, i, p: F.normalize(x, p=2.0, dim=-1, eps=p["eps"]),
+    "group_rmsnorm": _group_hidden,
+    "group_layernorm": lambda x, i, p: _group_hidden(x, i, p, rms=False),
+    "top_k_mask_logits": _top_k_filter,
+    "top_k_renorm_probs": lambda x, i, p: _top_k_filter(x, i, p, mask=False),
+}
+
+
+def expected_output(op: str, inputs: dict, params: dict, out_dtype):
+    """The op's first output in float32 by torch, cast to the output dtype (quantizing ops: the unfused pair)."""
     from verifier.ops import get_op
 
     op = get_op(op).base  # a variant (softmax[mask]): its op, on the logits its params say
-    x = inputs["x"].float()
-    if op in ("softmax", "log_softmax"):
-        x = _logits(x, inputs, params)
-    if op == "fused_add_rmsnorm":
-        x = x + inputs["residual"].float()
-    if op in ("rmsnorm", "fused_add_rmsnorm"):
-        w = inputs["w"].float() + float(params.get("offset", 0.0))
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + params["eps"]) * w
-    elif op == "softmax":
-        y = torch.softmax(x, -1)
-    elif op == "log_softmax":
-        y = torch.log_softmax(x, -1)
-    elif op == "layernorm":
-        y = F.layer_norm(x, (x.shape[-1],), inputs["w"].float(), inputs["b"].float(), params["eps"])
-    elif op == "reduce_sum":
-        y = x.sum(-1)
-    elif op in ("cross_entropy", "cross_entropy_reduced"):  # with its variants, as a test would write them
-        cap = float(params.get("softcap", 0.0))
-        x = cap * torch.tanh(x / cap) if cap > 0 else x
-        labels = inputs["labels"].long()
-        y = F.cross_entropy(x, labels, reduction="none", ignore_index=params["ignore_index"],
-                            label_smoothing=float(params.get("label_smoothing", 0.0)))
-        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2 * (labels != params["ignore_index"])
-        if op == "cross_entropy_reduced":
-            y = y.sum().reshape(1)
-            y = y / (labels != params["ignore_index"]).sum() if params["reduction"] == "mean" else y
-    elif op == "cross_entropy_soft":  # randn targets: any real weights, as F.cross_entropy takes them
-        cap = float(params.get("softcap", 0.0))
-        x = cap * torch.tanh(x / cap) if cap > 0 else x
-        y = F.cross_entropy(x, inputs["target"].float(), reduction="none",
-                            label_smoothing=float(params.get("label_smoothing", 0.0)))
-        y = y + float(params.get("z_loss", 0.0)) * torch.logsumexp(x, -1) ** 2
-    elif op == "merge_attn_states":  # the merge in float32 torch, in the declared base
-        la, lb = inputs["lse_a"].float(), inputs["lse_b"].float()
-        m = torch.maximum(la, lb)
-        pw = torch.exp if params["lse_base"] == "e" else torch.exp2
-        wa, wb = pw(la - m), pw(lb - m)
-        y = x * (wa / (wa + wb))[:, None] + inputs["v_b"].float() * (wb / (wa + wb))[:, None]
-    elif op == "topk_softmax":  # vLLM's test: softmax in float32, torch.topk, renormalized (the indices: below)
-        y = torch.topk(torch.softmax(x, -1) if params["gate"] == "softmax" else torch.sigmoid(x), int(params["k"]))[0]
-        y = y / y.sum(-1, keepdim=True) if params["renormalize"] else y
-    # issue #37, norm variants
-    elif op in ("group_norm", "group_norm_noaffine"):
-        M, N = x.shape
-        C = int(params["channels"])
-        w, b = (inputs["w"].float(), inputs["b"].float()) if op == "group_norm" else (None, None)
-        y = F.group_norm(x.view(M, C, N // C), int(params["groups"]), w, b, params["eps"]).view(M, N)
-    elif op == "row_amax":
-        y = x.abs().amax(-1)
-    elif op == "row_mean":
-        y = x.mean(-1)
-    elif op == "var_mean":
-        y = torch.var_mean(x, -1, correction=int(params["correction"]))[0]
-    elif op == "l2norm":
-        y = F.normalize(x, p=2.0, dim=-1, eps=params["eps"])
-    # norms over groups of the hidden dim: x viewed as (M, G, N/G), a weight (and bias) per column, as FLA's tests
-    elif op in ("group_rmsnorm", "group_layernorm"):
-        M, N = x.shape
-        G = int(params["groups"])
-        xg = x.view(M, G, N // G)
-        yg = (F.rms_norm(xg, (N // G,), None, params["eps"]) if op == "group_rmsnorm"
-              else F.layer_norm(xg, (N // G,), None, None, params["eps"]))
-        y = yg.reshape(M, N) * inputs["w"].float() + (inputs["b"].float() if params.get("b") else 0.0)
-    # issue #37, sampling's top-k filters, as FlashInfer's and vLLM's tests write them (every tie at the k-th kept)
-    elif op in ("top_k_renorm_probs", "top_k_mask_logits"):
-        k = int(params["k"])
-        kth = torch.topk(x, min(k, x.shape[-1]), dim=-1).values[:, -1:]
-        if op == "top_k_mask_logits":
-            y = torch.where(x >= kth, x, torch.full_like(x, float("-inf")))
-        else:
-            kept = torch.where(x >= kth, x, torch.zeros_like(x))
-            s = kept.sum(-1, keepdim=True)
-            y = kept / (s.clamp(min=float(params["sum_floor"])) if params.get("sum_floor") else s)
-    elif op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
+    if op in QUANT_OPS:  # the unfused torch composition a test compares a fused quantizer with
         return _quantized_expectation(op, inputs, params, out_dtype)
-    else:
-        raise ValueError(f"no torch expectation for op {op!r}")
-    return y.to(out_dtype)
+    if op not in TORCH_EXPECTATION:
+        raise ValueError(f"no torch expectation for op {op!r}: add one to TORCH_EXPECTATION")
+    return TORCH_EXPECTATION[op](inputs["x"].float(), inputs, params).to(out_dtype)
 
 
 QUANT_OPS = ("per_token_quant", "rmsnorm_quant")
