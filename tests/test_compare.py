@@ -166,3 +166,17 @@ def test_five_percent_too_large_vocab_softmax_passes_torch_defaults_but_fails_he
     c = compare(actual, ref, b, "bfloat16")
     assert not c.ok
     assert c["y"].mismatched > 0.9 * c["y"].numel
+
+
+def test_the_worst_elements_are_a_stable_sorts_first_k_without_sorting_everything():
+    # compare lists the WORST largest excesses, ties in index order, as a stable argsort of the whole output did
+    # (it now partitions first): equal on outputs full of ties, inf (nothing allowed) and the -1 of non-finite ones.
+    from verifier.judge.compare import _worst_first
+
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        n, k = int(rng.integers(1, 40)), int(rng.integers(0, 7))
+        flat = rng.integers(-1, 3, size=n).astype(float)
+        flat[rng.integers(0, n)] = np.inf if rng.random() < 0.5 else -1.0
+        expected = list(np.argsort(-flat, kind="stable")[:k]) if k else []
+        assert list(_worst_first(flat, k)) == expected

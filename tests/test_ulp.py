@@ -347,3 +347,23 @@ def test_float32_fast_rounding_is_the_scaled_rounding_bit_for_bit():
         fast, scaled = ulp_module._round64(x, "float32"), ulp_module._round_scaled(x, "float32")
     same = (fast.view(np.uint64) == scaled.view(np.uint64)) | (np.isnan(fast) & np.isnan(scaled))
     assert same.all(), x[~same][:5]
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_ulp_from_exponent_bits_is_the_frexp_spacing(name):
+    # ulp() builds the spacing from x's float64 exponent field for every dtype but float64; the frexp formula it
+    # replaced, over every binade of float64 (subnormals, 0, -0, inf, NaN, the largest values) must agree bit for bit.
+    from verifier.numerics.ulp import _float_params
+
+    p, emin, _ = _float_params(name)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(20000) * np.exp2(rng.integers(-1080, 1024, 20000).astype(np.float64))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -2.2e-308, 1.7976931348623157e308]])
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, ex = np.frexp(x)
+        ex = np.where(x == 0, emin, np.maximum(ex - 1, emin))
+        expected = np.where(np.isfinite(x), np.ldexp(1.0, ex - p + 1), np.nan)
+    got = ulp(x.reshape(4, -1), name)
+    assert got.shape == (4, x.size // 4)
+    np.testing.assert_array_equal(got.reshape(-1), expected)
+    assert ulp(np.float32(1.0), name).shape == ()

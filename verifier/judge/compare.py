@@ -171,6 +171,19 @@ def _excess(d, allowed):
         return np.where(d == 0, 0.0, np.where(allowed > 0, d / np.where(allowed > 0, allowed, 1), np.inf))[()]
 
 
+def _worst_first(flat, k: int):
+    """Indices of the k largest of ``flat``, largest first, ties in index order: what a stable argsort of -flat
+    gives, without sorting the whole output (a partition, then a sort of the few at or above the k-th value)."""
+    if k <= 0:
+        return []
+    if k >= flat.size:
+        return np.argsort(-flat, kind="stable")
+    flat = np.where(np.isnan(flat), -np.inf, flat)  # a NaN sorts last there; here it would break the threshold
+    kth = np.partition(flat, flat.size - k)[flat.size - k]  # the k-th largest value
+    cand = np.flatnonzero(flat >= kth)  # ascending indices: a stable sort keeps ties in index order
+    return cand[np.argsort(-flat[cand], kind="stable")][:k]
+
+
 def _why(a: float, r: float) -> str:
     if np.isnan(a):
         return "NaN where the reference is a number"
@@ -239,8 +252,7 @@ def compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bou
     fin = ~nonfin_involved
     exc = np.where(fin, _excess(dist, allowed), -1.0)
     flat = exc.ravel()
-    k = min(WORST, int(fin.sum()))
-    order = np.argsort(-flat, kind="stable")[:k] if k else []
+    order = _worst_first(flat, min(WORST, int(fin.sum())))
     worst = []
     for f in order:
         idx = tuple(int(i) for i in np.unravel_index(int(f), a.shape))
@@ -251,7 +263,7 @@ def compare_tensor(name, actual, rounded, exact, budget, dtype, errors=None, bou
         idx = tuple(int(i) for i in idx)
         nonfinite.append(NonFinite(idx, float(a64[idx]), float(r[idx]), _why(a64[idx], r[idx])))
     stats = None if errors is None else rounding_stats(a, rounded, exact, errors.E[name], bound, errors.base[name],
-                                                       dtype)
+                                                       dtype, steps=dist)
     return TensorComparison(
         name=name, dtype=dtype, shape=tuple(a.shape), numel=int(a.size), mismatched=int(value_bad.sum()),
         nonfinite_mismatched=int(nonfin_bad.sum()), max_ulps=float(dist[fin].max()) if fin.any() else 0.0,

@@ -89,13 +89,14 @@ class RoundingStats:
         return "; ".join(parts)
 
 
-def rounding_stats(actual, rounded, exact, E, ref_bound, base: float, dtype: str):
+def rounding_stats(actual, rounded, exact, E, ref_bound, base: float, dtype: str, steps=None):
     """The statistics of one output (None for outputs the check does not apply to: integer or float64 dtypes).
 
     ``actual``: the kernel's output (its dtype); ``rounded``: the certified correctly rounded reference;
     ``exact``: the float64 reference; ``E``: the absolute error bound before output rounding
     (verifier.judge.tolerance.errors); ``ref_bound``: the reference's absolute uncertainty (or None);
-    ``base``: the output's base ULPs after the kernel's declarations."""
+    ``base``: the output's base ULPs after the kernel's declarations; ``steps``: ulp_distance(actual, rounded) when
+    the caller has it already (the comparison does)."""
     dtype = _dt.canonical(dtype)
     if not _dt.is_float(dtype) or dtype == "float64":
         return None
@@ -113,7 +114,7 @@ def rounding_stats(actual, rounded, exact, E, ref_bound, base: float, dtype: str
     if n == 0:
         return RoundingStats(0, 0, 0.0, 0.0, 0.0, extra)
     a, a64, r64, y, e = a[keep], a64[keep], r64[keep], y[keep], e[keep]
-    steps = ulp_distance(a, r64.astype(a.dtype), dtype)
+    steps = ulp_distance(a, r64.astype(a.dtype), dtype) if steps is None else np.asarray(steps)[keep]
     away = np.where(y != 0, np.sign(y), 1.0) * np.sign(a64 - r64)  # +1: farther from zero than the reference
     # Each element counts at most one ULP either way: a larger error is the per-element budget's business, and one
     # element with a loose bound (a flushed zero spans every subnormal) must not widen the allowance of all.

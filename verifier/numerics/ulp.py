@@ -115,10 +115,29 @@ def ulp(x, dtype) -> np.ndarray:
     if name in _dt.INT_DTYPES:
         return np.where(np.isfinite(x), 1.0, np.nan)
     p, emin, _ = _float_params(name)
+    if emin - p + 1 >= -1022:  # the spacing is a normal float64 (every dtype but float64): built from its bits
+        return _spacing_bits(x, p, emin)
     with np.errstate(invalid="ignore"):
         _, ex = np.frexp(x)  # frexp(0) has exponent 0; 0 belongs to the subnormal range
         ex = np.where(x == 0, emin, np.maximum(ex - 1, emin))
         return np.where(np.isfinite(x), np.ldexp(1.0, ex - p + 1), np.nan)
+
+
+def _spacing_bits(x: np.ndarray, p: int, emin: int) -> np.ndarray:
+    """ulp() where 2**(emin - p + 1) is a normal float64: the binade exponent read from x's float64 exponent field
+    (0 and float64 subnormals read far below emin, so they take emin as frexp's path does), the power of two written
+    as one (a few integer passes instead of frexp, where and ldexp: ulp is a large part of judging)."""
+    shape = np.shape(x)
+    flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+    field = (flat.view(np.int64) >> 52) & 0x7FF
+    ex = field - 1023
+    np.maximum(ex, emin, out=ex)
+    ex += 1023 - p + 1
+    out = (ex << 52).view(np.float64)
+    nonfinite = field == 0x7FF
+    if nonfinite.any():
+        out[nonfinite] = np.nan
+    return out.reshape(shape)
 
 
 def _ordinal_parts(v: np.ndarray):
