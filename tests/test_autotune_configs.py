@@ -49,9 +49,38 @@ def test_pinning_restores_the_configs_and_names_only_the_launchers_kernels():
     mod = runner.load_module(spec)
     ((name, tuner),) = autotuners(mod, "launch_bug")
     assert name == "_rowsum" and len(tuner.configs) == 2
-    with pinned(mod, 1, "launch_bug"):
-        assert [c.kwargs for c in tuner.configs] == [{"BLOCK": 32}]
+    seen = []
+    real = tuner.fn.run
+    tuner.fn.run = lambda *a, **kw: seen.append(kw.get("BLOCK"))  # the config each call hands the kernel
+    try:
+        import torch
+
+        x, y = torch.ones(3, 64), torch.zeros(3)
+        with pinned(mod, 1, "launch_bug"):
+            mod.launch_bug({"x": x}, {"y": y}, {}, None)
+        with pinned(mod, 5, "launch_bug"):  # past the list: its last
+            mod.launch_bug({"x": x}, {"y": y}, {}, None)
+    finally:
+        tuner.fn.run = real
+    assert seen == [32, 32]
     assert len(tuner.configs) == 2 and len(autotuners(mod)) == 2
     assert label(mod, 0, "launch_bug").startswith("autotune config 1 of 2 (_rowsum: BLOCK=4096, num_warps=4")
     assert runner.autotune_variants(TritonKernel(name="plain", op="softmax", module=str(ROOT / "kernels/triton/softmax.py"),
-                                                 launcher="launch", dtypes=[dtypes("f32")])) == [(None, "")]
+                                                 launcher="launch", dtypes=[dtypes("f32")])) == [(0, "")]
+
+
+def test_an_autotuner_in_a_library_module_is_checked_in_every_config_its_pruning_allows():
+    # The spec's launcher calls a library wrapper; the autotuned kernel lives in the library module (the launcher
+    # never names it). Before: on the CPU the autotuner tried to benchmark ("0 active drivers"), on a GPU it picked one
+    # config silently. Now it runs pinned, is remembered, and its other configs run; BLOCK=8, which its
+    # early_config_prune drops for rows wider than 8, runs only where it is valid (no finding of its own).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(ROOT / "tests/data/autotune_elsewhere/spec.py"),
+                        "--device", "cpu", "--level", "quick", "--format", "json", "--no-progress"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 1, r.stderr[-2000:]
+    (k,) = json.loads(r.stdout)["kernels"]
+    values = [f for f in k["findings"] if f["check"] == "value"]
+    assert values and all("of 3 (_rowsum_lib: BLOCK=32" in f["message"] for f in values), values[0]["message"]
+    assert not any("config 1 of 3" in f["message"] for f in k["findings"])  # BLOCK=4096 holds every row here

@@ -35,7 +35,7 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
-from verifier.battery.plan import CONFIG_STEP, config_variants, guarded, labelled, pinned
+from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare import contracts as _contracts
@@ -124,13 +124,8 @@ def _battery(spec, opts, report, tags, say) -> None:
                 check_refusal(spec, dt, opts, report, run=run)
         if _wants(opts, "values"):
             say(f"{spec.name} [{dt.tag}]: values")
-            for index, config in configs:  # an autotuned Triton kernel: every config it may pick
-                before = len(report.findings)
-                if config:
-                    say(f"{spec.name} [{dt.tag}]: {CONFIG_STEP}{config}")
-                with pinned(spec, index):
-                    _check_values(spec, run, dt, opts, report, say)
-                labelled(report, before, config)
+            each_config(spec, report, lambda: _check_values(spec, run, dt, opts, report, say),  # autotuned: each
+                        say=lambda step: say(f"{spec.name} [{dt.tag}]: {step}"))  # config it may pick
         if _wants(opts, "determinism"):
             say(f"{spec.name} [{dt.tag}]: determinism")
             with pinned(spec, first):

@@ -72,6 +72,23 @@ def pinned(spec, index):
 CONFIG_STEP = "values under "  # the progress step starting a config's values: a child that dies names its config
 
 
+def each_config(spec, report, step, say=None) -> None:
+    """``step()`` under every config of config_variants, its findings labelled with the config. The list is read
+    again after each run: an autotuner the launcher reached in another module (a library's wrapper) is known only
+    once it ran, pinned, and its other configs run then; a label names the configs that ran."""
+    variants, i = config_variants(spec), 0
+    while i < len(variants):
+        index, config = variants[i]
+        if config and say is not None:
+            say(f"{CONFIG_STEP}{config}")
+        before = len(report.findings)
+        with pinned(spec, index):
+            step()
+        variants = config_variants(spec)  # the labels say what ran (a config early_config_prune dropped is not)
+        labelled(report, before, variants[i][1] if i < len(variants) else config)
+        i += 1
+
+
 def labelled(report, before: int, config: str) -> None:
     """The findings added since ``before`` say which config they used."""
     if config:

@@ -337,12 +337,13 @@ def bench_call(spec, inputs, outputs, params, dt):
 
 def autotune_variants(spec) -> list:
     """[(config index, label)] of an autotuned kernel's configs (verifier.launch.triton_configs), in this process's
-    Triton mode; [(None, "")] for a kernel without an autotuner, or one config."""
+    Triton mode: those of its module's autotuners and of any met while it ran pinned; [(0, "")] with none or one
+    config (still pinned: an autotuner of another module, met in that run, counts from then on)."""
     from verifier.launch import triton_configs
 
     mod = load_module(spec)
     n = triton_configs.config_count(mod, spec.launcher)
-    return [(None, "")] if n < 2 else [(i, triton_configs.label(mod, i, spec.launcher)) for i in range(n)]
+    return [(0, "")] if n < 2 else [(i, triton_configs.label(mod, i, spec.launcher)) for i in range(n)]
 
 
 @contextlib.contextmanager

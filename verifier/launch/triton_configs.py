@@ -2,12 +2,31 @@
 is fastest on this GPU for this shape, so a config that is wrong is a bug on another GPU or shape, never seen here.
 
 ``autotuners(module)``: the ``@triton.autotune`` objects of a kernel module (behind ``@triton.heuristics`` too).
-``pinned(module, i)``: while it holds, every autotuner of the module has only its config ``i`` (of a shorter list,
-its last), so it launches that config without benchmarking (Triton runs a one-config autotuner directly);
-``config_count`` is the longest list, ``label`` says a config in words for findings."""
+``pinned(module, i)``: while it holds, every autotuner that runs (the module's, and one the launcher reaches in
+another module: a library's wrapper calling its own autotuned kernel) runs only its config ``i`` (of a shorter list,
+its last) without benchmarking: ``Autotuner.run`` is wrapped once per process and, under a pin, hands the call one
+config. The configs the autotuner's ``early_config_prune`` drops for a call are not run (it declares them invalid
+there: a single-block kernel pruning BLOCK < N); its ``perf_model`` ranking is a speed estimate for this GPU, not
+validity, so every config it ranks stays. Autotuners met while pinned are remembered per pin scope:
+``config_count`` is the longest list among the module's and those, ``label`` says a config in words for findings."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
+
+_PIN: list = []  # the pin in force (innermost last): (scope, config index)
+_MET: dict = {}  # scope -> {id(autotuner): Met}: autotuners that ran under a pin of that scope
+_WRAPPED: list = []  # the original Autotuner.run, once wrapped
+
+
+@dataclass
+class Met:
+    """An autotuner that ran under a pin: its name, the longest choice list of a call, the configs run per index."""
+
+    name: str
+    tuner: object
+    most: int = 0
+    ran: dict = field(default_factory=dict)  # config index -> [config words], in the order first run
 
 
 def autotuners(module, launcher: str = "") -> list:
@@ -32,36 +51,97 @@ def autotuners(module, launcher: str = "") -> list:
 
     reached = reach(getattr(module, "__file__", None) or "", launcher)
     if reached is not None:  # what the launcher reaches, through its helpers too (none: it launches no autotuner)
-        return [(n, a) for n, a in out if n in reached]
-    code = getattr(getattr(module, launcher, None), "__code__", None)
-    named = [(n, a) for n, a in out if code is not None and n in code.co_names]
-    return named or out
+        out = [(n, a) for n, a in out if n in reached]
+    else:
+        code = getattr(getattr(module, launcher, None), "__code__", None)
+        out = [(n, a) for n, a in out if code is not None and n in code.co_names] or out
+    have = {id(a) for _, a in out}
+    met = [(m.name, m.tuner) for m in _MET.get(_scope(module, launcher), {}).values() if id(m.tuner) not in have]
+    return out + met  # and those that ran under a pin (another module's: a library wrapper's autotuned kernel)
+
+
+def _scope(module, launcher: str) -> tuple:
+    return getattr(module, "__file__", None) or getattr(module, "__name__", ""), launcher
+
+
+def _words(cfg) -> str:
+    return ", ".join([f"{k}={v}" for k, v in sorted(cfg.kwargs.items())]
+                     + [f"{k}={getattr(cfg, k)}" for k in ("num_warps", "num_stages") if getattr(cfg, k, None)])
+
+
+def _tuner_name(tuner) -> str:
+    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
+    return getattr(fn, "__name__", None) or type(tuner).__name__
+
+
+def _choices(tuner, args, kwargs) -> list:
+    """The configs this call may pick from: all, less those the autotuner's early_config_prune declares invalid for
+    these arguments (as Autotuner.prune_configs applies it; its perf_model ranking is left out, see the docstring)."""
+    configs = list(tuner.configs)
+    prune = getattr(tuner, "early_config_prune", None)
+    if len(configs) < 2 or prune is None:
+        return configs
+    nargs = dict(zip(tuner.arg_names, args))
+    return list(prune(configs, nargs, **kwargs)) or configs
+
+
+def _wrap_run() -> None:
+    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process)."""
+    if _WRAPPED:
+        return
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover - Triton without an autotuner
+        return
+    original = Autotuner.run
+    _WRAPPED.append(original)
+
+    def run(self, *args, **kwargs):
+        if not _PIN:
+            return original(self, *args, **kwargs)
+        scope, index = _PIN[-1]
+        choices = _choices(self, args, kwargs)
+        chosen = choices[min(index, len(choices) - 1)]
+        met = _MET.setdefault(scope, {}).setdefault(id(self), Met(_tuner_name(self), self))
+        met.most = max(met.most, len(choices))
+        words = met.ran.setdefault(index, [])
+        if _words(chosen) not in words:
+            words.append(_words(chosen))
+        configs = self.configs
+        self.configs = [chosen]
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.configs = configs
+
+    Autotuner.run = run
 
 
 def config_count(module, launcher: str = "") -> int:
     """How many configs the launcher's autotuned kernels pick from (the longest list; 1 with no autotuner)."""
-    return max([len(a.configs) for _, a in autotuners(module, launcher)] or [1])
+    met = _MET.get(_scope(module, launcher), {})
+    return max([len(a.configs) for _, a in autotuners(module, launcher)] + [m.most for m in met.values()] or [1])
 
 
 def label(module, i: int, launcher: str = "") -> str:
-    """'autotune config 2 of 4 (kernel: BLOCK=128, num_warps=4)' for each autotuned kernel the launcher uses."""
+    """'autotune config 2 of 4 (kernel: BLOCK=128, num_warps=4)' for each autotuned kernel the launcher uses: the
+    config it ran under index i (those it ran, where early_config_prune made them differ from call to call)."""
     parts = []
+    met = _MET.get(_scope(module, launcher), {})
     for name, a in autotuners(module, launcher):
-        cfg = a.configs[min(i, len(a.configs) - 1)]
-        words = ", ".join([f"{k}={v}" for k, v in sorted(cfg.kwargs.items())]
-                          + [f"{k}={getattr(cfg, k)}" for k in ("num_warps", "num_stages") if getattr(cfg, k, None)])
+        ran = met[id(a)].ran.get(i) if id(a) in met else None
+        words = " | ".join(ran) if ran else _words(a.configs[min(i, len(a.configs) - 1)])
         parts.append(f"{name}: {words}")
     return f"autotune config {i + 1} of {config_count(module, launcher)} ({'; '.join(parts)})"
 
 
 @contextlib.contextmanager
 def pinned(module, i: int, launcher: str = ""):
-    """Every autotuner the launcher uses restricted to its config ``i`` while the block runs; restored after."""
-    saved = [(a, a.configs) for _, a in autotuners(module, launcher)]
+    """Every autotuner that runs while the block runs (the launcher's, wherever defined) runs its config ``i`` of
+    this call's choices; remembered for config_count and label under the module and launcher."""
+    _wrap_run()
+    _PIN.append((_scope(module, launcher), i))
     try:
-        for a, configs in saved:
-            a.configs = [configs[min(i, len(configs) - 1)]]
         yield
     finally:
-        for a, configs in saved:
-            a.configs = configs
+        _PIN.pop()

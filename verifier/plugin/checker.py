@@ -16,7 +16,7 @@ from verifier.battery.build import check_build
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.refusal import check_refusal
-from verifier.battery.plan import config_variants, guarded, labelled, pinned
+from verifier.battery.plan import config_variants, each_config, guarded, pinned
 from verifier.battery.values import hang_finding, run_case
 from verifier.declare.usercode import UserCodeError, spec_error
 from verifier.errors import SpecError
@@ -146,11 +146,7 @@ class Checker:
     @staticmethod
     def _every_config(spec, report, step):
         """The step under every config an autotuned Triton kernel may pick, as the battery runs it (plan.py)."""
-        for index, config in config_variants(spec):
-            before = len(report.findings)
-            with pinned(spec, index):
-                step()
-            labelled(report, before, config)
+        each_config(spec, report, step)
 
     @staticmethod
     def _first_config(spec, step):

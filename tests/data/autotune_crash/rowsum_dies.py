@@ -7,8 +7,12 @@ import triton
 import triton.language as tl
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": 4096}, num_warps=4), triton.Config({"BLOCK": 2048}, num_warps=2)],
-                 key=["N"])
+def _die(nargs):  # the second config's launch: as a process killed by heap corruption, no answer written
+    os._exit(3)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 4096}, num_warps=4),
+                          triton.Config({"BLOCK": 2048}, num_warps=2, pre_hook=_die)], key=["N"])
 @triton.jit
 def _rowsum(x_ptr, y_ptr, N, stride, BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -21,6 +25,4 @@ def _rowsum(x_ptr, y_ptr, N, stride, BLOCK: tl.constexpr):
 
 def launch(inputs, outputs, params, dt):
     x = inputs["x"]
-    if [c.kwargs["BLOCK"] for c in _rowsum.configs] == [2048]:  # pinned to the second config
-        os._exit(3)  # as a process killed by heap corruption: no answer written
     _rowsum[(x.shape[0],)](x, outputs["y"], x.shape[1], x.stride(0))
