@@ -6,6 +6,9 @@
 #   main       README's main job, cold (fresh verifier and Triton caches), alone on the GPU and timed: `verifier check
 #              kernels/ -j auto --level ci` without the third-party packages, as a fresh machine has it (issue #36:
 #              at most 45 s, no finding on a correct kernel)
+#   phases     where a cold check's time goes, phase by phase (nvcc, Triton compile, launch, reference, compare,
+#              ...), for 14 kernels of every kind, one after another (benchmarks/main_job_phases.py): what to make
+#              cheaper if `main` is over 45 s
 #   gputests   the GPU test files of the op families and of the large cases (nothing may skip)
 #   thirdparty verifier check kernels/third_party --level ci with Liger and FlashInfer's headers present
 #   sanitize   the four compute-sanitizer tools on every kernel of the op families (ours, CUDA and Triton)
@@ -23,7 +26,7 @@ rm -rf "$LOGS" && mkdir -p "$LOGS" "$OUT"
 SITE=$LOGS/site
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 WITH_SITE="$PWD:$SITE"
-STEPS=("${@:-main gputests thirdparty sanitize detection bench}")
+STEPS=("${@:-main phases gputests thirdparty sanitize detection bench}")
 read -r -a STEPS <<< "${STEPS[*]}"
 FAMILY_SPECS=(kernels/cuda/quant_spec.py kernels/triton/quant_spec.py kernels/cuda/masked_softmax_spec.py
   kernels/triton/masked_softmax_spec.py kernels/cuda/routing_spec.py kernels/triton/routing_spec.py
@@ -77,6 +80,15 @@ for k in bad:
     print("BAD", k["name"], k["verdict"], [(f.get("check"), f.get("message", "")[:300]) for f in k.get("findings", [])][:4])
 sys.exit(1 if bad or wall > 45 else 0)
 PYEOF
+}
+
+phases() {
+  local k=() n
+  for n in cuda-softmax-s1 cuda-rmsnorm-n2 cuda-layernorm-welford cuda-cross-entropy cuda-per-token-quant \
+      cuda-topk-softmax cuda-allreduce-bf16x8-f32acc triton-rmsnorm triton-online-softmax triton-cross-entropy \
+      triton-rmsnorm-quant triton-topk-softmax torch-softmax torch-layer-norm; do k+=(--kernel "$n"); done
+  VERIFIER_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d) "$PY" benchmarks/main_job_phases.py kernels/ \
+    "${k[@]}" --jobs 16 --out "$OUT/phases.json"
 }
 
 gputests() {
@@ -155,6 +167,7 @@ bench() {
 
 step setup setup
 want main && step main main_job
+want phases && step phases phases
 pids=()
 want gputests && { step gputests gputests & pids+=($!); }
 want thirdparty && { step thirdparty thirdparty & pids+=($!); }
