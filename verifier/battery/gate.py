@@ -157,7 +157,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 def interpreter_source_gap(spec, device) -> Optional[str]:
     """What the kernel's source does that the Triton interpreter runs differently from compiled Triton, whatever
     the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors), or None."""
-    if not spec.interpreted(device):
+    if not spec.interpreted(device) or not spec.uses_triton:  # a callable's library kernels: no module read here
         return None
     from verifier.launch.triton_boolops import tensor_boolops
 

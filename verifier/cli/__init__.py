@@ -222,9 +222,13 @@ def cmd_check(args) -> int:
 
     _apply_environment(args)
     _validate(args)
+    device = resolve_device(args.device)
+    if device == "cpu":  # before the spec files load: Triton kernels a library decorates at import, interpreted
+        from verifier.launch.triton import prefer_interpreter
+
+        prefer_interpreter()
     specs = registry.load(_default_paths(args.paths), args.kernel)
     preflight.build_cache(specs)
-    device = resolve_device(args.device)
     preflight.triton_cache(specs, device)
     opts = Options.from_settings(
         {"level": args.level, "seed": args.seed, "device": device, "case": args.case, "dtype": args.dtype,

@@ -130,6 +130,8 @@ class KernelSpec:
     # sanitizer filters by its entries, its host code the harness's own
     uses_triton: ClassVar[bool] = False  # Triton: a mode to commit to, compiled facts on a GPU, the interpreter on CPU
     imports_torch: ClassVar[bool] = True  # its check imports torch (a fork of a parent that preloaded it is cheap)
+    may_launch_triton: ClassVar[bool] = False  # its code may launch Triton kernels it does not declare (a library
+    # function): on the CPU the check commits to the interpreter for it too (verifier.isolation)
     runner: ClassVar[str] = ""  # "module:function" of its launcher run(spec, inputs, outputs, params, dtypes, device)
     what: ClassVar[str] = "a kernel"  # how messages name this kind ("a Triton kernel")
     own_device_code: ClassVar[bool] = False  # launches device code of its own (what compute-sanitizer checks)
@@ -397,6 +399,15 @@ class TritonKernel(KernelSpec):
         return p
 
 
+_LAUNCHED_TRITON: set = set()  # (origin, name) of callables seen launching Triton kernels in this process's interpreter
+
+
+def mark_launched_triton(spec) -> None:
+    """The callable ran a Triton kernel in the interpreter (verifier.launch.callable): its checks take the
+    interpreter's caveats from then on (the refusal probe runs before the values)."""
+    _LAUNCHED_TRITON.add((spec.origin, spec.name))
+
+
 @dataclass(frozen=True)
 class CallableKernel(KernelSpec):
     """Any Python callable, e.g. ``torch.softmax``.
@@ -409,12 +420,18 @@ class CallableKernel(KernelSpec):
     device: str = "any"  # 'cpu', 'cuda' or 'any'
     kind: str = field(default="callable", init=False)
     runner: ClassVar[str] = "verifier.launch.callable:run_callable"
+    may_launch_triton: ClassVar[bool] = True
     user_function: ClassVar[str] = "fn"
     guess_seconds: ClassVar[float] = 8.0
     what: ClassVar[str] = "a Python callable"
 
     def runs_on_gpu(self, device: str) -> bool:
         return device == "cuda" and self.device != "cpu"
+
+    def interpreted(self, device: str) -> bool:
+        """A callable launching Triton kernels (a library's torch function over its own Triton kernels) runs them
+        in the interpreter on the CPU, with a TritonKernel's caveats; known once it has run there."""
+        return device == "cpu" and (self.origin, self.name) in _LAUNCHED_TRITON
 
     def device_reason(self, device: str) -> Optional[str]:
         return None if self.device in ("any", device) else f"callable declared for {self.device}, device is {device}"

@@ -21,7 +21,7 @@ from verifier.isolation import forked as _forked
 from verifier.isolation import durations, parallel
 from verifier.isolation.children import check_in_child
 from verifier.launch import runnable_reason
-from verifier.launch.triton import activate
+from verifier.launch.triton import activate, interpreter_if_installed
 from verifier.results.kernel import RUN_CHECKS, KernelReport, skipped
 from verifier.results.options import PSEUDO_CASES, Options
 
@@ -133,6 +133,9 @@ def check_all(specs, opts: Options, progress=None, isolate: Optional[bool] = Non
     triton = next((s for s in in_process if s.uses_triton), None)
     if triton is not None and runnable_reason(triton, opts.device) is None:
         activate(opts.triton_mode or ("compiled" if opts.device == "cuda" else "interpreter"))
+    elif opts.device == "cpu" and opts.triton_mode in (None, "interpreter") and any(
+            s.may_launch_triton for s in in_process):
+        interpreter_if_installed()  # a callable's own Triton kernels (a library function's) run there, not fail
     hows = {i: _how(s, opts, isolate) for i, s in enumerate(specs) if not unselected[s.name]}
     if opts.device == "cuda" and parallel.FORK in hows.values():
         _preload([specs[i] for i, h in hows.items() if h == parallel.FORK])

@@ -1,9 +1,17 @@
 """Runner for CallableKernel: any Python function (torch ops, third-party library ops).
 
 What ``fn`` returns is the kernel's answer: an output of the wrong shape or dtype, an unknown name, anything but a
-dict is that kernel's error (verdict ``error``, exit 1; the other kernels are checked), never the run's end."""
+dict is that kernel's error (verdict ``error``, exit 1; the other kernels are checked), never the run's end.
+
+On the CPU a callable may launch Triton kernels (a library's torch function over its own Triton kernels, as Liger's,
+FLA's and Unsloth's are): they run in the Triton interpreter, which the check commits to on the CPU
+(verifier.isolation), under the same interpreter patches as a TritonKernel's launcher, and the callable is marked
+as interpreted from then on (its cases take the interpreter's caveats)."""
 from __future__ import annotations
 
+import contextlib
+
+from verifier.declare.kernels import mark_launched_triton
 from verifier.declare.usercode import UserCodeError
 from verifier.errors import Unsupported
 from verifier.ops.other_names import named_too
@@ -16,7 +24,8 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
     reason = spec.check_supported(M, N, dt)
     if reason:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
-    result = spec.fn(named_too(spec, inputs), named_too(spec, outputs), params, dt)
+    with _triton_interpreter(spec, device):
+        result = spec.fn(named_too(spec, inputs), named_too(spec, outputs), params, dt)
     if result is None:
         return
     if not isinstance(result, dict):
@@ -41,6 +50,28 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
                             "dtype), or declare the dtype variant the kernel computes")
         if value.data_ptr() != dst.data_ptr():
             dst.copy_(value)
+
+
+@contextlib.contextmanager
+def _triton_interpreter(spec, device):
+    """Around a CPU call, when triton is imported in interpreter mode: the interpreter's patches (as a TritonKernel's
+    launch has them) and a count of the Triton kernels the call ran. Otherwise nothing (no import of triton)."""
+    from verifier.launch.triton import interpreter_active, interpreter_if_installed
+
+    if device == "cpu":
+        interpreter_if_installed()  # a no-op where the check committed already (verifier.isolation, the plugin)
+    if device != "cpu" or not interpreter_active():
+        yield
+        return
+    import numpy as np
+
+    from verifier.launch.interpreter import watch
+    from verifier.launch.triton_capture import interpreted
+
+    with np.errstate(all="ignore"), watch(), interpreted() as launched:  # numpy computes; inf/NaN expected
+        yield
+    if launched.seen:
+        mark_launched_triton(spec)
 
 
 def _returned(spec, what: str, fix: str) -> UserCodeError:

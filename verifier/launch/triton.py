@@ -75,6 +75,30 @@ def _effective_interpret() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def interpreter_if_installed() -> None:
+    """On the CPU, before code that may launch Triton kernels it does not declare (a callable over a library's
+    kernels): commit to the interpreter when triton is installed and not already imported compiled (then the
+    callable's launches fail as they would, "0 active drivers": nothing here hides it)."""
+    if _active is not None or importlib.util.find_spec("triton") is None or _imported_mode() == "compiled":
+        return
+    activate("interpreter")
+
+
+def prefer_interpreter() -> None:
+    """Before loading spec files on the CPU: a spec file importing a library that decorates Triton kernels at import
+    (``from liger_kernel.ops.rms_norm import LigerRMSNormFunction``) gets them interpreted, the only way they run
+    here. Sets TRITON_INTERPRET only (imports nothing), and only when triton is not imported yet and no mode was
+    asked for (VERIFIER_TRITON_MODE, TRITON_INTERPRET)."""
+    if "triton" in sys.modules or os.environ.get(MODE_ENV) or os.environ.get("TRITON_INTERPRET") is not None:
+        return
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+def interpreter_active() -> bool:
+    """Whether triton is imported in this process in interpreter mode (reads sys.modules; imports nothing)."""
+    return "triton.language.standard" in sys.modules and _imported_mode() == "interpreter"
+
+
 def _imported_mode() -> str | None:
     """The mode triton's own library was decorated in, or None if triton.language is not imported."""
     std = sys.modules.get("triton.language.standard")
@@ -341,9 +365,17 @@ def autotune_variants(spec) -> list:
     config (still pinned: an autotuner of another module, met in that run, counts from then on)."""
     from verifier.launch import triton_configs
 
-    mod = load_module(spec)
-    n = triton_configs.config_count(mod, spec.launcher)
-    return [(0, "")] if n < 2 else [(i, triton_configs.label(mod, i, spec.launcher)) for i in range(n)]
+    mod, where = _tuned_scope(spec)
+    n = triton_configs.config_count(mod, where)
+    return [(0, "")] if n < 2 else [(i, triton_configs.label(mod, i, where)) for i in range(n)]
+
+
+def _tuned_scope(spec) -> tuple:
+    """(module, launcher) the autotuners of a spec are found and remembered under: a TritonKernel's module and
+    launcher; for a callable launching Triton kernels of its own (a library's), no module, its name."""
+    if spec.uses_triton:
+        return load_module(spec), spec.launcher
+    return None, f"{spec.origin}:{spec.name}"
 
 
 @contextlib.contextmanager
@@ -354,5 +386,6 @@ def autotune_pinned(spec, index):
         return
     from verifier.launch import triton_configs
 
-    with triton_configs.pinned(load_module(spec), index, spec.launcher):
+    mod, where = _tuned_scope(spec)
+    with triton_configs.pinned(mod, index, where):
         yield

@@ -38,7 +38,7 @@ def autotuners(module, launcher: str = "") -> list:
     except ImportError:  # pragma: no cover - Triton without an autotuner
         return []
     seen, out = set(), []
-    for name in sorted(vars(module)):
+    for name in sorted(vars(module) if module is not None else ()):  # None: a callable's, met ones only
         obj, depth = getattr(module, name), 0
         while obj is not None and depth < 8:  # heuristics(autotune(jit)): follow .fn down to the autotuner
             if isinstance(obj, Autotuner):
@@ -49,7 +49,7 @@ def autotuners(module, launcher: str = "") -> list:
             obj, depth = getattr(obj, "fn", None), depth + 1
     from verifier.launch.triton_reach import reach
 
-    reached = reach(getattr(module, "__file__", None) or "", launcher)
+    reached = reach(getattr(module, "__file__", None) or "", launcher) if module is not None else frozenset()
     if reached is not None:  # what the launcher reaches, through its helpers too (none: it launches no autotuner)
         out = [(n, a) for n, a in out if n in reached]
     else:

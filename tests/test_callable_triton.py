@@ -1,0 +1,37 @@
+"""A callable over Triton kernels it does not declare (a library's torch function over its own kernels, as Liger's,
+FLA's and Unsloth's are) is checked on the CPU: its kernels run in the Triton interpreter, with a TritonKernel's
+interpreter patches (bf16 conversions replayed as compiled Triton rounds them) and its autotuners pinned config by
+config. Before, every such callable was an `error` on the CPU ("0 active drivers": compiled Triton, or an
+autotuner benchmarking, without a GPU), nothing checked (tests/data/autotune_elsewhere/callable_spec.py)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if importlib.util.find_spec("triton") is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+
+@pytest.mark.interpreter
+def test_callables_over_library_triton_kernels_get_true_verdicts_on_the_cpu():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k not in ("TRITON_INTERPRET", "VERIFIER_TRITON_MODE")}
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check",
+                        str(ROOT / "tests/data/autotune_elsewhere/callable_spec.py"), "--device", "cpu", "--level",
+                        "quick", "--format", "json", "--no-progress"], capture_output=True, text=True, env=env,
+                       timeout=600, cwd=ROOT)
+    kernels = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
+    ok = kernels["callable-triton-rmsnorm"]  # the bundled Triton RMSNorm, bf16 included: its conversions round
+    assert ok["verdict"] == "pass", (ok.get("error"), ok["findings"][:2])
+    trunc = kernels["callable-triton-truncating"]  # ... while one truncating by bit shift is the rounding finding
+    assert trunc["verdict"] == "fail" and {f["check"] for f in trunc["findings"]} == {"rounding"}, trunc.get("error")
+    tuned = kernels["callable-rowsum-through-a-library"]  # autotuned in the library: each config its pruning allows
+    values = [f for f in tuned["findings"] if f["check"] == "value"]
+    assert tuned["verdict"] == "fail" and values, tuned.get("error")
+    assert all("of 3 (_rowsum_lib: BLOCK=32" in f["message"] for f in values), values[0]["message"]
+    assert r.returncode == 1, r.stderr[-2000:]
