@@ -15,7 +15,7 @@ option, a process-wide setting) propagates (exit 2); another VerifierError is th
 from __future__ import annotations
 
 import contextlib
-import sys
+import importlib.util
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
@@ -54,7 +54,7 @@ def config_variants(spec) -> list:
     """[(config index, label)] the values step runs under: every config an autotuned Triton kernel may pick
     (verifier.launch.triton_configs: the autotuner picks the fastest here, a wrong config is a bug elsewhere); one
     unlabelled run for every other kernel. Refusal and determinism run under the first."""
-    if not spec.uses_triton and not (spec.may_launch_triton and "triton" in sys.modules):
+    if not spec.uses_triton and not (spec.may_launch_triton and importlib.util.find_spec("triton") is not None):
         return [(None, "")]  # (a callable's own Triton kernels: pinned as a TritonKernel's, by its name)
     from verifier.launch.triton import autotune_variants
 

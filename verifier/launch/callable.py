@@ -14,6 +14,7 @@ import contextlib
 from verifier.declare.kernels import mark_launched_triton
 from verifier.declare.usercode import UserCodeError
 from verifier.errors import Unsupported
+from verifier.launch.triton_configs import wrap_run
 from verifier.ops.other_names import named_too
 
 
@@ -26,6 +27,7 @@ def run_callable(spec, inputs, outputs, params, dt, device) -> None:
         raise Unsupported(f"{spec.name} refuses M={M}, N={N}, {dt.tag}: {reason}")
     with _triton_interpreter(spec, device):
         result = spec.fn(named_too(spec, inputs), named_too(spec, outputs), params, dt)
+    wrap_run()  # a library imported by fn brought triton: its autotuners are pinned from the next call on
     if result is None:
         return
     if not isinstance(result, dict):
@@ -60,6 +62,7 @@ def _triton_interpreter(spec, device):
 
     if device == "cpu":
         interpreter_if_installed()  # a no-op where the check committed already (verifier.isolation, the plugin)
+    wrap_run()  # the pin in force (verifier.launch.triton_configs) reaches autotuners where triton is imported
     if device != "cpu" or not interpreter_active():
         yield
         return

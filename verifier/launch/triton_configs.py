@@ -12,6 +12,7 @@ validity, so every config it ranks stays. Autotuners met while pinned are rememb
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass, field
 
 _PIN: list = []  # the pin in force (innermost last): (scope, config index)
@@ -32,13 +33,16 @@ class Met:
 def autotuners(module, launcher: str = "") -> list:
     """[(name, Autotuner)] of ``module``'s globals, each once, in name order: those the ``launcher`` reaches in the
     module's source (verifier.launch.triton_reach: through its helpers too); where that cannot be told, those it
-    names when it names any, else all of them."""
+    names when it names any, else all of them. Those that ran under a pin of this scope follow (another module's: a
+    library wrapper's autotuned kernel); ``module`` None (a callable's scope): those alone, triton not imported."""
+    if module is None:
+        return [(m.name, m.tuner) for m in _MET.get(_scope(module, launcher), {}).values()]
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:  # pragma: no cover - Triton without an autotuner
         return []
     seen, out = set(), []
-    for name in sorted(vars(module) if module is not None else ()):  # None: a callable's, met ones only
+    for name in sorted(vars(module)):
         obj, depth = getattr(module, name), 0
         while obj is not None and depth < 8:  # heuristics(autotune(jit)): follow .fn down to the autotuner
             if isinstance(obj, Autotuner):
@@ -49,7 +53,7 @@ def autotuners(module, launcher: str = "") -> list:
             obj, depth = getattr(obj, "fn", None), depth + 1
     from verifier.launch.triton_reach import reach
 
-    reached = reach(getattr(module, "__file__", None) or "", launcher) if module is not None else frozenset()
+    reached = reach(getattr(module, "__file__", None) or "", launcher)
     if reached is not None:  # what the launcher reaches, through its helpers too (none: it launches no autotuner)
         out = [(n, a) for n, a in out if n in reached]
     else:
@@ -57,7 +61,7 @@ def autotuners(module, launcher: str = "") -> list:
         out = [(n, a) for n, a in out if code is not None and n in code.co_names] or out
     have = {id(a) for _, a in out}
     met = [(m.name, m.tuner) for m in _MET.get(_scope(module, launcher), {}).values() if id(m.tuner) not in have]
-    return out + met  # and those that ran under a pin (another module's: a library wrapper's autotuned kernel)
+    return out + met
 
 
 def _scope(module, launcher: str) -> tuple:
@@ -85,9 +89,10 @@ def _choices(tuner, args, kwargs) -> list:
     return list(prune(configs, nargs, **kwargs)) or configs
 
 
-def _wrap_run() -> None:
-    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process)."""
-    if _WRAPPED:
+def wrap_run() -> None:
+    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process, where
+    triton is imported: a pin never imports it, the code that imports it calls this after)."""
+    if _WRAPPED or "triton" not in sys.modules:
         return
     try:
         from triton.runtime.autotuner import Autotuner
@@ -139,7 +144,7 @@ def label(module, i: int, launcher: str = "") -> str:
 def pinned(module, i: int, launcher: str = ""):
     """Every autotuner that runs while the block runs (the launcher's, wherever defined) runs its config ``i`` of
     this call's choices; remembered for config_count and label under the module and launcher."""
-    _wrap_run()
+    wrap_run()
     _PIN.append((_scope(module, launcher), i))
     try:
         yield
