@@ -232,6 +232,13 @@ class Values:
                             cur = (cur & ~mask[r]) | bit[(i, j)]
         return reach
 
+    def def_sites(self, instr_idx: int, reg: str) -> tuple:
+        """The definitions (instr idx, k) of ``reg`` that reach its read at instruction ``instr_idx``."""
+        ds = self.defs_by_reg.get(reg)
+        if not ds:
+            return ()
+        return tuple(ds) if len(ds) == 1 else tuple(self._reach.get((instr_idx, reg), ()))
+
     def reg_value(self, instr_idx: int, reg: str) -> int:
         ds = self.defs_by_reg.get(reg)
         if not ds:
