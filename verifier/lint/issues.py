@@ -40,7 +40,7 @@ class EntryFacts:
     blocks: tuple  # distinct block shapes (x, y, z) of its launches
     max_grid_blocks: int  # most blocks in one launch
     large: tuple = ()  # LargeLaunch of this entry at the large shapes the spec supports
-    refused: str = ""  # why the spec refuses a large shape ('' when it refuses none)
+    refused: str = ""  # why the spec refuses the large shapes ('' unless it refuses all of them)
 
 
 def short_name(name: str) -> str:

@@ -1,5 +1,6 @@
 """The launches of a spec at the large shapes it supports (issue #36): M·N past 2^31 and 2^32 elements at every row
-length that reaches an entry, and rows 2^31 + 64 elements apart. The offset check (verifier.lint.offsets) evaluates
+length that reaches an entry, rows 2^31 + 64 elements apart, and rows filling 64 GiB per tensor (what one GPU
+holds; no GPU case runs it). The offset check (verifier.lint.offsets) evaluates
 a 32-bit offset's range with their grids and argument values: a wrap there is a defect at a shape the spec
 accepts; a spec that refuses those shapes has declared the limit. No tensor exists: the launches are evaluated on
 model tensors (verifier.launch.cuda.model_tensors), as the build step and lint's launch facts are."""
@@ -13,6 +14,9 @@ from verifier.errors import SpecError
 from verifier.lint.issues import LargeLaunch
 
 WRAP31, WRAP32 = 2 ** 31, 2 ** 32
+# Beyond the GPU cases: rows filling 64 GiB per tensor, which one GPU holds (an H200 has 141 GB). An offset kept in
+# 32 bits of 16-byte vectors wraps only past 2^31 vectors (32 GiB): no large case reaches it, real batches do.
+LARGEST, LARGEST_BYTES = "largest_in_memory", 2 ** 36
 _INT_KINDS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -54,22 +58,26 @@ def _shapes(spec, dt):
     from verifier.inputs import layouts as lay
     from verifier.inputs.cases import probe_lengths
 
+    from verifier import dtypes as _dtypes
+
     lengths = sorted(set(probe_lengths(spec, dt)) | set(lay.LARGE_N) | set(lf.ROWS_N))
+    itemsize = _dtypes.numpy_dtype(dt.input).itemsize
     for N in lengths:
         yield lf.LARGE_CASE, lay.large_rows(N, WRAP31), N, None
         yield lf.LARGE_2POW32, lay.large_rows(N, WRAP32), N, None
         yield lf.ROW_STRIDE_2POW31, lf.STRIDE_ROWS, N, lay.WRAP + lay.ROW_PAD
+        yield LARGEST, max(1, LARGEST_BYTES // (N * itemsize)), N, None
 
 
 def large_launches(spec, dts) -> tuple:
-    """({entry: (LargeLaunch, ...)}, why a large shape is refused or ''): the launches at the large shapes that
-    ``supports`` accepts for any of ``dts``."""
+    """({entry: (LargeLaunch, ...)}, why the large shapes are refused): the launches at the large shapes that
+    ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports`` refuses every one of them."""
     from verifier.declare.args import LaunchLayout, alignment_of
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED
     from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors, takes_layout
 
     out: dict = {}
-    refused = ""
+    refused, accepted = "", False
     params = spec.op_params()
     for dt in dts:
         for case, M, N, stride in _shapes(spec, dt):
@@ -97,6 +105,7 @@ def large_launches(spec, dts) -> tuple:
                     ll = LargeLaunch(case, M, N, grid, block, _values(launch, bound),
                                      tuple(_label(a) for a in launch.args))
                     out.setdefault(launch.entry, {})[ll] = None
+                    accepted = True
             except SpecError:
                 continue  # a launch that cannot be bound at this shape: the build step reports malformed launches
-    return {e: tuple(ls) for e, ls in out.items()}, refused
+    return {e: tuple(ls) for e, ls in out.items()}, "" if accepted else refused

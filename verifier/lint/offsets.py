@@ -226,42 +226,44 @@ class OffsetCheck:
 
     # -- loop counters ---------------------------------------------------------------------------------------
     def induction(self, nid: int) -> Optional[tuple]:
-        """(init node, step node) of a phi ``p = init; ... p += step`` (step any value), else None."""
+        """(init nodes, step nodes) of a loop counter: a phi of register R whose definitions are ``R = init`` or
+        ``R = R + step`` (a rotated or unrolled loop updates R at several places, by several steps); else None."""
         node = self.values.nodes[nid]
-        if node[0] != "phi" or len(node[2]) != 2:
+        if node[0] != "phi":
             return None
-        defs = [self.values.def_node.get(s) for s in node[2]]
-        for upd, init in (defs, defs[::-1]):
-            if upd is None or init is None:
-                continue
-            u = self.values.nodes[upd]
-            if u[0] == "op" and u[1] == "trunc32u":
-                u = self.values.nodes[u[2][0]]
-            if u[0] != "op" or u[1] != "add":
-                continue
+        inits, steps = [], []
+        for d in (self.values.def_node.get(s) for s in node[2]):
+            if d is None:
+                return None
+            step = self._step(d, node[1])
+            (inits if step is None else steps).append(d if step is None else step)
+        return (tuple(inits), tuple(steps)) if inits and steps else None
+
+    def _step(self, d: int, reg: str) -> Optional[int]:
+        """The step of ``R = R + step`` (node ``d``), else None."""
+        u = self.values.nodes[d]
+        if u[0] == "op" and u[1] == "trunc32u":
+            u = self.values.nodes[u[2][0]]
+        if u[0] == "op" and u[1] == "add":
             for q, step in (u[2], u[2][::-1]):
                 qn = self.values.nodes[q]
-                if qn[0] == "phi" and qn[1] == node[1] and qn[2] == node[2]:
-                    return init, step
+                if qn[0] == "phi" and qn[1] == reg:
+                    return step
         return None
 
     def _bounds(self, node) -> list:
         """[(bound node, inclusive)] of comparisons ``counter < bound`` (or ``<=``, ``bound > counter``) on this loop
-        counter or its next value."""
+        counter (any of its phis) or its next value."""
         if self._setps is None:
             self._setps = [n for n in self.values.nodes if n[0] == "op" and n[1].startswith("setp.")
                            and len(n[2]) == 2]
-        reg, sites = node[1], node[2]
+        reg = node[1]
 
         def counter(x):
             n = self.values.nodes[x]
             if n[0] == "op" and n[1] == "trunc32u":
                 n = self.values.nodes[n[2][0]]
-            if n[0] == "phi":
-                return n[1] == reg and n[2] == sites
-            if n[0] == "op" and n[1] == "add":
-                return any(counter(y) for y in n[2] if self.values.nodes[y][0] == "phi")
-            return False
+            return (n[0] == "phi" and n[1] == reg) or (n[0] == "op" and self._step(x, reg) is not None)
 
         out = []
         for n in self._setps:
@@ -304,10 +306,12 @@ class OffsetCheck:
             known += 1
             if iv[1] >= wrap and (worst is None or _shown_first(launch, pt) < _shown_first(worst[0], pt)):
                 worst = (launch, iv)
-        at = self._producer_of(prod[0]) if prod else pt.at
+        # the source line of the product (a hoisted product may have none: then the widening's, the access's)
+        at = next((i for i in (self._producer_of(prod[0]) if prod else None, pt.at, access.idx)
+                   if i is not None and any(ln > 0 for _f, ln in self.fn.instrs[i].loc)), access.idx)
         widen = self.fn.instrs[pt.at]
         what = self._what(prod, pt, facts)
-        wraps = f"2^{pt.bits} elements" + (f" of {pt.scale} bytes ({_size(wrap * pt.scale)})" if pt.scale else "")
+        wraps = f"2^{pt.bits}" + (f" units of {pt.scale} bytes ({_size(wrap * pt.scale)})" if pt.scale else " elements")
         head = (f"the address of `{access.op}` adds {what}, widened to 64 bits only after it (`{widen.op}`): the "
                 f"offset wraps at {wraps}") if not pt.narrowing else (
                 f"the address of `{access.op}` uses {what}, a 64-bit value cut to its low 32 bits and sign-extended "
@@ -315,13 +319,13 @@ class OffsetCheck:
         if worst is not None:
             launch, iv = worst
             return Issue("offset-wrap", "error",
-                         f"{head}; at {launch.case} ({launch.M}x{launch.N}, a shape supports() accepts) it reaches "
+                         f"{head}; at {_shape(launch)}, a shape supports() accepts, it reaches "
                          f"{iv[1]:,} (> {wrap - 1:,}): {FIX}", at=at, other=access.idx, other_role="global access")
         if unknown:
             launch, why = unknown[0]
             return Issue("offset-wrap", "warning",
                          f"{head}; cannot decide whether it does at the large shapes supports() accepts: {why} (at "
-                         f"{launch.case}, {launch.M}x{launch.N}); if it can reach 2^{pt.bits}, {FIX}",
+                         f"{_shape(launch)}); if it can reach 2^{pt.bits}, {FIX}",
                          at=at, other=access.idx, other_role="global access")
         if known:
             return None  # within 32 bits at every large shape the spec accepts
@@ -329,11 +333,9 @@ class OffsetCheck:
             return Issue("offset-wrap", "info",
                          f"{head}; not a defect here: supports() refuses the large shapes ({facts.refused})",
                          at=at, other=access.idx, other_role="global access")
-        return Issue("offset-wrap", "warning",
-                     f"{head}; cannot decide whether it does: no large shape launches this entry; {FIX}",
-                     at=at, other=access.idx, other_role="global access")
+        return None  # the spec's launches use this entry only at shapes far from the wrap (others take the large)
 
-    def _producer_of(self, nid: int) -> int:
+    def _producer_of(self, nid: int) -> Optional[int]:
         """The instruction that forms a product node (mul / mad / shl), for its source line."""
         if self._producer is None:
             self._producer = {}
@@ -344,14 +346,15 @@ class OffsetCheck:
                                                           or self.fn.instrs[self._producer[m]].parts[0] not in
                                                           ("mul", "mad", "shl")):
                         self._producer[m] = i
-        return self._producer.get(nid, 0)
+        return self._producer.get(nid)
 
     def _what(self, prod, pt: Point, facts) -> str:
         labels = facts.large[0].labels if facts.large else ()
         if prod is None:
             return f"`{self.describe(pt.value, labels)}` (as a factor of a row term)"
-        ins = self.fn.instrs[self._producer_of(prod[0])]
-        return (f"the 32-bit product `{ins.op}` of {self.describe(prod[1], labels)} and "
+        i = self._producer_of(prod[0])
+        op = f"`{self.fn.instrs[i].op}` " if i is not None else ""
+        return (f"the 32-bit product {op}of {self.describe(prod[1], labels)} and "
                 f"{self.describe(prod[2], labels)}")
 
     def describe(self, nid: int, labels=(), depth: int = 0) -> str:
@@ -373,11 +376,12 @@ class OffsetCheck:
         if kind == "phi":
             ind = self.induction(nid)
             if ind is not None:
-                return (f"the loop counter {node[1]} (from {self.describe(ind[0], labels, depth + 1)}, step "
-                        f"{self.describe(ind[1], labels, depth + 1)})")
+                return (f"the loop counter {node[1]} (from {self.describe(ind[0][0], labels, depth + 1)}, step "
+                        f"{self.describe(ind[1][0], labels, depth + 1)})")
             return f"{node[1]} (one of several definitions)"
-        if kind == "op" and node[1] in ("add", "sub", "mul", "shl") and len(node[2]) == 2:
-            sym = {"add": "+", "sub": "-", "mul": "*", "shl": "<<"}[node[1]]
+        ops = {"add": "+", "sub": "-", "mul": "*", "shl": "<<", "div.s": "/", "div.u": "/"}
+        if kind == "op" and (node[1] in ops or node[1].startswith("shr")) and len(node[2]) == 2:
+            sym = ops.get(node[1], ">>")
             a, b = (self.describe(x, labels, depth + 1) for x in node[2])
             return f"({a} {sym} {b})"
         if kind == "op" and node[1].startswith("trunc"):
@@ -467,16 +471,16 @@ class Bounds:
             return min(alo, blo), min(ahi, bhi)
         if name in ("max.s", "max.u"):
             return max(alo, blo), max(ahi, bhi)
+        if name == "and" and (alo >= 0 or blo >= 0):  # a mask: at most the non-negative operand
+            return 0, min(hi for lo, hi in ((alo, ahi), (blo, bhi)) if lo >= 0)
         if alo < 0 or blo < 0:
-            return self._unknown(f"a negative operand of {name}")
+            return self._unknown(f"a negative operand of `{name}`")
         if name.startswith("shr"):
             return alo >> bhi, ahi >> blo
         if name in ("div.s", "div.u") and blo > 0:
             return alo // bhi, ahi // blo
         if name in ("rem.s", "rem.u") and blo > 0:
             return 0, min(ahi, bhi - 1)
-        if name == "and":
-            return 0, min(ahi, bhi)
         if name in ("or", "xor"):
             return 0, (1 << max(ahi, bhi).bit_length()) - 1
         return self._unknown(f"`{name}` of values the check cannot bound")
@@ -488,10 +492,11 @@ class Bounds:
             if not ivs or any(iv is None for iv in ivs):
                 return None
             return min(iv[0] for iv in ivs), max(iv[1] for iv in ivs)
-        init, step = self.of(ind[0]), self.of(ind[1])
-        if init is None or step is None:
+        inits = [self.of(d) for d in ind[0]]
+        steps = [self.of(d) for d in ind[1]]
+        if any(iv is None for iv in inits + steps):
             return None
-        if step[0] <= 0:
+        if any(st[0] <= 0 for st in steps):
             return self._unknown(f"the loop counter {node[1]} does not count up")
         his, why = [], self.why
         for bound, inclusive in self.c._bounds(node):
@@ -502,7 +507,8 @@ class Bounds:
         if not his:
             return self._unknown(f"the range of the loop counter {node[1]} (no bound read from its loop's "
                                  f"comparisons)")
-        return init[0], max(init[1], max(his))  # the loosest bound: a comparison inside the loop may be tighter
+        # the loosest bound: a comparison inside the loop may be tighter than the loop's own
+        return min(iv[0] for iv in inits), max(max(iv[1] for iv in inits), max(his))
 
 
 def _shown_first(launch, pt: Point) -> tuple:
@@ -513,6 +519,13 @@ def _shown_first(launch, pt: Point) -> tuple:
 
     want = lf.ROW_STRIDE_2POW31 if pt.narrowing else lf.LARGE_2POW32 if pt.bits == 32 else lf.LARGE_CASE
     return launch.case != want, launch.N not in LARGE_N_CI, -launch.N
+
+
+def _shape(launch) -> str:
+    from verifier.lint.large import LARGEST
+
+    what = "rows filling 64 GiB per tensor" if launch.case == LARGEST else launch.case
+    return f"{what} ({launch.M}x{launch.N})"
 
 
 def _literal(tok: str) -> Optional[int]:
