@@ -16,6 +16,7 @@ bound (data, a loop without a readable bound) is a warning naming it; a spec tha
 declared the limit (info)."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -277,15 +278,26 @@ class OffsetCheck:
 
     # -- the check ---------------------------------------------------------------------------------------------
     def issues(self, facts) -> list:
-        out, said = [], set()
+        """One issue per product (or narrowing) and wrap, at its first access; the others through it counted."""
+        found: dict = {}  # (at, severity, bits) -> [issue, accesses]
+        judged: dict = {}
         for ins, reg in self.accesses():
             for pt in self.points(ins, reg):
-                if (pt.at, pt.value) in said:
+                key = (pt.at, pt.value)
+                if key not in judged:
+                    judged[key] = self._judge(ins, pt, facts)
+                iss = judged[key]
+                if iss is None:
                     continue
-                said.add((pt.at, pt.value))
-                iss = self._judge(ins, pt, facts)
-                if iss is not None:
-                    out.append(iss)
+                group = found.setdefault((iss.at, iss.severity, pt.bits), [iss, set()])
+                group[1].add(ins.idx)
+        out = []
+        for iss, accesses in found.values():
+            more = len(accesses) - 1
+            if more:
+                iss = dataclasses.replace(iss, message=f"{iss.message} ({more} more access{'es' if more > 1 else ''} "
+                                                       f"through it)")
+            out.append(iss)
         return out
 
     def _judge(self, access, pt: Point, facts) -> Optional[Issue]:
