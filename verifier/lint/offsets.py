@@ -59,6 +59,8 @@ class OffsetCheck:
         self._param: dict = {}
         self._producer: Optional[dict] = None
         self._setps: Optional[list] = None
+        self._families: dict = {}
+        self._init_regs: Optional[dict] = None
 
     # -- the 64-bit address, back to its 32-bit parts ----------------------------------------------------
     def accesses(self):
@@ -193,7 +195,7 @@ class OffsetCheck:
         if node[0] != "phi":
             return False
         ind = self.induction(nid)
-        return ind is not None and any(self.param_like(b) for b, _ in self._bounds(node))
+        return ind is not None and any(self.param_like(b) for b, _ in self._bounds(node[1]))
 
     def product(self, nid: int, busy=None) -> Optional[tuple]:
         """(product node, row factor, parameter factor) of the first row x parameter product in a 32-bit value
@@ -210,7 +212,7 @@ class OffsetCheck:
                 if (self.row_like(x) or self._row_counter(x)) and self.param_like(y) and not self._const(y):
                     return nid, x, y
         if kind == "op" and node[1] in ("add", "sub", "mul", "shl", "selp", "min.s", "min.u", "max.s", "max.u",
-                                        "trunc32u"):
+                                        "trunc32u", "and", "or"):
             for x in node[2][:2]:
                 got = self.product(x, busy)
                 if got:
@@ -240,6 +242,32 @@ class OffsetCheck:
             (inits if step is None else steps).append(d if step is None else step)
         return (tuple(inits), tuple(steps)) if inits and steps else None
 
+    def family(self, reg: str) -> Optional[tuple]:
+        """(init nodes, step nodes) over every definition of register ``reg`` (a loop counter: each definition
+        ``R = init`` or ``R = R + step``), or None when it has no update."""
+        if reg not in self._families:
+            inits, steps = [], []
+            for site in self.values.defs_by_reg.get(reg, ()):
+                d = self.values.def_node.get(site)
+                if d is None:
+                    inits = steps = []
+                    break
+                step = self._step(d, reg)
+                (inits if step is None else steps).append(d if step is None else step)
+            self._families[reg] = (tuple(inits), tuple(steps)) if inits and steps else None
+        return self._families[reg]
+
+    def inits_of(self) -> dict:
+        """init node -> the loop-counter registers that start from it."""
+        if self._init_regs is None:
+            self._init_regs = {}
+            for reg, sites in self.values.defs_by_reg.items():
+                if len(sites) > 1 and (fam := self.family(reg)) is not None:
+                    for d in fam[0]:  # as a sum's term reads it: through trunc32u
+                        terms = _sum_leaves(self.values.nodes, d)
+                        self._init_regs.setdefault(terms[0] if len(terms) == 1 else d, []).append(reg)
+        return self._init_regs
+
     def _step(self, d: int, reg: str) -> Optional[int]:
         """The step of ``R = R + step`` (node ``d``), else None."""
         u = self.values.nodes[d]
@@ -252,13 +280,12 @@ class OffsetCheck:
                     return step
         return None
 
-    def _bounds(self, node) -> list:
-        """[(bound node, inclusive)] of comparisons ``counter < bound`` (or ``<=``, ``bound > counter``) on this loop
-        counter (any of its phis) or its next value."""
+    def _bounds(self, reg: str) -> list:
+        """[(bound node, inclusive)] of comparisons ``counter < bound`` (or ``<=``, ``bound > counter``) on the loop
+        counter held in register ``reg`` (any of its phis) or its next value."""
         if self._setps is None:
             self._setps = [n for n in self.values.nodes if n[0] == "op" and n[1].startswith("setp.")
                            and len(n[2]) == 2]
-        reg = node[1]
 
         def counter(x):
             n = self.values.nodes[x]
@@ -409,6 +436,7 @@ class Bounds:
         self.nodes = check.values.nodes
         self.memo: dict = {}
         self.busy: set = set()
+        self.ranges: dict = {}  # loop-counter register -> its range
         self.why = ""
 
     def _unknown(self, why: str):
@@ -498,29 +526,83 @@ class Bounds:
         return self._unknown(f"`{name}` of values the check cannot bound")
 
     def _phi(self, nid: int, node) -> Optional[tuple]:
-        ind = self.c.induction(nid)
-        if ind is None:
+        if self.c.induction(nid) is None:
             ivs = [self.of(d) for d in (self.c.values.def_node.get(s) for s in node[2]) if d is not None]
             if not ivs or any(iv is None for iv in ivs):
                 return None
             return min(iv[0] for iv in ivs), max(iv[1] for iv in ivs)
-        inits = [self.of(d) for d in ind[0]]
-        steps = [self.of(d) for d in ind[1]]
+        return self.counter(node[1])
+
+    def counter(self, reg: str, busy=()) -> Optional[tuple]:
+        """The range of a loop counter (register ``reg``, all its definitions): from its smallest start to the
+        loosest bound its loop compares it with; with no bound, a sibling's: nvcc strength-reduces ``row * N + i``
+        into a counter of its own that starts at ``row * N + i0`` and steps with ``i`` (its range is i's + row * N)."""
+        if reg in self.ranges:
+            return self.ranges[reg]
+        self.ranges[reg] = None  # a cycle of siblings bounds nothing
+        got = self._counter(reg, (*busy, reg))
+        self.ranges[reg] = got
+        return got
+
+    def _counter(self, reg: str, busy) -> Optional[tuple]:
+        fam = self.c.family(reg)
+        if fam is None:
+            return self._unknown(f"the register {reg}")
+        inits = [self.of(d) for d in fam[0]]
+        steps = [self.of(d) for d in fam[1]]
         if any(iv is None for iv in inits + steps):
             return None
         if any(st[0] <= 0 for st in steps):
-            return self._unknown(f"the loop counter {node[1]} does not count up")
+            return self._unknown(f"the loop counter {reg} does not count up")
+        lo, init_hi = min(iv[0] for iv in inits), max(iv[1] for iv in inits)
         his, why = [], self.why
-        for bound, inclusive in self.c._bounds(node):
+        for bound, inclusive in self.c._bounds(reg):
             iv = self.of(bound)
             if iv is not None:
                 his.append(iv[1] if inclusive else iv[1] - 1)
         self.why = why  # a comparison it could not bound is not what the counter's range depends on
-        if not his:
-            return self._unknown(f"the range of the loop counter {node[1]} (no bound read from its loop's "
-                                 f"comparisons)")
-        # the loosest bound: a comparison inside the loop may be tighter than the loop's own
-        return min(iv[0] for iv in inits), max(max(iv[1] for iv in inits), max(his))
+        if his:  # the loosest bound: a comparison inside the loop may be tighter than the loop's own
+            return lo, max(init_hi, max(his))
+        hi = self._sibling(reg, fam, {st for st in steps}, busy)
+        if hi is None:
+            return self._unknown(f"the range of the loop counter {reg} (no bound read from its loop's comparisons)")
+        return lo, max(init_hi, hi)
+
+    def _sibling(self, reg: str, fam, steps: set, busy) -> Optional[int]:
+        """The largest value of counter ``reg`` as ``sibling + difference`` (each start of ``reg`` a sum holding
+        another counter, or that counter's start, that steps by the same amounts), or None."""
+        nodes, his = self.nodes, []
+        for init in fam[0]:
+            leaves = _sum_leaves(nodes, init)
+            best = None
+            for k, leaf in enumerate(leaves):
+                n = nodes[leaf]
+                others = [n[1]] if n[0] == "phi" else self.c.inits_of().get(leaf, [])
+                for other in others:
+                    ofam = self.c.family(other) if other not in busy else None
+                    if ofam is None or not steps <= {self.of(d) for d in ofam[1]}:
+                        continue
+                    rng = self.counter(other, busy)
+                    rest = [self.of(x) for j, x in enumerate(leaves) if j != k]
+                    if rng is not None and all(iv is not None for iv in rest):
+                        best = rng[1] + sum(iv[1] for iv in rest)
+                        break
+                if best is not None:
+                    break
+            if best is None:
+                return None
+            his.append(best)
+        return max(his) if his else None
+
+
+def _sum_leaves(nodes, nid: int) -> list:
+    """The terms of a sum (through add and trunc32u)."""
+    n = nodes[nid]
+    if n[0] == "op" and n[1] == "trunc32u":
+        return _sum_leaves(nodes, n[2][0])
+    if n[0] == "op" and n[1] == "add":
+        return _sum_leaves(nodes, n[2][0]) + _sum_leaves(nodes, n[2][1])
+    return [nid]
 
 
 def _shown_first(launch, pt: Point) -> tuple:

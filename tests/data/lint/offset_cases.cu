@@ -79,3 +79,26 @@ extern "C" __global__ void small_products_ok(const float* x, float* y, int M, in
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if ((threadIdx.x & 31) == 0) y[row] = acc;
 }
+
+// regressions of false alarms met on bundled kernels: a row split over gridDim.y blocks whose column loop nvcc
+// rotates and unrolls (the counter updated at three places; its bound is `hi`), an index masked with ~7, and an
+// entry the launches use only for a few rows (never at a large shape)
+extern "C" __global__ void split_columns_ok(const float* x, float* y, int M, int N) {
+    const int chunk = (N + gridDim.y - 1) / gridDim.y;
+    const int lo = blockIdx.y * chunk, hi = min(N, lo + chunk);
+    const float* r = x + (long long)blockIdx.x * N;
+    float acc = 0.f;
+    for (int j = lo + threadIdx.x; j < hi; j += T) acc += r[j];
+    atomicAdd(y + blockIdx.x, acc);
+}
+
+extern "C" __global__ void masked_index_ok(const float* x, float* y, int M, int N) {
+    const float* r = x + (long long)blockIdx.x * N;
+    float acc = 0.f;
+    for (int i = threadIdx.x * 8; i < (N & ~7); i += T * 8) acc += r[(i + blockIdx.y * N) & ~7];
+    atomicAdd(y + blockIdx.x, acc);
+}
+
+extern "C" __global__ void few_rows_int_offset(const float* x, float* y, int M, int N) {
+    row_sum(x + blockIdx.x * N, y, blockIdx.x, N);  // launched for M <= 16 only: M·N stays far below 2^31
+}
