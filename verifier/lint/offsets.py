@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from typing import Optional
 
 from verifier.lint import isa
-from verifier.lint.dataflow import _ADDR
+from verifier.lint.dataflow import ADDRESS, literal_int
 from verifier.lint.issues import Issue
+from verifier.lint.ranges import Bounds, Counters
 
-GRID_MAX = (2 ** 31 - 1, 65535, 65535)  # CUDA's grid limits: a larger launch does not run
 _INT_TYPE = re.compile(r"^[usb](8|16|32|64)$")
 _NVCC_REG = re.compile(r"^%(rd|r|rs)\d+$")
 _REG_BITS = {"rd": 64, "r": 32, "rs": 16}
 _MEMORY = ("ld", "ldu", "st", "atom", "red", "cp")
-_DIMS = {"x": 0, "y": 1, "z": 2}
+_DIMS = ("x", "y", "z")
 _SPECIAL_NAMES = {"ctaid": "blockIdx", "nctaid": "gridDim", "tid": "threadIdx", "ntid": "blockDim"}
 FIX = "form it in 64 bits: (int64_t)row * stride (or size_t), and keep 64-bit strides in 64 bits"
 
@@ -58,9 +58,7 @@ class OffsetCheck:
         self._row: dict = {}
         self._param: dict = {}
         self._producer: Optional[dict] = None
-        self._setps: Optional[list] = None
-        self._families: dict = {}
-        self._init_regs: Optional[dict] = None
+        self.counters = Counters(self.values)
 
     # -- the 64-bit address, back to its 32-bit parts ----------------------------------------------------
     def accesses(self):
@@ -81,7 +79,7 @@ class OffsetCheck:
             if base == "cp":
                 addrs = addrs[1:2]
             for tok in addrs[:1]:
-                m = _ADDR.match(tok.strip())
+                m = ADDRESS.match(tok.strip())
                 if m and m.group(1).startswith("%"):
                     if sp == "generic" and self.a._into_shared(self.values.operand(ins.idx, m.group(1))):
                         continue
@@ -194,8 +192,8 @@ class OffsetCheck:
         node = self.values.nodes[nid]
         if node[0] != "phi":
             return False
-        ind = self.induction(nid)
-        return ind is not None and any(self.param_like(b) for b, _ in self._bounds(node[1]))
+        ind = self.counters.induction(nid)
+        return ind is not None and any(self.param_like(b) for b, _ in self.counters.bounds(node[1]))
 
     def product(self, nid: int, busy=None) -> Optional[tuple]:
         """(product node, row factor, parameter factor) of the first row x parameter product in a 32-bit value
@@ -226,82 +224,6 @@ class OffsetCheck:
 
     def _const(self, nid: int) -> bool:
         return self.values.nodes[nid][0] == "c"
-
-    # -- loop counters ---------------------------------------------------------------------------------------
-    def induction(self, nid: int) -> Optional[tuple]:
-        """(init nodes, step nodes) of a loop counter: a phi of register R whose definitions are ``R = init`` or
-        ``R = R + step`` (a rotated or unrolled loop updates R at several places, by several steps); else None."""
-        node = self.values.nodes[nid]
-        if node[0] != "phi":
-            return None
-        inits, steps = [], []
-        for d in (self.values.def_node.get(s) for s in node[2]):
-            if d is None:
-                return None
-            step = self._step(d, node[1])
-            (inits if step is None else steps).append(d if step is None else step)
-        return (tuple(inits), tuple(steps)) if inits and steps else None
-
-    def family(self, reg: str) -> Optional[tuple]:
-        """(init nodes, step nodes) over every definition of register ``reg`` (a loop counter: each definition
-        ``R = init`` or ``R = R + step``), or None when it has no update."""
-        if reg not in self._families:
-            inits, steps = [], []
-            for site in self.values.defs_by_reg.get(reg, ()):
-                d = self.values.def_node.get(site)
-                if d is None:
-                    inits = steps = []
-                    break
-                step = self._step(d, reg)
-                (inits if step is None else steps).append(d if step is None else step)
-            self._families[reg] = (tuple(inits), tuple(steps)) if inits and steps else None
-        return self._families[reg]
-
-    def inits_of(self) -> dict:
-        """init node -> the loop-counter registers that start from it."""
-        if self._init_regs is None:
-            self._init_regs = {}
-            for reg, sites in self.values.defs_by_reg.items():
-                if len(sites) > 1 and (fam := self.family(reg)) is not None:
-                    for d in fam[0]:  # as a sum's term reads it: through trunc32u
-                        terms = _sum_leaves(self.values.nodes, d)
-                        self._init_regs.setdefault(terms[0] if len(terms) == 1 else d, []).append(reg)
-        return self._init_regs
-
-    def _step(self, d: int, reg: str) -> Optional[int]:
-        """The step of ``R = R + step`` (node ``d``), else None."""
-        u = self.values.nodes[d]
-        if u[0] == "op" and u[1] == "trunc32u":
-            u = self.values.nodes[u[2][0]]
-        if u[0] == "op" and u[1] == "add":
-            for q, step in (u[2], u[2][::-1]):
-                qn = self.values.nodes[q]
-                if qn[0] == "phi" and qn[1] == reg:
-                    return step
-        return None
-
-    def _bounds(self, reg: str) -> list:
-        """[(bound node, inclusive)] of comparisons ``counter < bound`` (or ``<=``, ``bound > counter``) on the loop
-        counter held in register ``reg`` (any of its phis) or its next value."""
-        if self._setps is None:
-            self._setps = [n for n in self.values.nodes if n[0] == "op" and n[1].startswith("setp.")
-                           and len(n[2]) == 2]
-
-        def counter(x):
-            n = self.values.nodes[x]
-            if n[0] == "op" and n[1] == "trunc32u":
-                n = self.values.nodes[n[2][0]]
-            return (n[0] == "phi" and n[1] == reg) or (n[0] == "op" and self._step(x, reg) is not None)
-
-        out = []
-        for n in self._setps:
-            cmp = n[1].split(".")[1]
-            a, b = n[2]
-            if cmp in ("lt", "lo", "le", "ls") and counter(a):
-                out.append((b, cmp in ("le", "ls")))
-            elif cmp in ("gt", "hi", "ge", "hs") and counter(b):
-                out.append((a, cmp in ("ge", "hs")))
-        return out
 
     # -- the check ---------------------------------------------------------------------------------------------
     def issues(self, facts) -> list:
@@ -337,7 +259,7 @@ class OffsetCheck:
         wrap = 1 << pt.bits
         worst, unknown, known = None, [], 0
         for launch in facts.large:
-            b = Bounds(self, launch)
+            b = Bounds(self.values, self.params, self.counters, launch)
             iv = b.of(pt.value)
             if iv is None:
                 unknown.append((launch, b.why))
@@ -413,7 +335,7 @@ class OffsetCheck:
         if depth > 2:
             return "..."
         if kind == "phi":
-            ind = self.induction(nid)
+            ind = self.counters.induction(nid)
             if ind is not None:
                 return (f"the loop counter {node[1]} (from {self.describe(ind[0][0], labels, depth + 1)}, step "
                         f"{self.describe(ind[1][0], labels, depth + 1)})")
@@ -426,183 +348,6 @@ class OffsetCheck:
         if kind == "op" and node[1].startswith("trunc"):
             return self.describe(node[2][0], labels, depth)
         return "a computed value"
-
-
-class Bounds:
-    """The interval of values (as the program means them: no 32-bit wrap) of nodes at one large launch."""
-
-    def __init__(self, check: OffsetCheck, launch):
-        self.c, self.launch = check, launch
-        self.nodes = check.values.nodes
-        self.memo: dict = {}
-        self.busy: set = set()
-        self.ranges: dict = {}  # loop-counter register -> its range
-        self.why = ""
-
-    def _unknown(self, why: str):
-        self.why = self.why or why
-        return None
-
-    def of(self, nid: int) -> Optional[tuple]:
-        if nid in self.memo:
-            return self.memo[nid]
-        if nid in self.busy:
-            return self._unknown("a value defined by a cycle the check cannot bound")
-        self.busy.add(nid)
-        got = self._of(nid)
-        self.busy.discard(nid)
-        self.memo[nid] = got
-        return got
-
-    def _of(self, nid: int) -> Optional[tuple]:
-        node = self.nodes[nid]
-        kind = node[0]
-        L = self.launch
-        if kind == "c":
-            return node[1], node[1]
-        if kind in ("ctaid", "nctaid", "tid", "ntid") and node[1] in _DIMS:
-            d = _DIMS[node[1]]
-            g = min(L.grid[d], GRID_MAX[d])
-            return {"ctaid": (0, g - 1), "nctaid": (g, g), "tid": (0, L.block[d] - 1),
-                    "ntid": (L.block[d], L.block[d])}[kind]
-        if kind == "lane":
-            return 0, 31
-        if kind == "ld" and node[1] == "param":
-            name = self.nodes[node[2]]
-            k = self.c.params.get(name[1]) if name[0] == "sym" else None
-            v = L.args[k] if k is not None and k < len(L.args) else None
-            if v is None:
-                return self._unknown(f"kernel parameter {k if k is not None else '?'} has no integer value here")
-            return v, v
-        if kind == "op":
-            return self._op(node[1], node[2])
-        if kind == "phi":
-            return self._phi(nid, node)
-        if kind == "ld":
-            return self._unknown("a value loaded from memory")
-        return self._unknown("a value the check does not model")
-
-    def _op(self, name: str, args) -> Optional[tuple]:
-        if name.startswith("trunc"):
-            return self.of(args[0])  # as the program means it: the wrap is what is judged
-        if name.startswith(("setp", "not", "and.pred", "or.pred", "xor.pred")):
-            return 0, 1
-        ivs = []
-        for a in args[:3 if name == "selp" else 2]:
-            iv = self.of(a) if name != "selp" or len(ivs) < 2 else (0, 1)
-            if iv is None:
-                return None
-            ivs.append(iv)
-        (alo, ahi) = ivs[0]
-        (blo, bhi) = ivs[1] if len(ivs) > 1 else (0, 0)
-        if name == "add":
-            return alo + blo, ahi + bhi
-        if name == "sub":
-            return alo - bhi, ahi - blo
-        if name == "mul":
-            ps = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
-            return min(ps), max(ps)
-        if name == "shl" and 0 <= blo and bhi < 64:
-            ps = (alo << blo, alo << bhi, ahi << blo, ahi << bhi)
-            return min(ps), max(ps)
-        if name == "selp":
-            return min(alo, blo), max(ahi, bhi)
-        if name in ("min.s", "min.u"):
-            return min(alo, blo), min(ahi, bhi)
-        if name in ("max.s", "max.u"):
-            return max(alo, blo), max(ahi, bhi)
-        if name == "and" and (alo >= 0 or blo >= 0):  # a mask: at most the non-negative operand
-            return 0, min(hi for lo, hi in ((alo, ahi), (blo, bhi)) if lo >= 0)
-        if alo < 0 or blo < 0:
-            return self._unknown(f"a negative operand of `{name}`")
-        if name.startswith("shr"):
-            return alo >> bhi, ahi >> blo
-        if name in ("div.s", "div.u") and blo > 0:
-            return alo // bhi, ahi // blo
-        if name in ("rem.s", "rem.u") and blo > 0:
-            return 0, min(ahi, bhi - 1)
-        if name in ("or", "xor"):
-            return 0, (1 << max(ahi, bhi).bit_length()) - 1
-        return self._unknown(f"`{name}` of values the check cannot bound")
-
-    def _phi(self, nid: int, node) -> Optional[tuple]:
-        if self.c.induction(nid) is None:
-            ivs = [self.of(d) for d in (self.c.values.def_node.get(s) for s in node[2]) if d is not None]
-            if not ivs or any(iv is None for iv in ivs):
-                return None
-            return min(iv[0] for iv in ivs), max(iv[1] for iv in ivs)
-        return self.counter(node[1])
-
-    def counter(self, reg: str, busy=()) -> Optional[tuple]:
-        """The range of a loop counter (register ``reg``, all its definitions): from its smallest start to the
-        loosest bound its loop compares it with; with no bound, a sibling's: nvcc strength-reduces ``row * N + i``
-        into a counter of its own that starts at ``row * N + i0`` and steps with ``i`` (its range is i's + row * N)."""
-        if reg in self.ranges:
-            return self.ranges[reg]
-        self.ranges[reg] = None  # a cycle of siblings bounds nothing
-        got = self._counter(reg, (*busy, reg))
-        self.ranges[reg] = got
-        return got
-
-    def _counter(self, reg: str, busy) -> Optional[tuple]:
-        fam = self.c.family(reg)
-        if fam is None:
-            return self._unknown(f"the register {reg}")
-        inits = [self.of(d) for d in fam[0]]
-        steps = [self.of(d) for d in fam[1]]
-        if any(iv is None for iv in inits + steps):
-            return None
-        if any(st[0] <= 0 for st in steps):
-            return self._unknown(f"the loop counter {reg} does not count up")
-        lo, init_hi = min(iv[0] for iv in inits), max(iv[1] for iv in inits)
-        his, why = [], self.why
-        for bound, inclusive in self.c._bounds(reg):
-            iv = self.of(bound)
-            if iv is not None:
-                his.append(iv[1] if inclusive else iv[1] - 1)
-        self.why = why  # a comparison it could not bound is not what the counter's range depends on
-        if his:  # the loosest bound: a comparison inside the loop may be tighter than the loop's own
-            return lo, max(init_hi, max(his))
-        hi = self._sibling(reg, fam, {st for st in steps}, busy)
-        if hi is None:
-            return self._unknown(f"the range of the loop counter {reg} (no bound read from its loop's comparisons)")
-        return lo, max(init_hi, hi)
-
-    def _sibling(self, reg: str, fam, steps: set, busy) -> Optional[int]:
-        """The largest value of counter ``reg`` as ``sibling + difference`` (each start of ``reg`` a sum holding
-        another counter, or that counter's start, that steps by the same amounts), or None."""
-        nodes, his = self.nodes, []
-        for init in fam[0]:
-            leaves = _sum_leaves(nodes, init)
-            best = None
-            for k, leaf in enumerate(leaves):
-                n = nodes[leaf]
-                others = [n[1]] if n[0] == "phi" else self.c.inits_of().get(leaf, [])
-                for other in others:
-                    ofam = self.c.family(other) if other not in busy else None
-                    if ofam is None or not steps <= {self.of(d) for d in ofam[1]}:
-                        continue
-                    rng = self.counter(other, busy)
-                    rest = [self.of(x) for j, x in enumerate(leaves) if j != k]
-                    if rng is not None and all(iv is not None for iv in rest):
-                        best = rng[1] + sum(iv[1] for iv in rest)
-                        break
-                if best is not None:
-                    break
-            if best is None:
-                return None
-            his.append(best)
-        return max(his) if his else None
-
-
-def _sum_leaves(nodes, nid: int) -> list:
-    """The terms of a sum (through add and trunc32u)."""
-    n = nodes[nid]
-    if n[0] == "op" and n[1] == "trunc32u":
-        return _sum_leaves(nodes, n[2][0])
-    if n[0] == "op" and n[1] == "add":
-        return _sum_leaves(nodes, n[2][0]) + _sum_leaves(nodes, n[2][1])
-    return [nid]
 
 
 def _shown_first(launch, pt: Point) -> tuple:
@@ -623,9 +368,7 @@ def _shape(launch) -> str:
 
 
 def _literal(tok: str) -> Optional[int]:
-    from verifier.lint.dataflow import _int
-
-    return _int(tok.strip())
+    return literal_int(tok.strip())
 
 
 def _bits(t: str) -> int:
