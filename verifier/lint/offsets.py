@@ -272,8 +272,9 @@ class OffsetCheck:
                    if i is not None and any(ln > 0 for _f, ln in self.fn.instrs[i].loc)), access.idx)
         widen = self.fn.instrs[pt.at]
         what = self._what(prod, pt, facts)
-        unit = f" units of {pt.scale} byte{'s' if pt.scale > 1 else ''} ({_size(wrap * pt.scale)})"
-        wraps = f"2^{pt.bits}" + (unit if pt.scale else " elements")
+        wraps = f"2^{pt.bits} elements"
+        if pt.scale:
+            wraps = f"2^{pt.bits} units of {pt.scale} byte{'s' if pt.scale > 1 else ''} ({_size(wrap * pt.scale)})"
         head = (f"the address of `{access.op}` adds {what}, widened to 64 bits only after it (`{widen.op}`): the "
                 f"offset wraps at {wraps}") if not pt.narrowing else (
                 f"the address of `{access.op}` uses {what}, a 64-bit value cut to its low 32 bits and sign-extended "
