@@ -73,12 +73,13 @@ def large_launches(spec, dts) -> tuple:
     """({entry: (LargeLaunch, ...)}, why the large shapes are refused): the launches at the large shapes that
     ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports`` refuses every one of them."""
     from verifier.declare.args import LaunchLayout, alignment_of
-    from verifier.inputs.layouts import CONTIGUOUS, STRIDED
+    from verifier.inputs.layouts import CONTIGUOUS
     from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors, takes_layout
 
     out: dict = {}
     refused, accepted = "", False
     params = spec.op_params()
+    takes = takes_layout(spec.launches)
     for dt in dts:
         for case, M, N, stride in _shapes(spec, dt):
             try:
@@ -86,16 +87,14 @@ def large_launches(spec, dts) -> tuple:
                 if why is not None:
                     refused = refused or f"{case} at {M}x{N}: {why}"
                     continue
-                if stride is None:
-                    tensors = model_tensors(spec, M, N, dt, params, CONTIGUOUS)
-                else:
-                    wide = strided_tensors(spec, M, N, dt, params)
+                tensors = model_tensors(spec, M, N, dt, params, CONTIGUOUS)
+                if stride is not None:
+                    wide = strided_tensors(spec, M, N, dt, params)  # the tensors whose stride a launch passes
                     if not wide:
                         continue  # no launch takes a row stride: the rows are N apart, as in the other cases
-                    tensors = model_tensors(spec, M, N, dt, params, STRIDED)
                     tensors = {t: dataclasses.replace(m, stride=stride) if t in wide else m for t, m in tensors.items()}
                 layout = None
-                if takes_layout(spec.launches):
+                if takes:
                     layout = LaunchLayout({t: alignment_of(m.address) for t, m in tensors.items()},
                                           {t: m.stride for t, m in tensors.items() if m.stride is not None})
                 for launch in launches_for(spec, M, N, dt, params, layout):
