@@ -201,7 +201,7 @@ class EntryAnalysis:
                 continue
             addr = self.values.address(ins.idx, ins.args[0])
             terms, _ = sem.decompose(addr)
-            if self._into_shared(addr):
+            if self.into_shared(addr):
                 continue  # a generic store into shared memory (this block's, or the cluster's through mapa)
             sem.ensure(addr)
             d = sem.deps[addr]
@@ -223,7 +223,7 @@ class EntryAnalysis:
         return out
 
 
-    def _into_shared(self, nid: int) -> bool:
+    def into_shared(self, nid: int) -> bool:
         """Whether an address is computed from a shared variable's (``cvta.shared``, ``mapa``, offsets)."""
         nodes, seen, todo = self.values.nodes, set(), [nid]
         while todo:

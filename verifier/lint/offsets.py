@@ -81,7 +81,7 @@ class OffsetCheck:
             for tok in addrs[:1]:
                 m = ADDRESS.match(tok.strip())
                 if m and m.group(1).startswith("%"):
-                    if sp == "generic" and self.a._into_shared(self.values.operand(ins.idx, m.group(1))):
+                    if sp == "generic" and self.a.into_shared(self.values.operand(ins.idx, m.group(1))):
                         continue
                     yield ins, m.group(1)
 
@@ -136,8 +136,8 @@ class OffsetCheck:
                     continue
                 k = _literal(regs[y])
                 s = None if k is None or scale is None else scale * k
-                other = self.values.operand(i, regs[y])
-                pts.append(Point(i, self.values.operand(i, regs[x]), bits, False, row or (k is None and self.row_like(other)), s))
+                scaled_by_row = row or (k is None and self.row_like(self.values.operand(i, regs[y])))
+                pts.append(Point(i, self.values.operand(i, regs[x]), bits, False, scaled_by_row, s))
             if base == "mad" and len(regs) == 3 and regs[2].startswith("%"):
                 todo.append((i, regs[2], scale, row))
             return pts
