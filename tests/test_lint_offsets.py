@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.declare.args import Stride
+from verifier.declare.args import Stride, Struct
 from verifier.lint.step import lint_spec
 from verifier.results.kernel import KernelReport
 from verifier.spec import CudaKernel, Launch, dtypes
@@ -23,6 +23,8 @@ SPLIT = ("split_columns_ok", "masked_index_ok")  # grid.y blocks per row
 
 def _spec(entry, supports=None):
     args = ("x", "y", "M", "N") + ((Stride("x", "int64"),) if entry in STRIDED else ())
+    if entry == "struct_rows_bad":
+        args = (Struct([("ptr", "x"), ("ptr", "y"), ("int32", "N")]),)
     grid_stride = entry.startswith("grid_stride")
     per = ROWS_PER_BLOCK.get(entry, 1)
 
@@ -63,6 +65,13 @@ def test_a_32_bit_row_offset_is_an_error(entry, product, at, wrap, case):
     assert product in head and f"wraps at {wrap}" in head and f"at {case}" in head, head
     assert at in where, where
     assert "(int64_t)row * stride" in head
+
+
+def test_a_row_length_read_from_a_struct_argument_is_bounded_by_its_member():
+    # the struct's parameter name was once read as '8' (its `.align 8`): its members had no value, a warning
+    (f,) = _wraps(_lint(_spec("struct_rows_bad")))
+    head = f.message.splitlines()[0]
+    assert "of blockIdx.x and Struct (its member at byte 16)" in head and "at large_index_2pow32 (262208x16384" in head
 
 
 def test_a_narrowed_64_bit_stride_is_an_error():

@@ -29,7 +29,7 @@ class LargeLaunch:
     N: int
     grid: tuple  # (x, y, z)
     block: tuple  # (x, y, z)
-    args: tuple  # per kernel parameter: its integer value, or None (a pointer, a float, a struct)
+    args: tuple  # per kernel parameter: its integer value, a struct's ((byte offset, value), ...), or None
     labels: tuple  # per kernel parameter: how the spec names it ('N', 'x.stride', ...)
 
 

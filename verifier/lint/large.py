@@ -38,8 +38,9 @@ def _label(a) -> str:
 
 
 def _values(launch, bound) -> tuple:
-    """Each argument's integer value (None for pointers, floats and structs)."""
-    from verifier.declare.args import as_arg
+    """Each argument's integer value; a struct's: ((byte offset, value), ...) of its integer members; None for
+    pointers and floats."""
+    from verifier.declare.args import as_arg, scalar_size
 
     out = []
     for a, v in zip(launch.args, bound):
@@ -47,6 +48,10 @@ def _values(launch, bound) -> tuple:
             leaves = as_arg(a).leaves()
         except SpecError:
             leaves = []
+        if isinstance(v, (bytes, bytearray)):  # a Struct, bound as its bytes in C layout
+            out.append(tuple((off, int.from_bytes(v[off:off + scalar_size(kind)], "little", signed=kind[0] == "i"))
+                             for off, kind, _ in leaves if kind in _INT_KINDS))
+            continue
         ok = len(leaves) == 1 and leaves[0][1] in _INT_KINDS and isinstance(v, (np.integer, int))
         out.append(int(v) if ok else None)
     return tuple(out)

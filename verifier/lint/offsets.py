@@ -24,7 +24,7 @@ from typing import Optional
 from verifier.lint import isa
 from verifier.lint.dataflow import ADDRESS, literal_int
 from verifier.lint.issues import Issue
-from verifier.lint.ranges import Bounds, Counters
+from verifier.lint.ranges import Bounds, Counters, param_slot
 
 _INT_TYPE = re.compile(r"^[usb](8|16|32|64)$")
 _NVCC_REG = re.compile(r"^%(rd|r|rs)\d+$")
@@ -329,10 +329,10 @@ class OffsetCheck:
         if kind == "c":
             return str(node[1])
         if kind == "ld" and node[1] == "param":
-            name = self.values.nodes[node[2]]
-            k = self.params.get(name[1]) if name[0] == "sym" else None
+            k, off = param_slot(self.values.nodes, self.params, node)
             if k is not None:
-                return labels[k] if k < len(labels) else f"parameter {k}"
+                name = labels[k] if k < len(labels) else f"parameter {k}"
+                return f"{name} (its member at byte {off})" if off else name
             return "a parameter"
         if depth > 2:
             return "..."

@@ -134,9 +134,12 @@ class Bounds:
         if kind == "lane":
             return 0, 31
         if kind == "ld" and node[1] == "param":
-            name = self.nodes[node[2]]
-            k = self.params.get(name[1]) if name[0] == "sym" else None
+            k, off = param_slot(self.nodes, self.params, node)
             v = L.args[k] if k is not None and k < len(L.args) else None
+            if isinstance(v, tuple):  # a struct: the member at that byte offset
+                v = dict(v).get(off)
+            elif off:
+                v = None
             if v is None:
                 return self._unknown(f"kernel parameter {k if k is not None else '?'} has no integer value here")
             return v, v
@@ -259,6 +262,15 @@ class Bounds:
                 return None
             his.append(best)
         return max(his) if his else None
+
+
+def param_slot(nodes, params: dict, node) -> tuple:
+    """(parameter index, byte offset) a ``ld.param`` node reads (index None: not a kernel parameter)."""
+    addr = nodes[node[2]]
+    off = 0
+    if addr[0] == "op" and addr[1] == "add" and nodes[addr[2][1]][0] == "c":
+        off, addr = nodes[addr[2][1]][1], nodes[addr[2][0]]
+    return (params.get(addr[1]) if addr[0] == "sym" else None), off
 
 
 def sum_leaves(nodes, nid: int) -> list:

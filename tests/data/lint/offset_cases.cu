@@ -102,3 +102,9 @@ extern "C" __global__ void masked_index_ok(const float* x, float* y, int M, int 
 extern "C" __global__ void few_rows_int_offset(const float* x, float* y, int M, int N) {
     row_sum(x + blockIdx.x * N, y, blockIdx.x, N);  // launched for M <= 16 only: M·N stays far below 2^31
 }
+
+// the row length read from a struct passed by value (`.param .align 8 .b8 struct_rows_bad_param_0[24]`)
+struct Rows { const float* x; float* y; int n; };
+extern "C" __global__ void struct_rows_bad(Rows p) {
+    row_sum(p.x + blockIdx.x * p.n, p.y, blockIdx.x, p.n);
+}
