@@ -159,3 +159,13 @@ ENABLE_IF = {
                                           ("ns::f<__half, 8>(__half*)", "Li8")])
 def test_a_return_type_with_comparisons_in_its_template_arguments_is_dropped(entry, width):
     assert width in resolve(entry, ENABLE_IF)
+
+
+def test_cstdint_names_resolve_to_the_types_the_demangler_writes():
+    # TensorRT-LLM's generalRmsNorm<float, int8_t, false> demangles as <float, signed char, false>
+    symbols = {"_ZN1k1gIfaLb0EEEvPKT_": "void k::g<float, signed char, false>(float const*)",
+               "_ZN1k1gIfhLb0EEEvPKT_": "void k::g<float, unsigned char, false>(float const*)",
+               "_ZN1k1hIlEEvPT_": "void k::h<long>(long*)"}
+    assert resolve("k::g<float, int8_t, false>", symbols) == "_ZN1k1gIfaLb0EEEvPKT_"
+    assert resolve("g<float, std::uint8_t, false>", symbols) == "_ZN1k1gIfhLb0EEEvPKT_"
+    assert resolve("k::h<int64_t>", symbols) == "_ZN1k1hIlEEvPT_"

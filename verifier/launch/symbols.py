@@ -5,7 +5,8 @@ symbol, or the C++ name as a person writes it (``entry="rms_norm_kernel<__nv_bfl
 A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_...``).
 Its demangled form (from binutils' c++filt, else the toolkit's cu++filt: verifier.toolchain.ptxas) is matched
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
-(``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), with or without the parameter list, qualified or not (``RMSNormKernel<8,
+(``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), <cstdint> names as the types they stand for
+(``int8_t`` is ``signed char``), with or without the parameter list, qualified or not (``RMSNormKernel<8,
 __nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``), and with unnamed namespaces elided
 as C++ source names them (``f<float>`` and ``ns::f<float>`` match ``void ns::(anonymous namespace)::f<float>(float*)``:
 the symbol of an unnamed namespace also holds a hash of the file's path, so only the C++ name is stable). Exactly one
@@ -78,7 +79,14 @@ def _params_at(text: str) -> int:
     return next((i for i, c in enumerate(text) if c == "(" and depth[i] == 0 and i > 0), -1)
 
 
+# <cstdint> names as the demangler spells the types they stand for (x86-64 and aarch64 Linux: int64_t is long)
+_STDINT = {"int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+           "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long"}
+_STDINT_NAME = re.compile(r"(?<![\w:])(?:std::)?(u?int(?:8|16|32|64)_t)\b")
+
+
 def _normal(text: str) -> str:
+    text = _STDINT_NAME.sub(lambda m: _STDINT[m.group(1)], text)
     text = _UNSIGNED.sub("unsigned int", text)
     text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
