@@ -98,7 +98,7 @@ RACY = r"""
 namespace { template <typename T>
 __global__ void racy(const T* x, T* y, int N) {
   __shared__ float s[64];
-  s[threadIdx.x] = (float)x[blockIdx.x * N + threadIdx.x];
+  s[threadIdx.x] = (float)x[(long long)blockIdx.x * N + threadIdx.x];  // 64-bit row offset: no offset-wrap
   y[blockIdx.x] = (T)s[(threadIdx.x + 1) % 64];  // reads a neighbour's slot with no barrier between
 }
 template __global__ void racy<float>(const float*, float*, int); }

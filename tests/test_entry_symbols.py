@@ -69,13 +69,13 @@ template <typename T, int BLOCK>
 __global__ void rms(const T* x, const T* w, T* y, int n, float eps) {
   __shared__ float s[BLOCK];
   float acc = 0.f;
-  for (int i = threadIdx.x; i < n; i += BLOCK) { float v = (float)x[blockIdx.x * n + i]; acc += v * v; }
+  for (int i = threadIdx.x; i < n; i += BLOCK) { float v = (float)x[(long long)blockIdx.x * n + i]; acc += v * v; }
   s[threadIdx.x] = acc;
   __syncthreads();
   for (int k = BLOCK / 2; k > 0; k /= 2) { if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k]; __syncthreads(); }
   float r = rsqrtf(s[0] / n + eps);
   for (int i = threadIdx.x; i < n; i += BLOCK)
-    y[blockIdx.x * n + i] = (T)((float)x[blockIdx.x * n + i] * r * (float)w[i]);
+    y[(long long)blockIdx.x * n + i] = (T)((float)x[(long long)blockIdx.x * n + i] * r * (float)w[i]);
 }
 template __global__ void rms<float, 256>(const float*, const float*, float*, int, float);
 }  // namespace ns
@@ -142,3 +142,30 @@ def test_include_dirs_are_relative_to_the_spec_file_and_their_headers_key_the_bu
     header.write_text(SOURCE.replace("float acc = 0.f;", "float acc = 0.f"))  # a syntax error in the header
     broken = check_kernel(spec, Options(level="quick", device="cpu"))
     assert [f.check for f in broken.findings] == ["build"] and "vendor_rms.cuh" in broken.findings[0].message
+
+
+# A kernel whose return type is an enable_if on a template argument (vLLM's fused_add_rms_norm_kernel<T, width>):
+# the demangled return type holds comparisons inside parentheses, `((8)>(0))`, which once read as the end of the
+# template argument list, so <T, 8> matched nothing while <T, 0> resolved.
+ENABLE_IF = {
+    "_ZN2ns1fI6__halfLi8EEENSt9enable_ifIXgtT0_Li0EEvE4typeEPS2_": "std::enable_if<(((8)>(0)))&&ns::conv<__half>::ok, "
+                                                                  "void>::type ns::f<__half, 8>(__half*)",
+    "_ZN2ns1fI6__halfLi0EEENSt9enable_ifIXeqT0_Li0EEvE4typeEPS2_": "std::enable_if<((0)==(0))||(!ns::conv<__half>::ok), "
+                                                                  "void>::type ns::f<__half, 0>(__half*)",
+}
+
+
+@pytest.mark.parametrize("entry, width", [("ns::f<__half, 8>", "Li8"), ("f<__half, 0>", "Li0"),
+                                          ("ns::f<__half, 8>(__half*)", "Li8")])
+def test_a_return_type_with_comparisons_in_its_template_arguments_is_dropped(entry, width):
+    assert width in resolve(entry, ENABLE_IF)
+
+
+def test_cstdint_names_resolve_to_the_types_the_demangler_writes():
+    # TensorRT-LLM's generalRmsNorm<float, int8_t, false> demangles as <float, signed char, false>
+    symbols = {"_ZN1k1gIfaLb0EEEvPKT_": "void k::g<float, signed char, false>(float const*)",
+               "_ZN1k1gIfhLb0EEEvPKT_": "void k::g<float, unsigned char, false>(float const*)",
+               "_ZN1k1hIlEEvPT_": "void k::h<long>(long*)"}
+    assert resolve("k::g<float, int8_t, false>", symbols) == "_ZN1k1gIfaLb0EEEvPKT_"
+    assert resolve("g<float, std::uint8_t, false>", symbols) == "_ZN1k1gIfhLb0EEEvPKT_"
+    assert resolve("k::h<int64_t>", symbols) == "_ZN1k1hIlEEvPT_"

@@ -89,9 +89,9 @@ def test_ptx_file_strings_are_unescaped():
 RACE = r'''extern "C" __global__ void race_f32(const float* x, float* y, int M, int N) {
     __shared__ float s[256];
     int t = threadIdx.x;
-    s[t] = x[blockIdx.x * N + (t % N)];
+    s[t] = x[(long long)blockIdx.x * N + (t % N)];
     float v = s[(t + 1) % 256];
-    y[blockIdx.x * N + (t % N)] = v;
+    y[(long long)blockIdx.x * N + (t % N)] = v;
 }
 '''
 RACE_SPEC = '''from verifier.spec import CudaKernel, Launch, dtypes

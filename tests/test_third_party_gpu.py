@@ -67,12 +67,12 @@ __global__ void rms_inplace(T* x, const T* w, int M, int n, float eps) {  // y i
   __shared__ float s[BLOCK];
   if (SKIP_LAST && blockIdx.x == M - 1) return;
   float acc = 0.f;
-  for (int i = threadIdx.x; i < n; i += BLOCK) { float v = (float)x[blockIdx.x * n + i]; acc += v * v; }
+  for (int i = threadIdx.x; i < n; i += BLOCK) { float v = (float)x[(long long)blockIdx.x * n + i]; acc += v * v; }
   s[threadIdx.x] = acc;
   __syncthreads();
   for (int k = BLOCK / 2; k > 0; k /= 2) { if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k]; __syncthreads(); }
   float r = 1.0f / sqrtf(s[0] / n + eps);
-  for (int i = threadIdx.x; i < n; i += BLOCK) x[blockIdx.x * n + i] = (T)((float)x[blockIdx.x * n + i] * r * (float)w[i]);
+  for (int i = threadIdx.x; i < n; i += BLOCK) x[(long long)blockIdx.x * n + i] = (T)((float)x[(long long)blockIdx.x * n + i] * r * (float)w[i]);
 }
 template __global__ void rms_inplace<float, 256, false>(float*, const float*, int, int, float);
 template __global__ void rms_inplace<float, 256, true>(float*, const float*, int, int, float);

@@ -21,7 +21,8 @@ def add_subparser(subparsers) -> None:
         description="Compile each CUDA kernel's source to PTX with the local nvcc and check every entry its "
                     "launches use for: barriers under thread-dependent conditions, shared-memory accesses of "
                     "two threads with no barrier between them, warp collectives whose mask names inactive "
-                    "lanes, and plain global stores every block makes to the same address.")
+                    "lanes, plain global stores every block makes to the same address, and global addresses "
+                    "whose row offset is a 32-bit product that wraps at a large shape the spec accepts.")
     add_selection_args(s)
     s.add_argument("--dtype", metavar="TAG", help="only this dtype variant (default: every declared one)")
     s.add_argument("--arch", action="append", metavar="SM",

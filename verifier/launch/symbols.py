@@ -5,7 +5,8 @@ symbol, or the C++ name as a person writes it (``entry="rms_norm_kernel<__nv_bfl
 A templated kernel's symbol is mangled (``_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_...``).
 Its demangled form (from binutils' c++filt, else the toolkit's cu++filt: verifier.toolchain.ptxas) is matched
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
-(``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), with or without the parameter list, qualified or not (``RMSNormKernel<8,
+(``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), <cstdint> names as the types they stand for
+(``int8_t`` is ``signed char``), with or without the parameter list, qualified or not (``RMSNormKernel<8,
 __nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``), and with unnamed namespaces elided
 as C++ source names them (``f<float>`` and ``ns::f<float>`` match ``void ns::(anonymous namespace)::f<float>(float*)``:
 the symbol of an unnamed namespace also holds a hash of the file's path, so only the C++ name is stable). Exactly one
@@ -36,28 +37,56 @@ class EntryNotFound(SpecError):
         self.detail = detail
 
 
+def _nesting(text: str) -> list:
+    """How deep in <...>, (...) and [...] each character of ``text`` is (its own bracket counted outside). A '<'
+    or '>' between parentheses is a comparison unless it opens or closes a template argument list: demangled
+    template arguments parenthesize expressions (``enable_if<((8)>(0)), void>``), a template name is an
+    identifier right before '<'."""
+    out, stack = [], []
+    for i, c in enumerate(text):
+        out.append(len(stack))
+        if c in "([":
+            stack.append(c)
+        elif c in ")]":
+            while stack and stack.pop() == "<":
+                pass
+        elif c == "<" and (not stack or stack[-1] == "<" or (i and (text[i - 1].isalnum() or text[i - 1] in "_$"))):
+            stack.append(c)
+        elif c == ">" and stack and stack[-1] == "<":
+            stack.pop()
+    return out
+
+
 def _split_top(text: str, sep: str) -> list[str]:
     """``text`` split at ``sep`` outside <...>, (...) and [...]."""
-    out, depth, cur = [], 0, ""
-    i = 0
+    out, cur, i = [], "", 0
+    depth = _nesting(text)
     while i < len(text):
-        c = text[i]
-        if c in "<([":
-            depth += 1
-        elif c in ">)]":
-            depth -= 1
-        if depth == 0 and text.startswith(sep, i):
+        if depth[i] == 0 and text.startswith(sep, i):
             out.append(cur)
             cur = ""
             i += len(sep)
             continue
-        cur += c
+        cur += text[i]
         i += 1
     out.append(cur)
     return out
 
 
+def _params_at(text: str) -> int:
+    """Where the parameter list starts: the first '(' outside template arguments, not at 0 (-1: none)."""
+    depth = _nesting(text)
+    return next((i for i, c in enumerate(text) if c == "(" and depth[i] == 0 and i > 0), -1)
+
+
+# <cstdint> names as the demangler spells the types they stand for (x86-64 and aarch64 Linux: int64_t is long)
+_STDINT = {"int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+           "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long"}
+_STDINT_NAME = re.compile(r"(?<![\w:])(?:std::)?(u?int(?:8|16|32|64)_t)\b")
+
+
 def _normal(text: str) -> str:
+    text = _STDINT_NAME.sub(lambda m: _STDINT[m.group(1)], text)
     text = _UNSIGNED.sub("unsigned int", text)
     text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
@@ -69,15 +98,9 @@ def forms(demangled: str) -> set:
     """The spellings of one demangled symbol an entry may use (normalized)."""
     demangled = elide_anonymous(demangled)
     head, params = demangled, ""
-    depth = 0
-    for i, c in enumerate(demangled):  # the parameter list: the first '(' outside template arguments
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-        elif c == "(" and depth == 0 and i > 0:
-            head, params = demangled[:i], demangled[i:]
-            break
+    at = _params_at(demangled)  # the parameter list: the first '(' outside template arguments
+    if at > 0:
+        head, params = demangled[:at], demangled[at:]
     name = _split_top(head.strip(), " ")[-1]  # drops a return type ("void ...")
     parts = _split_top(name, "::")
     out = set()
@@ -150,15 +173,8 @@ def shown(demangled: str) -> str:
 
 def _no_params(display: str) -> str:
     """``display`` up to its parameter list (the first '(' outside <...>)."""
-    depth = 0
-    for i, c in enumerate(display):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-        elif c == "(" and depth == 0 and i > 0:
-            return display[:i]
-    return display
+    at = _params_at(display)
+    return display[:at] if at > 0 else display
 
 
 def cubin_entries(build) -> dict:

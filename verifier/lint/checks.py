@@ -13,6 +13,7 @@ from verifier.lint.absent import AbsentReads
 from verifier.lint.cfg import CFG, EXIT
 from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
+from verifier.lint.offsets import OffsetCheck
 from verifier.lint.semantics import Semantics
 from verifier.lint.stepped import Stepping
 
@@ -36,6 +37,8 @@ class EntryAnalysis:
 
     def run(self, facts: EntryFacts) -> list:
         issues = {("not-followed", iss.at, None): iss for iss in self.not_followed()}
+        for iss in OffsetCheck(self).issues(facts):  # of the launches' argument values, not of a block shape
+            issues.setdefault((iss.cls, iss.at, iss.other), iss)
         for block in facts.blocks:
             sem = Semantics(self.values, block)
             stepping = Stepping(self, sem, lambda bind, free, block=block: Semantics(self.values, block, bind, free))
@@ -198,7 +201,7 @@ class EntryAnalysis:
                 continue
             addr = self.values.address(ins.idx, ins.args[0])
             terms, _ = sem.decompose(addr)
-            if self._into_shared(addr):
+            if self.into_shared(addr):
                 continue  # a generic store into shared memory (this block's, or the cluster's through mapa)
             sem.ensure(addr)
             d = sem.deps[addr]
@@ -220,7 +223,7 @@ class EntryAnalysis:
         return out
 
 
-    def _into_shared(self, nid: int) -> bool:
+    def into_shared(self, nid: int) -> bool:
         """Whether an address is computed from a shared variable's (``cvta.shared``, ``mapa``, offsets)."""
         nodes, seen, todo = self.values.nodes, set(), [nid]
         while todo:

@@ -35,6 +35,7 @@ NO_DEF = {"st", "red", "bar", "barrier", "bra", "brx", "ret", "exit", "trap", "m
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
 _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _ADDR = re.compile(r"^\[\s*([^\]+\s]+)\s*(?:\+\s*(-?\w+))?\s*\]$")
+ADDRESS = _ADDR  # an address operand '[base+offset]': its base (group 1) and constant offset (group 2)
 WARP_OPS = ("vote", "redux")
 _REG = re.compile(r"%[\w$]+")
 _DEST_SEP = re.compile(r"[,|]")
@@ -63,6 +64,11 @@ def _literal(tok: str) -> Optional[tuple]:
         _LITERALS.clear()
     _LITERALS[tok] = key
     return key
+
+
+def literal_int(tok: str) -> Optional[int]:
+    """The value of an integer literal operand ('-4', '0x1F', '7U'), else None."""
+    return _int(tok)
 
 
 def _int(tok: str) -> Optional[int]:
@@ -231,6 +237,13 @@ class Values:
                         if r in multi:
                             cur = (cur & ~mask[r]) | bit[(i, j)]
         return reach
+
+    def def_sites(self, instr_idx: int, reg: str) -> tuple:
+        """The definitions (instr idx, k) of ``reg`` that reach its read at instruction ``instr_idx``."""
+        ds = self.defs_by_reg.get(reg)
+        if not ds:
+            return ()
+        return tuple(ds) if len(ds) == 1 else tuple(self._reach.get((instr_idx, reg), ()))
 
     def reg_value(self, instr_idx: int, reg: str) -> int:
         ds = self.defs_by_reg.get(reg)

@@ -6,17 +6,31 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "not-followed")
+CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "offset-wrap", "not-followed")
 
 
 @dataclass(frozen=True)
 class Issue:
     cls: str  # one of CLASSES
-    severity: str  # 'error' | 'warning'
+    severity: str  # 'error' | 'warning' | 'info' (not a defect within what the spec supports)
     message: str
     at: int  # instruction index of the first program point
     other: Optional[int] = None  # the second program point
     other_role: str = ""  # what the second point is ('branch', 'early exit', 'read', ...)
+
+
+@dataclass(frozen=True)
+class LargeLaunch:
+    """One launch of an entry at a large shape the spec supports (verifier.inputs.large_family's: M·N past 2^31 or
+    2^32 elements, rows 2^31 + 64 apart): what the offset check evaluates a 32-bit offset's range with."""
+
+    case: str  # the large case's name
+    M: int
+    N: int
+    grid: tuple  # (x, y, z)
+    block: tuple  # (x, y, z)
+    args: tuple  # per kernel parameter: its integer value, a struct's ((byte offset, value), ...), or None
+    labels: tuple  # per kernel parameter: how the spec names it ('N', 'x.stride', ...)
 
 
 @dataclass(frozen=True)
@@ -25,6 +39,8 @@ class EntryFacts:
 
     blocks: tuple  # distinct block shapes (x, y, z) of its launches
     max_grid_blocks: int  # most blocks in one launch
+    large: tuple = ()  # LargeLaunch of this entry at the large shapes the spec supports
+    refused: str = ""  # why the spec refuses the large shapes ('' unless it refuses all of them)
 
 
 def short_name(name: str) -> str:

@@ -21,7 +21,8 @@ _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(.*)$")
 _INLINED = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
 _FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)")
-_PARAM = re.compile(r"\.param\s+[.\w]+\s+(?:\.ptr\s+[.\w]+\s+(?:\.align\s+\d+\s+)?)?(?:\.align\s+\d+\s+)?([\w$]+)")
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?[.\w]+\s+(?:\.ptr\s+[.\w]+\s+(?:\.align\s+\d+\s+)?)?"
+                    r"(?:\.align\s+\d+\s+)?([\w$]+)")  # '.param .align 8 .b8 k_param_0[24]': a struct by value
 _NTID = re.compile(r"^\s*\.(maxntid|reqntid)\s+([\d\s,]+)")
 _SHARED = re.compile(r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?")
 # operands: greedy up to their last non-blank character, the text a lazy '(.*?)' before '\s*;' gives, without

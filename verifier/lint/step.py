@@ -79,7 +79,11 @@ def launch_facts(spec, dts) -> dict:
                         g *= int(x)
                     blocks.setdefault(launch.entry, set()).add(b)
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
-    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e]) for e, bs in blocks.items()}
+    from verifier.lint.large import large_launches
+
+    large, refused = large_launches(spec, dts)
+    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused)
+            for e, bs in blocks.items()}
 
 
 @functools.lru_cache(maxsize=16)

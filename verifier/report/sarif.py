@@ -35,10 +35,11 @@ RULES = {
                   "no limit (a warning, at the kernel's entry).",
                   "Reduce register pressure (smaller per-thread tiles, fewer live values) or raise the limit in "
                   "the spec if the cost is intended."),
-    "static": ("Race or barrier defect found in the PTX (verifier lint)",
+    "static": ("Race, barrier or offset defect found in the PTX (verifier lint)",
                "Static analysis of the PTX nvcc emits found a barrier not every thread reaches, a shared-memory "
                "access pair of two threads with no barrier between them, a warp collective whose mask names "
-               "inactive lanes, or a store every block makes to one global address.",
+               "inactive lanes, a store every block makes to one global address, or a global address whose "
+               "32-bit row offset wraps at a large shape the spec accepts.",
                "Go to the two source lines the finding names; `verifier lint SPEC --kernel NAME` re-runs it."),
     "refusal": ("Shape handling does not match supports()",
                 "The kernel ran on a shape its supports() refuses, failed with an unclear error instead of "

@@ -48,9 +48,9 @@ extern "C" __global__ void __launch_bounds__(128) warp_tree_race(const float* x,
 template <int STRIDE>
 __device__ void strided(const float* __restrict__ x, float* y, int N) {
     __shared__ float s[4096];
-    for (int i = threadIdx.x; i < N && i < 4096; i += STRIDE) s[i] = x[blockIdx.x * N + i];
+    for (int i = threadIdx.x; i < N && i < 4096; i += STRIDE) s[i] = x[(long long)blockIdx.x * N + i];
     __syncthreads();
-    for (int i = threadIdx.x; i < N && i < 4096; i += 128) y[blockIdx.x * N + i] = s[4095 - i];
+    for (int i = threadIdx.x; i < N && i < 4096; i += 128) y[(long long)blockIdx.x * N + i] = s[4095 - i];
 }
 extern "C" __global__ void __launch_bounds__(128) strided_store_ok(const float* x, float* y, int N) { strided<128>(x, y, N); }
 extern "C" __global__ void __launch_bounds__(128) strided_store_race(const float* x, float* y, int N) { strided<32>(x, y, N); }
