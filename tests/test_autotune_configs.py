@@ -55,3 +55,18 @@ def test_pinning_restores_the_configs_and_names_only_the_launchers_kernels():
     assert label(mod, 0, "launch_bug").startswith("autotune config 1 of 2 (_rowsum: BLOCK=4096, num_warps=4")
     assert runner.autotune_variants(TritonKernel(name="plain", op="softmax", module=str(ROOT / "kernels/triton/softmax.py"),
                                                  launcher="launch", dtypes=[dtypes("f32")])) == [(None, "")]
+
+
+def test_an_autotuner_reached_through_a_library_function_is_pinned_too():
+    """A launcher calling its library's function (tests/data/autotune/via_library.py -> rowsum_library.rowsum, which
+    launches the autotuned _rowsum): its configs are pinned as the module's own; before, none was found, the
+    interpreter's benchmark raised and the kernel's verdict was error instead of the BLOCK=32 config's failure."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(SPEC.parent / "via_library_spec.py"),
+                        "--device", "cpu", "--level", "quick", "--format", "json", "--no-progress"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert k["verdict"] == "fail", (k.get("error"), k["findings"][:2])
+    values = [f for f in k["findings"] if f["check"] == "value"]
+    assert values and all("under autotune config 2 of 2 (_rowsum: BLOCK=32" in f["message"] for f in values)

@@ -28,14 +28,47 @@ def autotuners(module, launcher: str = "") -> list:
                     out.append((name, obj))
                 break
             obj, depth = getattr(obj, "fn", None), depth + 1
-    from verifier.launch.triton_reach import reach
+    from verifier.launch.triton_reach import mentioned, reach
 
-    reached = reach(getattr(module, "__file__", None) or "", launcher)
+    path = getattr(module, "__file__", None) or ""
+    reached = reach(path, launcher)
     if reached is not None:  # what the launcher reaches, through its helpers too (none: it launches no autotuner)
-        return [(n, a) for n, a in out if n in reached]
+        return [(n, a) for n, a in out if n in reached] + _of_libraries(module, mentioned(path, launcher) - reached,
+                                                                         seen)
     code = getattr(getattr(module, launcher, None), "__code__", None)
     named = [(n, a) for n, a in out if code is not None and n in code.co_names]
-    return named or out
+    return named or out or _of_libraries(module, set(code.co_names) if code is not None else set(), seen)
+
+
+_NOT_LIBRARIES = ("triton", "torch", "numpy", "verifier", "builtins", "typing", "math", "functools")
+
+
+def _of_libraries(module, names, seen: set) -> list:
+    """The autotuners of the modules the launcher's imported names come from (a library's own function or class:
+    attorch's ``SoftmaxAutoGrad.apply`` launches kernels its package autotunes): every one among such a module's
+    globals, as that module's own reach is not read. Without them, an autotuner the launcher reaches only through an
+    import was never pinned, and in the interpreter its benchmark raised ("0 active drivers")."""
+    import sys
+    import types
+
+    from triton.runtime.autotuner import Autotuner
+
+    out = []
+    for name in sorted(names):
+        obj = vars(module).get(name)
+        lib = obj if isinstance(obj, types.ModuleType) else sys.modules.get(getattr(obj, "__module__", None) or "")
+        if lib is None or lib is module or lib.__name__.split(".")[0] in _NOT_LIBRARIES:
+            continue
+        for attr in sorted(vars(lib)):
+            a, depth = vars(lib)[attr], 0
+            while a is not None and depth < 8:
+                if isinstance(a, Autotuner):
+                    if id(a) not in seen:
+                        seen.add(id(a))
+                        out.append((attr, a))
+                    break
+                a, depth = getattr(a, "fn", None), depth + 1
+    return out
 
 
 def config_count(module, launcher: str = "") -> int:

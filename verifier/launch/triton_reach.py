@@ -81,3 +81,14 @@ def reach(path, launcher: str) -> Optional[frozenset]:
             return None
         stack.extend(graph[name])
     return frozenset(seen)
+
+
+def mentioned(path, launcher: str) -> Optional[frozenset]:
+    """Every name the definitions the ``launcher`` reaches mention, those the module only imports included (a
+    library's function or class the launcher calls), or None when :func:`reach` cannot tell."""
+    reached = reach(path, launcher)
+    if reached is None:
+        return None
+    p = Path(path)
+    graph = _graph(str(p.resolve()), p.stat().st_mtime) or {}
+    return frozenset(reached.union(*(graph.get(n, frozenset()) for n in reached)))
