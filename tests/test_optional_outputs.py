@@ -118,3 +118,13 @@ def test_an_op_of_your_own_declares_one(registry):
         Op("my_bad", inputs={"x": "MxN"}, outputs={"y": "M", "s": Tensor("M", optional=True)}, reference=_ref)
     with pytest.raises(SpecError, match="optional output"):
         op.variant({"s": "M"})
+
+
+def test_a_variant_keeps_the_output_dtype_params():
+    """A variant (an optional input present: topk_softmax[bias]) reads its outputs' dtype params as the op does:
+    before, index_dtype='int64' was judged as the default int32 once a bias was declared (torchtitan's router, whose
+    int64 indices were the kernel's error)."""
+    v = get_op("topk_softmax").variant({"bias": True})
+    assert v.name == "topk_softmax[bias]"
+    assert v.output_dtype("indices", F32, {"index_dtype": "int64"}) == "int64"
+    assert v.output_dtype("indices", F32, {}) == "int32"

@@ -317,7 +317,8 @@ class Op:
         out_dims = {**self.out_dims, **{t: d for t, (d, _) in extra.items()}}
         out_fixed = {**self.out_fixed, **{t: dt for t, (_, dt) in extra.items() if dt is not None}}
         for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("of", self), ("optional", self.optional),
-                       ("optional_outputs", self.optional_outputs), ("out_dims", out_dims), ("out_fixed", out_fixed)):
+                       ("optional_outputs", self.optional_outputs), ("out_dims", out_dims), ("out_fixed", out_fixed),
+                       ("out_dtype_params", self.out_dtype_params)):  # else index_dtype='int64' read as int32
             object.__setattr__(v, k, val)
         return v
 
