@@ -146,11 +146,19 @@ def rows_float64(inputs: dict, params: dict):
 
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'loss': loss in float64}, {'loss': absolute error bound}."""
-    loss, b, _ = rows_float64(inputs, params)
-    if not params.get("lse"):
-        return {"loss": loss}, {"loss": b}
-    lse, lb = lse_float64(inputs, params)
-    return {"loss": loss, "lse": lse}, {"loss": b, "lse": lb}
+    loss, b, ignored = rows_float64(inputs, params)
+    values, bounds = {"loss": loss}, {"loss": b}
+    if params.get("lse") or params.get("z_losses"):
+        lse, lb = lse_float64(inputs, params)
+        if params.get("lse"):
+            values["lse"], bounds["lse"] = lse, lb
+        if params.get("z_losses"):  # z·lse², 0 on ignored rows; lse's bound carried as the loss's z_loss term
+            zc = float(params.get("z_loss", 0.0))
+            with np.errstate(all="ignore"):
+                zl = np.where(ignored, 0.0, zc * lse * lse)
+                zb = np.where(ignored | ~np.isfinite(zl), 0.0, zc * (2 * np.abs(lse) * lb + lb * lb) + 3 * U * np.abs(zl))
+            values["z_losses"], bounds["z_losses"] = zl, zb
+    return values, bounds
 
 
 def mp_loss(xr: list, t: int, params: dict):
@@ -188,4 +196,11 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
                 float(_special_lse(np.array([[float(v) for v in xt]]), params)[()] if
                       params.get("lse_nonfinite") == "inf" else np.nan))
             out[i] = mpmath.mpf(0) if ignored[r] else mp_loss(xr, int(t[r]), params)
-    return {"loss": out, "lse": lse} if params.get("lse") else {"loss": out}
+    got = {"loss": out}
+    if params.get("lse"):
+        got["lse"] = lse
+    if params.get("z_losses"):
+        zc = mpmath.mpf(float(params.get("z_loss", 0.0)))
+        got["z_losses"] = np.array([mpmath.mpf(0) if ignored[r] else zc * v * v for r, v in zip(rows, lse)],
+                                   dtype=object)
+    return got

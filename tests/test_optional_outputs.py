@@ -128,3 +128,24 @@ def test_a_variant_keeps_the_output_dtype_params():
     assert v.name == "topk_softmax[bias]"
     assert v.output_dtype("indices", F32, {"index_dtype": "int64"}) == "int64"
     assert v.output_dtype("indices", F32, {}) == "int32"
+
+
+def _zl_kernel(x, labels, z, on_ignored=False):
+    xt = torch.from_numpy(x)
+    lt = torch.from_numpy(labels.astype(np.int64))
+    lse = torch.logsumexp(xt, -1)
+    zl = z * lse * lse
+    return {"loss": (F.cross_entropy(xt, lt, reduction="none", ignore_index=IGN) + torch.where(lt != IGN, zl, 0.0)).numpy(),
+            "z_losses": (zl if on_ignored else torch.where(lt != IGN, zl, 0.0)).numpy()}
+
+
+def test_z_losses_the_second_extra_output():
+    """flash-attn's z_losses (z·lse² per row, 0 on ignored rows): params {"z_losses": True} with z_loss."""
+    x, labels = _inputs()
+    p = {"z_losses": True, "z_loss": 1e-2}
+    assert get_op("cross_entropy").variant(p).outputs == ("loss", "z_losses")
+    assert check_output("cross_entropy[z_losses]", {"x": x, "labels": labels}, _zl_kernel(x, labels, 1e-2), F32,
+                        params=p).ok
+    c = check_output("cross_entropy[z_losses]", {"x": x, "labels": labels}, _zl_kernel(x, labels, 1e-2, True), F32,
+                     params=p)
+    assert not c.ok and "z_losses" in c.message()

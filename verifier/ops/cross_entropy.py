@@ -148,6 +148,16 @@ def k_cross_entropy_lse(x, lse, p, c, xs):
     return _row_errors(x, p, c, xs)[3]
 
 
+def k_cross_entropy_z_losses(x, zl, p, c, xs):
+    """z_losses = z·lse² per row, 0 where the label is ignored (flash-attn's second output, params {"z_losses": True}):
+    z(2|lse|·E_lse + E_lse²) + 3u·z·lse², as the z_loss term of the loss."""
+    _, _, lse, E_lse, _, _, ignored = _row_errors(x, p, c, xs)
+    zc = float(p.get("z_loss", 0.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        E = zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse
+    return np.where(ignored, 0.0, E)
+
+
 def k_cross_entropy_soft(x, loss, p, c, xs):
     """loss = sum_j t'_j·(lse - x'_j), t' = (1 - e)·t + e/N (the target as given, mixed with the uniform one when
     smoothing): lse's error times sum|t'|; each logit's softcap error, sum|t'|·max δx'; a kernel forming the terms
@@ -437,14 +447,17 @@ CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "sm
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)},
     # lse: an optional extra output, the row's logsumexp that flash-attn's and Unsloth's kernels save for the backward
-    outputs={"loss": "M", "lse": Tensor("M", dtype="float32", optional=True)},
-    params={**CE_PARAMS, "lse": None, "lse_nonfinite": None},
+    outputs={"loss": "M", "lse": Tensor("M", dtype="float32", optional=True),
+             "z_losses": Tensor("M", dtype="float32", optional=True)},  # flash-attn's z·lse² per row, for logging
+    params={**CE_PARAMS, "lse": None, "lse_nonfinite": None, "z_losses": None},
     # a row with no finite lse (a NaN or +inf logit, every logit -inf): NaN as m + log(sum exp(x - m)) gives it, or
     # torch.logsumexp's +inf / -inf; open for the kernels writing lse (a warning names it when undeclared)
-    contract_params={"lse_nonfinite": Contract(("nan", "inf"), when=lambda p: bool(p.get("lse")))},
+    contract_params={"lse_nonfinite": Contract(("nan", "inf"), when=lambda p: bool(p.get("lse") or p.get("z_losses")))},
     reference="references.cross_entropy",
-    recipe={"loss": (1.0, "cross_entropy"), "lse": (1.0, "cross_entropy_lse")},
-    kappas={"cross_entropy": k_cross_entropy, "cross_entropy_lse": k_cross_entropy_lse},
+    recipe={"loss": (1.0, "cross_entropy"), "lse": (1.0, "cross_entropy_lse"),
+            "z_losses": (1.0, "cross_entropy_z_losses")},
+    kappas={"cross_entropy": k_cross_entropy, "cross_entropy_lse": k_cross_entropy_lse,
+            "cross_entropy_z_losses": k_cross_entropy_z_losses},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES + VARIANT_CASES,
 )

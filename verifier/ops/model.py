@@ -309,8 +309,9 @@ class Op:
             return self
         from dataclasses import replace
 
+        outs = self.outputs + tuple(extra)  # the recipe keeps the rows of the outputs present (the others' are absent)
         v = replace(self, roles=self.roles + tuple(present.values()), inputs=self.inputs + tuple(present),
-                    outputs=self.outputs + tuple(extra), origin=self.origin,
+                    outputs=outs, origin=self.origin, recipe={t: r for t, r in self.recipe.items() if t in outs},
                     row_outputs=self.row_outputs + tuple(t for t, (d, _) in extra.items() if d == ("M",)))
         tag = ",".join([t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
                         for t, r in present.items()] + list(extra))
