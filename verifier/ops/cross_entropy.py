@@ -26,7 +26,7 @@ from verifier import dtypes as _dt
 from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
-from verifier.ops.contract import Contract
+from verifier.ops import ce_extra_outputs as ce_extra
 from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
@@ -139,23 +139,6 @@ def k_cross_entropy(x, loss, p, c, xs):
     error of lse stays relative to the row's max magnitude. Ignored rows are exact (0). The variants'
     params (softcap, label_smoothing, z_loss) add their terms (row_error)."""
     return row_error(x, p, c, xs, loss)[0]
-
-
-def k_cross_entropy_lse(x, lse, p, c, xs):
-    """lse = m + log s of the (scaled, capped) logits, the extra output a kernel may write beside the loss (params
-    {"lse": True}): the E_lse of the loss's bound, sigma + u(c_in·|m| + the log's units + |m + log s|) plus the
-    softcap's error; for every row, ignored ones included (kernels store it before testing the label)."""
-    return _row_errors(x, p, c, xs)[3]
-
-
-def k_cross_entropy_z_losses(x, zl, p, c, xs):
-    """z_losses = z·lse² per row, 0 where the label is ignored (flash-attn's second output, params {"z_losses": True}):
-    z(2|lse|·E_lse + E_lse²) + 3u·z·lse², as the z_loss term of the loss."""
-    _, _, lse, E_lse, _, _, ignored = _row_errors(x, p, c, xs)
-    zc = float(p.get("z_loss", 0.0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        E = zc * (2 * np.abs(lse) * E_lse + E_lse * E_lse) + 3 * c.u * zc * lse * lse
-    return np.where(ignored, 0.0, E)
 
 
 def k_cross_entropy_soft(x, loss, p, c, xs):
@@ -447,17 +430,10 @@ CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "sm
 OPDEF = Op(
     "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)},
     # lse: an optional extra output, the row's logsumexp that flash-attn's and Unsloth's kernels save for the backward
-    outputs={"loss": "M", "lse": Tensor("M", dtype="float32", optional=True),
-             "z_losses": Tensor("M", dtype="float32", optional=True)},  # flash-attn's z·lse² per row, for logging
-    params={**CE_PARAMS, "lse": None, "lse_nonfinite": None, "z_losses": None},
-    # a row with no finite lse (a NaN or +inf logit, every logit -inf): NaN as m + log(sum exp(x - m)) gives it, or
-    # torch.logsumexp's +inf / -inf; open for the kernels writing lse (a warning names it when undeclared)
-    contract_params={"lse_nonfinite": Contract(("nan", "inf"), when=lambda p: bool(p.get("lse") or p.get("z_losses")))},
-    reference="references.cross_entropy",
-    recipe={"loss": (1.0, "cross_entropy"), "lse": (1.0, "cross_entropy_lse"),
-            "z_losses": (1.0, "cross_entropy_z_losses")},
-    kappas={"cross_entropy": k_cross_entropy, "cross_entropy_lse": k_cross_entropy_lse,
-            "cross_entropy_z_losses": k_cross_entropy_z_losses},
+    outputs={"loss": "M", **ce_extra.OUTPUTS}, params={**CE_PARAMS, **ce_extra.PARAMS},
+    contract_params=ce_extra.CONTRACTS, reference="references.cross_entropy",
+    recipe={"loss": (1.0, "cross_entropy"), **ce_extra.RECIPE},
+    kappas={"cross_entropy": k_cross_entropy, **ce_extra.kappas(_row_errors)},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES + VARIANT_CASES,
 )
