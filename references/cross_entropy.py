@@ -80,6 +80,32 @@ def mp_transformed(xr: list, params: dict) -> list:
     return xr
 
 
+def lse_float64(inputs: dict, params: dict):
+    """(lse, bound) per row: logsumexp of the (scaled, capped) logits, every row (ignored ones too); NaN where the
+    loss is (a NaN or +inf logit, or every logit -inf), as m + log(sum exp(x - m)) gives there."""
+    x = as_f64(inputs["x"])
+    xc, xerr = _capped(x, params)
+    m, _, _, S, sigma, special = exp_stage(xc)
+    with np.errstate(all="ignore"):
+        L = np.log(S)
+        lse = m + L
+        b = (sigma * (1 + sigma) + C_LOG * U * np.abs(L) + U * np.abs(lse) + TINY) * SLACK
+        if np.ndim(xerr):
+            b = b + np.max(xerr, axis=1) * SLACK
+    lse = np.where(special, _special_lse(xc, params), lse)
+    b[special | ~np.isfinite(lse)] = 0.0
+    return lse, b
+
+
+def _special_lse(xc: np.ndarray, params: dict):
+    """A special row's lse: NaN (params lse_nonfinite 'nan', the default: m + log(sum exp(x - m)) there) or, for
+    'inf', torch.logsumexp's: NaN with a NaN, +inf with a +inf, -inf when every logit is -inf."""
+    if params.get("lse_nonfinite") != "inf":
+        return np.nan
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(xc).any(axis=1), np.nan, np.where((xc == np.inf).any(axis=1), np.inf, -np.inf))
+
+
 def rows_float64(inputs: dict, params: dict):
     """(loss, bound, ignored) per row, with the variants' params."""
     x = as_f64(inputs["x"])
@@ -120,8 +146,19 @@ def rows_float64(inputs: dict, params: dict):
 
 def float64(inputs: dict, params: dict):
     """(values, bounds): {'loss': loss in float64}, {'loss': absolute error bound}."""
-    loss, b, _ = rows_float64(inputs, params)
-    return {"loss": loss}, {"loss": b}
+    loss, b, ignored = rows_float64(inputs, params)
+    values, bounds = {"loss": loss}, {"loss": b}
+    if params.get("lse") or params.get("z_losses"):
+        lse, lb = lse_float64(inputs, params)
+        if params.get("lse"):
+            values["lse"], bounds["lse"] = lse, lb
+        if params.get("z_losses"):  # z·lse², 0 on ignored rows; lse's bound carried as the loss's z_loss term
+            zc = float(params.get("z_loss", 0.0))
+            with np.errstate(all="ignore"):
+                zl = np.where(ignored, 0.0, zc * lse * lse)
+                zb = np.where(ignored | ~np.isfinite(zl), 0.0, zc * (2 * np.abs(lse) * lb + lb * lb) + 3 * U * np.abs(zl))
+            values["z_losses"], bounds["z_losses"] = zl, zb
+    return values, bounds
 
 
 def mp_loss(xr: list, t: int, params: dict):
@@ -150,10 +187,20 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     t, ignored = _labels(inputs, params)
     rows = rows_of(rows, x.shape[0])
     out = np.empty(len(rows), dtype=object)
+    lse = np.empty(len(rows), dtype=object)
     with mpmath.workdps(dps):
         for i, (r, xr) in enumerate(zip(rows, mpf_rows(x, rows))):
-            if ignored[r]:
-                out[i] = mpmath.mpf(0)
-                continue
-            out[i] = mp_loss(xr, int(t[r]), params)
-    return {"loss": out}
+            xt = mp_transformed(xr, params)
+            st = mp_row(xt)
+            lse[i] = st[0] + mpmath.log(st[2]) if st is not None else mpmath.mpf(
+                float(_special_lse(np.array([[float(v) for v in xt]]), params)[()] if
+                      params.get("lse_nonfinite") == "inf" else np.nan))
+            out[i] = mpmath.mpf(0) if ignored[r] else mp_loss(xr, int(t[r]), params)
+    got = {"loss": out}
+    if params.get("lse"):
+        got["lse"] = lse
+    if params.get("z_losses"):
+        zc = mpmath.mpf(float(params.get("z_loss", 0.0)))
+        got["z_losses"] = np.array([mpmath.mpf(0) if ignored[r] else zc * v * v for r, v in zip(rows, lse)],
+                                   dtype=object)
+    return got

@@ -84,3 +84,18 @@ def test_an_autotuner_in_a_library_module_is_checked_in_every_config_its_pruning
     values = [f for f in k["findings"] if f["check"] == "value"]
     assert values and all("of 3 (_rowsum_lib: BLOCK=32" in f["message"] for f in values), values[0]["message"]
     assert not any("config 1 of 3" in f["message"] for f in k["findings"])  # BLOCK=4096 holds every row here
+
+
+def test_an_autotuner_reached_through_a_library_function_is_pinned_too():
+    """A launcher calling its library's function (tests/data/autotune/via_library.py -> rowsum_library.rowsum, which
+    launches the autotuned _rowsum): found where Triton runs it (Autotuner.run) and pinned; before, none was found, the
+    interpreter's benchmark raised and the kernel's verdict was error instead of the BLOCK=32 config's failure."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(SPEC.parent / "via_library_spec.py"),
+                        "--device", "cpu", "--level", "quick", "--format", "json", "--no-progress"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert k["verdict"] == "fail", (k.get("error"), k["findings"][:2])
+    values = [f for f in k["findings"] if f["check"] == "value"]
+    assert values and all("under autotune config 2 of 2 (_rowsum: BLOCK=32" in f["message"] for f in values)

@@ -57,8 +57,8 @@ def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
     (16-bit or integer accumulation) with the fp32 intrinsic constants (in units of a larger u they only
     over-count). An op without a recipe gets base 1 and the derived formula for every output."""
     # derived: 1 ULP of output rounding; a declared integer output (indices) is exact
-    recipe = op.recipe or {t: (0.0 if op.out_fixed.get(t, "float").startswith("int") else 1.0, DERIVED)
-                           for t in op.outputs}
+    recipe = {t: r for t, r in op.recipe.items() if t in op.outputs} or \
+        {t: (0.0 if op.out_fixed.get(t, "float").startswith("int") else 1.0, DERIVED) for t in op.outputs}
     if op.selection is not None:
         recipe = {**recipe, op.selection.indices: (0.0, TIE_AWARE)}
     rows = {}

@@ -113,7 +113,8 @@ class _Registry(dict):
             base, _, tags = name[:-1].partition("[")  # 'softmax[mask:N,sinks]', as Op.variant names it
             if dict.__contains__(self, base) and tags:
                 params = dict((t.partition(":")[0], t.partition(":")[2] or True) for t in tags.split(","))
-                if set(params) <= set(dict.__getitem__(self, base).optional):
+                op = dict.__getitem__(self, base)
+                if set(params) <= set(op.optional) | set(op.optional_outputs):
                     variant_for(base, params)
         return self.variants[name]
 

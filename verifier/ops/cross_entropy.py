@@ -26,6 +26,7 @@ from verifier import dtypes as _dt
 from verifier.errors import UsageError
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
+from verifier.ops import ce_extra_outputs as ce_extra
 from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoothing
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
@@ -427,10 +428,12 @@ VARIANT_CASES = (
 CE_PARAMS = {"ignore_index": -100, "label_dtype": "int64", **VARIANT_PARAMS, "smoothing_classes": "all"}
 
 OPDEF = Op(
-    "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "M"},
-    params=CE_PARAMS,
-    reference="references.cross_entropy",
-    recipe={"loss": (1.0, "cross_entropy")}, kappas={"cross_entropy": k_cross_entropy},
+    "cross_entropy", inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)},
+    # lse: an optional extra output, the row's logsumexp that flash-attn's and Unsloth's kernels save for the backward
+    outputs={"loss": "M", **ce_extra.OUTPUTS}, params={**CE_PARAMS, **ce_extra.PARAMS},
+    contract_params=ce_extra.CONTRACTS, reference="references.cross_entropy",
+    recipe={"loss": (1.0, "cross_entropy"), **ce_extra.RECIPE},
+    kappas={"cross_entropy": k_cross_entropy, **ce_extra.kappas(_row_errors)},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
     invariants=check, cases=CASES + VARIANT_CASES,
 )
@@ -460,6 +463,14 @@ SOFT = Op(
     description="cross entropy against a target distribution per row (soft labels), PyTorch's probability targets",
 )
 
+# A batch of many short rows: kernels that pick rows per program from M (attorch's cross entropy takes 2 rows per
+# program from M >= 2048 when N < 64) meet an odd M here; a reduction that sizes its partials by M // rows_per_program
+# (floor) loses the last row, which the batch's one value shows (no per-row output would).
+REDUCED_CASES = (
+    OpCase("ce_many_short_rows", "2049 rows of 16 classes: rows per program chosen from M (2 from 2048 rows), M odd: "
+           "per-program partials sized M // rows drop the last row from the mean", 2049, 16, _normal, fixed_m=True),
+)
+
 REDUCED = Op(
     "cross_entropy_reduced",
     inputs={"x": "MxN", "labels": Tensor("M", "index", dtype="label_dtype", make=make_labels)}, outputs={"loss": "1"},
@@ -467,6 +478,6 @@ REDUCED = Op(
     reference="references.cross_entropy_reduced",
     recipe={"loss": (1.0, "cross_entropy_reduced")}, kappas={"cross_entropy_reduced": k_cross_entropy_reduced},
     out_dtypes=("float32", "float16", "bfloat16"), float64=False, online_override=True, exp_family=True,
-    invariants=check_reduced, cases=CASES + VARIANT_CASES,
+    invariants=check_reduced, cases=CASES + VARIANT_CASES + REDUCED_CASES,
     description="cross entropy summed ('sum') or averaged over the non-ignored rows ('mean', NaN over none)",
 )

@@ -136,6 +136,8 @@ class Op:
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
     out_fixed: dict = field(default_factory=dict, repr=False, init=False)  # output name -> declared dtype
     optional: dict = field(default_factory=dict, repr=False, init=False)  # optional input name -> its Role
+    # optional output name -> (dims, declared dtype or None): an extra output only the kernels that declare it write
+    optional_outputs: dict = field(default_factory=dict, repr=False, init=False)
     base: str = field(default="", compare=False, init=False)  # a variant's op (Op.variant); else its own name
     of: Any = field(default=None, repr=False, compare=False, init=False)  # a variant's op itself
     out_dtype_params: dict = field(default_factory=dict, repr=False, init=False)  # output name -> its dtype's param
@@ -163,9 +165,13 @@ class Op:
             object.__setattr__(self, "optional", optional)
             object.__setattr__(self, "inputs", tuple(t for t in self.inputs if t not in optional))
         if isinstance(self.outputs, dict):
-            dims, rows, fixed, by_param = {}, list(self.row_outputs), {}, {}
+            dims, rows, fixed, by_param, extra = {}, list(self.row_outputs), {}, {}, {}
             for t, decl in self.outputs.items():
                 d, dtype = output_decl(where, t, decl, self.params, quantized=t in (self.quantized or {}))
+                if isinstance(decl, Tensor) and decl.optional:
+                    check_optional(where, t, None, self.params, output=True)
+                    extra[t] = (d, dtype)
+                    continue
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
@@ -176,7 +182,8 @@ class Op:
                     fixed[t] = dtype
             object.__setattr__(self, "out_fixed", fixed)
             object.__setattr__(self, "out_dtype_params", by_param)
-            object.__setattr__(self, "outputs", tuple(self.outputs))
+            object.__setattr__(self, "optional_outputs", extra)
+            object.__setattr__(self, "outputs", tuple(t for t in self.outputs if t not in extra))
             object.__setattr__(self, "row_outputs", tuple(dict.fromkeys(rows)))
             object.__setattr__(self, "out_dims", dims)
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -202,11 +209,11 @@ class Op:
         if not (callable(self.reference) or isinstance(self.reference, str) or hasattr(self.reference, "float64")):
             raise SpecError(f"{where}: reference {self.reference!r} is neither a function nor a module",
                             fix="give a function ref(inputs, params) -> {output: float64 tensor}")
-        missing = [t for t in self.recipe if t not in self.outputs] + \
+        missing = [t for t in self.recipe if t not in self.outputs and t not in self.optional_outputs] + \
                   [k for _, k in self.recipe.values() if k not in self.kappas]
         if missing:
             raise SpecError(f"{where}: recipe names {missing}, not outputs or kappas", fix="one recipe row per output")
-        if self.recipe and set(self.recipe) != set(self.outputs):
+        if self.recipe and set(self.recipe) - set(self.optional_outputs) != set(self.outputs):
             raise SpecError(f"{where}: recipe covers {sorted(self.recipe)}, outputs are {list(self.outputs)}",
                             fix="give a recipe row for every output, or none (the budget is then derived)")
         if isinstance(self.invariants, (list, tuple)):
@@ -288,16 +295,31 @@ class Op:
                                     f"(e.g. {full[-1]!r}), or None for a kernel without {t}")
             present[t] = Role(t, kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
                               dtype=role.dtype)
-        if not present:
+        extra = {}
+        for t, (dims, dtype) in self.optional_outputs.items():
+            want = p.get(t)
+            if want is None or want is False:
+                continue
+            if want is not True:
+                raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}; {t} is an optional output",
+                                fix=f"set {t}=True for a kernel that also writes {t}[{','.join(map(str, dims))}], "
+                                    "or leave it out")
+            extra[t] = (dims, dtype)
+        if not present and not extra:
             return self
         from dataclasses import replace
 
+        outs = self.outputs + tuple(extra)  # the recipe keeps the rows of the outputs present (the others' are absent)
         v = replace(self, roles=self.roles + tuple(present.values()), inputs=self.inputs + tuple(present),
-                    origin=self.origin)
-        tag = ",".join(t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
-                       for t, r in present.items())
+                    outputs=outs, origin=self.origin, recipe={t: r for t, r in self.recipe.items() if t in outs},
+                    row_outputs=self.row_outputs + tuple(t for t, (d, _) in extra.items() if d == ("M",)))
+        tag = ",".join([t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
+                        for t, r in present.items()] + list(extra))
+        out_dims = {**self.out_dims, **{t: d for t, (d, _) in extra.items()}}
+        out_fixed = {**self.out_fixed, **{t: dt for t, (_, dt) in extra.items() if dt is not None}}
         for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("of", self), ("optional", self.optional),
-                       ("out_dims", self.out_dims), ("out_fixed", self.out_fixed)):
+                       ("optional_outputs", self.optional_outputs), ("out_dims", out_dims), ("out_fixed", out_fixed),
+                       ("out_dtype_params", self.out_dtype_params)):  # else index_dtype='int64' read as int32
             object.__setattr__(v, k, val)
         return v
 
@@ -387,6 +409,11 @@ class Op:
     def optional_signature(self) -> str:
         """'mask[M,N], sinks[M]': the optional inputs a kernel may declare (params of their names), or ''."""
         return ", ".join(f"{t}[{','.join(str(d) for d in r.dims)}]" for t, r in self.optional.items())
+
+    def optional_output_signature(self) -> str:
+        """'lse[M] (float32)': the optional outputs a kernel may declare it writes (params of their names), or ''."""
+        return ", ".join(f"{t}[{','.join(str(d) for d in dims)}]" + (f" ({dt})" if dt else "")
+                         for t, (dims, dt) in self.optional_outputs.items())
 
 
 def _check_selection(where: str, op: "Op") -> None:

@@ -61,7 +61,8 @@ def alibi_bias(slopes: np.ndarray, M: int, N: int, params: dict) -> np.ndarray:
 def make_mask(rng, x, params, policy):
     """An additive mask: 0 where kept, -inf where masked. Policies: None / 'random' (a quarter masked, the last
     column kept), 'lowest:V' (the same with the finite V, a dtype's lowest, instead of -inf), 'all_but_last' (every
-    column but the last masked), 'full_rows' (every other row, or a broadcast mask's only row, fully masked)."""
+    column but the last masked), 'full_rows' (every other row, or a broadcast mask's only row, fully masked),
+    'hides_max' (random, and each row's largest logit masked)."""
     M, N = x.shape
     shape = (N,) if params.get("mask") == "N" else (M, N)
     keep = rng.random(shape) >= 0.25
@@ -74,6 +75,13 @@ def make_mask(rng, x, params, policy):
             keep[::2] = False
         else:
             keep[...] = False
+    elif policy == "hides_max":  # the row's largest logit masked (a broadcast mask: row 0's, where _max_at puts all)
+        top = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=1)
+        keep[..., -1] = True
+        if len(shape) == 2:
+            keep[np.arange(M), top] = False
+        else:
+            keep[top[0]] = False
     fill = float(policy.split(":")[1]) if policy and policy.startswith("lowest:") else -np.inf
     return np.where(keep, 0.0, fill)
 
@@ -219,6 +227,20 @@ def _randn(scale: float = 1.0):
     return factory
 
 
+def _max_at(lift: float):
+    """randn rows with one column (the same in every row) raised by ``lift``: the row's max, which the mask
+    'hides_max' then masks; the live logits lie ``lift`` below it."""
+    def factory(rng):
+        def draw(shape, dtype):
+            from verifier.numerics.ulp import round_to
+
+            v = rng.standard_normal(shape)
+            v[:, rng.integers(shape[1] - 1)] += lift
+            return round_to(v, dtype).astype(np.float64)
+        return draw
+    return factory
+
+
 def _only(dtype: str):
     return lambda dt: dt == dtype
 
@@ -233,6 +255,9 @@ CASES = (
     OpCase("sm_mask_all_but_last", "a mask keeping only the last column of every row: y is one-hot there (a "
            "mask read off by one column, or a loop stopping at N - 1, misses it)", 4, 1000, _randn(),
            policy="all_but_last", needs=("mask",)),
+    OpCase("sm_mask_hides_max", "each row's largest logit (200 above the rest) masked: a max taken before the mask "
+           "(x - max(x) + mask, DeepSpeed's Triton masked softmax) underflows every live exp and gives 0/0 = NaN", 4,
+           256, _max_at(200.0), policy="hides_max", needs=("mask",)),
     OpCase("sm_mask_full_rows", "every other row fully masked (-inf): the rows give NaN or zeros as the kernel "
            "declares (masked_rows); an undeclared kernel is told which it does", 8, 256, _randn(),
            policy="full_rows", needs=("mask",)),

@@ -47,7 +47,8 @@ class Tensor:
     drawn x as float64: index roles, an additive mask of -inf, a causal pattern). ``optional=True``: an input only
     the kernels that declare it take; the op has a param of the same name, default None (absent), which a kernel
     sets to True (the declared shape) or to a shape the declared one broadcasts from (``"N"`` for an ``"MxN"``
-    mask): see ``Op.variant``."""
+    mask): see ``Op.variant``. An output ``Tensor(..., optional=True)`` is an extra output only the kernels that set
+    its param to True write (the per-row lse a cross entropy also stores), judged like the others when present."""
 
     shape: str
     role: Optional[str] = None
@@ -108,7 +109,10 @@ def input_role(where: str, name: str, decl, params: dict) -> Role:
     return Role(name, kind_of(dims), kind, dtype_param=dtype_param, make=t.make, dims=dims, dtype=dtype)
 
 
-def check_optional(where: str, name: str, role: Role, params: dict) -> None:
+def check_optional(where: str, name: str, role: Optional[Role], params: dict, output: bool = False) -> None:
+    if output and params.get(name, "missing") is not None:
+        raise SpecError(f"{where}: optional output {name!r} needs a param of its name, default None",
+                        fix=f"add params={{{name!r}: None}}: a kernel sets it to True when it also writes {name}")
     if name == "x" or params.get(name, "missing") is not None:
         raise SpecError(f"{where}: optional input {name!r} needs a param of its name, default None",
                         fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
