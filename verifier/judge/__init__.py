@@ -102,10 +102,12 @@ def _unbounded(ref, E: dict, dtypes) -> tuple:
         with np.errstate(invalid="ignore"):
             vacuous = live & ~(b < np.abs(exact))  # NaN or inf bounds count as vacuous too
         if live.any() and vacuous[live].all():
-            out.append(f"{t}: every value's error bound under {dtypes.acc} accumulation is at least the value itself "
-                       f"(the rounding model cannot bound this input with that accumulation: N·u near 1, or a sum "
-                       f"past its range), so 0 or a value of either sign passes and none of its {int(live.sum())} "
-                       f"values was really judged; declare float32 accumulation if the kernel accumulates in it")
+            hint = ("; declare float32 accumulation if the kernel accumulates in it"
+                    if _dt.canonical(dtypes.acc) in ("float16", "bfloat16") else "")
+            out.append(f"{t}: every value's error bound under {_dt.canonical(dtypes.acc)} accumulation is at least the "
+                       f"value itself (the rounding model cannot bound this input: N·u near 1, a sum past the "
+                       f"accumulation's range, or a cancellation the output amplifies), so 0 or a value of either "
+                       f"sign passes and none of its {int(live.sum())} values was really judged{hint}")
     return tuple(out)
 
 
