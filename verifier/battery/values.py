@@ -182,6 +182,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
                              **ctx))
     found += verdict.comparison.findings(**ctx) + violations_to_findings(verdict.violations, **ctx)
     found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.undeclared]
+    found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.unjudged]
     for f in found:  # a layout's hint explains wrong values or writes, not how a kernel rounds
         report.add(replace(f, message=f.message + hint) if hint and f.check != "rounding" else f)
     return report

@@ -57,6 +57,7 @@ class Judgement:
     violations: list  # verifier.numerics.violations.Violation, one per broken invariant
     reference: object  # the references.Reference the outputs were compared with
     undeclared: tuple = ()  # facts of an undeclared contract param the outputs showed (a warning each)
+    unjudged: tuple = ()  # outputs whose every bound held 0 (E >= |t|): nothing was judged there (a warning each)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +71,7 @@ class Judgement:
 
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
     op = get_op(c.op)
+    unjudged = ()  # the plain comparison's outputs whose bounds say nothing (_unbounded)
     if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
         comparison = compare_selection(op, c, xs, outputs, context)
     elif op.kept is not None:  # keeps the top k in place: its kept set tie-aware (verifier.judge.kept)
@@ -80,10 +82,33 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
     else:
         errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = compare(outputs, ref, errs.budget(ref), c.dtypes.output, context=context, errors=errs)
+        unjudged = _unbounded(ref, errs.E, c.dtypes)
     violations = _inv.check(c.op, xs, outputs, c.dtypes, c.params, math_mode=c.math_mode, online=c.online,
                             out_ulps=_tol.declared_output_ulps(c.op, c.dtypes, c.math_mode, c.overrides)) \
         if invariants else []
-    return Judgement(comparison, violations, ref)
+    return Judgement(comparison, violations, ref, unjudged=unjudged)
+
+
+def _unbounded(ref, E: dict, dtypes) -> tuple:
+    """A message per output whose every finite nonzero reference element t has a bound E >= |t|: the band [t - E,
+    t + E] holds 0 and both signs, so a kernel writing 0 (or anything of that size) passes and the output says
+    nothing. The rounding model gives such bounds where the declared accumulation dtype cannot hold the computation
+    (float16 sums of 1024 squares: N·u ~ 1, or past its range); the value check is then a warning, not a pass."""
+    out = []
+    for t, bound in E.items():
+        exact = np.asarray(ref.exact[t], dtype=np.float64)
+        b = np.broadcast_to(np.asarray(bound, dtype=np.float64), exact.shape)
+        live = np.isfinite(exact) & (exact != 0)
+        with np.errstate(invalid="ignore"):
+            vacuous = live & ~(b < np.abs(exact))  # NaN or inf bounds count as vacuous too
+        if live.any() and vacuous[live].all():
+            hint = ("; declare float32 accumulation if the kernel accumulates in it"
+                    if _dt.canonical(dtypes.acc) in ("float16", "bfloat16") else "")
+            out.append(f"{t}: every value's error bound under {_dt.canonical(dtypes.acc)} accumulation is at least the "
+                       f"value itself (the rounding model cannot bound this input: N·u near 1, a sum past the "
+                       f"accumulation's range, or a cancellation the output amplifies), so 0 or a value of either "
+                       f"sign passes and none of its {int(live.sum())} values was really judged{hint}")
+    return tuple(out)
 
 
 def _take(c: Criteria, inputs: dict, outputs: dict, rows) -> tuple:

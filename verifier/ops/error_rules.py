@@ -309,6 +309,30 @@ def _square(a):
     return _mul(a, a)
 
 
+def _norm_dims(a, normalized_shape) -> tuple:
+    """The trailing dims F.layer_norm / F.rms_norm normalize over: as many as normalized_shape has."""
+    k = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    n = _lift(a, _rounding_of((a,))).v.dim()
+    return tuple(range(n - k, n))
+
+
+def _layer_norm(a, normalized_shape, weight=None, bias=None, eps=1e-5, *_):
+    """F.layer_norm as its parts: (a - mean)·rsqrt(mean((a - mean)²) + eps)·w + b (the biased variance)."""
+    dims = _norm_dims(a, normalized_shape)
+    d = _add(a, _mean(a, dims, keepdim=True), -1.0)
+    y = _mul(d, _rsqrt(_add(_mean(_mul(d, d), dims, keepdim=True), eps)))
+    y = y if weight is None else _mul(y, weight)
+    return y if bias is None else _add(y, bias)
+
+
+def _rms_norm(a, normalized_shape, weight=None, eps=None):
+    """F.rms_norm as its parts: a·rsqrt(mean(a²) + eps)·w; eps None is the float64 reference's finfo eps, as torch."""
+    dims = _norm_dims(a, normalized_shape)
+    eps = float(torch.finfo(torch.float64).eps) if eps is None else eps
+    y = _mul(a, _rsqrt(_add(_mean(_mul(a, a), dims, keepdim=True), eps)))
+    return y if weight is None else _mul(y, weight)
+
+
 _RULES = {
     "add": lambda a, b, alpha=1: _add(a, _mul(b, alpha) if alpha != 1 else b),
     "radd": lambda a, b: _add(b, a), "sub": lambda a, b, alpha=1: _add(a, _mul(b, alpha) if alpha != 1 else b, -1.0),
@@ -325,7 +349,7 @@ _RULES = {
     "cumsum": _cumsum,
 }
 _COMPOSED = {"logsumexp": _logsumexp, "softmax": _softmax, "log_softmax": _log_softmax, "norm": _norm,
-             "vector_norm": _vector_norm, "normalize": _normalize,
+             "vector_norm": _vector_norm, "normalize": _normalize, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
              # torch.linalg's, as __torch_function__ names them (torch.linalg.vector_norm is linalg_vector_norm)
              "linalg_vector_norm": _vector_norm,
              "linalg_norm": lambda a, ord=None, dim=None, keepdim=False, dtype=None: _norm(a, dim=dim, keepdim=keepdim,

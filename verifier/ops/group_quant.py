@@ -8,6 +8,8 @@ group_size = N is per_token_quant. Rows whose N is not a multiple of group_size 
 A kernel writing the scales column-major ([N/G, M] transposed, TMA-aligned) copies them into scale in its launcher.
 ``ue8m0=True``: the scale is rounded up to a power of two, 2^ceil(log2(max(amax, floor) / qmax)) (vLLM's
 ``use_ue8m0``, SGLang's ``scale_ue8m0``: DeepGEMM's UE8M0 scale format), stored as a float32.
+``ue8m0="floor"``: OCP MX's shared exponent, 2^(floor(log2(max(amax, floor))) - floor(log2(qmax))) (torchao's MX
+FLOOR mode): x / scale may pass qmax there and saturates. Either way the exponent is an E8M0 one, at least -127.
 The budget and the judging are per_token_quant's (verifier.ops.quant), per group: y is judged under the kernel's
 own scale on the groups whose scale is within budget.
 """
@@ -15,8 +17,34 @@ from __future__ import annotations
 
 import numpy as np
 
+from verifier.errors import SpecError
 from verifier.ops.model import Invariant, Op, OpCase, Quantized, Tensor
 from verifier.ops.quant import PTQ_CASES, QUANT_OUT, check_bounds, k_ptq_y, k_scale, nonzero, ptq_rescale
+
+
+E8M0_MIN_EXP = -127  # E8M0's smallest scale is 2^-127 (its byte 0); a zero group gets it
+
+
+def ue8m0_mode(p):
+    """None (float32 scales), "ceil" (``ue8m0=True``: DeepGEMM's, 2^ceil(log2(max(amax, floor) / qmax))) or "floor"
+    (OCP MX: 2^(floor(log2(max(amax, floor))) - floor(log2(qmax))))."""
+    mode = p.get("ue8m0", False)
+    if mode is False or mode is None:
+        return None
+    if mode is True or mode == "ceil":
+        return "ceil"
+    if mode == "floor":
+        return "floor"
+    raise SpecError(f"param ue8m0={mode!r} is not False, True ('ceil') or 'floor'",
+                    fix="ue8m0=True for scales rounded up to a power of two (DeepGEMM), ue8m0='floor' for OCP MX's "
+                        "floor(log2(amax)) - emax exponent (torchao's FLOOR mode)")
+
+
+def _emax(p) -> int:
+    """The floor mode's exponent offset: the largest power of two within qmax (8 for e4m3's 448, 15 for e5m2)."""
+    import math
+
+    return math.floor(math.log2(float(p["qmax"])))
 
 
 def ptgq_reference(i, p):
@@ -24,11 +52,17 @@ def ptgq_reference(i, p):
     x = i["x"]
     M, N = x.shape
     xg = x.reshape(M, N // p["group_size"], p["group_size"])
-    scale = xg.abs().amax(-1).clamp(min=p["floor"]) / p["qmax"]
-    if p["ue8m0"]:  # DeepGEMM's power-of-two scales: 2^ceil(log2(scale)), so x / scale never passes qmax
+    amax = xg.abs().amax(-1)
+    scale = amax.clamp(min=p["floor"]) / p["qmax"]
+    mode = ue8m0_mode(p)
+    if mode is not None:  # power-of-two scales: DeepGEMM's round up (x / scale never passes qmax), or OCP MX's floor
         import torch
 
-        scale = torch.exp2(torch.ceil(torch.log2(scale)))
+        if mode == "ceil":
+            e = torch.ceil(torch.log2(scale))
+        else:
+            e = torch.floor(torch.log2(amax.clamp(min=p["floor"]))) - _emax(p)
+        scale = torch.exp2(e.clamp(min=E8M0_MIN_EXP))
     return {"y": (xg / nonzero(scale)[..., None]).reshape(M, N), "scale": scale}
 
 
@@ -41,24 +75,31 @@ def k_group_scale(x, s, p, c, xs):
     power of two: there the next power of two down or up is right too. E = s/2 there, not s: the budget counts E in
     the float32 spacing at |s| - E (verifier.judge.tolerance.Errors.budget), and s/2 and 2s are each 2^23 spacings
     of that from s (E = s would count it at 0, a subnormal spacing: any scale at all); that the scale is a power of
-    two is the invariant ue8m0_pow2's."""
-    if not p["ue8m0"]:
+    two is the invariant ue8m0_pow2's. A zero group with floor 0 may have any scale (its y is 0 under every one).
+    With ue8m0='floor' the raw value is max(amax, floor), exact."""
+    mode = ue8m0_mode(p)
+    if mode is None:
         return k_scale(x, s, p, c, xs)
     M, N = x.shape
     xg = x.reshape(M, N // p["group_size"], p["group_size"])
-    raw = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"]))) / float(p["qmax"])
-    E_raw = k_scale(x, raw, p, c, xs)
+    raw = np.maximum(np.abs(xg).max(axis=-1), float(np.float32(p["floor"])))  # the value whose log2 is rounded
+    if mode == "ceil":
+        raw = raw / float(p["qmax"])
+    # the floor mode's raw value is the amax itself, exact: only an approximate log2 may put it on either side
+    E_raw = k_scale(x, raw, p, c, xs) if mode == "ceil" else np.zeros_like(raw)
     with np.errstate(divide="ignore", invalid="ignore"):
         lg = np.log2(raw)
         slack = E_raw / raw / np.log(2.0) + LOG2_ABS
     near = np.abs(lg - np.round(lg)) <= slack
-    return np.where(near, np.abs(s) / 2.0, 0.0)
+    # a zero group without a floor: y is 0 under any scale, so E8M0's 2^-127 and a float32 scale's 0 both pass
+    # (E = s counts it at a subnormal spacing: any scale, as above)
+    return np.where(raw == 0, np.abs(s), np.where(near, np.abs(s) / 2.0, 0.0))
 
 
 def _off_pow2(inp, ys, p):
     """[M]: how many of the row's finite scales are neither a power of two nor 0 (ue8m0 declared; else 0)."""
     s = np.asarray(ys["scale"], dtype=np.float64)
-    if not p.get("ue8m0"):
+    if ue8m0_mode(p) is None:
         return np.zeros(s.shape[0])
     with np.errstate(invalid="ignore"):  # a NaN / inf scale (a NaN / inf group) is the values' to judge
         bad = np.isfinite(s) & ~((np.frexp(s)[0] == 0.5) | (s == 0))
