@@ -18,6 +18,10 @@ A kernel declaring ``base_ulps`` b > 1 (an intermediate rounded to the I/O dtype
 element, and its extra roundings may shift the mean by up to (b - 1)/2 ULP (one rounding shared by a whole row,
 x·rstd, moves every element the same way): the allowances say so.
 
+Per case and summed over the cases of a dtype (RoundingPool): a case of a row statistic has a few elements, which
+the margin's constant alone lets misround; the sums are judged against the sums' allowances, and the misrounded
+elements farther than E from every boundary (none for a correct kernel) against the margin's 4.
+
 Counted: elements with a finite reference, a finite correctly rounded reference and a finite output (non-finite
 ones are the value and nan-inf checks'), in float outputs narrower than float64 (a float64 reference is not
 certified at ties).
