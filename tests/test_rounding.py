@@ -294,3 +294,29 @@ def test_the_pool_judges_only_cases_that_passed_alone_and_more_than_one():
     assert (name, cases, pooled.unexplained, pooled.n) == ("y", 2, 5, 8) and pooled.bias == -5 / 8
     pool.add("y", st(4, 4, 4), False)  # a case that failed alone is reported alone: no second finding
     assert pool.failing() == []
+
+
+@pytest.mark.interpreter
+def test_triton_row_mean_toward_zero_is_found_summed_and_the_interpreters_truncation_is_not_charged():
+    """``.to(tl.float16, fp_downcast_rounding="rtz")`` is the kernel's rounding (the interpreter does it as asked):
+    summed over the quick cases it is found. The default conversion is clean in float16, and in bfloat16, where the
+    Triton interpreter truncates on its own: those results are left out of the sums, not charged to the kernel."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    from verifier.launch import triton as runner
+
+    if runner._active == "compiled":
+        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
+    runner.activate("interpreter")
+    from verifier.battery import check_kernel
+    from verifier.declare.registry import load_spec_file
+    from verifier.results.options import Options
+
+    ks = {k.name: k for k in load_spec_file(ROOT / "tests" / "data" / "rounding_pool" / "row_mean_triton_spec.py")}
+    opts = Options(level="quick", device="cpu")
+    bad = check_kernel(ks["triton-row-mean-toward-zero-f16"], opts)
+    pooled = [f for f in bad.findings if f.input == "all cases"]
+    assert {f.check for f in bad.findings} == {"rounding"} and pooled, [f.message for f in bad.findings]
+    assert "toward zero" in pooled[0].message
+    good = check_kernel(ks["triton-row-mean"], opts)
+    assert good.verdict == "pass" and not good.findings, [f.message for f in good.findings]
