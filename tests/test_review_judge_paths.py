@@ -204,7 +204,7 @@ def test_an_all_nan_argmax_pass_on_one_index_choice_is_a_caveat_not_a_pass():
     (spec,) = load_spec_file(str(Path(__file__).parent / "data" / "all_nan_argmax" / "all_nan_argmax_spec.py"))
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
     run, dt, opts = runner_for(spec), spec.dtypes[0], Options(device="cpu")
-    _, ok = evaluate(spec, run, dt, opts, {"x": x}, "finite")  # no all-NaN slice: judged, right
+    _, ok, _ = evaluate(spec, run, dt, opts, {"x": x}, "finite")  # no all-NaN slice: judged, right
     assert ok.ok
     x[1] = np.inf
     with pytest.raises(gate.NotRun, match="all-NaN|only NaN"):

@@ -250,3 +250,73 @@ def test_triton_truncation_defect_is_caught_in_the_interpreter_and_its_twin_pass
     good = _run(replace(twin, dtypes=[dtypes("bf16")]), "normal_small")
     assert good.verdict == "pass" and not good.findings, [f.message for f in good.findings]
     assert not any("interpreter gap" in str(n) for n in good.notes)  # judged, not left out
+
+
+def _row_stat_kernels():
+    from verifier.declare.registry import load_spec_file
+
+    return {k.name: k for k in load_spec_file(ROOT / "tests" / "data" / "rounding_pool" / "row_stat_spec.py")}
+
+
+def _run_all(spec):
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    return check_kernel(spec, Options(level="ci", device="cpu"))
+
+
+def test_a_truncated_row_statistic_is_found_over_the_cases_though_no_case_shows_it():
+    """A case of a few rows allows 4 misrounded elements: a float16 row mean truncated toward zero passed every
+    case at ci. Summed over the cases, its misroundings lie where a correct kernel cannot misround."""
+    ks = _row_stat_kernels()
+    bad = _run_all(ks["row-mean-toward-zero-f16"])
+    assert {f.check for f in bad.findings} == {"rounding"}, [f.message for f in bad.findings]
+    (f,) = [f for f in bad.findings if not f.input.startswith("hypothesis:")]  # a drawn shape of many rows may show it
+    assert f.input == "all cases" and "--case" not in f.repro and "toward zero" in f.message, f.message
+    assert "farther than the error bound E" in f.message
+    for good in ("row-mean-nearest-f16", "llama-rmsnorm-f16"):  # summed too, a correct or declared kernel is clean
+        r = _run_all(ks[good])
+        assert r.verdict == "pass" and not r.findings, (good, [f.message for f in r.findings])
+
+
+def test_the_pool_judges_only_cases_that_passed_alone_and_more_than_one():
+    from verifier.judge.rounding import RoundingPool, RoundingStats
+
+    def st(n, mis, unexplained, C=0.0):
+        return RoundingStats(n=n, misrounded=mis, allowed_misrounded=4.0, bias=-mis / n, allowed_bias=1.0, extra=0.0,
+                             at_risk=C, unexplained=unexplained)
+
+    pool = RoundingPool()
+    pool.add("y", st(4, 3, 3), True)
+    assert pool.failing() == []  # one case: its own judgement stands
+    pool.add("y", st(4, 2, 2), True)
+    ((name, pooled, cases),) = pool.failing()
+    assert (name, cases, pooled.unexplained, pooled.n) == ("y", 2, 5, 8) and pooled.bias == -5 / 8
+    pool.add("y", st(4, 4, 4), False)  # a case that failed alone is reported alone: no second finding
+    assert pool.failing() == []
+
+
+@pytest.mark.interpreter
+def test_triton_row_mean_toward_zero_is_found_summed_and_the_interpreters_truncation_is_not_charged():
+    """``.to(tl.float16, fp_downcast_rounding="rtz")`` is the kernel's rounding (the interpreter does it as asked):
+    summed over the quick cases it is found. The default conversion is clean in float16, and in bfloat16, where the
+    Triton interpreter truncates on its own: those results are left out of the sums, not charged to the kernel."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    from verifier.launch import triton as runner
+
+    if runner._active == "compiled":
+        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
+    runner.activate("interpreter")
+    from verifier.battery import check_kernel
+    from verifier.declare.registry import load_spec_file
+    from verifier.results.options import Options
+
+    ks = {k.name: k for k in load_spec_file(ROOT / "tests" / "data" / "rounding_pool" / "row_mean_triton_spec.py")}
+    opts = Options(level="quick", device="cpu")
+    bad = check_kernel(ks["triton-row-mean-toward-zero-f16"], opts)
+    pooled = [f for f in bad.findings if f.input == "all cases"]
+    assert {f.check for f in bad.findings} == {"rounding"} and pooled, [f.message for f in bad.findings]
+    assert "toward zero" in pooled[0].message
+    good = check_kernel(ks["triton-row-mean"], opts)
+    assert good.verdict == "pass" and not good.findings, [f.message for f in good.findings]

@@ -37,7 +37,8 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned
 from verifier.battery.refusal import check_refusal
-from verifier.battery.values import hang_finding, run_case
+from verifier.battery.values import hang_finding, pooled_rounding, run_case
+from verifier.judge.rounding import RoundingPool
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
@@ -156,6 +157,7 @@ def _check_values(spec, run, dt, opts, report, say):
     if opts.case is None and LEVELS[opts.level].large_index and large_left_out(spec) is not None:
         report.notes.append(case_not_run(f"[{dt.tag}] {large_left_out(spec)}"))  # never a silent omission
     ran, left_out, caveat, judged_before = 0, None, None, report.judged.get(dt.tag, 0)
+    pool = RoundingPool()  # each output's rounding statistics over the catalogue cases (a case of 4 rows says little)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
         closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device)
@@ -167,12 +169,13 @@ def _check_values(spec, run, dt, opts, report, say):
             caveat = closed.reason if closed.kind == gate.INTERPRETER else caveat
             continue
         try:
-            run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout)
+            run_case(spec, dt, case.name, xs, opts, report, run=run, layout=case.layout, pool=pool)
         except gate.NotRun as e:  # ran, but only the interpreter fails this way: a caveat, not a finding
             report.notes.append(case_not_run(f"[{dt.tag}] {e.closed.text}"))
             caveat = e.closed.reason
             continue
         ran += 1
+    pooled_rounding(spec, dt, opts, report, pool)
     if opts.case is None and opts.run_level.hypothesis:
         ran += check_shapes(spec, dt, opts, report, run=run)
     checks = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")

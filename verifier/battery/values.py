@@ -20,6 +20,7 @@ from verifier.errors import Unsupported
 from verifier.inputs import layouts as _lay
 from verifier.judge import Criteria, judge
 from verifier.judge.invariants import violations_to_findings
+from verifier.judge.rounding import FIX as ROUNDING_FIX, RoundingPool
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute, same_bits, unwritten_summary
 from verifier.launch.interpreter import ALL_NAN_ARG, ROUNDED, ROUNDED_FP8, all_nan_first, faithful_rounding, recording
@@ -41,8 +42,10 @@ _HINTS = {
 
 
 def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
-    """Run once and judge (verifier.judge): returns (outcome, judgement). Raises gate.NotRun for a case the
-    Triton interpreter cannot run faithfully (verifier.battery.gate.after_run): it is not judged."""
+    """Run once and judge (verifier.judge): returns (outcome, judgement, faithful); ``faithful``: every float32 ->
+    bfloat16 / float8 conversion rounded as the kernel asked (False where the Triton interpreter truncated them and
+    the case passed, so was not replayed: its rounding statistics are the interpreter's). Raises gate.NotRun for a
+    case the Triton interpreter cannot run faithfully (verifier.battery.gate.after_run): it is not judged."""
     with recording() as bf16_ops:
         try:
             outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
@@ -73,8 +76,18 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
             raise gate.NotRun(gate.rounding_caveat(spec, dt, name, converted))
         # The interpreter truncates every such conversion, which only the rounding statistics see: the replay is
         # the kernel as compiled Triton rounds, judged as it stands.
-        return replayed, again
-    return outcome, verdict
+        return replayed, again, True
+    return outcome, verdict, not (converted and spec.interpreted(opts.device))
+
+
+def pooled_rounding(spec, dt, opts, report, pool: RoundingPool) -> None:
+    """A 'rounding' finding for each output whose statistics, summed over the cases that each passed alone, exceed
+    what the error model allows for the sum (verifier.judge.rounding.RoundingPool)."""
+    for name, st, cases in pool.failing():
+        report.add(Finding("rounding", f"{name}: every element within its ULP budget and every case within its own "
+                           f"allowance, but over all {cases} cases of this dtype {st.describe()} (docs/tolerances.md, "
+                           f"'Rounding statistics'). Fix: {ROUNDING_FIX}", score=st.score, kernel=spec.name,
+                           dtype=dt.tag, input="all cases", seed=opts.seed, repro=repro_line(spec, opts, dt.tag)))
 
 
 def _hint(layout, shape) -> str:
@@ -122,13 +135,14 @@ def hang_finding(spec, opts, e, **ctx) -> Finding:
 
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
-             repro: Optional[str] = None, layout=None) -> KernelReport:
+             repro: Optional[str] = None, layout=None, pool: Optional[RoundingPool] = None) -> KernelReport:
     """One input through the value, invariant, nan-inf, unwritten and out-of-range-write checks (a refusal
     inside supports() is a **refusal** finding, an exception a **crash**). Findings go to ``report`` (a new
     one if None), returned; cells are not marked: a check passes over all of its inputs, not one. A case the
     Triton interpreter cannot run faithfully raises gate.NotRun (nothing is recorded: the caller says why).
     ``case_name`` names the input in findings; ``repro`` defaults to the repro line of that case; ``run``
-    to the spec kind's runner; ``layout`` (verifier.inputs.layouts.Layout) how the harness lays the tensors out.
+    to the spec kind's runner; ``layout`` (verifier.inputs.layouts.Layout) how the harness lays the tensors out;
+    ``pool`` (verifier.judge.rounding.RoundingPool) sums each output's rounding statistics over the cases.
     After a CUDA fault the crash is recorded and the KernelFault re-raised, marked ``reported``."""
     report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     run, xs = run or runner_for(spec), inputs
@@ -138,7 +152,7 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     ctx = dict(kernel=spec.name, dtype=dt.tag, input=case_name, shape=shape, seed=opts.seed, repro=repro)
     hint = _hint(layout, shape)
     try:
-        outcome, verdict = evaluate(spec, run, dt, opts, xs, case_name, layout)
+        outcome, verdict, faithful = evaluate(spec, run, dt, opts, xs, case_name, layout)
     except Unsupported as e:
         report.add(Finding("refusal", f"refused a shape its supports() accepts: {e}", **ctx))
         return report
@@ -150,6 +164,9 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
         return report
     report.judged[dt.tag] = report.judged.get(dt.tag, 0) + 1
     report.inputs["ran"] += 1
+    for t in verdict.comparison.tensors if pool is not None and faithful else ():
+        if t.values_ok:  # over budget: the value check's
+            pool.add(t.name, t.rounding, t.rounding_ok)
     found = []
     for name, mask in outcome.unwritten.items():
         count, size, where = unwritten_summary(mask)

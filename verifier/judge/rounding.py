@@ -18,6 +18,10 @@ A kernel declaring ``base_ulps`` b > 1 (an intermediate rounded to the I/O dtype
 element, and its extra roundings may shift the mean by up to (b - 1)/2 ULP (one rounding shared by a whole row,
 x·rstd, moves every element the same way): the allowances say so.
 
+Per case and summed over the cases of a dtype (RoundingPool): a case of a row statistic has a few elements, which
+the margin's constant alone lets misround; the sums are judged against the sums' allowances, and the misrounded
+elements farther than E from every boundary (none for a correct kernel) against the margin's 4.
+
 Counted: elements with a finite reference, a finite correctly rounded reference and a finite output (non-finite
 ones are the value and nan-inf checks'), in float outputs narrower than float64 (a float64 reference is not
 certified at ties).
@@ -25,14 +29,15 @@ certified at ties).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.numerics.ulp import ulp, ulp_distance
 
-__all__ = ["RoundingStats", "rounding_stats", "margin"]
+__all__ = ["RoundingStats", "RoundingPool", "rounding_stats", "margin"]
 
 FIX = ("round to nearest even when converting to the output dtype (__float2bfloat16_rn / __float2half_rn, "
        "tl's default cast, torch .to(); not truncation or a bit shift), and keep intermediates (x·rstd, "
@@ -54,6 +59,9 @@ class RoundingStats:
     # > 0: away from zero
     allowed_bias: float  # bound on |bias|
     extra: float  # declared extra roundings (base_ulps - 1, at least 0)
+    at_risk: float = 0.0  # C: the elements a correct kernel may misround (within E of a rounding boundary)
+    unexplained: int = 0  # misrounded elements not at risk: farther than E from every boundary
+    pooled: bool = False  # summed over the cases of a dtype (RoundingPool): the unexplained count is judged too
 
     @property
     def share_ok(self) -> bool:
@@ -68,11 +76,18 @@ class RoundingStats:
         return self.share_ok and self.bias_ok
 
     @property
+    def unexplained_ok(self) -> bool:
+        """Misrounded elements outside the model's reach within the margin (judged on a pool's sums)."""
+        return not self.pooled or self.extra > 0 or self.unexplained <= margin(0.0)
+
+    @property
     def score(self) -> float:
         """How far past its allowance (1 = at it), the worse of the two."""
         s = self.misrounded / max(self.allowed_misrounded, 1e-300)
         b = abs(self.bias) / max(self.allowed_bias, 1e-300)
-        return float(max(s if not self.share_ok else 0.0, b if not self.bias_ok else 0.0))
+        u = self.unexplained / margin(0.0)
+        return float(max(s if not self.share_ok else 0.0, b if not self.bias_ok else 0.0,
+                         u if not self.unexplained_ok else 0.0))
 
     def describe(self) -> str:
         """What is wrong, in words (empty when ok)."""
@@ -86,6 +101,11 @@ class RoundingStats:
             way = "toward zero" if self.bias < 0 else "away from zero"
             parts.append(f"mean signed error {self.bias:+.3f} ULP (biased {way}) where the error model allows "
                          f"|mean| <= {self.allowed_bias:.3f} ULP")
+        if not self.unexplained_ok:
+            parts.append(f"{self.unexplained} of the {self.misrounded} elements not correctly rounded lie farther "
+                         f"than the error bound E from every rounding boundary, where a correct kernel rounding to "
+                         f"nearest misrounds none (allowed {margin(0.0):.0f}; mean signed error {self.bias:+.3f} ULP, "
+                         f"{'toward' if self.bias < 0 else 'away from'} zero)")
         return "; ".join(parts)
 
 
@@ -125,8 +145,56 @@ def rounding_stats(actual, rounded, exact, E, ref_bound, base: float, dtype: str
     up = ar + ulp(ar, dtype) / 2
     down = ar - ulp(np.nextafter(ar, 0.0), dtype) / 2
     dist = np.minimum(np.abs(up - ay), np.abs(ay - down))
-    C = float((e > dist).sum())  # the elements a correct kernel may misround
+    risk = e > dist
+    C = float(risk.sum())  # the elements a correct kernel may misround
+    return replace(_stats(n, int((steps != 0).sum()), float(signed.sum()), C, extra),
+                   unexplained=int(((steps != 0) & ~risk).sum()))
+
+
+def _stats(n: int, misrounded: int, signed: float, C: float, extra: float) -> RoundingStats:
+    """The statistics of n elements with the allowances of the model: ``signed`` the sum of the signed errors, C the
+    elements at risk, ``extra`` the declared extra roundings."""
     allowed_mis = float(n) if extra > 0 else min(C + margin(C), float(n))
     allowed_bias = min(C + margin(C), float(n)) / n + extra / 2
-    return RoundingStats(n=n, misrounded=int((steps != 0).sum()), allowed_misrounded=allowed_mis,
-                         bias=float(signed.sum() / n), allowed_bias=allowed_bias, extra=extra)
+    return RoundingStats(n=n, misrounded=misrounded, allowed_misrounded=allowed_mis, bias=signed / n,
+                         allowed_bias=allowed_bias, extra=extra, at_risk=C)
+
+
+class RoundingPool:
+    """The statistics of one output summed over the cases of one dtype. A case of a few rows (a row statistic, a
+    loss: M elements) can never exceed the margin's 4 + 4·sqrt(C) alone, so a kernel truncating its row means to
+    bfloat16 passed every case; the bound holds for any set of elements (a correct kernel misrounds none but those
+    within E of a boundary), so the sums are judged against the sums' allowances. Only cases that passed alone are
+    added (one that failed is reported as it is), and only results the kernel itself rounded: the Triton
+    interpreter's truncating float32 -> bfloat16 conversion (verifier.launch.interpreter) is not the kernel's."""
+
+    def __init__(self):
+        self._sums: dict = {}  # output -> [n, misrounded, signed, C, extra, cases]
+        self._failed: set = set()  # outputs some case already reported
+
+    def add(self, name: str, st: Optional[RoundingStats], passed: bool) -> None:
+        if st is None or st.n == 0:
+            return
+        if not passed:
+            self._failed.add(name)
+            return
+        acc = self._sums.setdefault(name, [0, 0, 0.0, 0.0, 0.0, 0, 0])
+        acc[0] += st.n
+        acc[1] += st.misrounded
+        acc[2] += st.bias * st.n
+        acc[3] += st.at_risk
+        acc[4] = max(acc[4], st.extra)
+        acc[5] += 1
+        acc[6] += st.unexplained
+
+    def failing(self) -> list:
+        """[(output, pooled RoundingStats, cases)] of the outputs whose sums exceed the allowances, in no case
+        reported alone. Summed, the model's partition is judged too: a misrounded element farther than E from every
+        rounding boundary is one a correct kernel cannot make (the model's count there is 0, so the margin's
+        4·sqrt(0) + 4 is its allowance), unless the kernel declares an extra rounding."""
+        out = []
+        for name, (n, mis, signed, C, extra, cases, unexplained) in self._sums.items():
+            st = replace(_stats(n, mis, signed, C, extra), unexplained=unexplained, pooled=True)
+            if cases > 1 and name not in self._failed and not (st.ok and st.unexplained_ok):
+                out.append((name, st, cases))
+        return out
