@@ -222,7 +222,11 @@ def test_bundled_torch_kernels_have_no_rounding_finding_on_the_cancellation_and_
             if case not in has:  # the cancellation case is the ops' that cancel (not routing, not the state merge)
                 continue
             r = _run(spec, case)
-            assert r.verdict == "pass" and not r.findings, (spec.name, case, [f.message for f in r.findings])
+            assert not r.findings, (spec.name, case, [f.message for f in r.findings])
+            # a case whose every value bound holds 0 judges no value (a note; the cell not a pass): the f32 layer
+            # norm on 1000 + a few ULPs, whose worst-case mean error (N·u·|mean|) exceeds the row's spread
+            value = r.cells[(spec.dtypes[0].tag, "value")]
+            assert r.verdict == "pass" or (value.skipped and "no value was judged" in value.reason), (spec.name, case)
 
 
 @pytest.mark.interpreter
@@ -273,7 +277,7 @@ def test_a_truncated_row_statistic_is_found_over_the_cases_though_no_case_shows_
     assert {f.check for f in bad.findings} == {"rounding"}, [f.message for f in bad.findings]
     (f,) = [f for f in bad.findings if not f.input.startswith("hypothesis:")]  # a drawn shape of many rows may show it
     assert f.input == "all cases" and "--case" not in f.repro and "toward zero" in f.message, f.message
-    assert "farther than the error bound E" in f.message
+    assert "farther than twice the error bound E" in f.message
     for good in ("row-mean-nearest-f16", "llama-rmsnorm-f16"):  # summed too, a correct or declared kernel is clean
         r = _run_all(ks[good])
         assert r.verdict == "pass" and not r.findings, (good, [f.message for f in r.findings])

@@ -62,7 +62,7 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
 
     failing: list = []
     warned: list = []
-    ran, judged = [0], [0]
+    ran, judged, vacuous = [0], [0], [0]
 
     @hseed(derived_seed(opts.seed, spec.name, dt.tag, "hypothesis"))
     @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
@@ -94,6 +94,7 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
             for k, v in probe.inputs.items():  # inputs judged / raising, for the raised-on-every-input rule
                 report.inputs[k] = report.inputs.get(k, 0) + v if k != "first" else report.inputs.get(k, v)
         judged[0] += probe.judged.get(dt.tag, 0)
+        vacuous[0] += probe.vacuous.get(dt.tag, 0)  # (its note stays with the probe: drawn inputs are many)
         if any(f.severity == "error" for f in probe.findings):
             failing[:] = [probe.findings]  # the last failure Hypothesis replays is the shrunk one
             raise AssertionError(case)
@@ -116,4 +117,5 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
             report.add(f)
     finally:
         report.judged[dt.tag] = report.judged.get(dt.tag, 0) + judged[0]
+        report.vacuous[dt.tag] = report.vacuous.get(dt.tag, 0) + vacuous[0]
     return ran[0]

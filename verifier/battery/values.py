@@ -26,6 +26,7 @@ from verifier.launch.harness import KernelFault, execute, same_bits, unwritten_s
 from verifier.launch.interpreter import ALL_NAN_ARG, ROUNDED, ROUNDED_FP8, all_nan_first, faithful_rounding, recording
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
+from verifier.results.notes import case_not_run
 from verifier.results.options import Options, repro_line
 
 
@@ -199,7 +200,9 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
                              **ctx))
     found += verdict.comparison.findings(**ctx) + violations_to_findings(verdict.violations, **ctx)
     found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.undeclared]
-    found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.unjudged]
+    for note in verdict.unjudged:  # ran and judged otherwise (writes, invariants, NaN): its values said nothing
+        report.notes.append(case_not_run(f"[{dt.tag}] case {case_name}: value not judged: {note}"))
+        report.vacuous[dt.tag] = report.vacuous.get(dt.tag, 0) + 1
     for f in found:  # a layout's hint explains wrong values or writes, not how a kernel rounds
         report.add(replace(f, message=f.message + hint) if hint and f.check != "rounding" else f)
     return report

@@ -20,7 +20,7 @@ x·rstd, moves every element the same way): the allowances say so.
 
 Per case and summed over the cases of a dtype (RoundingPool): a case of a row statistic has a few elements, which
 the margin's constant alone lets misround; the sums are judged against the sums' allowances, and the misrounded
-elements farther than E from every boundary (none for a correct kernel) against the margin's 4.
+elements farther than 2E from every boundary (none for a correct kernel) against the margin's 4.
 
 Counted: elements with a finite reference, a finite correctly rounded reference and a finite output (non-finite
 ones are the value and nan-inf checks'), in float outputs narrower than float64 (a float64 reference is not
@@ -60,7 +60,7 @@ class RoundingStats:
     allowed_bias: float  # bound on |bias|
     extra: float  # declared extra roundings (base_ulps - 1, at least 0)
     at_risk: float = 0.0  # C: the elements a correct kernel may misround (within E of a rounding boundary)
-    unexplained: int = 0  # misrounded elements not at risk: farther than E from every boundary
+    unexplained: int = 0  # misrounded elements farther than 2E from every boundary (a correct kernel makes none)
     pooled: bool = False  # summed over the cases of a dtype (RoundingPool): the unexplained count is judged too
 
     @property
@@ -103,7 +103,7 @@ class RoundingStats:
                          f"|mean| <= {self.allowed_bias:.3f} ULP")
         if not self.unexplained_ok:
             parts.append(f"{self.unexplained} of the {self.misrounded} elements not correctly rounded lie farther "
-                         f"than the error bound E from every rounding boundary, where a correct kernel rounding to "
+                         f"than twice the error bound E from every rounding boundary, where a correct kernel rounding to "
                          f"nearest misrounds none (allowed {margin(0.0):.0f}; mean signed error {self.bias:+.3f} ULP, "
                          f"{'toward' if self.bias < 0 else 'away from'} zero)")
         return "; ".join(parts)
@@ -145,10 +145,13 @@ def rounding_stats(actual, rounded, exact, E, ref_bound, base: float, dtype: str
     up = ar + ulp(ar, dtype) / 2
     down = ar - ulp(np.nextafter(ar, 0.0), dtype) / 2
     dist = np.minimum(np.abs(up - ay), np.abs(ay - down))
-    risk = e > dist
-    C = float(risk.sum())  # the elements a correct kernel may misround
+    C = float((e > dist).sum())  # the elements a correct kernel may misround
+    # Misrounded though farther than 2E from every boundary: beyond the model even with its bound E doubled (E is
+    # derived from documented intrinsic errors no run of ours measured on every GPU; the factor 2 keeps a bound off
+    # by less than that from flagging a correct kernel, while a kernel truncating misrounds about half of all
+    # elements wherever they lie).
     return replace(_stats(n, int((steps != 0).sum()), float(signed.sum()), C, extra),
-                   unexplained=int(((steps != 0) & ~risk).sum()))
+                   unexplained=int(((steps != 0) & ~(2 * e > dist)).sum()))
 
 
 def _stats(n: int, misrounded: int, signed: float, C: float, extra: float) -> RoundingStats:
@@ -189,7 +192,7 @@ class RoundingPool:
 
     def failing(self) -> list:
         """[(output, pooled RoundingStats, cases)] of the outputs whose sums exceed the allowances, in no case
-        reported alone. Summed, the model's partition is judged too: a misrounded element farther than E from every
+        reported alone. Summed, the model's partition is judged too: a misrounded element farther than 2E from every
         rounding boundary is one a correct kernel cannot make (the model's count there is 0, so the margin's
         4·sqrt(0) + 4 is its allowance), unless the kernel declares an extra rounding."""
         out = []

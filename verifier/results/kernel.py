@@ -36,6 +36,7 @@ class KernelReport:
     seconds: float = 0.0
     error: Optional[str] = None  # the kernel could not be checked (verdict 'error')
     judged: dict = field(default_factory=dict)  # dtype tag -> inputs that ran through the value checks
+    vacuous: dict = field(default_factory=dict)  # dtype tag -> of those, inputs whose value bounds all held 0
     error_kind: str = "internal"  # USER_ERROR: the error is in the spec's own code, exit 1; internal: exit 3
     inputs: dict = field(default_factory=lambda: {"ran": 0, "raised": 0})  # inputs judged / raising
 
