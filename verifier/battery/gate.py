@@ -103,12 +103,17 @@ def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
 
 
 def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=None) -> Optional[str]:
-    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
-    from verifier.launch.large import aliased, required_bytes
+    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can). On a CPU a
+    Triton kernel runs it in the interpreter on aliased host memory (verifier.launch.large.on_host)."""
+    from verifier.launch.large import aliased, on_host, required_bytes
 
     if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
+        if on_host(spec, device or "cpu"):
+            return None
         need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=True)
-        return f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+        why = spec.large_on_cpu or (spec.uses_triton and _host_reason())
+        return (f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+                + (f" ({why})" if why else ""))
     mapped = aliased()
     if not mapped and layout is not None and layout.stride:
         return "needs the CUDA virtual memory API (aliased pages) for rows 2^31 elements apart; device 0 has none"
@@ -121,6 +126,19 @@ def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=
         have = "no GPU memory information" if free is None else f"{free / 1e9:.1f} GB free"
         return f"needs a GPU with >= {gb} free; device 0 has {have}"
     return None
+
+
+def _host_reason() -> str:
+    from verifier.launch.host_alias import unsupported_reason
+
+    return unsupported_reason()
+
+
+def not_sparse(spec, dt, name: str, reason: str) -> Closed:
+    """A large case a Triton kernel in the interpreter cannot run on part of its grid (verifier.launch.row_owners):
+    not run, with why; a GPU runs every program."""
+    why = f"needs a GPU: on the CPU the interpreter runs only the programs owning the judged rows, and {reason}"
+    return Closed(DEVICE, why, f"case {name} not run: {why}")
 
 
 def after_inputs(spec, dt, name: str, xs: dict, device: str) -> Optional[Closed]:
@@ -147,7 +165,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 
     tiny = float(ml_dtypes.finfo(ml_dtypes.bfloat16).smallest_normal)
     for name, v in xs.items():
-        a = np.abs(v.astype(np.float64))
+        a = np.abs((v.held() if isinstance(v, _lay.SparseRows) else v).astype(np.float64))  # a large case's too
         if np.any((a > 0) & (a < tiny)):
             return (f"input {name!r} holds bf16 subnormals, which the Triton interpreter decodes wrongly "
                     "(6.5e-39 loads as 1.3e-39); run compiled on a GPU to check them")

@@ -71,10 +71,11 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
     op = get_op(spec.op)
     M, N = inputs_np["x"].shape
     rows = _lay.judged_rows(M, N, layout.wrap, layout.stride)
+    owners = _owners(run, spec, op, inputs_np, dt, params, rows, layout) if on_host(spec, device) else None
     inputs_np = _restrided(spec, op, inputs_np, dt, params, layout)
-    out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows)
+    out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows, owners)
     if check_poison and any(c.any() for c in counts.values()):
-        _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows)
+        _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows, owners)
         counts = {k: np.where(c > 0, again.get(k, np.zeros_like(c)), 0) for k, c in counts.items()}
     for name, c in counts.items():
         if c.any():
@@ -111,15 +112,127 @@ def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
     return out
 
 
-def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
+def on_host(spec, device: str) -> bool:
+    """Whether the large cases run on aliased host memory, on part of the grid: a Triton kernel in the interpreter
+    on a host that maps aliased ranges (verifier.launch.host_alias, verifier.launch.row_owners)."""
+    from verifier.launch import host_alias
+
+    return spec.interpreted(device) and host_alias.supported()
+
+
+def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows, owners=None) -> tuple:
+    """One run; ``owners`` (a row_owners.Owners, or a sparse_grid selector: the grid recorded) on the host."""
+    if owners is not None:
+        return _run_on_host(run, spec, op, inputs_np, dt, params, device, which, rows, owners)
     cuda_spec = not getattr(spec, "imports_torch", True)  # launched on raw driver memory
     mem = _Driver() if cuda_spec else _Torch(device)
     if (cuda_spec or device == "cuda") and aliased():
-        mem = _Mapped(mem, rows, torch_views=not cuda_spec)
+        mem = _Mapped(mem, rows, _DeviceMaps(), torch_views=not cuda_spec)
     try:
         return _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
     finally:
         mem.close()  # after _run_in's frame is gone: nothing holds the device memory any more
+
+
+def _run_on_host(run, spec, op, inputs_np, dt, params, device, which: int, rows, owners) -> tuple:
+    """The interpreted kernel on aliased host tensors, running the programs ``owners`` names for the judged rows
+    (or, given a selector, those it picks); a launch the owners were not established for is not run (NotSparse)."""
+    from verifier.launch import row_owners as _ro
+    from verifier.launch import sparse_grid as _sg
+
+    strays = []
+
+    def owned(launch):
+        if strays or not owners.same_kernel(launch) or launch.grid != owners.launch.grid:
+            strays.append(launch)
+            return []
+        strays.append(None)  # one launch seen: a second one is a stray
+        return owners.programs(rows)
+
+    select = owners if callable(owners) else owned
+    mem = _Mapped(_Torch(device), rows, _HostMaps(), torch_views=True, sparse=True, fill=not callable(owners))
+    try:
+        with _sg.programs(select):
+            result = _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
+    finally:
+        mem.close()
+    stray = [s for s in strays if s is not None]
+    if stray:
+        raise _ro.NotSparse(f"its launcher launched {stray[0].kernel} on grid {stray[0].grid} where the programs "
+                            f"owning rows were established for one launch of {owners.launch.kernel} on grid "
+                            f"{owners.launch.grid}")
+    return result
+
+
+def _owners(run, spec, op, inputs_np, dt, params, rows, layout):
+    """Which programs own the judged rows (verifier.launch.row_owners): the large launch's grid recorded (no
+    program runs), then the model checked at a few rows in ordinary memory; NotSparse where none holds."""
+    from verifier.launch import row_owners as _ro
+    from verifier.launch import sparse_grid as _sg
+
+    M, N = inputs_np["x"].shape
+    seen: list = []
+    _run_once(run, spec, op, _restrided(spec, op, inputs_np, dt, params, layout), dt, params, "cpu", 0, rows,
+              _sg.recording(seen))
+    large = _ro.one(seen, f"at {M} rows")
+    if large.programs <= _ro.ALL_PROGRAMS:
+        return _ro.Owners(large, whole=True)
+    held = {t: t if t in op.inouts else getattr(spec, "outputs_alias", {}).get(t) for t in op.outputs}
+
+    def run_small(m, select):
+        small = _small_inputs(op, inputs_np, M, N, m, params)
+        from verifier.launch.harness import execute
+
+        try:
+            with _sg.programs(select):
+                return execute(run, spec, small, dt, params, "cpu", check_poison=False), small
+        except KernelFault as e:
+            raise _ro.NotSparse(f"at {m} rows (to establish which programs own which rows) it raised "
+                                f"{type(e.original).__name__}: {str(e.original).splitlines()[0][:160]}") from None
+        except VerifierError as e:
+            raise _ro.NotSparse(f"at {m} rows (to establish which programs own which rows): {e}") from None
+
+    probe: list = []
+    run_small(_ro.PROBE_ROWS, _sg.recording(probe))
+    owners = _ro.model(large, M, _ro.one(probe, f"at {_ro.PROBE_ROWS} rows"), _ro.PROBE_ROWS)
+    key = (spec.name, str(getattr(spec, "origin", "")), dt.tag, N, repr(sorted(params.items())), owners.axis,
+           owners.per_block, owners.rows, large.fn, large.constexprs, tuple(large.grid[a] for a in range(3)
+                                                                              if a != owners.axis))
+    if key not in _VERIFIED:
+        try:
+            _ro.verify(owners, run_small, N, held)
+            _VERIFIED[key] = None
+        except _ro.NotSparse as e:
+            _VERIFIED[key] = e.reason
+    if _VERIFIED[key] is not None:
+        raise _ro.NotSparse(_VERIFIED[key])
+    return owners
+
+
+_VERIFIED: dict = {}  # the row-owner model's check at a few rows, per kernel, dtype, N, params and model: None (held)
+# or why not; the large cases of one kernel share it
+
+
+def _small_inputs(op, inputs_np: dict, M: int, N: int, m: int, params) -> dict:
+    """The first ``m`` rows of the large case's inputs, as ordinary arrays (per-row inputs cut, the others kept)."""
+    from verifier.launch import row_owners as _ro
+
+    out = {}
+    for name, v in inputs_np.items():
+        big, small = tuple(op.shape_of(name, M, N, params)), tuple(op.shape_of(name, m, N, params))
+        if isinstance(v, _lay.SparseRows):
+            out[name] = v[np.arange(m)]
+        elif big == small:
+            out[name] = v
+        elif big[0] == M and small == (m,) + big[1:]:
+            out[name] = np.asarray(v)[:m]
+        else:
+            raise _ro.NotSparse(f"input {name!r} ({big} at {M} rows) has no row per input row")
+    for name in op.outputs:
+        big = tuple(op.shape_of(name, M, N, params))
+        if not big or big[0] != M:
+            raise _ro.NotSparse(f"output {name!r} ({big}) has no row per input row")
+    return out
 
 
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
@@ -352,33 +465,22 @@ class _MappedOut(_Buffer):
         self.stride = stride
 
 
-class _Mapped:
-    """(M, N) tensors on aliased ranges (verifier.gpu.vmm), judged rows and guards private; everything else (1-D
-    tensors, the launch) through ``inner`` (_Driver or _Torch on the GPU). ``torch_views``: the kernel gets torch
-    tensors over the mappings."""
+class _DeviceMaps:
+    """Aliased device memory (verifier.gpu.vmm): chunks of the allocation granularity."""
 
-    def __init__(self, inner, rows, torch_views: bool):
+    def __init__(self):
         from verifier.gpu import vmm
 
-        self.vmm, self.inner, self.judged, self.torch_views = vmm, inner, [int(r) for r in rows], torch_views
+        self.vmm = vmm
         self.chunk = vmm.granularity()
-        self.bufs = []
+        self.shared_chunks = vmm.shared_chunks(self.chunk)
 
-    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
-        from verifier.gpu import aliasing
+    def buffer(self, plan, itemsize: int):
+        return self.vmm.MappedBuffer(plan)
 
-        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk,
-                                    self.vmm.shared_chunks(self.chunk), guard)
-        self.bufs.append(self.vmm.MappedBuffer(plan))
-        return self.bufs[-1]
-
-    def _view(self, buf, offset: int, shape, stride: int, dtype):
-        """What the kernel gets: a DeviceArray, or a torch tensor over the mapping (ints of the element's width,
-        viewed as the dtype: the array interface names no bfloat16)."""
-        from verifier.launch.cuda import DeviceArray
-
-        if not self.torch_views:
-            return DeviceArray(buf, tuple(shape), offset, None if stride == shape[1] else stride)
+    def torch_view(self, buf, offset: int, shape, stride: int, dtype):
+        """A CUDA torch tensor over the mapping (ints of the element's width, viewed as the dtype: the array
+        interface names no bfloat16)."""
         import torch
 
         isz = _dt.numpy_dtype(dtype).itemsize
@@ -390,10 +492,65 @@ class _Mapped:
         t = torch.as_tensor(_Iface(), device="cuda")
         return t.view(_dt.torch_dtype(_dt.canonical(dtype)))
 
+    def synchronize(self) -> None:
+        from verifier.gpu import libcuda
+
+        libcuda.synchronize()
+
+
+class _HostMaps:
+    """Aliased host memory (verifier.launch.host_alias) for Triton in the interpreter, each range between two aprons
+    that a wrapped signed 32-bit offset lands in."""
+
+    def __init__(self):
+        from verifier.launch import host_alias
+
+        self.host = host_alias
+        self.chunk = host_alias.CHUNK
+        self.shared_chunks = host_alias.shared_chunks(self.chunk)
+
+    def buffer(self, plan, itemsize: int):
+        return self.host.HostMappedBuffer(plan, apron=self.host.APRON_ELEMENTS * itemsize)
+
+    def torch_view(self, buf, offset: int, shape, stride: int, dtype):
+        return buf.torch_view(offset, shape, stride, _dt.torch_dtype(_dt.canonical(dtype)),
+                              _dt.numpy_dtype(dtype).itemsize)
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Mapped:
+    """(M, N) tensors on aliased ranges (``maps``: _DeviceMaps or _HostMaps), judged rows and guards private;
+    everything else (1-D tensors, the launch) through ``inner`` (_Driver or _Torch). ``torch_views``: the kernel
+    gets torch tensors over the mappings. ``sparse``: only the programs owning the judged rows run
+    (verifier.launch.row_owners), so poison is counted on the judged rows of every output."""
+
+    def __init__(self, inner, rows, maps, torch_views: bool, sparse: bool = False, fill: bool = True):
+        self.maps, self.inner, self.judged, self.torch_views = maps, inner, [int(r) for r in rows], torch_views
+        self.chunk, self.sparse, self.fill = maps.chunk, sparse, fill  # fill=False: a run that runs no program
+        self.bufs = []
+
+    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
+        from verifier.gpu import aliasing
+
+        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk, self.maps.shared_chunks, guard)
+        self.bufs.append(self.maps.buffer(plan, itemsize))
+        return self.bufs[-1]
+
+    def _view(self, buf, offset: int, shape, stride: int, dtype):
+        """What the kernel gets: a DeviceArray, or a torch tensor over the mapping."""
+        from verifier.launch.cuda import DeviceArray
+
+        if not self.torch_views:
+            return DeviceArray(buf, tuple(shape), offset, None if stride == shape[1] else stride)
+        return self.maps.torch_view(buf, offset, shape, stride, dtype)
+
     def _put(self, buf, base: int, v: _lay.SparseRows) -> None:
         """The pattern everywhere (element e of the tensor at byte base + e*itemsize), then the judged rows."""
         isz = v.dtype.itemsize
-        buf.fill_physical(np.ascontiguousarray(v.pattern, dtype=v.dtype), base)
+        if self.fill:
+            buf.fill_physical(np.ascontiguousarray(v.pattern, dtype=v.dtype), base)
         for r, values in v.rows.items():
             buf.upload(np.ascontiguousarray(values, dtype=v.dtype), base + r * v.stride * isz)
 
@@ -417,7 +574,8 @@ class _Mapped:
         buf = self._map(shape, stride, isz, g)
         poison = np.full(GUARD_BYTES // isz, p, dtype=ints)
         if middle is None:
-            buf.fill_physical(poison)
+            if self.fill:
+                buf.fill_physical(poison)
         else:
             self._put(buf, g, middle)
             buf.upload(poison, 0)
@@ -426,11 +584,21 @@ class _Mapped:
         return _MappedOut(buf, view, tuple(shape), dtype, g // isz, p, stride)
 
     def run(self, run, spec, inputs, outputs, params, dt, device):
-        self.inner.run(run, spec, inputs, outputs, params, dt, device)
-        if self.torch_views:
-            from verifier.gpu import libcuda
+        if not self.sparse:
+            self.inner.run(run, spec, inputs, outputs, params, dt, device)
+        else:  # the launcher's own torch work over every element refused (host_watch): NotSparse, not a fault
+            from verifier.launch.host_watch import refusing_heavy_work
+            from verifier.launch.row_owners import NotSparse
 
-            libcuda.synchronize()
+            try:
+                with refusing_heavy_work():
+                    self.inner.run(run, spec, inputs, outputs, params, dt, device)
+            except KernelFault as e:
+                if isinstance(e.original, NotSparse):
+                    raise e.original from None
+                raise
+        if self.torch_views:
+            self.maps.synchronize()
 
     def guard_hits(self, b) -> list:
         if not isinstance(b, _MappedOut):
@@ -445,7 +613,10 @@ class _Mapped:
     def poison_counts(self, b) -> np.ndarray:
         """Poison in the judged rows only: the others lie on shared chunks, written by every row aliasing them."""
         if not isinstance(b, _MappedOut):
-            return self.inner.poison_counts(b)
+            counts = self.inner.poison_counts(b)
+            if self.sparse:  # a per-row vector: only the judged rows' programs ran
+                counts[np.setdiff1d(np.arange(len(counts)), self.judged)] = 0
+            return counts
         counts = np.zeros(b.shape[0], dtype=np.int64)
         for r in self.judged:
             counts[r] = int((self._row(b, r) == b.poison).sum())
