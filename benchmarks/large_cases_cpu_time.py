@@ -67,7 +67,7 @@ def main() -> int:
                     continue
                 report = KernelReport(spec=spec, device="cpu")
                 t0 = time.monotonic()
-                closed = gate.before_inputs(spec, dt, c.name, c.M, c.N, c.layout, "cpu")
+                closed = gate.before_inputs(spec, dt, c.name, c.M, c.N, c.layout, "cpu", args.level)
                 err = None
                 if closed is None:
                     try:

@@ -163,7 +163,8 @@ def _check_values(spec, run, dt, opts, report, say):
     ran, left_out, caveat, judged_before = 0, None, None, report.judged.get(dt.tag, 0)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
-        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device)
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device,
+                                    None if opts.case else opts.level)
         xs = draw(spec, dt, case, opts.seed) if closed is None else None
         closed = closed or gate.after_inputs(spec, dt, case.name, xs, opts.device)
         if closed is not None:

@@ -39,10 +39,12 @@ class Closed:
     text: str  # said of the case: "case NAME (MxN) refused by design: ...", "case NAME not run: ...", ...
 
 
-def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Optional[str] = None) -> Optional[Closed]:
+def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Optional[str] = None,
+                  level: Optional[str] = None) -> Optional[Closed]:
     """The gate before the inputs are drawn: the kernel's supports() (a UserCodeError propagates), the case's
     layout (``layout``, a verifier.inputs.layouts.Layout; ``device``: where it would run), then the memory it needs
-    (verifier.battery.memory) against what the machine has."""
+    (verifier.battery.memory) against what the machine has. ``level``: the run's level, whose table row says which
+    large cases a CPU runs (None: a case asked for by name, or a caller that runs every one)."""
     reason = spec.check_supported(M, N, dt)
     if reason is not None:
         return Closed(REFUSED, reason, f"case {name} ({M}x{N}) refused by design: {reason}")
@@ -59,7 +61,7 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
         if why is not None:
             return Closed(CONTRACT, why, f"case {name} {why}")
     if layout.large:
-        why = large_device_reason(spec, dt, M, N, device, layout)
+        why = large_device_reason(spec, dt, M, N, device, layout) or large_level_reason(spec, dt, name, device, level)
     else:  # estimated before anything is allocated: past the machine's memory the case is not run
         from verifier.battery.memory import too_large
 
@@ -125,6 +127,22 @@ def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=
     if free is None or free < need:
         have = "no GPU memory information" if free is None else f"{free / 1e9:.1f} GB free"
         return f"needs a GPU with >= {gb} free; device 0 has {have}"
+    return None
+
+
+def large_level_reason(spec, dt, name: str, device: Optional[str], level: Optional[str]) -> Optional[str]:
+    """Why a large case the CPU could run is not run at ``level`` (the level table's large_on_cpu columns: the
+    interpreter runs a few programs of each case, still up to seconds each), or None."""
+    from verifier.results.levels import TABLE
+
+    lv = TABLE.get(level) if level else None
+    if device == "cuda" or lv is None or (lv.large_on_cpu is None and not lv.large_on_cpu_first_dtype_only):
+        return None
+    how = f"--level thorough or --case {name} runs it"
+    if lv.large_on_cpu is not None and name not in lv.large_on_cpu:
+        return f"at --level {level} a CPU runs {', '.join(lv.large_on_cpu)} of the large cases only; {how}"
+    if lv.large_on_cpu_first_dtype_only and spec.dtypes and dt.tag != spec.dtypes[0].tag:
+        return f"at --level {level} a CPU runs the large cases on the first dtype ({spec.dtypes[0].tag}) only; {how}"
     return None
 
 

@@ -175,7 +175,7 @@ def _owners(run, spec, op, inputs_np, dt, params, rows, layout):
     _run_once(run, spec, op, _restrided(spec, op, inputs_np, dt, params, layout), dt, params, "cpu", 0, rows,
               _sg.recording(seen))
     large = _ro.one(seen, f"at {M} rows")
-    if large.programs <= _ro.ALL_PROGRAMS:
+    if M <= _ro.ALL_ROWS and large.programs <= _ro.ALL_PROGRAMS:
         return _ro.Owners(large, whole=True)
     held = {t: t if t in op.inouts else getattr(spec, "outputs_alias", {}).get(t) for t in op.outputs}
 
