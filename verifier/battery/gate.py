@@ -107,10 +107,15 @@ def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
 def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=None) -> Optional[str]:
     """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can). On a CPU a
     Triton kernel runs it in the interpreter on aliased host memory (verifier.launch.large.on_host)."""
-    from verifier.launch.large import aliased, on_host, required_bytes
+    from verifier.launch.large import aliased, drawn_whole, on_host, required_bytes
 
     if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
         if on_host(spec, device or "cpu"):
+            whole = drawn_whole(spec.op, M, N, spec.op_params())
+            if whole:  # the host would hold it: gigabytes (the GPU machine's host holds it)
+                t, n = whole[0]
+                return (f"needs a GPU: on the CPU its input {t!r} ({n} elements) would be drawn whole in host "
+                        f"memory ({n * 8 / 1e9:.1f} GB of float64 draws); the large cases draw only data rows sparsely")
             return None
         need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=True)
         why = spec.large_on_cpu or (spec.uses_triton and _host_reason())

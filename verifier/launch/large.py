@@ -120,6 +120,23 @@ def on_host(spec, device: str) -> bool:
     return spec.interpreted(device) and host_alias.supported()
 
 
+def drawn_whole(op_name: str, M: int, N: int, params: dict) -> list:
+    """The inputs of a large case drawn whole on the host (names and elements): those of BIG elements or more that are
+    not data rows (verifier.inputs.catalogue.sparse_maker draws only those as SparseRows: a mask, say, is drawn as
+    an (M, N) float64 array, 17 GB at 2^31 elements)."""
+    from verifier.launch.host_watch import BIG
+
+    op = get_op(op_name)
+    merged = {**op.params, **(params or {})}
+    whole = []
+    for t in op.inputs:
+        role = op.role(t)
+        n = int(np.prod(op.shape_of(t, M, N, merged), dtype=np.float64))
+        if n >= BIG and (role.make is not None or role.kind != "data" or role.shape != "rows"):
+            whole.append((t, n))
+    return whole
+
+
 def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows, owners=None) -> tuple:
     """One run; ``owners`` (a row_owners.Owners, or a sparse_grid selector: the grid recorded) on the host."""
     if owners is not None:
