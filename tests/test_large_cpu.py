@@ -246,3 +246,21 @@ def test_at_ci_a_cpu_runs_large_index_2pow31_on_the_first_dtype_only():
         assert (closed is None) == runs, (case.name, dt.tag, closed)
         assert gate.before_inputs(s, dt, case.name, case.M, case.N, case.layout, "cpu", "thorough") is None
         assert gate.before_inputs(s, dt, case.name, case.M, case.N, case.layout, "cpu") is None  # --case
+
+
+def test_a_batch_judged_in_part_keeps_its_rows_places():
+    """A large case judges a few rows of a huge batch; where the op depends on a row's place in the batch (softmax's
+    causal mask and ALiBi: the query index is the row number), the reference takes the real row numbers, not 0..k-1
+    (a correct masked softmax had a value finding at row 131072 of large_index_2pow31)."""
+    from references import reference
+    from verifier.judge import Criteria, judge
+    from verifier.ops import get_op
+    from verifier.spec import dtypes
+
+    params = {**get_op("softmax").params, "causal": True}
+    x = np.random.default_rng(0).standard_normal((12, 16)).astype(np.float32)
+    whole = reference("softmax", {"x": x}, params, "float32").rounded["y"]
+    rows = [0, 9, 11]
+    verdict = judge(Criteria(op="softmax", dtypes=dtypes("f32"), params=params), {"x": x},
+                    {"y": whole.astype(np.float32)}, rows=rows)
+    assert verdict.ok, verdict.comparison
