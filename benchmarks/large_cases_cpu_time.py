@@ -37,6 +37,9 @@ def _guard_memory() -> None:
             if rss > RSS_LIMIT:
                 print(f"large_cases_cpu_time: resident memory {rss / 1e9:.1f} GB past {RSS_LIMIT / 1e9:.1f} GB: "
                       "ended", flush=True)
+                import faulthandler
+
+                faulthandler.dump_traceback(all_threads=True)
                 os._exit(3)
             time.sleep(0.05)
 
@@ -59,7 +62,7 @@ def main() -> int:
     from verifier.battery.values import run_case
     from verifier.declare.registry import load, load_spec_file
     from verifier.inputs import large_family as C
-    from verifier.inputs.cases import cases_for, draw
+    from verifier.inputs.cases import DrawTooLarge, cases_for, draw
     from verifier.results.kernel import KernelReport
     from verifier.results.options import Options
 
@@ -97,6 +100,8 @@ def main() -> int:
                         run_case(spec, dt, c.name, draw(spec, dt, c, 0), opts, report, layout=c.layout)
                     except gate.NotRun as e:
                         closed = e.closed
+                    except DrawTooLarge as e:
+                        closed = gate.Closed(gate.DEVICE, e.reason, e.reason)
                     except Exception as e:  # a fault ends a battery; here it is the row's result
                         err = f"{type(e).__name__}: {str(e)[:200]}"
                 wall = time.monotonic() - t0
