@@ -7,6 +7,11 @@ repeated pattern (or the poison), and whose judged rows and guard bands lie on p
 judged rows' poison is counted (rows on shared chunks alias one another: their outputs race and mean nothing).
 Torch kernels get torch tensors over the same mapping (``__cuda_array_interface__``).
 
+On a CPU a Triton kernel runs in the interpreter on the same plan mapped in host memory (verifier.launch.host_alias,
+_HostMaps), and only the programs owning the judged rows run (verifier.launch.row_owners, _owners: established on
+the kernel first, or the case is not run with the reason, NotSparse); a per-row vector output's poison is counted on
+the judged rows only there.
+
 Without that API: inputs come as SparseRows (verifier.inputs.layouts): on the device the repeated pattern is
 uploaded once and doubled by device-to-device copies down the array, then each judged row is uploaded to its place. Outputs are
 poisoned the same way (one poisoned chunk, doubled) between guard bands, as the harness (verifier.launch.harness)
