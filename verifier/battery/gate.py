@@ -106,8 +106,9 @@ def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
 
 def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=None) -> Optional[str]:
     """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can). On a CPU a
-    Triton kernel runs it in the interpreter on aliased host memory (verifier.launch.large.on_host)."""
-    from verifier.launch.large import aliased, drawn_whole, on_host, required_bytes
+    Triton kernel runs it in the interpreter on aliased host memory (verifier.launch.large_host.on_host)."""
+    from verifier.launch.large import aliased, required_bytes
+    from verifier.launch.large_host import drawn_whole, on_host
 
     if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
         if on_host(spec, device or "cpu"):

@@ -136,7 +136,7 @@ class KernelSpec:
     user_function: ClassVar[str] = "launch"  # the spec function that runs it, for messages ('fn', 'launcher')
     guess_seconds: ClassVar[float] = 4.0  # its check's time before a run has recorded one (verifier.isolation)
     # why its large cases (more than 2^31 elements) do not run on a CPU ("": said otherwise; a Triton kernel runs
-    # them in the interpreter, verifier.launch.large.on_host)
+    # them in the interpreter, verifier.launch.large_host.on_host)
     large_on_cpu: ClassVar[str] = ""
 
     def sources(self) -> list:

@@ -7,10 +7,8 @@ repeated pattern (or the poison), and whose judged rows and guard bands lie on p
 judged rows' poison is counted (rows on shared chunks alias one another: their outputs race and mean nothing).
 Torch kernels get torch tensors over the same mapping (``__cuda_array_interface__``).
 
-On a CPU a Triton kernel runs in the interpreter on the same plan mapped in host memory (verifier.launch.host_alias,
-_HostMaps), and only the programs owning the judged rows run (verifier.launch.row_owners, _owners: established on
-the kernel first, or the case is not run with the reason, NotSparse); a per-row vector output's poison is counted on
-the judged rows only there.
+On a CPU a Triton kernel runs in the interpreter on the same plan mapped in host memory, only the programs owning
+the judged rows run: verifier.launch.large_host (through _Mapped and _run_in here).
 
 Without that API: inputs come as SparseRows (verifier.inputs.layouts): on the device the repeated pattern is
 uploaded once and doubled by device-to-device copies down the array, then each judged row is uploaded to its place. Outputs are
@@ -70,17 +68,19 @@ def required_bytes(op_name: str, dt, M: int, N: int, params: dict, mapped: bool 
     return total
 
 
-def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool, layout) -> Outcome:
+def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool, layout,
+                  once=None) -> Outcome:
     """Run ``run`` on the large case's inputs (SparseRows for the 2-D ones) with poisoned, guarded outputs; the
-    outcome's outputs are the judged rows (SparseRows) and ``rows`` says which."""
+    outcome's outputs are the judged rows (SparseRows) and ``rows`` says which. ``once``: one run (default: device
+    memory or plain torch tensors; verifier.launch.large_host: the interpreter on aliased host memory)."""
     op = get_op(spec.op)
+    once = once or _run_once
     M, N = inputs_np["x"].shape
     rows = _lay.judged_rows(M, N, layout.wrap, layout.stride)
-    owners = _owners(run, spec, op, inputs_np, dt, params, rows, layout) if on_host(spec, device) else None
-    inputs_np = _restrided(spec, op, inputs_np, dt, params, layout)
-    out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows, owners)
+    inputs_np = restrided(spec, op, inputs_np, dt, params, layout)
+    out, counts = once(run, spec, op, inputs_np, dt, params, device, 0, rows)
     if check_poison and any(c.any() for c in counts.values()):
-        _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows, owners)
+        _, again = once(run, spec, op, inputs_np, dt, params, device, 1, rows)
         counts = {k: np.where(c > 0, again.get(k, np.zeros_like(c)), 0) for k, c in counts.items()}
     for name, c in counts.items():
         if c.any():
@@ -101,7 +101,7 @@ def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
     return strided_tensors(spec, op, M, N, dt, params)
 
 
-def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
+def restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
     """The inputs with rows ``layout.stride`` apart where that tensor is strided, contiguous elsewhere; the
     outputs follow (an output in ``strided`` gets the stride: _run_in)."""
     if not layout.stride:
@@ -117,35 +117,7 @@ def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
     return out
 
 
-def on_host(spec, device: str) -> bool:
-    """Whether the large cases run on aliased host memory, on part of the grid: a Triton kernel in the interpreter
-    on a host that maps aliased ranges (verifier.launch.host_alias, verifier.launch.row_owners)."""
-    from verifier.launch import host_alias
-
-    return spec.interpreted(device) and host_alias.supported()
-
-
-def drawn_whole(op_name: str, M: int, N: int, params: dict) -> list:
-    """The inputs of a large case drawn whole on the host (names and elements): those of BIG elements or more that are
-    not data rows (verifier.inputs.catalogue.sparse_maker draws only those as SparseRows: a mask, say, is drawn as
-    an (M, N) float64 array, 17 GB at 2^31 elements)."""
-    from verifier.launch.host_watch import BIG
-
-    op = get_op(op_name)
-    merged = {**op.params, **(params or {})}
-    whole = []
-    for t in op.inputs:
-        role = op.role(t)
-        n = int(np.prod(op.shape_of(t, M, N, merged), dtype=np.float64))
-        if n >= BIG and (role.make is not None or role.kind != "data" or role.shape != "rows"):
-            whole.append((t, n))
-    return whole
-
-
-def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows, owners=None) -> tuple:
-    """One run; ``owners`` (a row_owners.Owners, or a sparse_grid selector: the grid recorded) on the host."""
-    if owners is not None:
-        return _run_on_host(run, spec, op, inputs_np, dt, params, device, which, rows, owners)
+def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
     cuda_spec = not getattr(spec, "imports_torch", True)  # launched on raw driver memory
     mem = _Driver() if cuda_spec else _Torch(device)
     if (cuda_spec or device == "cuda") and aliased():
@@ -154,107 +126,6 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows, ow
         return _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
     finally:
         mem.close()  # after _run_in's frame is gone: nothing holds the device memory any more
-
-
-def _run_on_host(run, spec, op, inputs_np, dt, params, device, which: int, rows, owners) -> tuple:
-    """The interpreted kernel on aliased host tensors, running the programs ``owners`` names for the judged rows
-    (or, given a selector, those it picks); a launch the owners were not established for is not run (NotSparse)."""
-    from verifier.launch import row_owners as _ro
-    from verifier.launch import sparse_grid as _sg
-
-    strays = []
-
-    def owned(launch):
-        if strays or not owners.same_kernel(launch) or launch.grid != owners.launch.grid:
-            strays.append(launch)
-            return []
-        strays.append(None)  # one launch seen: a second one is a stray
-        return owners.programs(rows)
-
-    select = owners if callable(owners) else owned
-    mem = _Mapped(_Torch(device), rows, _HostMaps(), torch_views=True, sparse=True, fill=not callable(owners))
-    try:
-        with _sg.programs(select):
-            result = _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
-    finally:
-        mem.close()
-    stray = [s for s in strays if s is not None]
-    if stray:
-        raise _ro.NotSparse(f"its launcher launched {stray[0].kernel} on grid {stray[0].grid} where the programs "
-                            f"owning rows were established for one launch of {owners.launch.kernel} on grid "
-                            f"{owners.launch.grid}")
-    return result
-
-
-def _owners(run, spec, op, inputs_np, dt, params, rows, layout):
-    """Which programs own the judged rows (verifier.launch.row_owners): the large launch's grid recorded (no
-    program runs), then the model checked at a few rows in ordinary memory; NotSparse where none holds."""
-    from verifier.launch import row_owners as _ro
-    from verifier.launch import sparse_grid as _sg
-
-    M, N = inputs_np["x"].shape
-    seen: list = []
-    _run_once(run, spec, op, _restrided(spec, op, inputs_np, dt, params, layout), dt, params, "cpu", 0, rows,
-              _sg.recording(seen))
-    large = _ro.one(seen, f"at {M} rows")
-    if M <= _ro.ALL_ROWS and large.programs <= _ro.ALL_PROGRAMS:
-        return _ro.Owners(large, whole=True)
-    held = {t: t if t in op.inouts else getattr(spec, "outputs_alias", {}).get(t) for t in op.outputs}
-
-    def run_small(m, select):
-        small = _small_inputs(op, inputs_np, M, N, m, params)
-        from verifier.launch.harness import execute
-
-        try:
-            with _sg.programs(select):
-                return execute(run, spec, small, dt, params, "cpu", check_poison=False), small
-        except KernelFault as e:
-            raise _ro.NotSparse(f"at {m} rows (to establish which programs own which rows) it raised "
-                                f"{type(e.original).__name__}: {str(e.original).splitlines()[0][:160]}") from None
-        except VerifierError as e:
-            raise _ro.NotSparse(f"at {m} rows (to establish which programs own which rows): {e}") from None
-
-    probe: list = []
-    run_small(_ro.PROBE_ROWS, _sg.recording(probe))
-    owners = _ro.model(large, M, _ro.one(probe, f"at {_ro.PROBE_ROWS} rows"), _ro.PROBE_ROWS)
-    key = (spec.name, str(getattr(spec, "origin", "")), dt.tag, N, repr(sorted(params.items())), owners.axis,
-           owners.per_block, owners.rows, large.fn, large.constexprs, tuple(large.grid[a] for a in range(3)
-                                                                              if a != owners.axis))
-    if key not in _VERIFIED:
-        try:
-            _ro.verify(owners, run_small, N, held)
-            _VERIFIED[key] = None
-        except _ro.NotSparse as e:
-            _VERIFIED[key] = e.reason
-    if _VERIFIED[key] is not None:
-        raise _ro.NotSparse(_VERIFIED[key])
-    return owners
-
-
-_VERIFIED: dict = {}  # the row-owner model's check at a few rows, per kernel, dtype, N, params and model: None (held)
-# or why not; the large cases of one kernel share it
-
-
-def _small_inputs(op, inputs_np: dict, M: int, N: int, m: int, params) -> dict:
-    """The first ``m`` rows of the large case's inputs, as ordinary arrays (per-row inputs cut, the others kept)."""
-    from verifier.launch import row_owners as _ro
-
-    out = {}
-    for name, v in inputs_np.items():
-        big, small = tuple(op.shape_of(name, M, N, params)), tuple(op.shape_of(name, m, N, params))
-        if isinstance(v, _lay.SparseRows):
-            out[name] = v[np.arange(m)]
-        elif big == small:
-            out[name] = v
-        elif big[0] == M and small == (m,) + big[1:]:
-            out[name] = np.asarray(v)[:m]
-        else:
-            raise _ro.NotSparse(f"input {name!r} ({big} at {M} rows) has no row per input row")
-    for name in op.outputs:
-        big = tuple(op.shape_of(name, M, N, params))
-        if not big or big[0] != M:
-            raise _ro.NotSparse(f"output {name!r} ({big}) has no row per input row")
-    return out
 
 
 def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows) -> tuple:
@@ -520,37 +391,15 @@ class _DeviceMaps:
         libcuda.synchronize()
 
 
-class _HostMaps:
-    """Aliased host memory (verifier.launch.host_alias) for Triton in the interpreter, each range between two aprons
-    that a wrapped signed 32-bit offset lands in."""
-
-    def __init__(self):
-        from verifier.launch import host_alias
-
-        self.host = host_alias
-        self.chunk = host_alias.CHUNK
-        self.shared_chunks = host_alias.shared_chunks(self.chunk)
-
-    def buffer(self, plan, itemsize: int):
-        return self.host.HostMappedBuffer(plan, apron=self.host.APRON_ELEMENTS * itemsize)
-
-    def torch_view(self, buf, offset: int, shape, stride: int, dtype):
-        return buf.torch_view(offset, shape, stride, _dt.torch_dtype(_dt.canonical(dtype)),
-                              _dt.numpy_dtype(dtype).itemsize)
-
-    def synchronize(self) -> None:
-        pass
-
-
 class _Mapped:
-    """(M, N) tensors on aliased ranges (``maps``: _DeviceMaps or _HostMaps), judged rows and guards private;
-    everything else (1-D tensors, the launch) through ``inner`` (_Driver or _Torch). ``torch_views``: the kernel
-    gets torch tensors over the mappings. ``sparse``: only the programs owning the judged rows run
-    (verifier.launch.row_owners), so poison is counted on the judged rows of every output."""
+    """(M, N) tensors on aliased ranges (``maps``: _DeviceMaps, or verifier.launch.large_host's host maps), judged
+    rows and guards private; everything else (1-D tensors, the launch) through ``inner`` (_Driver or _Torch).
+    ``torch_views``: the kernel gets torch tensors over the mappings. ``fill=False``: no pattern nor poison written
+    (a run that runs no program)."""
 
-    def __init__(self, inner, rows, maps, torch_views: bool, sparse: bool = False, fill: bool = True):
+    def __init__(self, inner, rows, maps, torch_views: bool, fill: bool = True):
         self.maps, self.inner, self.judged, self.torch_views = maps, inner, [int(r) for r in rows], torch_views
-        self.chunk, self.sparse, self.fill = maps.chunk, sparse, fill  # fill=False: a run that runs no program
+        self.chunk, self.fill = maps.chunk, fill
         self.bufs = []
 
     def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
@@ -606,19 +455,7 @@ class _Mapped:
         return _MappedOut(buf, view, tuple(shape), dtype, g // isz, p, stride)
 
     def run(self, run, spec, inputs, outputs, params, dt, device):
-        if not self.sparse:
-            self.inner.run(run, spec, inputs, outputs, params, dt, device)
-        else:  # the launcher's own torch work over every element refused (host_watch): NotSparse, not a fault
-            from verifier.launch.host_watch import refusing_heavy_work
-            from verifier.launch.row_owners import NotSparse
-
-            try:
-                with refusing_heavy_work():
-                    self.inner.run(run, spec, inputs, outputs, params, dt, device)
-            except KernelFault as e:
-                if isinstance(e.original, NotSparse):
-                    raise e.original from None
-                raise
+        self.inner.run(run, spec, inputs, outputs, params, dt, device)
         if self.torch_views:
             self.maps.synchronize()
 
@@ -635,10 +472,7 @@ class _Mapped:
     def poison_counts(self, b) -> np.ndarray:
         """Poison in the judged rows only: the others lie on shared chunks, written by every row aliasing them."""
         if not isinstance(b, _MappedOut):
-            counts = self.inner.poison_counts(b)
-            if self.sparse:  # a per-row vector: only the judged rows' programs ran
-                counts[np.setdiff1d(np.arange(len(counts)), self.judged)] = 0
-            return counts
+            return self.inner.poison_counts(b)
         counts = np.zeros(b.shape[0], dtype=np.int64)
         for r in self.judged:
             counts[r] = int((self._row(b, r) == b.poison).sum())

@@ -27,7 +27,7 @@ class Level:
     sanitize_first_dtype_only: bool  # --sanitize instruments the first declared dtype only
     catalogue: str  # what the catalogue column means, for --help
     large_index: bool = False  # the large cases (past 2^31 and 2^32 elements, > 65535 rows; any level runs them by --case)
-    # on a CPU (a Triton kernel in the interpreter, verifier.launch.large.on_host): the large cases run there and
+    # on a CPU (a Triton kernel in the interpreter, verifier.launch.large_host.on_host): the large cases run there and
     # whether on the first declared dtype only (None: all of them, every dtype); the GPU runs every one
     large_on_cpu: Optional[tuple] = None
     large_on_cpu_first_dtype_only: bool = False
@@ -66,8 +66,8 @@ def _help(lv: Level) -> str:
     if lv.large_index:
         on_cpu = ("every one" if lv.large_on_cpu is None else ", ".join(lv.large_on_cpu)) + (
             " on the first dtype" if lv.large_on_cpu_first_dtype_only else "")
-        large = (", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart; on a CPU, Triton "
-                 f"kernels only: {on_cpu})")
+        large = (", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart: on a CPU Triton "
+                 f"kernels only, {on_cpu})")
     return f"{lv.name}: {lv.catalogue}{large}, {drawn}, {repeats}{extra}"
 
 
