@@ -121,7 +121,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, rows) ->
     cuda_spec = not getattr(spec, "imports_torch", True)  # launched on raw driver memory
     mem = _Driver() if cuda_spec else _Torch(device)
     if (cuda_spec or device == "cuda") and aliased():
-        mem = _Mapped(mem, rows, _DeviceMaps(), torch_views=not cuda_spec)
+        mem = _Mapped(mem, rows, torch_views=not cuda_spec)
     try:
         return _run_in(mem, run, spec, op, inputs_np, dt, params, device, which, rows)
     finally:
@@ -397,7 +397,8 @@ class _Mapped:
     ``torch_views``: the kernel gets torch tensors over the mappings. ``fill=False``: no pattern nor poison written
     (a run that runs no program)."""
 
-    def __init__(self, inner, rows, maps, torch_views: bool, fill: bool = True):
+    def __init__(self, inner, rows, maps=None, torch_views: bool = False, fill: bool = True):
+        maps = maps if maps is not None else _DeviceMaps()
         self.maps, self.inner, self.judged, self.torch_views = maps, inner, [int(r) for r in rows], torch_views
         self.chunk, self.fill = maps.chunk, fill
         self.bufs = []
