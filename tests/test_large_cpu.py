@@ -264,3 +264,24 @@ def test_a_batch_judged_in_part_keeps_its_rows_places():
     verdict = judge(Criteria(op="softmax", dtypes=dtypes("f32"), params=params), {"x": x},
                     {"y": whole.astype(np.float32)}, rows=rows)
     assert verdict.ok, verdict.comparison
+
+
+def test_a_large_case_drawing_past_its_share_of_host_memory_is_not_drawn(monkeypatch):
+    """An op's own maker may compute over the whole (M, N) x (rmsnorm_quant's static scale, calibrated on x: 17 GB
+    of float64 at 2^31 elements, which ended a run by the kernel's OOM kill): the draw is capped, and past the cap
+    the case is not run (DrawTooLarge) instead. Here the cap is 256 MB and the case rows_past_65535 (x*x: 537 MB)."""
+    from verifier.declare.registry import load_spec_file
+    from verifier.inputs import cases as C
+
+    spec = next(k for k in load_spec_file(os.path.join(ROOT, "kernels", "triton", "quant_spec.py"))
+                if k.name == "triton-rmsnorm-quant")
+    dt = spec.dtypes[0]
+    case = next(c for c in C.cases_for(spec, dt, "thorough") if c.name == "rows_past_65535")
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    monkeypatch.setattr(C, "DRAW_SHARE", (256 << 20) / physical)
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with pytest.raises(C.DrawTooLarge, match="host memory"):
+        C.draw(spec, dt, case, 0)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before  # the cap is lifted again
