@@ -64,7 +64,7 @@ cast = tl.cast  # an alias the interpreter does not patch
 
 @triton.jit
 def _rms(x_ptr, w_ptr, y_ptr, N, sx, sy, eps, BLOCK: tl.constexpr, GAP: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # int32 * the stride wraps past 2^31 elements: large_index_2pow31 finds it
     o = tl.arange(0, BLOCK)
     m = o < N
     x = tl.load(x_ptr + row * sx + o, mask=m, other=0.0).to(tl.float32)

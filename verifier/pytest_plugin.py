@@ -270,9 +270,12 @@ def verifier_options(pytestconfig):
 @pytest.fixture
 def verifier_inputs(verifier_kernel, verifier_dtypes, verifier_case, verifier_options):
     """The case's inputs (numpy, input dtype), drawn exactly as ``verifier check --case`` draws them."""
-    from verifier.inputs.cases import draw
+    from verifier.inputs.cases import DrawTooLarge, draw
 
-    return draw(verifier_kernel, verifier_dtypes, verifier_case, verifier_options.seed)
+    try:
+        return draw(verifier_kernel, verifier_dtypes, verifier_case, verifier_options.seed)
+    except DrawTooLarge as e:  # a large case whose inputs this host cannot hold: the battery's words
+        pytest.skip(f"case {verifier_case.name} not run: {e.reason}")
 
 
 @pytest.fixture

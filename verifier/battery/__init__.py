@@ -43,7 +43,7 @@ from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
 from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
-from verifier.inputs.cases import draw, large_left_out, selected_cases
+from verifier.inputs.cases import DrawTooLarge, draw, large_left_out, selected_cases
 from verifier.launch import runnable_reason, runner_for
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
@@ -161,8 +161,12 @@ def _check_values(spec, run, dt, opts, report, say):
     pool = RoundingPool()  # each output's rounding statistics over the catalogue cases (a case of 4 rows says little)
     for case in cases:
         say(f"{spec.name} [{dt.tag}]: {case.name}")
-        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device)
-        xs = draw(spec, dt, case, opts.seed) if closed is None else None
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, opts.device,
+                                    None if opts.case else opts.level)
+        try:
+            xs = draw(spec, dt, case, opts.seed) if closed is None else None
+        except DrawTooLarge as e:  # a large case whose inputs this host cannot hold
+            closed, xs = gate.Closed(gate.DEVICE, e.reason, f"case {case.name} ({case.M}x{case.N}) not run: {e.reason}"), None
         closed = closed or gate.after_inputs(spec, dt, case.name, xs, opts.device)
         if closed is not None:
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))

@@ -39,10 +39,12 @@ class Closed:
     text: str  # said of the case: "case NAME (MxN) refused by design: ...", "case NAME not run: ...", ...
 
 
-def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Optional[str] = None) -> Optional[Closed]:
+def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Optional[str] = None,
+                  level: Optional[str] = None) -> Optional[Closed]:
     """The gate before the inputs are drawn: the kernel's supports() (a UserCodeError propagates), the case's
     layout (``layout``, a verifier.inputs.layouts.Layout; ``device``: where it would run), then the memory it needs
-    (verifier.battery.memory) against what the machine has."""
+    (verifier.battery.memory) against what the machine has. ``level``: the run's level, whose table row says which
+    large cases a CPU runs (None: a case asked for by name, or a caller that runs every one)."""
     reason = spec.check_supported(M, N, dt)
     if reason is not None:
         return Closed(REFUSED, reason, f"case {name} ({M}x{N}) refused by design: {reason}")
@@ -59,7 +61,7 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
         if why is not None:
             return Closed(CONTRACT, why, f"case {name} {why}")
     if layout.large:
-        why = large_device_reason(spec, dt, M, N, device, layout)
+        why = large_device_reason(spec, dt, M, N, device, layout) or large_level_reason(spec, dt, name, device, level)
     else:  # estimated before anything is allocated: past the machine's memory the case is not run
         from verifier.battery.memory import too_large
 
@@ -103,12 +105,23 @@ def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
 
 
 def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=None) -> Optional[str]:
-    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can)."""
+    """Why the large-index case cannot run here: no GPU, or not enough free memory on it (None: it can). On a CPU a
+    Triton kernel runs it in the interpreter on aliased host memory (verifier.launch.large_host.on_host)."""
     from verifier.launch.large import aliased, required_bytes
+    from verifier.launch.large_host import drawn_whole, on_host
 
     if device != "cuda":  # what a GPU with the virtual memory API (aliased pages) would need
+        if on_host(spec, device or "cpu"):
+            whole = drawn_whole(spec.op, M, N, spec.op_params())
+            if whole:  # the host would hold it: gigabytes (the GPU machine's host holds it)
+                t, n = whole[0]
+                return (f"needs a GPU: on the CPU its input {t!r} ({n} elements) would be drawn whole in host "
+                        f"memory ({n * 8 / 1e9:.1f} GB of float64 draws); the large cases draw only data rows sparsely")
+            return None
         need = required_bytes(spec.op, dt, M, N, spec.op_params(), mapped=True)
-        return f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+        why = spec.large_on_cpu or (spec.uses_triton and _host_reason())
+        return (f"needs a GPU with >= {need / 1e9:.1f} GB free; this run is on {device or 'the CPU'}"
+                + (f" ({why})" if why else ""))
     mapped = aliased()
     if not mapped and layout is not None and layout.stride:
         return "needs the CUDA virtual memory API (aliased pages) for rows 2^31 elements apart; device 0 has none"
@@ -121,6 +134,35 @@ def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=
         have = "no GPU memory information" if free is None else f"{free / 1e9:.1f} GB free"
         return f"needs a GPU with >= {gb} free; device 0 has {have}"
     return None
+
+
+def large_level_reason(spec, dt, name: str, device: Optional[str], level: Optional[str]) -> Optional[str]:
+    """Why a large case the CPU could run is not run at ``level`` (the level table's large_on_cpu columns: the
+    interpreter runs a few programs of each case, still up to seconds each), or None."""
+    from verifier.results.levels import TABLE
+
+    lv = TABLE.get(level) if level else None
+    if device == "cuda" or lv is None or (lv.large_on_cpu is None and not lv.large_on_cpu_first_dtype_only):
+        return None
+    how = f"--level thorough or --case {name} runs it"
+    if lv.large_on_cpu is not None and name not in lv.large_on_cpu:
+        return f"at --level {level} a CPU runs {', '.join(lv.large_on_cpu)} of the large cases only; {how}"
+    if lv.large_on_cpu_first_dtype_only and spec.dtypes and dt.tag != spec.dtypes[0].tag:
+        return f"at --level {level} a CPU runs the large cases on the first dtype ({spec.dtypes[0].tag}) only; {how}"
+    return None
+
+
+def _host_reason() -> str:
+    from verifier.launch.host_alias import unsupported_reason
+
+    return unsupported_reason()
+
+
+def not_sparse(spec, dt, name: str, reason: str) -> Closed:
+    """A large case a Triton kernel in the interpreter cannot run on part of its grid (verifier.launch.row_owners):
+    not run, with why; a GPU runs every program."""
+    why = f"needs a GPU: on the CPU the interpreter runs only the programs owning the judged rows, and {reason}"
+    return Closed(DEVICE, why, f"case {name} not run: {why}")
 
 
 def after_inputs(spec, dt, name: str, xs: dict, device: str) -> Optional[Closed]:
@@ -147,7 +189,7 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 
     tiny = float(ml_dtypes.finfo(ml_dtypes.bfloat16).smallest_normal)
     for name, v in xs.items():
-        a = np.abs(v.astype(np.float64))
+        a = np.abs((v.held() if isinstance(v, _lay.SparseRows) else v).astype(np.float64))  # a large case's too
         if np.any((a > 0) & (a < tiny)):
             return (f"input {name!r} holds bf16 subnormals, which the Triton interpreter decodes wrongly "
                     "(6.5e-39 loads as 1.3e-39); run compiled on a GPU to check them")

@@ -24,6 +24,7 @@ from verifier.judge.rounding import FIX as ROUNDING_FIX, RoundingPool
 from verifier.launch import runner_for
 from verifier.launch.harness import KernelFault, execute, same_bits, unwritten_summary
 from verifier.launch.interpreter import ALL_NAN_ARG, ROUNDED, ROUNDED_FP8, all_nan_first, faithful_rounding, recording
+from verifier.launch.row_owners import NotSparse
 from verifier.results.findings import Finding
 from verifier.results.kernel import KernelReport, crash_finding
 from verifier.results.notes import case_not_run
@@ -55,6 +56,8 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
             if closed is not None:
                 raise gate.NotRun(closed) from None
             raise
+        except NotSparse as e:  # a large case on the CPU: which programs own the judged rows could not be established
+            raise gate.NotRun(gate.not_sparse(spec, dt, name, e.reason)) from None
     closed = gate.after_run(spec, dt, name, opts.device, bf16_ops=bf16_ops)
     if closed is not None:
         raise gate.NotRun(closed)

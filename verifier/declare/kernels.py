@@ -137,6 +137,9 @@ class KernelSpec:
     own_device_code: ClassVar[bool] = False  # launches device code of its own (what compute-sanitizer checks)
     user_function: ClassVar[str] = "launch"  # the spec function that runs it, for messages ('fn', 'launcher')
     guess_seconds: ClassVar[float] = 4.0  # its check's time before a run has recorded one (verifier.isolation)
+    # why its large cases (more than 2^31 elements) do not run on a CPU ("": said otherwise; a Triton kernel runs
+    # them in the interpreter, verifier.launch.large_host.on_host)
+    large_on_cpu: ClassVar[str] = ""
 
     def sources(self) -> list:
         """The files whose lines findings point into (sanitizer records, static findings)."""
@@ -421,6 +424,9 @@ class CallableKernel(KernelSpec):
     kind: str = field(default="callable", init=False)
     runner: ClassVar[str] = "verifier.launch.callable:run_callable"
     may_launch_triton: ClassVar[bool] = True
+    large_on_cpu: ClassVar[str] = (
+        "a Python callable computes every one of the M·N > 2^31 elements on the host: no grid whose programs can be "
+        "run in part, minutes per case, and its intermediates (x in float32 alone: 8.6 GB) in host memory")
     user_function: ClassVar[str] = "fn"
     guess_seconds: ClassVar[float] = 8.0
     what: ClassVar[str] = "a Python callable"

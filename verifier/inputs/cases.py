@@ -34,11 +34,63 @@ def probe_lengths(spec, dt) -> list:
     return sorted(set(PROBE_N) | set(spec.class_lengths(dt)))
 
 
+class DrawTooLarge(Exception):
+    """A large case whose inputs would take more host memory than DRAW_SHARE of the machine's (``reason``): not
+    run, with why, where the draw would otherwise end the process (the kernel's OOM kill)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+DRAW_SHARE = 0.5  # of the host's physical memory, at most, for drawing a large case's inputs
+
+
 def draw(spec, dt, case, seed: int) -> dict:
     """The inputs of ``case`` for this kernel and dtype: a fresh draw from the seed derived from (seed, kernel,
-    dtype, case), so a case name and a seed re-create them exactly (``verifier check --case``, the suites)."""
+    dtype, case), so a case name and a seed re-create them exactly (``verifier check --case``, the suites). A large
+    case draws only data rows sparsely; an op's own maker may draw an input whole or compute over the (M, N) x (a
+    mask, a static scale calibrated on x: 17 GB at 2^31 elements), so its draw is capped at DRAW_SHARE of the
+    host's memory (an address-space limit while it runs): past it, DrawTooLarge."""
     rng = np.random.default_rng(derived_seed(seed, spec.name, dt.tag, case.name))
-    return case.make(rng, dt, spec.op, spec.op_params())
+    if not getattr(case.layout, "large", False):
+        return case.make(rng, dt, spec.op, spec.op_params())
+    with _capped() as cap:
+        try:
+            return case.make(rng, dt, spec.op, spec.op_params())
+        except MemoryError:
+            raise DrawTooLarge(f"drawing its inputs takes more than {cap / 1e9:.1f} GB of host memory (half of "
+                               f"this machine's): op {spec.op}'s own maker draws an input whole or computes over "
+                               "the whole (M, N) x") from None
+
+
+def _capped():
+    """A context capping the address space at what is mapped now plus DRAW_SHARE of physical memory (yields the
+    share in bytes; no cap where the platform has none)."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def cap():
+        try:
+            import resource
+
+            share = int(DRAW_SHARE * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+            with open("/proc/self/statm") as f:
+                mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            before = resource.getrlimit(resource.RLIMIT_AS)
+        except (ImportError, OSError, ValueError, AttributeError):
+            yield float("inf")
+            return
+        hard = before[1]
+        limit = mapped + share if hard == resource.RLIM_INFINITY else min(mapped + share, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        try:
+            yield share
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, before)
+
+    return cap()
 
 
 def random_inputs(spec: KernelSpec, dt, M: int, N: int, rng: np.random.Generator) -> dict:

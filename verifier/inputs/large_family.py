@@ -1,9 +1,9 @@
-"""The large family of cases (issue #36; GPU only, levels ``ci`` and ``thorough`` by the level table's
-``large_index`` column, any level by ``--case``): more than 2^31 elements (``large_index_2pow31``: a 32-bit row
+"""The large family of cases (issue #36; levels ``ci`` and ``thorough`` by the level table's ``large_index`` column,
+any level by ``--case``; on a CPU Triton kernels only, as its ``large_on_cpu`` columns say): more than 2^31 elements (``large_index_2pow31``: a 32-bit row
 offset wraps), more than 2^32 (``large_index_2pow32``: an unsigned one does), more than 65,535 rows
 (``rows_past_65535``: the grid's y / z limit) and rows 2^31 + 64 elements apart (``row_stride_2pow31``). Their
-2-D inputs are SparseRows (verifier.inputs.layouts); on the GPU they live on aliased pages
-(verifier.launch.large). verifier.inputs.cases picks each kernel's row length and appends them to the catalogue.
+2-D inputs are SparseRows (verifier.inputs.layouts); they live on aliased pages (verifier.launch.large: device
+memory, or host memory for the Triton interpreter). verifier.inputs.cases picks each kernel's row length and appends them to the catalogue.
 """
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from verifier.inputs.catalogue import Case, sparse_maker
 
 LARGE_CASE, LARGE_2POW32 = "large_index_2pow31", "large_index_2pow32"
 ROWS_PAST_GRID_Y, ROW_STRIDE_2POW31 = "rows_past_65535", "row_stride_2pow31"
-LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y, ROW_STRIDE_2POW31)  # GPU only; level column large_index
+LARGE_CASES = (LARGE_CASE, LARGE_2POW32, ROWS_PAST_GRID_Y, ROW_STRIDE_2POW31)  # level columns large_index, large_on_cpu
 ROWS_N = (1024, 4096, 8192, 16384, 65536, 152064)  # row lengths of the last two, shortest first
 STRIDE_ROWS = 4  # rows of row_stride_2pow31: all judged
 
 
 def _large(name, exposes, M, N, wrap, stride=None) -> Case:
-    return Case(name, exposes + " (GPU; aliased pages, the judged rows private)", M, N, sparse_maker(M, N, wrap, stride),
+    return Case(name, exposes + " (aliased pages, the judged rows private)", M, N, sparse_maker(M, N, wrap, stride),
                 layout=_lay.Layout(_lay.LARGE, wrap, stride))
 
 

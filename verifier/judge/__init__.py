@@ -141,8 +141,11 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
     inputs (repeated runs of one input); ``context``: the comparison message's context (its repro line);
     ``rows``: judge these rows only (inputs and outputs may then be SparseRows holding at least them)."""
     if rows is not None:
+        from verifier.ops.row_numbers import judged_rows
+
         xs, ys = _take(c, inputs, outputs, rows)
-        return _relabel(judge(c, xs, ys, invariants=invariants, ref=ref, context=context), rows)
+        with judged_rows(rows):  # a row's place in the batch (softmax's causal / ALiBi query index) is its own
+            return _relabel(judge(c, xs, ys, invariants=invariants, ref=ref, context=context), rows)
     from references import reference  # mpmath: imported on the first judged input, not with the module
 
     xs = {k: _dt.to_numpy(v) for k, v in inputs.items()}

@@ -7,6 +7,9 @@ repeated pattern (or the poison), and whose judged rows and guard bands lie on p
 judged rows' poison is counted (rows on shared chunks alias one another: their outputs race and mean nothing).
 Torch kernels get torch tensors over the same mapping (``__cuda_array_interface__``).
 
+On a CPU a Triton kernel runs in the interpreter on the same plan mapped in host memory, only the programs owning
+the judged rows run: verifier.launch.large_host (through _Mapped and _run_in here).
+
 Without that API: inputs come as SparseRows (verifier.inputs.layouts): on the device the repeated pattern is
 uploaded once and doubled by device-to-device copies down the array, then each judged row is uploaded to its place. Outputs are
 poisoned the same way (one poisoned chunk, doubled) between guard bands, as the harness (verifier.launch.harness)
@@ -65,16 +68,19 @@ def required_bytes(op_name: str, dt, M: int, N: int, params: dict, mapped: bool 
     return total
 
 
-def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool, layout) -> Outcome:
+def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool, layout,
+                  once=None) -> Outcome:
     """Run ``run`` on the large case's inputs (SparseRows for the 2-D ones) with poisoned, guarded outputs; the
-    outcome's outputs are the judged rows (SparseRows) and ``rows`` says which."""
+    outcome's outputs are the judged rows (SparseRows) and ``rows`` says which. ``once``: one run (default: device
+    memory or plain torch tensors; verifier.launch.large_host: the interpreter on aliased host memory)."""
     op = get_op(spec.op)
+    once = once or _run_once
     M, N = inputs_np["x"].shape
     rows = _lay.judged_rows(M, N, layout.wrap, layout.stride)
-    inputs_np = _restrided(spec, op, inputs_np, dt, params, layout)
-    out, counts = _run_once(run, spec, op, inputs_np, dt, params, device, 0, rows)
+    inputs_np = restrided(spec, op, inputs_np, dt, params, layout)
+    out, counts = once(run, spec, op, inputs_np, dt, params, device, 0, rows)
     if check_poison and any(c.any() for c in counts.values()):
-        _, again = _run_once(run, spec, op, inputs_np, dt, params, device, 1, rows)
+        _, again = once(run, spec, op, inputs_np, dt, params, device, 1, rows)
         counts = {k: np.where(c > 0, again.get(k, np.zeros_like(c)), 0) for k, c in counts.items()}
     for name, c in counts.items():
         if c.any():
@@ -95,7 +101,7 @@ def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
     return strided_tensors(spec, op, M, N, dt, params)
 
 
-def _restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
+def restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
     """The inputs with rows ``layout.stride`` apart where that tensor is strided, contiguous elsewhere; the
     outputs follow (an output in ``strided`` gets the stride: _run_in)."""
     if not layout.stride:
@@ -352,33 +358,22 @@ class _MappedOut(_Buffer):
         self.stride = stride
 
 
-class _Mapped:
-    """(M, N) tensors on aliased ranges (verifier.gpu.vmm), judged rows and guards private; everything else (1-D
-    tensors, the launch) through ``inner`` (_Driver or _Torch on the GPU). ``torch_views``: the kernel gets torch
-    tensors over the mappings."""
+class _DeviceMaps:
+    """Aliased device memory (verifier.gpu.vmm): chunks of the allocation granularity."""
 
-    def __init__(self, inner, rows, torch_views: bool):
+    def __init__(self):
         from verifier.gpu import vmm
 
-        self.vmm, self.inner, self.judged, self.torch_views = vmm, inner, [int(r) for r in rows], torch_views
+        self.vmm = vmm
         self.chunk = vmm.granularity()
-        self.bufs = []
+        self.shared_chunks = vmm.shared_chunks(self.chunk)
 
-    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
-        from verifier.gpu import aliasing
+    def buffer(self, plan, itemsize: int):
+        return self.vmm.MappedBuffer(plan)
 
-        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk,
-                                    self.vmm.shared_chunks(self.chunk), guard)
-        self.bufs.append(self.vmm.MappedBuffer(plan))
-        return self.bufs[-1]
-
-    def _view(self, buf, offset: int, shape, stride: int, dtype):
-        """What the kernel gets: a DeviceArray, or a torch tensor over the mapping (ints of the element's width,
-        viewed as the dtype: the array interface names no bfloat16)."""
-        from verifier.launch.cuda import DeviceArray
-
-        if not self.torch_views:
-            return DeviceArray(buf, tuple(shape), offset, None if stride == shape[1] else stride)
+    def torch_view(self, buf, offset: int, shape, stride: int, dtype):
+        """A CUDA torch tensor over the mapping (ints of the element's width, viewed as the dtype: the array
+        interface names no bfloat16)."""
         import torch
 
         isz = _dt.numpy_dtype(dtype).itemsize
@@ -390,10 +385,44 @@ class _Mapped:
         t = torch.as_tensor(_Iface(), device="cuda")
         return t.view(_dt.torch_dtype(_dt.canonical(dtype)))
 
+    def synchronize(self) -> None:
+        from verifier.gpu import libcuda
+
+        libcuda.synchronize()
+
+
+class _Mapped:
+    """(M, N) tensors on aliased ranges (``maps``: _DeviceMaps, or verifier.launch.large_host's host maps), judged
+    rows and guards private; everything else (1-D tensors, the launch) through ``inner`` (_Driver or _Torch).
+    ``torch_views``: the kernel gets torch tensors over the mappings. ``fill=False``: no pattern nor poison written
+    (a run that runs no program)."""
+
+    def __init__(self, inner, rows, maps=None, torch_views: bool = False, fill: bool = True):
+        maps = maps if maps is not None else _DeviceMaps()
+        self.maps, self.inner, self.judged, self.torch_views = maps, inner, [int(r) for r in rows], torch_views
+        self.chunk, self.fill = maps.chunk, fill
+        self.bufs = []
+
+    def _map(self, shape, stride: int, itemsize: int, guard: int = 0):
+        from verifier.gpu import aliasing
+
+        plan = aliasing.tensor_plan(shape, stride, itemsize, self.judged, self.chunk, self.maps.shared_chunks, guard)
+        self.bufs.append(self.maps.buffer(plan, itemsize))
+        return self.bufs[-1]
+
+    def _view(self, buf, offset: int, shape, stride: int, dtype):
+        """What the kernel gets: a DeviceArray, or a torch tensor over the mapping."""
+        from verifier.launch.cuda import DeviceArray
+
+        if not self.torch_views:
+            return DeviceArray(buf, tuple(shape), offset, None if stride == shape[1] else stride)
+        return self.maps.torch_view(buf, offset, shape, stride, dtype)
+
     def _put(self, buf, base: int, v: _lay.SparseRows) -> None:
         """The pattern everywhere (element e of the tensor at byte base + e*itemsize), then the judged rows."""
         isz = v.dtype.itemsize
-        buf.fill_physical(np.ascontiguousarray(v.pattern, dtype=v.dtype), base)
+        if self.fill:
+            buf.fill_physical(np.ascontiguousarray(v.pattern, dtype=v.dtype), base)
         for r, values in v.rows.items():
             buf.upload(np.ascontiguousarray(values, dtype=v.dtype), base + r * v.stride * isz)
 
@@ -417,7 +446,8 @@ class _Mapped:
         buf = self._map(shape, stride, isz, g)
         poison = np.full(GUARD_BYTES // isz, p, dtype=ints)
         if middle is None:
-            buf.fill_physical(poison)
+            if self.fill:
+                buf.fill_physical(poison)
         else:
             self._put(buf, g, middle)
             buf.upload(poison, 0)
@@ -428,9 +458,7 @@ class _Mapped:
     def run(self, run, spec, inputs, outputs, params, dt, device):
         self.inner.run(run, spec, inputs, outputs, params, dt, device)
         if self.torch_views:
-            from verifier.gpu import libcuda
-
-            libcuda.synchronize()
+            self.maps.synchronize()
 
     def guard_hits(self, b) -> list:
         if not isinstance(b, _MappedOut):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from verifier.ops.model import Contract, OpCase, Tensor
+from verifier.ops.row_numbers import row_numbers
 
 
 
@@ -41,7 +42,7 @@ def query_index(M: int, params: dict, N: int) -> np.ndarray:
     0). One home for the three places that form logits (causal, ALiBi, references/_logits.py's mpmath)."""
     q = _int_param(params, "q_len", ("N",))
     q = N if q == "N" else q
-    r = np.arange(M)
+    r = row_numbers(M)  # a large case's judged rows: their real numbers
     return (r % q if q > 0 else r) + _int_param(params, "causal_offset")
 
 

@@ -45,7 +45,8 @@ class Checker:
         self._start(spec, dt, "value", case.name)
         error = None
         try:
-            closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, self.opts.device)
+            closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, self.opts.device,
+                                        self.opts.level)
         except UserCodeError as e:
             error = e
         except SpecError as e:  # a supports() returning a bool

@@ -213,11 +213,12 @@ def values_not_checked(why: str) -> str:
             "be checked, e.g. a CUDA kernel on a GPU machine, or leave the option out)")
 
 
-def _refused(spec, dt, case, device: str) -> Optional[str]:
+def _refused(spec, dt, case, device: str, level: Optional[str] = None) -> Optional[str]:
     """Why the per-case gate closes ``case`` before its inputs are drawn (supports()'s refusal, a declared layout,
-    a device that cannot hold it), or None; a spec error is left to its test."""
+    a device that cannot hold it, a large case the level leaves to a GPU), or None; a spec error is left to its
+    test."""
     try:
-        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, device)
+        closed = gate.before_inputs(spec, dt, case.name, case.M, case.N, case.layout, device, level)
     except (UserCodeError, SpecError):
         return None
     if closed is None:
@@ -282,7 +283,7 @@ def suite_params(config, op: str, names: tuple, step: Optional[str] = None, orig
                                                marks=[pytest.mark.verifier_spec_error(str(e))]))
                     continue
                 for c in cases:
-                    refused = _refused(k, vals[1], c, device) if step else None
+                    refused = _refused(k, vals[1], c, device, v["level"]) if step else None
                     if step and not refused:
                         refused = _closed_by_inputs(k, vals[1], c, device, v["seed"])
                     if refused:

@@ -26,7 +26,11 @@ class Level:
     rows: Optional[int]  # M of every catalogue case whose M is not the point (None: each case's own M)
     sanitize_first_dtype_only: bool  # --sanitize instruments the first declared dtype only
     catalogue: str  # what the catalogue column means, for --help
-    large_index: bool = False  # the large cases (past 2^31 and 2^32 elements, > 65535 rows; GPU only; any level runs them by --case)
+    large_index: bool = False  # the large cases (past 2^31 and 2^32 elements, > 65535 rows; any level runs them by --case)
+    # on a CPU (a Triton kernel in the interpreter, verifier.launch.large_host.on_host): the large cases run there and
+    # whether on the first declared dtype only (None: all of them, every dtype); the GPU runs every one
+    large_on_cpu: Optional[tuple] = None
+    large_on_cpu_first_dtype_only: bool = False
 
     def __post_init__(self):
         if self.repeats < 2:
@@ -37,7 +41,8 @@ TABLE = {
     "quick": Level("quick", hypothesis=0, repeats=2, quick_cases_only=True, rows=None,
                    sanitize_first_dtype_only=True, catalogue="a handful of catalogue cases"),
     "ci": Level("ci", hypothesis=12, repeats=3, quick_cases_only=False, rows=None,
-                sanitize_first_dtype_only=False, catalogue="every catalogue case at small M", large_index=True),
+                sanitize_first_dtype_only=False, catalogue="every catalogue case at small M", large_index=True,
+                large_on_cpu=("large_index_2pow31",), large_on_cpu_first_dtype_only=True),
     "thorough": Level("thorough", hypothesis=60, repeats=5, quick_cases_only=False, rows=16,
                       sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows", large_index=True),
 }
@@ -57,7 +62,12 @@ def _help(lv: Level) -> str:
     drawn = f"{lv.hypothesis} Hypothesis examples per dtype" if lv.hypothesis else "no Hypothesis"
     repeats = f"{lv.repeats} determinism repeats" if lv.name == "quick" else f"{lv.repeats} repeats"
     extra = ", --sanitize on the first dtype only" if lv.sanitize_first_dtype_only else ""
-    large = ", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart: GPU only)" if lv.large_index else ""
+    large = ""
+    if lv.large_index:
+        on_cpu = ("every one" if lv.large_on_cpu is None else ", ".join(lv.large_on_cpu)) + (
+            " on the first dtype" if lv.large_on_cpu_first_dtype_only else "")
+        large = (", the large cases (past 2^31 and 2^32 elements, over 65535 rows, rows 2^31 apart: on a CPU Triton "
+                 f"kernels only, {on_cpu})")
     return f"{lv.name}: {lv.catalogue}{large}, {drawn}, {repeats}{extra}"
 
 
