@@ -18,6 +18,18 @@ ROOT = Path(__file__).resolve().parents[1]
 bf16 = ml_dtypes.bfloat16
 
 
+
+@pytest.fixture
+def interpreter():
+    """This process in Triton's interpreter (skips where triton is absent or the process runs it compiled)."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    from verifier.launch import triton as runner
+
+    if runner._active == "compiled":
+        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
+    runner.activate("interpreter")
+
 def _truncate(v):
     """float64 -> float32 -> bfloat16 by dropping the low 16 bits."""
     bits = np.asarray(v, dtype=np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
@@ -230,16 +242,9 @@ def test_bundled_torch_kernels_have_no_rounding_finding_on_the_cancellation_and_
 
 
 @pytest.mark.interpreter
-def test_triton_truncation_defect_is_caught_in_the_interpreter_and_its_twin_passes():
+def test_triton_truncation_defect_is_caught_in_the_interpreter_and_its_twin_passes(interpreter):
     """The conversion is integer arithmetic, so the interpreter computes the GPU's bits; the bundled twin rounds to
     nearest even, which the interpreter truncates: its case is replayed as compiled Triton rounds and passes."""
-    if importlib.util.find_spec("triton") is None:
-        pytest.skip("triton is not installed")
-    from verifier.launch import triton as runner
-
-    if runner._active == "compiled":
-        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
-    runner.activate("interpreter")
     from verifier.declare.registry import load_spec_file
 
     defects = {k.name: k for k in load_spec_file(ROOT / "kernels" / "defects" / "triton" / "defects.py")}
@@ -301,17 +306,10 @@ def test_the_pool_judges_only_cases_that_passed_alone_and_more_than_one():
 
 
 @pytest.mark.interpreter
-def test_triton_row_mean_toward_zero_is_found_summed_and_the_interpreters_truncation_is_not_charged():
+def test_triton_row_mean_toward_zero_is_found_summed_and_the_interpreters_truncation_is_not_charged(interpreter):
     """``.to(tl.float16, fp_downcast_rounding="rtz")`` is the kernel's rounding (the interpreter does it as asked):
     summed over the quick cases it is found. The default conversion is clean in float16, and in bfloat16, where the
     Triton interpreter truncates on its own: those results are left out of the sums, not charged to the kernel."""
-    if importlib.util.find_spec("triton") is None:
-        pytest.skip("triton is not installed")
-    from verifier.launch import triton as runner
-
-    if runner._active == "compiled":
-        pytest.skip("interpreter tests need their own process: run pytest -m interpreter")
-    runner.activate("interpreter")
     from verifier.battery import check_kernel
     from verifier.declare.registry import load_spec_file
     from verifier.results.options import Options

@@ -27,8 +27,8 @@ import numpy as np
 from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
-from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome, Unwritten, out_dtype,
-                                     signed)
+from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome, Unwritten,
+                                     confirmed_unwritten, out_dtype, signed)
 from verifier.ops import get_op
 
 CHUNK_BYTES = 1 << 28  # poison counted this many bytes of an output at a time
@@ -82,7 +82,7 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
     if check_poison and any(c.any() for c in counts.values()):
         second, again = once(run, spec, op, inputs_np, dt, params, device, 1, rows)
         counts = {k: np.where(c > 0, again.get(k, np.zeros_like(c)), 0) for k, c in counts.items()}
-        counts = {k: _confirmed(k, c, out, second, rows, op, dt, params, M, N) for k, c in counts.items()}
+        counts = {k: confirmed_unwritten(k, c, out, second, rows, op, dt, params, M, N) for k, c in counts.items()}
     for name, c in counts.items():
         if c.any():
             r = int(np.flatnonzero(c)[0])
@@ -90,26 +90,6 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
             out.unwritten[name] = Unwritten(int(c.sum()), int(np.prod(op.shape_of(name, M, N, params))), where)
     out.rows = rows
     return out
-
-
-def _confirmed(name, c, first, second, rows, op, dt, params, M: int, N: int) -> np.ndarray:
-    """Per-row counts of ``name``'s unwritten elements, element by element on the judged rows (both runs downloaded
-    them): an element is unwritten where it holds the first poison after the first run and the second after the
-    second. Counted per row only, a row of an integer output legitimately holding both poisons' values (an int8 row of
-    16384 values holds some 90s and some 60s) read as unwritten."""
-    if len(op.shape_of(name, M, N, params)) != 2 or name not in first.outputs or name not in second.outputs:
-        return c
-    dtype = out_dtype(name, op, dt, params)
-    size = _dt.numpy_dtype(dtype).itemsize
-    ints = np.dtype(INT_VIEW[size])
-    p1, p2 = (signed(POISON[dtype][i], size) for i in (0, 1))
-    c = np.array(c, copy=True)
-    for r in rows.tolist():
-        if r < len(c) and c[r]:
-            a = np.ascontiguousarray(first.outputs[name].row(r)).view(ints)
-            b = np.ascontiguousarray(second.outputs[name].row(r)).view(ints)
-            c[r] = int(((a == p1) & (b == p2)).sum())
-    return c
 
 
 def strided(spec, op, M: int, N: int, dt, params, layout) -> set:

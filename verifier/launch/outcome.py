@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from verifier import dtypes as _dt
+
 GUARD_BYTES = 4096
 
 # Two poison bit patterns per dtype (stored as the same-width signed int).
@@ -82,3 +84,23 @@ def out_dtype(name: str, op, dt, params=None) -> str:
     float32, or the dtype a param names under the kernel's ``params``), in-out tensors (residual) the input dtype,
     everything else the variant's output dtype."""
     return op.output_dtype(name, dt, params)
+
+
+def confirmed_unwritten(name, c, first, second, rows, op, dt, params, M: int, N: int) -> np.ndarray:
+    """Per-row counts of ``name``'s unwritten elements, element by element on the judged rows (both runs downloaded
+    them): an element is unwritten where it holds the first poison after the first run and the second after the
+    second. Counted per row only, a row of an integer output legitimately holding both poisons' values (an int8 row of
+    16384 values holds some 90s and some 60s) read as unwritten."""
+    if len(op.shape_of(name, M, N, params)) != 2 or name not in first.outputs or name not in second.outputs:
+        return c
+    dtype = out_dtype(name, op, dt, params)
+    size = np.dtype(_dt.numpy_dtype(dtype)).itemsize
+    ints = np.dtype(INT_VIEW[size])
+    p1, p2 = (signed(POISON[dtype][i], size) for i in (0, 1))
+    c = np.array(c, copy=True)
+    for r in rows.tolist():
+        if r < len(c) and c[r]:
+            a = np.ascontiguousarray(first.outputs[name].row(r)).view(ints)
+            b = np.ascontiguousarray(second.outputs[name].row(r)).view(ints)
+            c[r] = int(((a == p1) & (b == p2)).sum())
+    return c
