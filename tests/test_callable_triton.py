@@ -22,7 +22,8 @@ def test_callables_over_library_triton_kernels_get_true_verdicts_on_the_cpu():
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTEST_") and k not in ("TRITON_INTERPRET", "VERIFIER_TRITON_MODE")}
     r = subprocess.run([sys.executable, "-m", "verifier.cli", "check",
-                        str(ROOT / "tests/data/autotune_elsewhere/callable_spec.py"), "--device", "cpu", "--level",
+                        str(ROOT / "tests/data/autotune_elsewhere/callable_spec.py"),
+                        str(ROOT / "tests/data/callable_boolops/spec.py"), "--device", "cpu", "--level",
                         "quick", "--format", "json", "--no-progress"], capture_output=True, text=True, env=env,
                        timeout=600, cwd=ROOT)
     kernels = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
@@ -34,4 +35,8 @@ def test_callables_over_library_triton_kernels_get_true_verdicts_on_the_cpu():
     values = [f for f in tuned["findings"] if f["check"] == "value"]
     assert tuned["verdict"] == "fail" and values, tuned.get("error")
     assert all("of 3 (_rowsum_lib: BLOCK=32" in f["message"] for f in values), values[0]["message"]
+    gap = kernels["callable-rowsum-python-and"]  # its library kernel masks with Python `and`: interpreted, the mask
+    value = gap["checks"]["f32"]["value"]  # reads past the row; no case is judged (the first, which showed the
+    assert gap["verdict"] == "unchecked" and not gap["findings"], gap["findings"]  # kernel, neither), none passes
+    assert value.startswith("skipped(") and "Python `and`" in value and "rowsum_pyand.py:12" in value, value
     assert r.returncode == 1, r.stderr[-2000:]

@@ -199,11 +199,12 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 def interpreter_source_gap(spec, device) -> Optional[str]:
     """What the kernel's source does that the Triton interpreter runs differently from compiled Triton, whatever
     the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors), or None."""
-    if not spec.interpreted(device) or not spec.uses_triton:  # a callable's library kernels: no module read here
+    if not spec.interpreted(device):
         return None
     from verifier.launch.triton_boolops import tensor_boolops
 
-    where = tensor_boolops(spec.module_path(), spec.launcher)
+    # a TritonKernel's module from its launcher; a callable's library kernels, each from its own file
+    where = [w for path, entry in spec.triton_sources() for w in tensor_boolops(path, entry)]
     if not where:
         return None
     more = f" and {len(where) - 1} more" if len(where) > 1 else ""
@@ -306,6 +307,9 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
                           f"{str(original).splitlines()[0][:160]}); {how}")
                 return Closed(INTERPRETER, reason, f"case {name} not run: {reason}")
         return None
+    gap = interpreter_source_gap(spec, device)  # a callable's library kernels are known once they ran: the run that
+    if gap:  # showed them (the first) is not judged either
+        return Closed(INTERPRETER, gap, f"case {name} not judged: {gap}")
     bf16_ops = sorted(op for op in bf16_ops if op not in (ROUNDED, ROUNDED_FP8, ALL_NAN_ARG))  # values replays them
     if bf16_ops:
         ops = ", ".join(bf16_ops)

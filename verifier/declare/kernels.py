@@ -149,6 +149,10 @@ class KernelSpec:
         """Whether it runs in an interpreter on ``device`` (Triton on the CPU): the interpreter's caveats apply."""
         return self.uses_triton and device == "cpu"
 
+    def triton_sources(self) -> list:
+        """(source file, entry name) whose @triton.jit code it runs, for the interpreter's source scans: none."""
+        return []
+
     def runs_on_gpu(self, device: str) -> bool:
         """Whether its checks launch work on the GPU on ``device``."""
         return self.builds_source or (device == "cuda" and self.uses_triton)
@@ -401,14 +405,19 @@ class TritonKernel(KernelSpec):
             p = Path(self.origin).parent / p
         return p
 
+    def triton_sources(self) -> list:
+        return [(str(self.module_path()), self.launcher)]
 
-_LAUNCHED_TRITON: set = set()  # (origin, name) of callables seen launching Triton kernels in this process's interpreter
+
+_LAUNCHED_TRITON: dict = {}  # (origin, name) of a callable seen launching Triton kernels in this process's
+# interpreter -> the (source file, function name) of the @triton.jit functions it ran
 
 
-def mark_launched_triton(spec) -> None:
-    """The callable ran a Triton kernel in the interpreter (verifier.launch.callable): its checks take the
-    interpreter's caveats from then on (the refusal probe runs before the values)."""
-    _LAUNCHED_TRITON.add((spec.origin, spec.name))
+def mark_launched_triton(spec, functions=()) -> None:
+    """The callable ran Triton kernels (``functions``: their source file and name) in the interpreter
+    (verifier.launch.callable): its checks take the interpreter's caveats from then on (the refusal probe runs
+    before the values), its kernels' sources included."""
+    _LAUNCHED_TRITON.setdefault((spec.origin, spec.name), set()).update(functions)
 
 
 @dataclass(frozen=True)
@@ -438,6 +447,10 @@ class CallableKernel(KernelSpec):
         """A callable launching Triton kernels (a library's torch function over its own Triton kernels) runs them
         in the interpreter on the CPU, with a TritonKernel's caveats; known once it has run there."""
         return device == "cpu" and (self.origin, self.name) in _LAUNCHED_TRITON
+
+    def triton_sources(self) -> list:
+        """The @triton.jit functions it was seen running (its library's kernels), each from its own file."""
+        return sorted(_LAUNCHED_TRITON.get((self.origin, self.name), ()))
 
     def device_reason(self, device: str) -> Optional[str]:
         return None if self.device in ("any", device) else f"callable declared for {self.device}, device is {device}"

@@ -74,7 +74,7 @@ def _triton_interpreter(spec, device):
     with np.errstate(all="ignore"), watch(), interpreted() as launched:  # numpy computes; inf/NaN expected
         yield
     if launched.seen:
-        mark_launched_triton(spec)
+        mark_launched_triton(spec, launched.functions)
 
 
 def _returned(spec, what: str, fix: str) -> UserCodeError:

@@ -29,9 +29,14 @@ def _function_of(metadata):
 
 
 class Launched(list):
-    """The compiled kernels launched (``launches``), and ``seen``: how many launches Triton saw at all."""
+    """The compiled kernels launched (``launches``), and ``seen``: how many launches Triton saw at all;
+    ``functions``: (source file, name) of the ``@triton.jit`` functions the interpreter ran (``interpreted``)."""
 
     seen = 0
+
+    def __init__(self):
+        super().__init__()
+        self.functions = set()
 
 
 @contextlib.contextmanager
@@ -45,6 +50,10 @@ def interpreted():
     def counting_run(self, *args, **kwargs):
         if not kwargs.get("warmup", False):
             found.seen += 1
+            fn = getattr(self, "fn", None)
+            code = getattr(fn, "__code__", None)
+            if code is not None:
+                found.functions.add((code.co_filename, fn.__name__))
         return run(self, *args, **kwargs)
 
     InterpretedFunction.run = counting_run
