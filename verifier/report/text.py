@@ -95,7 +95,8 @@ def _notes(result) -> list:
             out += ["", f"-- {r.spec.name}: notes"] + [f"  {n}" for n in shown]
         else:
             out.append(f"note: {r.spec.name}: {len(shown)} catalogue case(s) not run (refused by its supports(), "
-                       "not representable here, or left out by a declared contract); --verbose lists them")
+                       "not representable here, or left out by a declared contract) or whose values no bound could "
+                       "judge; --verbose lists them")
     if out and not verbose:
         out.insert(0, "")
     return out

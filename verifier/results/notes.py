@@ -4,7 +4,7 @@ words.
 
 Kinds: ``contract`` (a declared or inferred contract: the text report always shows it), ``case-not-run``
 (a catalogue case or drawn input left out: refused by supports(), not representable here, or excluded by
-a declared contract; the text report counts them), ``info`` (everything else: resources per entry,
+a declared contract; or one that ran but whose values no error bound could judge; the text report counts them), ``info`` (everything else: resources per entry,
 timings, unused suppressions; listed with --verbose). A plain ``str`` note is ``info``.
 """
 from __future__ import annotations
