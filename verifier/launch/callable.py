@@ -71,10 +71,12 @@ def _triton_interpreter(spec, device):
     from verifier.launch.interpreter import watch
     from verifier.launch.triton_capture import interpreted
 
-    with np.errstate(all="ignore"), watch(), interpreted() as launched:  # numpy computes; inf/NaN expected
-        yield
-    if launched.seen:
-        mark_launched_triton(spec, launched.functions)
+    try:
+        with np.errstate(all="ignore"), watch(), interpreted() as launched:  # numpy computes; inf/NaN expected
+            yield
+    finally:  # a kernel that raised in the interpreter ran too: its gaps (gate.after_run) apply to that run
+        if launched.seen:
+            mark_launched_triton(spec, launched.functions)
 
 
 def _returned(spec, what: str, fix: str) -> UserCodeError:
