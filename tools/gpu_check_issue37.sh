@@ -19,6 +19,7 @@
 #   detection  every defect only a GPU catches without a GPU result yet, one process each, then the
 #              assert_close column for them: detection-gpu-37.json / assert-close-gpu-37.json for
 #              kernels/defects/results/
+#   pytest     the whole test suite on the GPU (-n 16), skip reasons listed (-rs)
 #   bench      verifier bench of the families' kernels beside the torch compositions and third-party kernels
 #              (alone on the GPU, last)
 set -uo pipefail
@@ -57,6 +58,11 @@ step() {  # step NAME CMD...: CMD's output to $LOGS/NAME.log; a PASS / FAIL line
   local t0=$SECONDS
   if "$@" > "$LOGS/$name.log" 2>&1; then echo "PASS $name ($((SECONDS - t0)) s)"
   else echo "FAIL $name ($((SECONDS - t0)) s; rc $?)"; tail -n 25 "$LOGS/$name.log" | sed "s/^/  $name| /"; fi
+  pack
+}
+pack() {  # the logs so far into $OUT (a call stopped at its limit still brings back every step that ended)
+  tar czf "$OUT/.logs.$BASHPID.tgz" -C "$LOGS" --exclude=site --exclude='*.cubin' . 2>/dev/null
+  mv -f "$OUT/.logs.$BASHPID.tgz" "$OUT/logs.tgz"
 }
 want() { [[ " ${STEPS[*]} " == *" $1 "* ]]; }
 
@@ -173,6 +179,13 @@ sys.exit(f"not as declared: {bad}" if bad else 0)
 PYEOF
 }
 
+full_pytest() {
+  PYTHONPATH=$WITH_SITE "$PY" -m pytest -q -p no:cacheprovider -n 16 -rs > "$LOGS/pytest.txt" 2>&1
+  local rc=$?
+  tail -n 80 "$LOGS/pytest.txt"
+  return $rc
+}
+
 bench() {
   PYTHONPATH=$WITH_SITE "$PY" -m verifier.cli bench "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer \
     kernels/third_party/liger --against kernels/torch --shape 16384x256 --shape 8192x4096 --dtype bf16 \
@@ -193,8 +206,9 @@ want extras && { step extras extras & pids+=($!); }
 want sanitize && { step sanitize sanitize & pids+=($!); }
 want detection && { step detection detection & pids+=($!); }
 for p in "${pids[@]}"; do wait "$p"; done
+want pytest && step pytest full_pytest
 want bench && step bench bench
 { cat "$LOGS/env.txt"; for f in "$LOGS"/*.log; do echo "=== $(basename "$f")"; tail -n 60 "$f"; done; } > "$OUT/summary.txt"
 cp "$LOGS"/main_ci.json "$LOGS"/bench.md "$OUT/" 2>/dev/null
-tar czf "$OUT/logs.tgz" -C "$LOGS" --exclude=site --exclude='*.cubin' . 2>/dev/null
+pack
 ls -la "$OUT"
