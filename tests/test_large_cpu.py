@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from op_registry import registry  # noqa: F401 (the fixture)
 
 from verifier.gpu import aliasing
 from verifier.launch import host_alias
@@ -266,16 +267,20 @@ def test_a_batch_judged_in_part_keeps_its_rows_places():
     assert verdict.ok, verdict.comparison
 
 
-def test_a_large_case_drawing_past_its_share_of_host_memory_is_not_drawn(monkeypatch):
-    """An op's own maker may draw an input whole (a softmax's (M, N) mask: 17 GB of float64 at 2^31 elements; the
-    gate refuses it before the draw, and rmsnorm_quant's static scale once computed over the whole x and ended a run
-    by the kernel's OOM kill): the draw is capped, and past the cap the case is not run (DrawTooLarge) instead. Here
-    the cap is 256 MB and the case rows_past_65535 (the mask: 537 MB)."""
-    from verifier.declare.registry import load_spec_file
+def test_a_large_case_drawing_past_its_share_of_host_memory_is_not_drawn(monkeypatch, registry):
+    """An op's own maker may compute over the whole (M, N) x (rmsnorm_quant's static scale once did, 50 GB of float64
+    at 2^31 elements, and ended a run by the kernel's OOM kill): the draw is capped, and past the cap the case is not
+    run (DrawTooLarge) instead. Here the cap is 256 MB and the case rows_past_65535 (x: 537 MB of float64)."""
     from verifier.inputs import cases as C
+    from verifier.ops import register
+    from verifier.spec import Op, Tensor, TritonKernel, dtypes
 
-    spec = next(k for k in load_spec_file(os.path.join(ROOT, "kernels", "triton", "masked_softmax_spec.py"))
-                if k.name == "triton-masked-softmax")
+    def whole_scale(rng, x, params, policy):  # reads every element of x
+        return np.array([np.abs(np.asarray(x, dtype=np.float64)).max() + 1.0])
+
+    op = register(Op("whole_scale", inputs={"x": "MxN", "s": Tensor("1", "scale", dtype="float32", make=whole_scale)},
+                     outputs={"y": "MxN"}, reference=lambda i, p: {"y": i["x"]}))
+    spec = TritonKernel(name="t", op=op.name, module="k.py", launcher="go", dtypes=[dtypes("f32")])
     dt = spec.dtypes[0]
     case = next(c for c in C.cases_for(spec, dt, "thorough") if c.name == "rows_past_65535")
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -286,6 +291,38 @@ def test_a_large_case_drawing_past_its_share_of_host_memory_is_not_drawn(monkeyp
     with pytest.raises(C.DrawTooLarge, match="host memory"):
         C.draw(spec, dt, case, 0)
     assert resource.getrlimit(resource.RLIMIT_AS) == before  # the cap is lifted again
+
+
+@pytest.mark.parametrize("path, name, tensor", [
+    (os.path.join("kernels", "triton", "masked_softmax_spec.py"), "triton-masked-softmax", "mask"),
+    (os.path.join("kernels", "torch", "spec.py"), "torch-ce-soft", "target"),
+])
+def test_an_ops_own_mn_maker_draws_sparse_rows_in_a_large_case(monkeypatch, path, name, tensor):
+    """A softmax's (M, N) mask and a soft-label cross entropy's target come from the op's own maker; in a large case
+    they are SparseRows like x (the judged rows drawn by the maker, a pattern elsewhere), not 17 GB of float64 each
+    (16 parallel checks on the H200's 128 GB host ran out of memory): drawn under a 256 MB cap, and the judged
+    rows keep the maker's contract (a mask keeps its last column, a target row sums to 1)."""
+    from verifier.declare.registry import load_spec_file
+    from verifier.inputs import cases as C
+    from verifier.inputs.layouts import SparseRows, judged_rows
+
+    specs = load_spec_file(os.path.join(ROOT, path))
+    spec = next(k for k in specs if k.name == name)
+    dt = spec.dtypes[0]
+    case = next(c for c in C.cases_for(spec, dt, "thorough") if c.name == "large_index_2pow31")
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    monkeypatch.setattr(C, "DRAW_SHARE", (256 << 20) / physical)
+    got = C.draw(spec, dt, case, 0)
+    t = got[tensor]
+    assert isinstance(t, SparseRows) and t.shape == got["x"].shape, type(t)
+    M, N = t.shape
+    rows = judged_rows(M, N, case.layout.wrap, case.layout.stride)
+    assert sorted(t.rows) == rows.tolist()
+    held = np.stack([t.rows[r] for r in rows.tolist()]).astype(np.float64)
+    if tensor == "mask":
+        assert (held[:, -1] == 0).all() and np.isneginf(held).any()
+    else:
+        assert np.allclose(held.sum(axis=1), 1.0, atol=1e-2)
 
 
 def test_an_int8_output_holding_both_poisons_values_is_not_unwritten(interpreter):

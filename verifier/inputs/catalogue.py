@@ -321,18 +321,22 @@ def maker(M: int, N: int, sampler_factory: Callable[[np.random.Generator], Sampl
     return make
 
 
-def _inputs(rng, dtypes, op: str, params, M: int, N: int, data: Callable, label_rows: Callable, policy) -> dict:
+def _inputs(rng, dtypes, op: str, params, M: int, N: int, data: Callable, label_rows: Callable, policy,
+            made_rows: Callable | None = None) -> dict:
     """Every input of ``op``, in its order (the draws' order is the seed's contract): ``data(name, dtype)`` for the
     (M, N) data roles (other data shapes: normal values), weights and biases in their own dtype, scales positive
     (0.5 + U[0, 1)), labels and indices from their role's maker given ``label_rows(inputs so far)`` (default:
-    uniform in [0, N))."""
+    uniform in [0, N)). ``made_rows(make, dtype, params)``: an (M, N) input of the op's own maker (a mask), when
+    given (a large case's SparseRows)."""
     dts, opdef, out = _as_dtypes(dtypes), get_op(op), {}
     merged = {**opdef.params, **(params or {})}
     for t in opdef.inputs:
         role = opdef.role(t)
         dtype = opdef.input_dtype(t, dts, params)  # weights: their own dtype
         shape = opdef.shape_of(t, M, N, merged)
-        if role.make is not None:  # the op's own maker (labels, a mask): sees the x drawn so far
+        if role.make is not None and made_rows is not None and tuple(shape) == (M, N):
+            out[t] = made_rows(role.make, dtype, merged)
+        elif role.make is not None:  # the op's own maker (labels, a mask): sees the x drawn so far
             out[t] = _cast(np.asarray(role.make(rng, label_rows(out), merged, policy)), dtype)
         elif role.kind == "labels":
             out[t] = rng.integers(0, N, size=shape).astype(_dt.numpy_dtype(dtype))
@@ -435,8 +439,9 @@ _LAYOUT_CASES = [
      "into a larger buffer): vector loads chosen from N alone fault", 4, 1024, _lay.UNALIGNED),
 ]
 def sparse_maker(M: int, N: int, wrap: int, stride=None):
-    """``make`` of a large case (verifier.inputs.large_family): data roles as SparseRows (a PATTERN-element random pattern repeated, the judged
-    rows drawn on their own), weights and biases as usual, labels random (1-D: held whole)."""
+    """``make`` of a large case (verifier.inputs.large_family): data roles, and (M, N) inputs of an op's own maker (a
+    mask), as SparseRows (a PATTERN-element pattern repeated, the judged rows drawn on their own: a whole float64
+    mask would be 17 GB at 2^31 elements), weights and biases as usual, labels random (1-D: held whole)."""
     def make(rng: np.random.Generator, dtypes, op: str, params: dict | None = None) -> dict:
         dt = _as_dtypes(dtypes).input
 
@@ -446,7 +451,16 @@ def sparse_maker(M: int, N: int, wrap: int, stride=None):
             own = _cast(rand_normal(rng)((len(judged), N), dt), dt)
             return _lay.SparseRows((M, N), pattern.dtype, dict(zip(judged.tolist(), own)), pattern, stride)
 
-        return _inputs(rng, dtypes, op, params, M, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None)
+        def made(make, dtype, merged):  # a mask, say: its maker run on the judged rows, and on rows for the pattern
+            judged = _lay.judged_rows(M, N, wrap, stride)
+            own = _cast(np.asarray(make(rng, np.zeros((len(judged), N)), merged, None)), dtype)
+            rows = -(-_lay.PATTERN // N)
+            pattern = _cast(np.asarray(make(rng, np.zeros((rows, N)), merged, None)), dtype).reshape(-1)
+            return _lay.SparseRows((M, N), pattern.dtype, dict(zip(judged.tolist(), own)), pattern[:_lay.PATTERN],
+                                   stride)
+
+        return _inputs(rng, dtypes, op, params, M, N, data, lambda out: np.broadcast_to(np.float64(0.0), (M, N)), None,
+                       made)
     return make
 
 

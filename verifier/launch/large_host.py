@@ -31,8 +31,8 @@ def on_host(spec, device: str) -> bool:
 
 def drawn_whole(op_name: str, M: int, N: int, params: dict) -> list:
     """The inputs of a large case drawn whole on the host (names and elements): those of BIG elements or more that are
-    not data rows (verifier.inputs.catalogue.sparse_maker draws only those as SparseRows: a mask, say, is drawn as
-    an (M, N) float64 array, 17 GB at 2^31 elements)."""
+    neither (M, N) data rows nor (M, N) inputs of an op's own maker (verifier.inputs.catalogue.sparse_maker draws
+    those as SparseRows)."""
     from verifier.launch.host_watch import BIG
 
     op = get_op(op_name)
@@ -41,7 +41,11 @@ def drawn_whole(op_name: str, M: int, N: int, params: dict) -> list:
     for t in op.inputs:
         role = op.role(t)
         n = int(np.prod(op.shape_of(t, M, N, merged), dtype=np.float64))
-        if n >= BIG and (role.make is not None or role.kind != "data" or role.shape != "rows"):
+        if role.make is not None:
+            sparse = tuple(op.shape_of(t, M, N, merged)) == (M, N)
+        else:
+            sparse = role.kind == "data" and role.shape == "rows"
+        if n >= BIG and not sparse:
             whole.append((t, n))
     return whole
 
