@@ -27,6 +27,7 @@ from verifier.inputs import layouts as _lay
 from verifier.launch.interpreter import ALL_NAN_ARG, ROUNDED, ROUNDED_FP8
 
 REFUSED, INTERPRETER, CONTRACT, DEVICE = "refused", "interpreter", "contract", "device"
+TRITON = "triton"  # the installed Triton lacks an API the kernel calls (compiled or interpreted alike)
 NO_STRIDE = "not checked: the launch passes no row stride (name one, e.g. 'x.stride', to be checked on strided rows)"
 
 
@@ -273,7 +274,35 @@ INTERPRETER_GAPS = (
     (lambda e: any("_semantic` argument must be provided outside of JIT functions" in str(c) for c in _causes(e)),
      "the kernel calls a Triton builtin through a name the interpreter does not patch (an alias such as "
      "cast = tl.cast at module level): compiled Triton resolves it, the interpreter calls the bare function"),
+    (lambda e: any(isinstance(c, NotImplementedError) and "not supported in interpreter mode" in str(c)
+                   for c in _causes(e)),
+     "the kernel uses inline PTX (tl.inline_asm_elementwise) or an external library call, which the interpreter "
+     "cannot run"),
 )
+
+
+def _raised_in_triton_language(e: BaseException) -> bool:
+    """Whether ``e`` was raised by triton.language itself (the innermost frame of its traceback lies there)."""
+    import traceback
+    from pathlib import Path
+
+    frames = traceback.extract_tb(e.__traceback__)
+    return bool(frames) and "language" in Path(frames[-1].filename).parts and "triton" in Path(frames[-1].filename).parts
+
+
+def missing_triton_api(fault) -> Optional[str]:
+    """A case the kernel could not run because it calls a Triton API the installed Triton does not implement
+    (a NotImplementedError raised by triton.language: Triton 3.9 removed tl.make_block_ptr / tl.advance in favour
+    of tensor descriptors, and FLA's norms still use them). It is not the kernel's defect and not the
+    interpreter's gap (compiled Triton of that release fails the same): the case is not run, said so, on any
+    device; other shapes, which may take another path of the kernel, still run."""
+    original = getattr(fault, "original", fault)
+    for c in _causes(original):
+        if isinstance(c, NotImplementedError) and _raised_in_triton_language(c):
+            return (f"the kernel calls a Triton API that the installed Triton {_triton_version()} does not provide "
+                    f"(NotImplementedError: {str(c).splitlines()[0][:160]}); run it with the Triton release it was "
+                    "written for, or port it to the API the message names")
+    return None
 
 
 def _triton_version() -> str:
@@ -294,6 +323,9 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
     """The gate after a case ran in the Triton interpreter: the kernel raised ``fault`` (a
     verifier.launch.harness.KernelFault) in a way only the interpreter does, or the interpreter did bfloat16
     arithmetic on raw bits (``bf16_ops``, from verifier.launch.interpreter.recording). None: judge the case."""
+    missing = missing_triton_api(fault) if fault is not None else None
+    if missing is not None:  # any device: compiled Triton of this release lacks it too
+        return Closed(TRITON, missing, f"case {name} not run: {missing}")
     if not spec.interpreted(device):
         return None
     how = "run compiled on a GPU to check it"

@@ -149,11 +149,18 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
     rows = np.arange(M)[:, None]
     outside = np.zeros((M, k), dtype=bool)
     ranked = s
+    ranked_e, sj, ej = e, s[rows, safe], e[rows, safe]
     if groups is not None:  # judged against a right group choice that makes the picks right, if any
-        n, tg, how, u = groups
-        allowed, G, eG = _groups.allowed_experts(s, e, safe, judged, n, tg, how, u, k)
-        ranked = np.where(allowed, s, -np.inf)
-        outside = judged[:, None] & inrange & ~allowed[rows, safe]
+        *grouping, u = groups
+        n, tg, how = grouping[:3]
+        fill = grouping[3] if len(grouping) > 3 else -np.inf  # a Selection's groups() of (n, tg, how): -inf
+        allowed, G, eG = _groups.allowed_experts(s, e, safe, judged, n, tg, how, u, k, fill)
+        ranked = np.where(allowed, s, fill)
+        if fill == -np.inf:
+            outside = judged[:, None] & inrange & ~allowed[rows, safe]
+        else:  # a dropped group's expert ranks as exactly `fill` (group_fill='zero'): judged as such below
+            ranked_e = np.where(allowed, e, 0.0)
+            sj, ej = ranked[rows, safe], ranked_e[rows, safe]
         T = -np.sort(-np.where(judged[:, None], G, 0.0), axis=1)[:, tg - 1]
         eT = np.where(G == T[:, None], eG, 0.0).max(axis=1)
         size = E // n
@@ -161,10 +168,9 @@ def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, 
             g = int(safe[r, p]) // size
             wrong.append(Pick((int(r), int(p)), int(idx[r, p]), float(G[r, g]), float(T[r]),
                               float(eG[r, g] + eT[r]), "group", g))
-    sj, ej = s[rows, safe], e[rows, safe]
     free = inrange & np.isnan(sj)  # picks of NaN-scored experts
     # the slots left to the non-NaN experts: their (k - free picks)-th largest is the boundary
-    t, e_t = _kth(np.where(judged[:, None], ranked, 0.0), e, k - free.sum(axis=1))
+    t, e_t = _kth(np.where(judged[:, None], ranked, 0.0), ranked_e, k - free.sum(axis=1))
     ranked_pick = judged[:, None] & inrange & ~free
     # each ranked pick against the ranked pick before it (free picks in between are skipped)
     last = np.maximum.accumulate(np.where(ranked_pick, np.arange(k), -1), axis=1)

@@ -4,7 +4,10 @@ by what the picks rank (gate, or gate + bias), ``group_score="max"`` (V2: its la
 sum of its two largest; ``None``, the default, takes vLLM's rule: top2_sum with a bias, max without); the
 ``topk_group`` best groups are kept and the k picks are the top k over the experts of the kept groups only.
 
-params: n_group=1 (no grouping: the op as before), topk_group (required once n_group > 1), group_score.
+params: n_group=1 (no grouping: the op as before), topk_group (required once n_group > 1), group_score,
+group_fill='-inf' (what the dropped groups' experts rank as: '-inf', vLLM's and SGLang's torch paths; 'zero',
+Hugging Face's DeepseekV3 router masked_fill(..., 0.0), which lmdeploy's fused_noaux_tc keeps: where every kept
+expert's gate + bias is below 0, dropped experts, all tied at 0, are picked).
 The judge's group stage is verifier.judge.group_choice; the params, the reference's group mask and the cases live
 here."""
 from __future__ import annotations
@@ -18,10 +21,12 @@ from verifier.ops.samplers import fit as _fit, normal as _normal
 
 
 GROUP_SCORES = ("max", "top2_sum")
+GROUP_FILLS = {"-inf": -np.inf, "zero": 0.0}  # group_fill: the score a dropped group's experts rank with
 
 
 def grouping(p: dict) -> Optional[tuple]:
-    """(n_group, topk_group, group_score) of a grouped selection, or None (n_group 1: no grouping)."""
+    """(n_group, topk_group, group_score, fill) of a grouped selection, or None (n_group 1: no grouping); fill is
+    the float the dropped groups' experts rank with (GROUP_FILLS)."""
     n = p.get("n_group", 1)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise SpecError(f"topk_softmax: n_group={n!r}", fix="give an int n_group >= 1 (1: no grouping)")
@@ -34,7 +39,10 @@ def grouping(p: dict) -> Optional[tuple]:
     how = p.get("group_score") or ("top2_sum" if p.get("bias") else "max")
     if how not in GROUP_SCORES:
         raise SpecError(f"topk_softmax: group_score={how!r}", fix=f"use one of {', '.join(GROUP_SCORES)}")
-    return n, tg, how
+    fill = p.get("group_fill") or "-inf"
+    if fill not in GROUP_FILLS:
+        raise SpecError(f"topk_softmax: group_fill={fill!r}", fix=f"use one of {', '.join(map(repr, GROUP_FILLS))}")
+    return n, tg, how, GROUP_FILLS[fill]
 
 
 def refusal(N: int, p: dict) -> Optional[str]:
@@ -42,7 +50,7 @@ def refusal(N: int, p: dict) -> Optional[str]:
     g = grouping(p)
     if g is None:
         return None
-    n, tg, how = g
+    n, tg, how, _ = g
     if N % n:
         return f"E={N} experts do not split into n_group={n} groups"
     if how == "top2_sum" and N // n < 2:
@@ -65,7 +73,7 @@ def kept_experts(choice, p: dict):
     g = grouping(p)
     if g is None:
         return None
-    n, tg, how = g
+    n, tg, how, _ = g
     gs = group_scores(choice, n, how)
     keep = torch.zeros_like(gs, dtype=torch.bool).scatter(1, torch.topk(gs, tg, dim=-1).indices, True)
     return keep.repeat_interleave(choice.shape[-1] // n, dim=-1)
@@ -136,7 +144,8 @@ def _cases():
                "top-2 sum of sigmoid gates loses (DeepSeek-V3 must not pick it; V2's max keeps it)", 4, 256, _rows_of(_lone_best),
                policy="gates_only"),
         OpCase("topk_grouped_negative_choice", "bias near -2: every gate + bias below 0; a kernel masking the "
-               "dropped groups with 0 instead of -inf picks them", 4, 256, _normal, policy="negative_choice",
+               "dropped groups with 0 instead of -inf picks them (and one masking with -inf under group_fill='zero' "
+               "does not)", 4, 256, _normal, policy="negative_choice",
                needs=("bias",)),
     )
 

@@ -107,7 +107,7 @@ def reference(inputs, p):
     choice = _choice(inputs, g)
     kept = _grouped.kept_experts(choice, p)
     if kept is not None:
-        choice = choice.masked_fill(~kept, float("-inf"))
+        choice = choice.masked_fill(~kept, _grouped.grouping(p)[3])
     indices = torch.topk(choice, _k(x, p), dim=-1).indices
     return {"values": _scaled(_renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
 
@@ -273,7 +273,7 @@ OPDEF = Op(
     outputs={"values": Tensor("Mxk", dtype="values_dtype"), "indices": Tensor("Mxk", dtype="index_dtype")},
     params={"k": 8, "renormalize": False, "gate": "softmax", "index_dtype": "int32", "bias": None, "scaling": 1.0,
             "sorted": True, "values_dtype": "float32", "zero_sum": None,
-            "n_group": 1, "topk_group": None, "group_score": None},
+            "n_group": 1, "topk_group": None, "group_score": None, "group_fill": "-inf"},
     contract_params={"zero_sum": ZERO_SUM},
     reference=reference,
     selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted", groups=_grouped.grouping),
