@@ -109,3 +109,13 @@ def test_the_rmsnorm_offset_twins_are_caught_on_the_cpu(name):
     specs = {s.name: s for s in load_spec_file(str(ROOT / "kernels/defects/cuda/defects.py"))}
     assert _wraps(_lint(specs[name]))
     assert not _lint(specs["cuda-rmsnorm-rows"]).findings
+
+
+def test_each_build_of_a_kernel_with_per_dtype_defines_reports_its_findings():
+    # llm.c's layernorm_forward_kernel3 (floatX from -DENABLE_FP16 ...): a finding in the first build's group was
+    # an internal error in the second ('str' object is not callable: a local variable shadowed an import)
+    base = _spec("int_offset_bad")
+    spec = CudaKernel(name="per-dtype-defines", op="reduce_sum", source=str(SRC), launches=base.launches,
+                      dtypes=[dtypes("f32"), dtypes("f16")], defines=lambda dt: {f"X_{dt.tag.upper()}": True})
+    r = _lint(spec)
+    assert sorted(f.dtype for f in _wraps(r)) == ["f16", "f32"], [f.message for f in r.findings]
