@@ -9,7 +9,7 @@ import pytest
 from verifier.declare.args import Stride, Struct
 from verifier.lint.step import lint_spec
 from verifier.results.kernel import KernelReport
-from verifier.spec import CudaKernel, Launch, dtypes
+from verifier.spec import CudaKernel, Launch, Scalar, dtypes
 from verifier.toolchain.nvcc import nvcc_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,3 +119,17 @@ def test_each_build_of_a_kernel_with_per_dtype_defines_reports_its_findings():
                       dtypes=[dtypes("f32"), dtypes("f16")], defines=lambda dt: {f"X_{dt.tag.upper()}": True})
     r = _lint(spec)
     assert sorted(f.dtype for f in _wraps(r)) == ["f16", "f32"], [f.message for f in r.findings]
+
+
+def test_launches_that_cannot_be_made_at_an_accepted_large_shape_are_not_read_as_refused():
+    # ggml's group_norm_f32 takes `int ne_elements`: a spec passing Scalar("int32", M * N) cannot launch past 2^31
+    # elements; the lint judged nothing there and said nothing (or "supports() refuses the large shapes")
+    def launches(M, N, dt, params):
+        return [Launch(entry="int_offset_bad", grid=(M,), block=(256,), args=("x", "y", Scalar("int32", M * N), "N"))]
+
+    spec = CudaKernel(name="int-total", op="reduce_sum", source=str(SRC), launches=launches, dtypes=[dtypes("f32")])
+    r = _lint(spec)
+    (f,) = _wraps(r, "warning")
+    head = f.message.splitlines()[0]
+    assert "the spec's launches cannot be made there (large_index_2pow31 at" in head, head
+    assert "out of range for int32" in head and "refuses" not in head.split("cannot be made")[0], head

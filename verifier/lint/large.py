@@ -75,14 +75,16 @@ def _shapes(spec, dt):
 
 
 def large_launches(spec, dts) -> tuple:
-    """({entry: (LargeLaunch, ...)}, why the large shapes are refused): the launches at the large shapes that
-    ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports`` refuses every one of them."""
+    """({entry: (LargeLaunch, ...)}, why the large shapes are refused, why their launches cannot be made): the
+    launches at the large shapes that ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports``
+    refuses every one of them; the last is '' unless no launch could be made and the spec's launches failed at a
+    shape ``supports`` accepts (an argument its C type cannot hold: ggml's ``int ne_elements`` given M·N)."""
     from verifier.declare.args import LaunchLayout, alignment_of
     from verifier.inputs.layouts import CONTIGUOUS
     from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors, takes_layout
 
     out: dict = {}
-    refused, accepted = "", False
+    refused, unbound, accepted = "", "", False
     params = spec.op_params()
     takes = takes_layout(spec.launches)
     for dt in dts:
@@ -110,8 +112,13 @@ def large_launches(spec, dts) -> tuple:
                                      tuple(_label(a) for a in launch.args))
                     out.setdefault(launch.entry, {})[ll] = None
                     accepted = True
-            except (VerifierError, ArithmeticError, TypeError, ValueError):
+            except (VerifierError, ArithmeticError, TypeError, ValueError) as e:
                 # the spec's supports / launches / workspace counts failing at this shape: the large case reports
-                # it where it runs (and the probe shapes, where the build step binds every launch)
+                # it where it runs (and the probe shapes, where the build step binds every launch); said here too,
+                # lest a shape supports() accepted read as refused
+                if why is None and not unbound:
+                    unbound = f"{case} at {M}x{N}: {getattr(e, 'message', None) or e}"
                 continue
-    return {e: tuple(ls) for e, ls in out.items()}, "" if accepted else refused
+    if accepted:
+        return {e: tuple(ls) for e, ls in out.items()}, "", ""
+    return {}, "" if unbound else refused, unbound

@@ -292,6 +292,12 @@ class OffsetCheck:
                          at=at, other=access.idx, other_role="global access")
         if known:
             return None  # within 32 bits at every large shape the spec accepts
+        if facts.unbound:
+            return Issue("offset-wrap", "warning",
+                         f"{head}; cannot decide whether it does at the large shapes supports() accepts: the spec's "
+                         f"launches cannot be made there ({facts.unbound}); refuse those shapes in supports() (the "
+                         f"kernel's limit), or pass the value in a type that holds it",
+                         at=at, other=access.idx, other_role="global access")
         if facts.refused:
             return Issue("offset-wrap", "info",
                          f"{head}; not a defect here: supports() refuses the large shapes ({facts.refused})",

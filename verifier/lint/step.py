@@ -81,8 +81,9 @@ def launch_facts(spec, dts) -> dict:
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
     from verifier.lint.large import large_launches
 
-    large, refused = large_launches(spec, dts)
-    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused)
+    large, refused, unbound = large_launches(spec, dts)
+    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
+                          unbound=unbound)
             for e, bs in blocks.items()}
 
 
