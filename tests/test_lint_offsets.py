@@ -133,3 +133,14 @@ def test_launches_that_cannot_be_made_at_an_accepted_large_shape_are_not_read_as
     head = f.message.splitlines()[0]
     assert "the spec's launches cannot be made there (large_index_2pow31 at" in head, head
     assert "out of range for int32" in head and "refuses" not in head.split("cannot be made")[0], head
+
+
+def test_an_unsigned_remainder_is_bounded_by_its_divisor():
+    # vLLM's merge_attn_states_kernel: `prefix_lse[head_idx * num_tokens + token_idx]`, head_idx = i % num_heads
+    # formed as i - (i / heads) * heads: the difference's two ends taken apart made it [-i, i], a false error
+    def launches(M, N, dt, params):
+        return [Launch(entry="modulo_index_ok", grid=(M,), block=(32,),
+                       args=("x", "y", Scalar("uint32", M), Scalar("uint32", 1), "N"))]
+
+    r = _lint(CudaKernel(name="modulo", op="reduce_sum", source=str(SRC), launches=launches, dtypes=[dtypes("f32")]))
+    assert not r.findings, [f.message for f in r.findings]

@@ -167,6 +167,9 @@ class Bounds:
         if name == "add":
             return alo + blo, ahi + bhi
         if name == "sub":
+            rem = self._remainder(args)
+            if rem is not None:
+                return rem
             return alo - bhi, ahi - blo
         if name == "mul":
             ps = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
@@ -193,6 +196,25 @@ class Bounds:
         if name in ("or", "xor"):
             return 0, (1 << max(ahi, bhi).bit_length()) - 1
         return self._unknown(f"`{name}` of values the check cannot bound")
+
+    def _remainder(self, args) -> Optional[tuple]:
+        """a - (a / b) * b, how nvcc forms an unsigned `a % b` (vLLM's `token_head_idx % num_heads`): [0, b - 1]
+        for a >= 0, b > 0; the two ends of a difference taken apart would make it [-a, a]."""
+        strip = self._untrunc
+        a, m = strip(args[0]), self.nodes[strip(args[1])]
+        if m[0] != "op" or m[1] != "mul":
+            return None
+        for q, b in ((m[2][0], m[2][1]), (m[2][1], m[2][0])):
+            qn = self.nodes[strip(q)]
+            if qn[0] == "op" and qn[1] in ("div.u", "div.s") and strip(qn[2][0]) == a and strip(qn[2][1]) == strip(b):
+                ia, ib = self.of(a), self.of(b)
+                if ia is not None and ib is not None and ia[0] >= 0 and ib[0] > 0:
+                    return 0, min(ia[1], ib[1] - 1)
+        return None
+
+    def _untrunc(self, nid: int) -> int:
+        n = self.nodes[nid]
+        return self._untrunc(n[2][0]) if n[0] == "op" and n[1].startswith("trunc") else nid
 
     def _phi(self, nid: int, node) -> Optional[tuple]:
         if self.counters.induction(nid) is None:

@@ -108,3 +108,14 @@ struct Rows { const float* x; float* y; int n; };
 extern "C" __global__ void struct_rows_bad(Rows p) {
     row_sum(p.x + blockIdx.x * p.n, p.y, blockIdx.x, p.n);
 }
+
+// vLLM merge_attn_states' lse index: `head * tokens + token` with head = i % heads and token = i / heads of one
+// unsigned index (nvcc: i - (i / heads) * heads): below heads * tokens, the lse's size, however many rows
+extern "C" __global__ void modulo_index_ok(const float* x, float* y, unsigned tokens, unsigned heads, int N) {
+    const unsigned i = blockIdx.x;
+    const unsigned token = i / heads, head = i % heads;
+    const float* r = x + (size_t)i * N;
+    float acc = 0.f;
+    for (int k = threadIdx.x; k < N; k += blockDim.x) acc += r[k];
+    if (threadIdx.x == 0) y[head * tokens + token] = acc;  // one thread per row: the sum of its first lanes' part
+}
