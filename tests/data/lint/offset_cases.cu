@@ -119,3 +119,19 @@ extern "C" __global__ void modulo_index_ok(const float* x, float* y, unsigned to
     for (int k = threadIdx.x; k < N; k += blockDim.x) acc += r[k];
     if (threadIdx.x == 0) y[head * tokens + token] = acc;  // one thread per row: the sum of its first lanes' part
 }
+
+// ggml's reduce_rows_f32: `x[row * ncols + i]`, i stepped inside an unrolled inner loop (no bound the check reads
+// for it, only that it starts at threadIdx.x and grows): the product alone passes 2^31
+extern "C" __global__ void unrolled_counter_bad(const float* x, float* y, int M, int N) {
+    float part[8] = {0.f};
+    for (int i = threadIdx.x; i < N;) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            part[j] += i < N ? x[blockIdx.x * N + i] : 0.f;
+            i += blockDim.x;
+        }
+    }
+    float acc = 0.f;
+    for (int j = 0; j < 8; ++j) acc += part[j];
+    if (threadIdx.x == 0) y[blockIdx.x] = acc;  // a per-thread partial: the lint case needs the load only
+}
