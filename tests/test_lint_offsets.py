@@ -17,7 +17,7 @@ SRC = ROOT / "tests" / "data" / "lint" / "offset_cases.cu"
 ARCHES = ("sm_90",)
 pytestmark = pytest.mark.skipif(nvcc_version() is None, reason="verifier lint compiles to PTX with nvcc, not found")
 STRIDED = ("int_stride_bad", "stride_ok")
-ROWS_PER_BLOCK = {"small_products_ok": 8}
+ROWS_PER_BLOCK = {"small_products_ok": 8, "warp_rows_bad": 8}
 SPLIT = ("split_columns_ok", "masked_index_ok")  # grid.y blocks per row
 
 
@@ -59,6 +59,8 @@ def _wraps(report, severity="error") -> list:
     # ggml reduce_rows_f32: the column counter has no bound the check reads (once a warning); the product alone wraps
     ("unrolled_counter_bad", "`mul.lo.s32` of blockIdx.x and N", "offset_cases.cu:130",
      "2^32 units of 4 bytes (16 GiB)", "large_index_2pow32 (262208x16384"),
+    # warpSize is PTX's WARP_SZ, once "a value the check does not model": a warning
+    ("warp_rows_bad", "and N", "offset_cases.cu:144", "2^31 units of 4 bytes", "large_index_2pow31"),
 ])
 def test_a_32_bit_row_offset_is_an_error(entry, product, at, wrap, case):
     r = _lint(_spec(entry))

@@ -135,3 +135,15 @@ extern "C" __global__ void unrolled_counter_bad(const float* x, float* y, int M,
     for (int j = 0; j < 8; ++j) acc += part[j];
     if (threadIdx.x == 0) y[blockIdx.x] = acc;  // a per-thread partial: the lint case needs the load only
 }
+
+// llm.c's softmax_forward_online_kernel8: a warp per row, rows per block from `blockDim.x / warpSize` (PTX's
+// WARP_SZ), `inp + row * C` in int
+extern "C" __global__ void warp_rows_bad(const float* x, float* y, int M, int N) {
+    const int row = blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    if (row >= M) return;
+    const float* r = x + row * N;
+    float acc = 0.f;
+    for (int i = threadIdx.x % warpSize; i < N; i += warpSize) acc += r[i];
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (threadIdx.x % warpSize == 0) y[row] = acc;
+}
