@@ -149,3 +149,14 @@ def test_an_unsigned_remainder_is_bounded_by_its_divisor():
 
     r = _lint(CudaKernel(name="modulo", op="reduce_sum", source=str(SRC), launches=launches, dtypes=[dtypes("f32")]))
     assert not r.findings, [f.message for f in r.findings]
+
+
+def test_a_numeric_scalar_is_named_by_its_position_not_one_launch_s_value():
+    # the label was the first large launch's value ('Scalar(uint32, 32)' for vLLM's head_size in a finding at N=16384)
+    def launches(M, N, dt, params):
+        return [Launch(entry="int_offset_bad", grid=(M,), block=(256,), args=("x", "y", "M", Scalar("int32", N)))]
+
+    (f,) = _wraps(_lint(CudaKernel(name="n-scalar", op="reduce_sum", source=str(SRC), launches=launches,
+                                   dtypes=[dtypes("f32")])))
+    head = f.message.splitlines()[0]
+    assert "of blockIdx.x and argument 3 (int32)" in head and "Scalar(" not in head, head
