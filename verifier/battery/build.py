@@ -74,7 +74,14 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                               include_dirs=spec.include_paths())  # the one the cubin was built from (cached)
             launch_check.check_parameters(spec, evaluated, found, entry_params(ptx), arch, problems)
             launch_check.check_smem(evaluated, found, res.resources, arch, problems)
-            _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
+            if entries:
+                _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
+            else:  # no launch at any shape evaluated: nothing was checked, which is not a pass
+                for dt in group:
+                    report.mark(dt.tag, "resources", skipped(
+                        "supports() accepts none of the shapes the build step evaluates (every probe row length at "
+                        f"{', '.join(map(str, (launch_check.PROBE_ROWS, *launch_check.MORE_ROWS)))} rows, the cases "
+                        "of the level): no entry's registers or spills were checked"))
         problems.report(spec, opts, report)
         ok = ok and not problems
     for dt in dts:

@@ -31,6 +31,10 @@ BLOCK_THREADS = 1024
 BLOCK_DIMS = (1024, 1024, 64)
 GRID_DIMS = (2 ** 31 - 1, 65535, 65535)
 PROBE_ROWS = 4  # the M the build step has always evaluated launches at (with every probe row length)
+# Where supports() refuses PROBE_ROWS rows at a length (a kernel taking rows in whole blocks of R, as Megatron's
+# upper-triangular softmax: batches x N rows, batches a multiple of its rows per block), the first of these it
+# accepts: the build step reaches the entries verifier lint analyses (its PROBE_M), else none had its resources checked.
+MORE_ROWS = (1, 64, 4096)
 # Dynamic + static shared memory a block may opt in to, per compute capability (CUDA C++ Programming Guide,
 # "Technical Specifications per Compute Capability"), in bytes.
 SMEM_OPTIN = {70: 96 * 1024, 72: 96 * 1024, 75: 64 * 1024, 80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024,
@@ -69,12 +73,16 @@ class Evaluated:
 
 
 def shapes(spec, dt, level: str) -> list:
-    """(M, N, layout kind) the battery launches at for ``dt``: every probe row length at PROBE_ROWS rows, then every
+    """(M, N, layout kind) the battery launches at for ``dt``: every probe row length at PROBE_ROWS rows (or the first
+    of MORE_ROWS supports() accepts), then every
     catalogue case of ``level`` the kernel accepts (the gate's layout contracts respected)."""
     from verifier.battery import gate
 
-    out = [(PROBE_ROWS, N, _lay.CONTIGUOUS) for N in probe_lengths(spec, dt)
-           if spec.check_supported(PROBE_ROWS, N, dt) is None]
+    out = []
+    for N in probe_lengths(spec, dt):
+        M = next((m for m in (PROBE_ROWS, *MORE_ROWS) if spec.check_supported(m, N, dt) is None), None)
+        if M is not None:
+            out.append((M, N, _lay.CONTIGUOUS))
     for c in cases_for(spec, dt, level):
         closed = gate.before_inputs(spec, dt, c.name, c.M, c.N, None if c.layout.large else c.layout, device=None)
         if closed is None and (c.M, c.N, c.layout.kind) not in out:

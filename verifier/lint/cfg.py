@@ -220,13 +220,13 @@ class CFG:
                             out.update(comp)
         return out
 
-    def barrier_free_reach(self, start_block: int, start_instr: int) -> set:
+    def barrier_free_reach(self, start_block: int, start_instr: int, dead: frozenset = frozenset()) -> set:
         """Instruction indices a thread can execute after ``start_instr`` (exclusive) before its next block
-        barrier, following control flow from inside ``start_block``."""
-        fn_ins = self.fn.instrs
+        barrier, following control flow from inside ``start_block``; ``dead``: (block id, edge) pairs no thread
+        takes (a branch on the block shape, verifier.lint.semantics.Semantics.dead_edges)."""
         b = self.blocks[start_block]
         out = set(range(start_instr + 1, b.end))
-        seen, todo = set(), [s for s, _ in b.succs if s != EXIT]
+        seen, todo = set(), [s for s, e in b.succs if s != EXIT and (b.id, e) not in dead]
         while todo:
             k = todo.pop()
             if k in seen or self.barrier_block[k]:
@@ -234,6 +234,5 @@ class CFG:
             seen.add(k)
             blk = self.blocks[k]
             out.update(range(blk.start, blk.end))
-            todo.extend(s for s, _ in blk.succs if s != EXIT)
-        del fn_ins
+            todo.extend(s for s, e in blk.succs if s != EXIT and (k, e) not in dead)
         return out

@@ -6,6 +6,8 @@ the two instruction indices involved. ``EntryAnalysis.run`` runs them all.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from verifier.lint import isa, races
@@ -71,11 +73,15 @@ class EntryAnalysis:
         return out
 
     # -- helpers ------------------------------------------------------------------------------------
-    def bfreach(self, idx: int) -> set:
-        """Instructions a thread may execute after ``idx`` before its next block barrier."""
-        if idx not in self._bfreach:
-            self._bfreach[idx] = self.cfg.barrier_free_reach(self.cfg.block_of[idx], idx)
-        return self._bfreach[idx]
+    def bfreach(self, idx: int, sem: Optional[Semantics] = None) -> set:
+        """Instructions a thread may execute after ``idx`` before its next block barrier; with ``sem``, at its
+        block shape (a branch every thread takes one way there, `if (blockDim.x > 32) __syncthreads();`, has
+        one side)."""
+        dead = sem.dead_edges() if sem is not None else frozenset()
+        key = (idx, dead) if dead else idx
+        if key not in self._bfreach:
+            self._bfreach[key] = self.cfg.barrier_free_reach(self.cfg.block_of[idx], idx, dead)
+        return self._bfreach[key]
 
     def _worst_guard(self, sem: Semantics, instr, floor: int):
         """The nearest guard of ``instr`` whose level is >= floor: (level, branch instr idx, sense)."""

@@ -58,7 +58,7 @@ _LITERALS: dict = {}  # operand text -> _literal (constants recur: 0f3F800000, 1
 
 def _literal(tok: str) -> Optional[tuple]:
     """The node key of an integer literal ('c', value) or a float one ('f', tok), else None."""
-    v = _int(tok)
+    v = 32 if tok == "WARP_SZ" else _int(tok)  # PTX's warpSize (`mov.u32 %r1, WARP_SZ;`): 32 on every NVIDIA GPU
     key = ("c", v) if v is not None else ("f", tok) if _FLOAT_LIT.match(tok) else None
     if len(_LITERALS) > 100_000:
         _LITERALS.clear()

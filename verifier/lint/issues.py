@@ -41,6 +41,7 @@ class EntryFacts:
     max_grid_blocks: int  # most blocks in one launch
     large: tuple = ()  # LargeLaunch of this entry at the large shapes the spec supports
     refused: str = ""  # why the spec refuses the large shapes ('' unless it refuses all of them)
+    unbound: str = ""  # why the launches cannot be made at a large shape supports() accepts ('' if any could)
 
 
 def short_name(name: str) -> str:

@@ -20,7 +20,7 @@ LARGEST, LARGEST_BYTES = "largest_in_memory", 2 ** 36
 _INT_KINDS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
-def _label(a) -> str:
+def _label(a, i: int) -> str:
     from verifier.declare.args import Scalar, as_arg, stride_of
 
     s = stride_of(a)
@@ -32,8 +32,8 @@ def _label(a) -> str:
         arg = as_arg(a)
     except SpecError:
         return repr(a)
-    if isinstance(arg, Scalar):
-        return arg.value if isinstance(arg.value, str) else f"Scalar({arg.kind}, {arg.value!r})"
+    if isinstance(arg, Scalar):  # a number: its value differs between the launches, the label is shared by them
+        return arg.value if isinstance(arg.value, str) else f"argument {i} ({arg.kind})"
     return type(arg).__name__
 
 
@@ -75,14 +75,16 @@ def _shapes(spec, dt):
 
 
 def large_launches(spec, dts) -> tuple:
-    """({entry: (LargeLaunch, ...)}, why the large shapes are refused): the launches at the large shapes that
-    ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports`` refuses every one of them."""
+    """({entry: (LargeLaunch, ...)}, why the large shapes are refused, why their launches cannot be made): the
+    launches at the large shapes that ``supports`` accepts for any of ``dts``; the reason is '' unless ``supports``
+    refuses every one of them; the last is '' unless no launch could be made and the spec's launches failed at a
+    shape ``supports`` accepts (an argument its C type cannot hold: ggml's ``int ne_elements`` given M·N)."""
     from verifier.declare.args import LaunchLayout, alignment_of
     from verifier.inputs.layouts import CONTIGUOUS
     from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors, takes_layout
 
     out: dict = {}
-    refused, accepted = "", False
+    refused, unbound, accepted = "", "", False
     params = spec.op_params()
     takes = takes_layout(spec.launches)
     for dt in dts:
@@ -107,11 +109,16 @@ def large_launches(spec, dts) -> tuple:
                     grid = tuple(int(x) for x in launch.grid) + (1,) * (3 - len(launch.grid))
                     block = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
                     ll = LargeLaunch(case, M, N, grid, block, _values(launch, bound),
-                                     tuple(_label(a) for a in launch.args))
+                                     tuple(_label(a, i) for i, a in enumerate(launch.args)))
                     out.setdefault(launch.entry, {})[ll] = None
                     accepted = True
-            except (VerifierError, ArithmeticError, TypeError, ValueError):
+            except (VerifierError, ArithmeticError, TypeError, ValueError) as e:
                 # the spec's supports / launches / workspace counts failing at this shape: the large case reports
-                # it where it runs (and the probe shapes, where the build step binds every launch)
+                # it where it runs (and the probe shapes, where the build step binds every launch); said here too,
+                # lest a shape supports() accepted read as refused
+                if why is None and not unbound:
+                    unbound = f"{case} at {M}x{N}: {getattr(e, 'message', None) or e}"
                 continue
-    return {e: tuple(ls) for e, ls in out.items()}, "" if accepted else refused
+    if accepted:
+        return {e: tuple(ls) for e, ls in out.items()}, "", ""
+    return {}, "" if unbound else refused, unbound

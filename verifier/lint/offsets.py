@@ -24,7 +24,7 @@ from typing import Optional
 from verifier.lint import isa
 from verifier.lint.dataflow import ADDRESS, literal_int
 from verifier.lint.issues import Issue
-from verifier.lint.ranges import Bounds, Counters, param_slot
+from verifier.lint.ranges import Bounds, Counters, param_slot, sum_leaves
 
 _INT_TYPE = re.compile(r"^[usb](8|16|32|64)$")
 _NVCC_REG = re.compile(r"^%(rd|r|rs)\d+$")
@@ -262,11 +262,17 @@ class OffsetCheck:
             b = Bounds(self.values, self.params, self.counters, launch)
             iv = b.of(pt.value)
             if iv is None:
+                at_least = self._at_least(b, pt, prod)
+                if at_least is not None and at_least >= wrap:  # the product alone, plus what is surely added
+                    if worst is None or _shown_first(launch, pt) < _shown_first(worst[0], pt):
+                        worst = (launch, (at_least, at_least), "at least ")
+                    known += 1
+                    continue
                 unknown.append((launch, b.why))
                 continue
             known += 1
             if iv[1] >= wrap and (worst is None or _shown_first(launch, pt) < _shown_first(worst[0], pt)):
-                worst = (launch, iv)
+                worst = (launch, iv, "")
         # the source line of the product (a hoisted product may have none: then the widening's, the access's)
         at = next((i for i in (self._producer_of(prod[0]) if prod else None, pt.at, access.idx)
                    if i is not None and any(ln > 0 for _f, ln in self.fn.instrs[i].loc)), access.idx)
@@ -280,10 +286,11 @@ class OffsetCheck:
                 f"the address of `{access.op}` uses {what}, a 64-bit value cut to its low 32 bits and sign-extended "
                 f"(`{widen.op}` of a 64-bit register: an int it was narrowed to): a value of 2^{pt.bits} or more wraps")
         if worst is not None:
-            launch, iv = worst
+            launch, iv, least = worst
             return Issue("offset-wrap", "error",
                          f"{head}; at {_shape(launch)}, a shape supports() accepts, it reaches "
-                         f"{iv[1]:,} (> {wrap - 1:,}): {FIX}", at=at, other=access.idx, other_role="global access")
+                         f"{least}{iv[1]:,} (> {wrap - 1:,}): {FIX}", at=at, other=access.idx,
+                         other_role="global access")
         if unknown:
             launch, why = unknown[0]
             return Issue("offset-wrap", "warning",
@@ -292,11 +299,31 @@ class OffsetCheck:
                          at=at, other=access.idx, other_role="global access")
         if known:
             return None  # within 32 bits at every large shape the spec accepts
+        if facts.unbound:
+            return Issue("offset-wrap", "warning",
+                         f"{head}; cannot decide whether it does at the large shapes supports() accepts: the spec's "
+                         f"launches cannot be made there ({facts.unbound}); refuse those shapes in supports() (the "
+                         f"kernel's limit), or pass the value in a type that holds it",
+                         at=at, other=access.idx, other_role="global access")
         if facts.refused:
             return Issue("offset-wrap", "info",
                          f"{head}; not a defect here: supports() refuses the large shapes ({facts.refused})",
                          at=at, other=access.idx, other_role="global access")
         return None  # the spec's launches use this entry only at shapes far from the wrap (others take the large)
+
+    def _at_least(self, b: Bounds, pt: Point, prod) -> Optional[int]:
+        """Where the whole value has no interval (a loop counter it cannot bound): the product's largest value plus
+        the smallest of every other term of the sum, or None (ggml's `x[row * ncols + i]`, i an unrolled counter)."""
+        if prod is None:
+            return None
+        leaves = sum_leaves(self.values.nodes, pt.value)
+        if prod[0] not in leaves:
+            return None
+        top = b.of(prod[0])
+        rest = [b.low(x) for k, x in enumerate(leaves) if k != leaves.index(prod[0])]
+        if top is None or any(x is None for x in rest):
+            return None
+        return top[1] + sum(rest)
 
     def _producer_of(self, nid: int) -> Optional[int]:
         """The instruction that forms a product node (mul / mad / shl), for its source line."""

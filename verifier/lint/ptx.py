@@ -24,7 +24,15 @@ _FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s
 _PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?[.\w]+\s+(?:\.ptr\s+[.\w]+\s+(?:\.align\s+\d+\s+)?)?"
                     r"(?:\.align\s+\d+\s+)?([\w$]+)")  # '.param .align 8 .b8 k_param_0[24]': a struct by value
 _NTID = re.compile(r"^\s*\.(maxntid|reqntid)\s+([\d\s,]+)")
-_SHARED = re.compile(r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?")
+_SHARED = re.compile(r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([\w$]+)(\[(\d*)\])?")
+
+
+def _shared_size(m) -> Optional[int]:
+    """The declared size of a shared variable (None: extern or unsized, the dynamic shared memory); a scalar
+    (`.shared .align 4 .f32 scale;`, a `__shared__ float scale;`) is a variable of its own, not the dynamic one."""
+    if m.group(1) or (m.group(3) and not m.group(4)):
+        return None
+    return int(m.group(4)) if m.group(3) else 1
 # operands: greedy up to their last non-blank character, the text a lazy '(.*?)' before '\s*;' gives, without
 # trying the rest of the pattern at every character (half the time of the match)
 _INSTR = re.compile(r"^\s*(?:@(!?)(%?[\w$]+)\s+)?([a-z][\w.:]*)\s*((?:.*\S)?)\s*;\s*$")
@@ -175,7 +183,7 @@ def parse(text: str, wanted=None) -> Module:
                 header, scopes, loc, locb = True, asm.Scopes(), (), b"()"
                 frames_in, files_in = dict(frames), dict(mod.files)
             elif m := _SHARED.match(s):
-                mod.shared[m.group(2)] = None if m.group(1) or not m.group(3) else int(m.group(3))
+                mod.shared[m.group(2)] = _shared_size(m)
             continue
         if header:
             if m := _PARAM.search(s):
@@ -340,7 +348,7 @@ def _statement(fn: Function, scopes, s: str, no: int, loc: tuple, locb: bytes) -
         if s.startswith(".reg"):
             scopes.declare(s)
         elif m := _SHARED.match(s):
-            fn.shared[m.group(2)] = None if m.group(1) or not m.group(3) else int(m.group(3))
+            fn.shared[m.group(2)] = _shared_size(m)
         return
     m = _INSTR.match(s)
     if m is None:

@@ -61,7 +61,7 @@ def shared_accesses(an) -> list:
     return out
 
 
-def _phases(cfg) -> list:
+def _phases(cfg, dead: frozenset = frozenset()) -> list:
     starts = []
     if cfg.blocks and not cfg.barrier_block[0]:
         starts.append((0, -1))
@@ -70,7 +70,7 @@ def _phases(cfg) -> list:
             starts.append((b.id, b.start))
     out = []
     for blk, idx in starts:
-        reach = cfg.barrier_free_reach(blk, idx)
+        reach = cfg.barrier_free_reach(blk, idx, dead)
         if idx == -1:
             reach |= set(range(cfg.blocks[0].start, cfg.blocks[0].end))
         out.append(reach)
@@ -158,9 +158,9 @@ def _pairs(an, sem, acc):
     order = warpsync.WarpOrder(an, sem)
     flights = {x[0].idx: _async_reach(an, x[0].idx) for x in acc if x[1] == "async"}
     reach = dict(warp_reach=order.reach,
-                 block_reach=lambda i: flights[i][0] | flights[i][1] if i in flights else an.bfreach(i))
+                 block_reach=lambda i: flights[i][0] | flights[i][1] if i in flights else an.bfreach(i, sem))
     seen = set()
-    for phase in _phases(an.cfg):
+    for phase in _phases(an.cfg, sem.dead_edges()):
         inside = [x for x in acc if x[0].idx in phase or x[0].idx in flights]
         for i, A in enumerate(inside):
             for B in inside[i:]:
@@ -188,8 +188,11 @@ def _ordering(an, sem, order, flights, A, B, phase):
                 sure |= y in flights[x][0]
                 maybe |= y in flights[x][1]
         return (True, True, "error") if sure else ((True, True, "warning") if maybe else None)
-    if not (a == b or b in an.bfreach(a) or a in an.bfreach(b)
-            or _sides_concurrent(an, sem, a, b, phase, an.bfreach, WARP, an.cfg.barriers)):
+    def bfreach(i):  # at this block shape: a branch on blockDim taken one way has one side
+        return an.bfreach(i, sem)
+
+    if not (a == b or b in bfreach(a) or a in bfreach(b)
+            or _sides_concurrent(an, sem, a, b, phase, bfreach, WARP, an.cfg.barriers)):
         return None
     in_warp = order.concurrent(a, b) or _sides_concurrent(an, sem, a, b, phase, order.reach, VARYING, order.points,
                                                           cyclic=False)  # lanes of a warp agree on a warp-uniform branch

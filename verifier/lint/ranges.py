@@ -103,7 +103,52 @@ class Bounds:
         self.memo: dict = {}
         self.busy: set = set()
         self.ranges: dict = {}  # loop-counter register -> its range
+        self._low_busy: set = set()  # phis whose lower bound is being formed (low)
         self.why = ""
+
+    def low(self, nid: int, assume: Optional[dict] = None) -> Optional[int]:
+        """A lower bound of a node where its interval is unknown (None: none known): a loop counter the interval
+        cannot bound (an unrolled `for (i = col; i < n;) { ...; i += blockDim.x; }`) is at least its smallest
+        start when every way around its loop adds a non-negative amount. ``assume``: phi -> its bound, inside
+        its own loop."""
+        assume = assume or {}
+        if nid in assume:
+            return assume[nid]
+        iv = self.of(nid)
+        if iv is not None:
+            return iv[0]
+        node = self.nodes[nid]
+        if node[0] == "op":
+            name, args = node[1], node[2]
+            if name.startswith("trunc"):
+                return self.low(args[0], assume)
+            if name in ("add", "mul", "shl", "min.s", "min.u"):
+                a, b = self.low(args[0], assume), self.low(args[1], assume)
+                if a is None or b is None or (name != "add" and not name.startswith("min") and (a < 0 or b < 0)):
+                    return None
+                return {"add": a + b, "mul": a * b, "shl": a << b if b < 64 else None}.get(name, min(a, b))
+            if name in ("max.s", "max.u"):
+                known = [x for x in (self.low(a, assume) for a in args[:2]) if x is not None]
+                return max(known) if known else None
+            return None
+        if node[0] != "phi" or nid in self._low_busy:
+            return None
+        defs = [self.values.def_node.get(s) for s in node[2]]
+        if any(d is None for d in defs):
+            return None
+        self._low_busy.add(nid)
+        try:
+            lows = [(d, self.low(d, assume)) for d in defs]  # a value coming back around the loop: None here
+            starts = [x for _d, x in lows if x is not None]
+            if not starts:
+                return None
+            start = min(starts)
+            for d, x in lows:
+                if x is None and ((y := self.low(d, {**assume, nid: start})) is None or y < start):
+                    return None
+            return start
+        finally:
+            self._low_busy.discard(nid)
 
     def _unknown(self, why: str):
         self.why = self.why or why
@@ -167,6 +212,9 @@ class Bounds:
         if name == "add":
             return alo + blo, ahi + bhi
         if name == "sub":
+            rem = self._remainder(args)
+            if rem is not None:
+                return rem
             return alo - bhi, ahi - blo
         if name == "mul":
             ps = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
@@ -193,6 +241,25 @@ class Bounds:
         if name in ("or", "xor"):
             return 0, (1 << max(ahi, bhi).bit_length()) - 1
         return self._unknown(f"`{name}` of values the check cannot bound")
+
+    def _remainder(self, args) -> Optional[tuple]:
+        """a - (a / b) * b, how nvcc forms an unsigned `a % b` (vLLM's `token_head_idx % num_heads`): [0, b - 1]
+        for a >= 0, b > 0; the two ends of a difference taken apart would make it [-a, a]."""
+        strip = self._untrunc
+        a, m = strip(args[0]), self.nodes[strip(args[1])]
+        if m[0] != "op" or m[1] != "mul":
+            return None
+        for q, b in ((m[2][0], m[2][1]), (m[2][1], m[2][0])):
+            qn = self.nodes[strip(q)]
+            if qn[0] == "op" and qn[1] in ("div.u", "div.s") and strip(qn[2][0]) == a and strip(qn[2][1]) == strip(b):
+                ia, ib = self.of(a), self.of(b)
+                if ia is not None and ib is not None and ia[0] >= 0 and ib[0] > 0:
+                    return 0, min(ia[1], ib[1] - 1)
+        return None
+
+    def _untrunc(self, nid: int) -> int:
+        n = self.nodes[nid]
+        return self._untrunc(n[2][0]) if n[0] == "op" and n[1].startswith("trunc") else nid
 
     def _phi(self, nid: int, node) -> Optional[tuple]:
         if self.counters.induction(nid) is None:

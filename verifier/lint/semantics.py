@@ -42,7 +42,26 @@ class Semantics:
         if values.sym_candidates is None:
             values.sym_candidates = warpsync.candidates(values)
         self.block_div = {}  # block -> level of the most varying branch it is control dependent on
+        self._dead = None  # dead_edges(), once asked
         self._solve()
+
+    def dead_edges(self) -> frozenset:
+        """(block id, edge) of the branches every thread takes one way at this block shape (a condition on
+        blockDim, threadIdx and constants alone, exactly evaluated): the other side runs in no thread. A
+        barrier-stepped loop's latch is not one (its step list says whether the next step runs)."""
+        if self._dead is None:
+            dead = set()
+            for blk, p in self.branch_pred.items():
+                if blk in self.free_branches:
+                    continue
+                a = self.evaluate(p)
+                if a is None or not (a == a[0]).all():
+                    continue
+                taken = bool(a[0])
+                dead.update((blk, e) for _s, e in self.v.cfg.blocks[blk].succs
+                            if (e in ("taken", "exit")) != taken)
+            self._dead = frozenset(dead)
+        return self._dead
 
     # -- evaluation -----------------------------------------------------------------------------
     def evaluate(self, nid: int) -> Optional[np.ndarray]:

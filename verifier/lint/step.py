@@ -81,8 +81,9 @@ def launch_facts(spec, dts) -> dict:
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
     from verifier.lint.large import large_launches
 
-    large, refused = large_launches(spec, dts)
-    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused)
+    large, refused, unbound = large_launches(spec, dts)
+    return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
+                          unbound=unbound)
             for e, bs in blocks.items()}
 
 
@@ -372,9 +373,9 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
             if m["other"]:
                 lines.append(f"  {iss.other_role} at {m['other']}")
             entries = sorted(m["entries"])
-            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+            listed = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
             blocks = ", ".join("x".join(map(str, b)) for b in sorted(m["blocks"]))
-            lines.append(f"  in {shown} ({', '.join(sorted(m['arches']))}; block {blocks}; "
+            lines.append(f"  in {listed} ({', '.join(sorted(m['arches']))}; block {blocks}; "
                          f"{m['count']} instance(s) in the PTX)")
             path, line = m["pos"]
             found.append(Finding(CHECK, "\n".join(lines), severity=iss.severity, kernel=spec.name, dtype=tag,

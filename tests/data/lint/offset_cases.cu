@@ -108,3 +108,42 @@ struct Rows { const float* x; float* y; int n; };
 extern "C" __global__ void struct_rows_bad(Rows p) {
     row_sum(p.x + blockIdx.x * p.n, p.y, blockIdx.x, p.n);
 }
+
+// vLLM merge_attn_states' lse index: `head * tokens + token` with head = i % heads and token = i / heads of one
+// unsigned index (nvcc: i - (i / heads) * heads): below heads * tokens, the lse's size, however many rows
+extern "C" __global__ void modulo_index_ok(const float* x, float* y, unsigned tokens, unsigned heads, int N) {
+    const unsigned i = blockIdx.x;
+    const unsigned token = i / heads, head = i % heads;
+    const float* r = x + (size_t)i * N;
+    float acc = 0.f;
+    for (int k = threadIdx.x; k < N; k += blockDim.x) acc += r[k];
+    if (threadIdx.x == 0) y[head * tokens + token] = acc;  // one thread per row: the sum of its first lanes' part
+}
+
+// ggml's reduce_rows_f32: `x[row * ncols + i]`, i stepped inside an unrolled inner loop (no bound the check reads
+// for it, only that it starts at threadIdx.x and grows): the product alone passes 2^31
+extern "C" __global__ void unrolled_counter_bad(const float* x, float* y, int M, int N) {
+    float part[8] = {0.f};
+    for (int i = threadIdx.x; i < N;) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            part[j] += i < N ? x[blockIdx.x * N + i] : 0.f;
+            i += blockDim.x;
+        }
+    }
+    float acc = 0.f;
+    for (int j = 0; j < 8; ++j) acc += part[j];
+    if (threadIdx.x == 0) y[blockIdx.x] = acc;  // a per-thread partial: the lint case needs the load only
+}
+
+// llm.c's softmax_forward_online_kernel8: a warp per row, rows per block from `blockDim.x / warpSize` (PTX's
+// WARP_SZ), `inp + row * C` in int
+extern "C" __global__ void warp_rows_bad(const float* x, float* y, int M, int N) {
+    const int row = blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    if (row >= M) return;
+    const float* r = x + row * N;
+    float acc = 0.f;
+    for (int i = threadIdx.x % warpSize; i < N; i += warpSize) acc += r[i];
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (threadIdx.x % warpSize == 0) y[row] = acc;
+}
