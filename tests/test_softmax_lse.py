@@ -147,7 +147,8 @@ def test_two_undeclared_contracts_are_tried_together():
     p = {"lse": True, "mask": True}
     v = _judge(p, ins, _kernel(ins, p))
     assert v.ok, v.comparison.message()
-    assert {w.split("=")[0] for w in v.undeclared} == {"the outputs follow masked_rows", "the outputs follow lse_nonfinite"}
+    assert {w.split("=")[0] for w in v.undeclared} == {"the outputs follow masked_rows",
+                                                       "the outputs follow lse_nonfinite"}
 
 
 def test_log_softmax_writes_the_same_lse():

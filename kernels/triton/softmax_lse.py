@@ -3,8 +3,8 @@ for a backward or a merge: one program per row, the whole row in one block (N <=
 or mask[M,N]), causal (j > row masked), an optional sink logit per row in the denominator (and so in lse). fp32 math.
 
 A row with nothing live (every column masked, no sink) gives y = 0 and lse = +inf, FlashAttention's convention
-(`sum == 0 || sum != sum ? INFINITY`: a NaN or +inf logit gives +inf too): the spec declares masked_rows='zeros', lse_nonfinite='posinf'. BASE2: lse stored as
-log2-sum-exp2 (lse / ln 2), FlashInfer's convention (lse_base='2').
+(`sum == 0 || sum != sum ? INFINITY`: a NaN or +inf logit gives +inf too): the spec declares masked_rows='zeros',
+lse_nonfinite='posinf'. BASE2: lse stored as log2-sum-exp2 (lse / ln 2), FlashInfer's convention (lse_base='2').
 """
 import triton
 import triton.language as tl

@@ -27,6 +27,7 @@ from verifier.judge import invariants as _inv
 from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.judge.dense_selection import compare_dense
 from verifier.judge.kept import compare_kept
 from verifier.judge.selection import compare_selection
 from verifier.numerics.violations import Violation
@@ -72,8 +73,8 @@ class Judgement:
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
     op = get_op(c.op)
     unjudged = ()  # the plain comparison's outputs whose bounds say nothing (_unbounded)
-    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
-        comparison = compare_selection(op, c, xs, outputs, context)
+    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection, dense_selection)
+        comparison = (compare_dense if op.selection.dense else compare_selection)(op, c, xs, outputs, context)
     elif op.kept is not None:  # keeps the top k in place: its kept set tie-aware (verifier.judge.kept)
         comparison = compare_kept(op, c, xs, outputs, context)
     elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
