@@ -171,3 +171,27 @@ def test_mpmath_agrees_with_float64():
     vals, bounds = ref_softmax.float64(_ins(p, ins), p)
     mp = ref_softmax.mp(_ins(p, ins), p, rows=[0, 1, 2, 3])["lse"].astype(float)
     np.testing.assert_allclose(mp, vals["lse"], rtol=0, atol=float(np.max(bounds["lse"])) + 1e-15)
+
+
+def test_logsumexp_is_the_same_lse_alone():
+    """Op logsumexp (verifier/ops/logsumexp.py): lse[M] without y, for kernels that keep only the normalizer (Tri Dao's
+    Triton logsumexp); before it such a kernel needed an Op of its own, without the lse_nonfinite contract."""
+    ins = _inputs(dead=(2,))
+    p = {"scale": 0.5, "mask": True}
+    name = get_op("logsumexp").variant(p).name
+    z = _logits(ins, p)
+    m = z.amax(-1, keepdim=True)
+    arith = (m[:, 0] + torch.log(torch.exp(z - m).sum(-1))).float().numpy()  # NaN on the dead row
+    assert np.isnan(arith[2])
+    c = check_output(name, _ins(p, ins), {"lse": arith}, F32, params=p)
+    assert c.ok, c.message()
+    torch_lse = torch.logsumexp(z, -1).float().numpy()  # -inf there: the contract, undeclared
+    c = Criteria(op=name, dtypes=F32, math_mode="precise", overrides={}, params={**get_op("logsumexp").params, **p})
+    v = judge(c, _ins(p, ins), {"lse": torch_lse})
+    assert v.ok and any("lse_nonfinite='inf'" in w for w in v.undeclared)
+    assert not check_output(name, _ins(p, ins), {"lse": arith}, F32, params={**p, "lse_nonfinite": "posinf"}).ok
+    bad = arith.copy()
+    bad[0] = torch.log(torch.exp(z[0] - m[0]).sum()).item()  # the max not added back
+    assert not check_output(name, _ins(p, ins), {"lse": bad}, F32, params=p).ok
+    base2 = (torch_lse / np.float32(np.log(2.0))).astype(np.float32)
+    assert check_output(name, _ins(p, ins), {"lse": base2}, F32, params={**p, "lse_base": "2", "lse_nonfinite": "inf"}).ok
