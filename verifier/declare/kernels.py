@@ -404,8 +404,8 @@ class TritonKernel(KernelSpec):
                 f"kernel {self.name!r}: launcher={what!r} is a {type(self.launcher).__name__}, not the name of a "
                 "function in the module" if not isinstance(self.launcher, str) else
                 f"kernel {self.name!r}: module={self.module!r} is not a path",
-                fix="name the launcher by its name in the module file (launcher='launch'), which is imported in Triton's "
-                    "mode for the run; a launcher defined in the spec file itself is a CallableKernel(fn=...)",
+                fix="name the launcher by its name in the module file (launcher='launch'), which is imported in "
+                    "Triton's mode for the run; a launcher defined in the spec file itself is a CallableKernel(fn=...)",
             )
 
     def module_path(self) -> Path:
