@@ -15,7 +15,7 @@ import numpy as np
 
 from references._common import C_LOG, SLACK, TINY, U, as_f64, rows_of
 from references._logits import fully_masked, logits
-from references.softmax import exp_stage, masked_rows_zero, mp_rows
+from references.softmax import exp_stage, masked_rows_zero, mp_lse, mp_rows, with_lse
 
 
 def float64(inputs: dict, params: dict):
@@ -33,6 +33,7 @@ def float64(inputs: dict, params: dict):
     b[np.isneginf(x)] = 0.0  # exactly -inf
     out, bounds = {"y": y}, {"y": b}
     masked_rows_zero(out, bounds, fully_masked(x, sink), params)
+    with_lse(out, bounds, inputs, params)
     return out, bounds
 
 
@@ -43,5 +44,9 @@ def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     def row(r, zr):
         L = mpmath.log(r[2])
         return [(v - r[0]) - L for v in zr]
+    rows = rows_of(rows, x.shape[0])
     with mpmath.workdps(dps):
-        return {"y": mp_rows(inputs, params, rows_of(rows, x.shape[0]), x.shape[1], row)}
+        got = {"y": mp_rows(inputs, params, rows, x.shape[1], row)}
+        if params.get("lse"):
+            got["lse"] = mp_lse(inputs, params, rows)
+        return got

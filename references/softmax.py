@@ -17,8 +17,9 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-from references._common import C_EXP, SLACK, SUB, TINY, U, as_f64, rows_of, rowsum
+from references._common import C_EXP, C_LOG, SLACK, SUB, TINY, U, as_f64, rows_of, rowsum
 from references._logits import fully_masked, logits, mp_logits
+from verifier.ops.softmax_lse import LN2, base_of, special_lse
 
 
 def exp_stage(x: np.ndarray, sink=None):
@@ -68,7 +69,45 @@ def float64(inputs: dict, params: dict):
     b[np.isneginf(x)] = 0.0  # exactly 0 (or part of a special row)
     out, bounds = {"y": y}, {"y": b}
     masked_rows_zero(out, bounds, fully_masked(x, sink), params)
+    with_lse(out, bounds, inputs, params)
     return out, bounds
+
+
+def with_lse(values: dict, bounds: dict, inputs: dict, params: dict) -> None:
+    """The optional output lse (params lse=True; verifier.ops.softmax_lse): m + log S of the logits z and the sink,
+    in the declared base; a row with no finite lse as ``lse_nonfinite`` says. Bound: S off by sigma relative (so
+    log S by sigma(1 + sigma)), the log C_LOG·u|log S|, the add u|lse|, the logits' own error max zb (lse is
+    1-Lipschitz in the max norm); base 2 divides by ln 2 (one more rounding, u|lse2|)."""
+    if not params.get("lse"):
+        return
+    z, zb, sink = logits(inputs, params)
+    m, _, _, S, sigma, special = exp_stage(z, sink)
+    with np.errstate(all="ignore"):
+        L = np.log(S)
+        lse = m + L
+        b = (sigma * (1 + sigma) + C_LOG * U * np.abs(L) + U * np.abs(lse) + TINY) * SLACK
+        b = b + np.max(np.where(np.isfinite(zb), zb, 0.0), axis=1) * SLACK
+        if base_of(params) == "2":
+            lse = lse / LN2
+            b = (b / LN2 + U * np.abs(lse)) * SLACK
+    zs = z if sink is None else np.concatenate([z, sink[:, None]], axis=1)
+    lse = np.where(special, special_lse(zs, params), lse)
+    b[special | ~np.isfinite(lse)] = 0.0
+    values["lse"], bounds["lse"] = lse, b
+
+
+def mp_lse(inputs: dict, params: dict, rows) -> np.ndarray:
+    """Object array [len(rows)]: lse of each row in mpmath (the caller's precision), in the declared base."""
+    zs, sinks = mp_logits(inputs, params, rows)
+    out = np.empty(len(rows), dtype=object)
+    for i, (zr, sink) in enumerate(zip(zs, sinks)):
+        r = mp_row(zr, sink)
+        if r is None:
+            row = np.array([[float(v) for v in zr] + ([] if sink is None else [float(sink)])])
+            out[i] = mpmath.mpf(float(special_lse(row, params)[0]))
+        else:
+            out[i] = (r[0] + mpmath.log(r[2])) / (mpmath.log(2) if base_of(params) == "2" else 1)
+    return out
 
 
 def mp_row(xr: list, sink=None):
@@ -101,6 +140,9 @@ def mp_rows(inputs: dict, params: dict, rows, N: int, fn):
 def mp(inputs: dict, params: dict, rows=None, dps: int = 60) -> dict:
     """{'y': object array [len(rows), N] of mpf} evaluated at ``dps`` digits."""
     x = as_f64(inputs["x"])
+    rows = rows_of(rows, x.shape[0])
     with mpmath.workdps(dps):
-        return {"y": mp_rows(inputs, params, rows_of(rows, x.shape[0]), x.shape[1],
-                             lambda r, zr: [ej / r[2] for ej in r[1]])}
+        got = {"y": mp_rows(inputs, params, rows, x.shape[1], lambda r, zr: [ej / r[2] for ej in r[1]])}
+        if params.get("lse"):
+            got["lse"] = mp_lse(inputs, params, rows)
+        return got

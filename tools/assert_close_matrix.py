@@ -83,6 +83,12 @@ def _topk_softmax(x, i, p):  # vLLM's test: softmax in float32, torch.topk, reno
     return y / y.sum(-1, keepdim=True) if p["renormalize"] else y
 
 
+def _topk_dense(x, i, p):  # the dense combine weights: torch.topk's values scattered into zeros
+    g = torch.softmax(x, -1) if p["gate"] == "softmax" else torch.sigmoid(x)
+    v, idx = torch.topk(g, int(p["k"]))
+    return torch.zeros_like(g).scatter(-1, idx, v / v.sum(-1, keepdim=True) if p["renormalize"] else v)
+
+
 def _group_norm(x, i, p, affine=True):
     M, N = x.shape
     C = int(p["channels"])
@@ -120,6 +126,7 @@ TORCH_EXPECTATION = {
     "cross_entropy_soft": _cross_entropy_soft,
     "merge_attn_states": _merge,
     "topk_softmax": _topk_softmax,
+    "topk_softmax_dense": _topk_dense,
     "group_norm": _group_norm,
     "group_norm_noaffine": lambda x, i, p: _group_norm(x, i, p, affine=False),
     "row_amax": lambda x, i, p: x.abs().amax(-1),

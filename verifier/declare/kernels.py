@@ -398,6 +398,15 @@ class TritonKernel(KernelSpec):
                 f"kernel {self.name!r}: fields 'module' and 'launcher' are required",
                 fix="module='my_softmax.py', launcher='launch'",
             )
+        if not isinstance(self.launcher, str) or not isinstance(self.module, (str, Path)):
+            what = getattr(self.launcher, "__name__", type(self.launcher).__name__)
+            raise SpecError(
+                f"kernel {self.name!r}: launcher={what!r} is a {type(self.launcher).__name__}, not the name of a "
+                "function in the module" if not isinstance(self.launcher, str) else
+                f"kernel {self.name!r}: module={self.module!r} is not a path",
+                fix="name the launcher by its name in the module file (launcher='launch'), which is imported in "
+                    "Triton's mode for the run; a launcher defined in the spec file itself is a CallableKernel(fn=...)",
+            )
 
     def module_path(self) -> Path:
         p = Path(self.module)

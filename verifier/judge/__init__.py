@@ -27,6 +27,7 @@ from verifier.judge import invariants as _inv
 from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, compare
+from verifier.judge.dense_selection import compare_dense
 from verifier.judge.kept import compare_kept
 from verifier.judge.selection import compare_selection
 from verifier.numerics.violations import Violation
@@ -72,8 +73,8 @@ class Judgement:
 def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, context) -> Judgement:
     op = get_op(c.op)
     unjudged = ()  # the plain comparison's outputs whose bounds say nothing (_unbounded)
-    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection)
-        comparison = compare_selection(op, c, xs, outputs, context)
+    if op.selection is not None:  # picks of the top k: tie-aware (verifier.judge.selection, dense_selection)
+        comparison = (compare_dense if op.selection.dense else compare_selection)(op, c, xs, outputs, context)
     elif op.kept is not None:  # keeps the top k in place: its kept set tie-aware (verifier.judge.kept)
         comparison = compare_kept(op, c, xs, outputs, context)
     elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
@@ -166,29 +167,39 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
 
 def _undeclared_contract(c: Criteria, xs: dict, outputs: dict, verdict: Judgement, invariants: bool,
                          context) -> Judgement:
-    """An op's contract param the kernel left undeclared (``Op.contract_params``: softmax's ``masked_rows``, whose
-    reference with None follows the first value): where the outputs follow one of its values on an input where the
-    values differ, that is the verdict, with a warning naming the param to declare. A kernel that declared a value
-    is held to it (the first judgement). Only a failed judgement, or NaN outputs (the first value's rows), look."""
+    """An op's contract params the kernel left undeclared (``Op.contract_params``: softmax's ``masked_rows``, whose
+    reference with None follows the first value): where the outputs follow some of their values on an input where
+    the values differ, that is the verdict, with a warning naming each param to declare. Several open params are
+    tried together (a softmax writing zeros for a dead row and -inf for its lse follows two), fewest changed first.
+    A kernel that declared a value is held to it (the first judgement). Only a failed judgement, or NaN outputs
+    (the first value's rows), look."""
+    from itertools import product
+
     from references import reference
 
     op = get_op(c.op)
+    if verdict.ok and not any(np.isnan(np.asarray(v, dtype=np.float64)).any() for v in outputs.values()):
+        return verdict
+    shown = {}  # the open params whose values give different references on this input
     for k, contract in op.contract_params.items():
-        values = contract.values
         if c.params.get(k) is not None or not contract.open_for(c.params):
             continue
-        if verdict.ok and not any(np.isnan(np.asarray(v, dtype=np.float64)).any() for v in outputs.values()):
-            continue
-        refs = {v: reference(c.op, xs, {**c.params, k: v}, c.dtypes.output) for v in values}
-        if all(_same(refs[values[0]], r) for r in refs.values()):
-            continue  # the values agree on this input: nothing was shown
-        for v in values:
-            again = verdict if verdict.ok and v == values[0] else _judge_once(
-                replace(c, params={**c.params, k: v}), xs, outputs, refs[v], invariants, context)
-            if again.ok:
-                return replace(again, undeclared=verdict.undeclared + (
-                    f"the outputs follow {k}={v!r}, which the kernel does not declare: declare params={{{k!r}: "
-                    f"{v!r}}} (one of {', '.join(map(repr, values))}) so that the other is a finding",))
+        refs = [reference(c.op, xs, {**c.params, k: v}, c.dtypes.output) for v in contract.values]
+        if not all(_same(refs[0], r) for r in refs):
+            shown[k] = contract.values
+    if not shown:
+        return verdict
+    combos = sorted(product(*shown.values()), key=lambda vs: sum(v != vals[0] for v, vals in zip(vs, shown.values())))
+    for vs in combos:
+        p = dict(zip(shown, vs))
+        first = all(v == vals[0] for v, vals in zip(vs, shown.values()))
+        again = verdict if first and verdict.ok else _judge_once(
+            replace(c, params={**c.params, **p}), xs, outputs, reference(c.op, xs, {**c.params, **p}, c.dtypes.output),
+            invariants, context)
+        if again.ok:
+            return replace(again, undeclared=verdict.undeclared + tuple(
+                f"the outputs follow {k}={v!r}, which the kernel does not declare: declare params={{{k!r}: {v!r}}} "
+                f"(one of {', '.join(map(repr, shown[k]))}) so that the other is a finding" for k, v in p.items()))
     return verdict
 
 

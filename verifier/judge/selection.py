@@ -33,7 +33,7 @@ from verifier.judge import tolerance as _tol
 from verifier.judge.compare import Comparison, TensorComparison, compare_tensor
 from verifier.results.findings import Finding
 
-__all__ = ["Pick", "PickComparison", "compare_selection"]
+__all__ = ["Pick", "PickComparison", "compare_selection", "judge_picks"]
 
 PICKS_LISTED = 5
 
@@ -64,6 +64,9 @@ class Pick:
             return (f"row {row}, position {pos}: expert {self.expert} is in group {self.group}, which no right group "
                     f"choice keeps with these picks: its group score is {self.score!r}, the topk_group-th best group's "
                     f"is {self.kth!r} (band {self.band:.3g})")
+        if self.why == "extra":  # a dense row (verifier.judge.dense_selection): expert holds the count
+            return (f"row {row}: {self.expert} nonzero weights, more than k = {int(self.kth)} (every expert not picked "
+                    "must be exactly 0; ties at the k-th largest are broken, not all kept)")
         if self.why == "duplicate":
             return f"row {row}, position {pos}: expert {self.expert} picked twice"
         return f"row {row}, position {pos}: index {self.expert} is outside [0, {int(self.kth)})"
@@ -111,7 +114,7 @@ def _kth(s: np.ndarray, e: np.ndarray, k: np.ndarray) -> tuple:
     return t, np.where(at_t, e, 0.0).max(axis=1)
 
 
-def _picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True,
+def judge_picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True,
            groups=None) -> tuple:
     """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated).
     ``groups``: (n_group, topk_group, group_score, u) of a grouped selection (verifier.judge.group_choice)."""
@@ -206,7 +209,7 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
     groups = sel.groups(c.params) if sel.groups is not None else None
     if groups is not None:  # the group scores' addition rounds in the accumulation dtype
         groups = (*groups, _dt.unit_roundoff(c.dtypes.acc or c.dtypes.input))
-    picks, safe, unusable = _picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params),
+    picks, safe, unusable = judge_picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params),
                                    groups)
     at = _tol.derive(c.op, sel.at, c.dtypes, c.math_mode, {**xs, sel.indices: safe}, c.params, c.online)
     missing = [t for t in op.outputs if t != sel.indices and t not in at]

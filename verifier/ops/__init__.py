@@ -53,6 +53,12 @@ x[M,N], w[N] -> y[M,N], scale[M]; fused_add_rmsnorm_quant x, residual (in place)
 per_token_group_quant (verifier/ops/group_quant.py): x[M,N] -> y[M,N], scale[M, N/group_size] float32 (group_size=128,
 floor, qmax, rounding), one scale per group of group_size consecutive elements of a row.
 
+logsumexp (verifier/ops/logsumexp.py): x[M,N] -> lse[M] float32, the softmax family's lse alone (its params and
+optional inputs, lse_base, the lse_nonfinite contract).
+
+MoE routing's dense combine weights (verifier/ops/topk_dense.py): topk_softmax_dense x[M,E] -> weights[M,E] float32,
+topk_softmax's gates at the k picks (renormalized, scaled), 0 elsewhere; judged tie-aware off the nonzero set.
+
 Sampling's top-k filters (verifier/ops/top_k_sampling.py): top_k_renorm_probs x[M,N] (probs) -> renormed[M,N] (k=8,
 ties='keep_all' or 'exactly_k', sum_floor=0); top_k_mask_logits x[M,N] (logits) -> masked[M,N] (k, ties).
 
@@ -79,6 +85,8 @@ from verifier.ops import group_quant  # per_token_group_quant (production quanti
 from verifier.ops import top_k_sampling  # sampling's top-k filters (issue #37, FlashInfer's sampling top-k)
 from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weightless  # issue #37, norm variants
 from verifier.ops import group_hidden  # norms over groups of the hidden dim (production norm variants)
+from verifier.ops import topk_dense  # MoE routing's dense combine weights (GShard / Switch / DeepSpeed)
+from verifier.ops import logsumexp  # the softmax family's lse alone (verifier/ops/logsumexp.py)
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
@@ -100,6 +108,8 @@ BUNDLED += (quant.PER_TOKEN_QUANT, quant.RMSNORM_QUANT, quant.RMSNORM_DYNAMIC_QU
 BUNDLED += (group_hidden.GROUP_RMSNORM, group_hidden.GROUP_LAYERNORM)
 BUNDLED += (group_quant.PER_TOKEN_GROUP_QUANT,)  # one scale per group of a row (verifier/ops/group_quant.py)
 BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filters (verifier/ops/top_k_sampling.py)
+BUNDLED += (topk_dense.OPDEF,)  # routing's dense [M, E] combine weights (verifier/ops/topk_dense.py)
+BUNDLED += (logsumexp.OPDEF,)  # the row's log-sum-exp alone, float32 (verifier/ops/logsumexp.py)
 
 
 class _Registry(dict):

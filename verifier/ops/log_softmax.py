@@ -9,6 +9,7 @@ from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
+from verifier.ops import softmax_lse
 from verifier.ops.model import OpCase, Op
 from verifier.ops.softmax import logit_units, row_softmax, softmax_parts, softmax_rows, softmax_units
 from verifier.ops.softmax_inputs import CASES as MASK_CASES
@@ -131,9 +132,11 @@ def invariants(x_raw, inp, ys, p, dt, c):
 
 
 OPDEF = Op(
-    "log_softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN"}, reference="references.log_softmax",
-    params={**PARAMS, "masked_rows": None}, contract_params={"masked_rows": MASKED_ROWS},
-    recipe={"y": (1.0, "log_softmax")}, kappas={"log_softmax": k_log_softmax},
+    "log_softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN", **softmax_lse.OUTPUTS},
+    reference="references.log_softmax", params={**PARAMS, "masked_rows": None, **softmax_lse.PARAMS},
+    contract_params={"masked_rows": MASKED_ROWS, **softmax_lse.CONTRACTS},
+    recipe={"y": (1.0, "log_softmax"), **softmax_lse.RECIPE},
+    kappas={"log_softmax": k_log_softmax, **softmax_lse.kappas(logit_units, softmax_parts, row_softmax)},
     extra_tolerances=(("float16", "float16", None), ("bfloat16", "bfloat16", None)),  # as softmax
     online_override=True, exp_family=True,
     invariants=invariants, cases=CASES + MASK_CASES,

@@ -422,6 +422,15 @@ def _check_selection(where: str, op: "Op") -> None:
         raise SpecError(f"{where}: selection must be a Selection(...), got {type(sel).__name__}",
                         fix="write selection=Selection(indices='indices', scores=fn, at=fn)")
     dims = op.out_dims.get(sel.indices)
+    if sel.dense:
+        integer = str(op.out_fixed.get(sel.indices, "float")).startswith("int")
+        if sel.indices not in op.outputs or dims != ("M", "N") or integer or not callable(sel.scores) \
+                or not callable(sel.at):
+            raise SpecError(f"{where}: a dense selection names {sel.indices!r}, not a float [M, N] output (or its "
+                            "scores / at are no functions)",
+                            fix="declare outputs={'weights': Tensor('MxN', dtype='float32')}, "
+                                "selection=Selection('weights', scores=fn, at=fn, dense=True)")
+        return
     if sel.indices not in op.outputs or dims is None or len(dims) != 2:
         raise SpecError(f"{where}: selection names indices {sel.indices!r}, not an [M, k] output",
                         fix="declare the picks as an output, e.g. outputs={'indices': Tensor('Mxk', dtype='int32')}")

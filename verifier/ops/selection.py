@@ -31,8 +31,14 @@ class Selection:
     # 'max' / 'top2_sum'): the picks are the top k over the experts of the topk_group best groups
     # (verifier.judge.group_choice)
     groups: Optional[Callable] = field(default=None, repr=False, compare=False)
+    # dense combine weights (GShard / Switch / DeepSpeed routers): ``indices`` names a float [M, E] output holding
+    # the values at the picks and 0 elsewhere, whose picks are read off it (verifier.judge.dense_selection); ``at``
+    # then gives that output's [M, k] values at the picks it finds in inputs[indices]
+    dense: bool = False
 
     def is_ordered(self, params: dict) -> bool:
+        if self.dense:  # a dense row has no order
+            return False
         return bool(params.get(self.ordered, True)) if isinstance(self.ordered, str) else bool(self.ordered)
 
 

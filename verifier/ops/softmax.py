@@ -11,6 +11,7 @@ import numpy as np
 
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.violations import U64, finite_violation, order_violation, ulp_out, violation
+from verifier.ops import softmax_lse
 from verifier.ops.model import Op
 from verifier.ops.softmax_inputs import (CASES, MASKED_ROWS, OPTIONAL, PARAMS, fully_masked, logit_error, logits,
                                          with_sink)
@@ -146,9 +147,11 @@ def invariants(x_raw, inp, ys, p, dt, c):
 
 
 OPDEF = Op(
-    "softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN"}, reference="references.softmax",
-    params={**PARAMS, "masked_rows": None}, contract_params={"masked_rows": MASKED_ROWS},
-    recipe={"y": (1.0, "softmax")}, kappas={"softmax": k_softmax},
+    "softmax", inputs={"x": "MxN", **OPTIONAL}, outputs={"y": "MxN", **softmax_lse.OUTPUTS},
+    reference="references.softmax", params={**PARAMS, "masked_rows": None, **softmax_lse.PARAMS},
+    contract_params={"masked_rows": MASKED_ROWS, **softmax_lse.CONTRACTS},
+    recipe={"y": (1.0, "softmax"), **softmax_lse.RECIPE},
+    kappas={"softmax": k_softmax, **softmax_lse.kappas(logit_units, softmax_parts, row_softmax)},
     # The row sum held in the 16-bit I/O dtype (PyTorch's CPU log_softmax for f16/bf16 rounds the
     # sum to the I/O dtype): the same formula with u of that dtype; the intrinsic constants stay the
     # fp32 ones (in units of the larger u they only over-count).

@@ -211,3 +211,47 @@ DEFECTS = {
         "pitfall": "grouped routing weighting with gate + bias (the ranking scores) instead of the gates",
         "exposing_input": "topk_e256_deepseek"},
 }
+
+
+# MoE routing's dense combine weights (topk_softmax_dense; tests/test_topk_dense.py): DeepSpeed-style topkgating
+def _dense_routing(threshold=False, renormalize=True):
+    """Softmax gates, the top k by the logits, gates times the 0/1 mask, divided by the clamped sum. threshold: the
+    mask as gates >= the k-th largest gate (every tie kept: more than k experts on a tied row); renormalize=False:
+    the division left out while the spec declares renormalize=True."""
+    def fn(inputs, outputs, params, dt):
+        logits = inputs["x"].float()
+        gates = torch.softmax(logits, dim=-1)
+        top_val, top_idx = torch.topk(gates, int(params["k"]), dim=-1)
+        mask = (gates >= top_val[:, -1:]).float() if threshold else torch.zeros_like(gates).scatter(-1, top_idx, 1.0)
+        masked = gates * mask
+        if renormalize:
+            masked = masked / masked.sum(-1, keepdim=True).clamp(min=torch.finfo(torch.float32).eps)
+        return {"weights": masked}
+    return fn
+
+
+def _dense_kernel(name, description, **mistake):
+    return CallableKernel(name=name, op="topk_softmax_dense", fn=_dense_routing(**mistake), dtypes=[dtypes("f32")],
+                          params={"k": 8, "renormalize": True}, description=description)
+
+
+KERNELS += [
+    _dense_kernel("defect-topk-dense-threshold-ties", "dense routing weights masked by gates >= the k-th largest "
+                  "gate: every tie kept", threshold=True),
+    _dense_kernel("defect-topk-dense-not-renormalized", "dense routing weights left unnormalized while "
+                  "renormalize=True is declared", renormalize=False),
+    _dense_kernel("topk-dense-deepspeed-twin", "dense routing weights as DeepSpeed's topkgating (drop_tokens=False) "
+                  "computes them (twin)"),
+]
+DEFECTS.update({
+    "defect-topk-dense-threshold-ties": {
+        "caught_by": "value", "twin": "topk-dense-deepspeed-twin", "device": "cpu",
+        "pitfall": "dense routing mask built as gates >= the k-th largest gate instead of from topk's indices: a row "
+                   "with ties at the k-th gate routes to more than k experts (randn rows have no ties)",
+        "exposing_input": "topk_exact_ties"},
+    "defect-topk-dense-not-renormalized": {
+        "caught_by": "value", "twin": "topk-dense-deepspeed-twin", "device": "cpu",
+        "pitfall": "dense routing weights declared renormalized over the k picks but left as the plain softmax gates "
+                   "(the division by their sum forgotten): weights summing to well below 1",
+        "exposing_input": "normal_small"},
+})

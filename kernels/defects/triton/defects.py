@@ -393,3 +393,35 @@ DEFECTS.update({
                    "groups of 18 columns sum the squares of the next group's 14 as well",
         "exposing_input": "ghn_groups_of_18"},
 })
+
+# softmax's optional lse output (softmax_lse_defects.py; twins: kernels/triton/softmax_lse_spec.py): y right, lse wrong
+_LSE = {"lse": True, "masked_rows": "zeros", "lse_nonfinite": "posinf"}
+_LSE_MASKED = {**_LSE, "scale": 0.125, "mask": "MxN", "causal": True}
+KERNELS += [
+    TritonKernel(name=name, op="softmax", module="softmax_lse_defects.py", launcher=launcher, dtypes=dts,
+                 math_mode="triton_approx", params=p, expectations=_DET, supports=max_row(32768, None),
+                 description=description)
+    for name, launcher, dts, p, description in (
+        ("defect-triton-softmax-lse-no-sink", "launch_no_sink", BF16, {**_LSE, "sinks": True, "lse_base": "2"},
+         "lse of the row without its sink logit (y divides by the sum with it)"),
+        ("defect-triton-softmax-lse-no-max", "launch_no_max", [dtypes("f32")], _LSE_MASKED,
+         "lse = log(sum exp(z - m)), the max never added back"),
+        ("defect-triton-softmax-lse-dead-row-neginf", "launch_dead_neginf", [dtypes("f32")], _LSE_MASKED,
+         "a fully masked row's lse left at 0 + log(0) = -inf where +inf is declared"))
+]
+DEFECTS.update({
+    "defect-triton-softmax-lse-no-sink": {
+        "caught_by": "value", "twin": "triton-softmax-lse-sinks-base2", "device": "cpu",
+        "pitfall": "attention sinks counted in y's denominator but left out of the stored lse: a backward or a state "
+                   "merge reading lse renormalizes without the sink (y itself is right: a test of y alone passes)",
+        "exposing_input": "normal_small"},
+    "defect-triton-softmax-lse-no-max": {
+        "caught_by": "value", "twin": "triton-softmax-lse", "device": "cpu",
+        "pitfall": "lse stored as log(sum exp(z - m)) without the row max added back (y is right)",
+        "exposing_input": "normal_small"},
+    "defect-triton-softmax-lse-dead-row-neginf": {
+        "caught_by": "nan-inf", "twin": "triton-softmax-lse", "device": "cpu",
+        "pitfall": "a fully masked row's lse written -inf (split-KV's convention) where the kernel declares +inf "
+                   "(lse_nonfinite='posinf', FlashAttention's non-split one): only rows with nothing live differ",
+        "exposing_input": "sm_mask_full_rows"},
+})
