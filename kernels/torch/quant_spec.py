@@ -4,6 +4,7 @@ there: declared round_normed=True), then the static scale, clamp, cast. int8 thr
 import torch
 import torch.nn.functional as F
 
+from torch_norm_limits import below_2pow32
 from verifier.spec import CallableKernel, dtypes
 
 # The bench baseline, in the variants the fused kernels are benched in (e5m2 is the same composition); each variant
@@ -49,12 +50,12 @@ KERNELS = [
     CallableKernel(name="torch-per-token-quant", op="per_token_quant", fn=_per_token_quant, dtypes=QUANT_IO,
                    description="x.abs().amax(-1).clamp(min=floor) / qmax; (x / scale).clamp(-qmax, qmax).to(q)"),
     CallableKernel(name="torch-rmsnorm-quant", op="rmsnorm_quant", fn=_rmsnorm_quant, dtypes=NORM_IO,
-                   params={"round_normed": True},
+                   params={"round_normed": True}, supports=below_2pow32,
                    description="F.rms_norm in the I/O dtype, then * (1 / scale), clamp, .to(q): the unfused pair"),
     CallableKernel(name="torch-rmsnorm-dynamic-quant", op="rmsnorm_dynamic_quant", fn=_rmsnorm_dynamic_quant,
-                   dtypes=NORM_IO, params={"round_normed": True},
+                   dtypes=NORM_IO, params={"round_normed": True}, supports=below_2pow32,
                    description="F.rms_norm in the I/O dtype, its amax, scale, (n / scale).clamp().to(q)"),
     CallableKernel(name="torch-fused-add-rmsnorm-quant", op="fused_add_rmsnorm_quant", fn=_fused_add_rmsnorm_quant,
-                   dtypes=NORM_IO, params={"round_normed": True},
+                   dtypes=NORM_IO, params={"round_normed": True}, supports=below_2pow32,
                    description="x + residual in the I/O dtype (stored), F.rms_norm, * (1 / scale), .to(q)"),
 ]

@@ -7,6 +7,7 @@ internally and rounds once, so they are declared with fp32 accumulation.
 import torch
 import torch.nn.functional as F
 
+from torch_norm_limits import below_2pow32 as _below_2pow32
 from verifier.spec import FLOAT_IO, CallableKernel, dtypes
 
 
@@ -77,15 +78,6 @@ def _head_dim(M, N, dt):
 def _k_le_e(M, N, dt):
     # Routers have tens to a few thousand experts; longer rows only cost the CPU suites time.
     return f"E={N} < k=8: no top 8" if N < 8 else f"E={N} > 4096 experts" if N > 4096 else None
-def _below_2pow32(M, N, dt):
-    # Finding of this framework (torch 2.11+cu130 on an H200, docs/gpu-runs/2026-12-04-issue-36-large.md run 3):
-    # F.rms_norm and F.layer_norm on CUDA give wrong rows (zeros) past element 2^32 of a plain contiguous tensor
-    # (262208 x 16384 bf16: every row from 262144 on); caught by large_index_2pow32. Declared, not hidden.
-    if M * N >= 2 ** 32:
-        return "torch's CUDA rms_norm / layer_norm are wrong past element 2^32 (torch 2.11, measured)"
-    return None
-
-
 def _cross_entropy_variants(inputs, outputs, params, dt):
     # The unfused composition a training loop writes: cap the fp32 logits, F.cross_entropy with label smoothing,
     # z_loss as z·logsumexp² on the counted rows, then the batch's sum or mean over them (PyTorch's own reduction).
@@ -232,11 +224,11 @@ KERNELS = [
     CallableKernel(name="torch-l2norm", op="l2norm", fn=_l2norm, dtypes=[dtypes("f32")],
                    description="F.normalize(x.float(), p=2, dim=-1, eps), rounded to the I/O dtype"),
     CallableKernel(name="torch-rms-norm-noweight", op="rmsnorm_noweight", fn=_rms_norm_noweight,
-                   dtypes=[dtypes("f32")], description="F.rms_norm(x, (N,), None, eps)"),
+                   dtypes=[dtypes("f32")], supports=_below_2pow32, description="F.rms_norm(x, (N,), None, eps)"),
     CallableKernel(name="torch-layer-norm-noweight", op="layernorm_noweight", fn=_layer_norm_weightless,
-                   dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, None, eps)"),
+                   dtypes=[dtypes("f32")], supports=_below_2pow32, description="F.layer_norm(x, (N,), None, None, eps)"),
     CallableKernel(name="torch-layer-norm-bias", op="layernorm_bias", fn=_layer_norm_weightless,
-                   dtypes=[dtypes("f32")], description="F.layer_norm(x, (N,), None, b, eps)"),
+                   dtypes=[dtypes("f32")], supports=_below_2pow32, description="F.layer_norm(x, (N,), None, b, eps)"),
     # groups over the hidden dim: the dtypes and params of the Triton kernels they are benched beside
     # (kernels/triton/group_hidden_spec.py). In bf16 F.rms_norm rounds the normalized x to bf16 before the weight
     # multiply, a second rounding at the output (as liger-rmsnorm's llama mode: docs/tolerances.md, base_ulps 2)

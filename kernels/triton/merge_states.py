@@ -7,8 +7,8 @@ through; EMPTY_ZERO guards both -inf (v = 0, lse = -inf), else that row is NaN a
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+LOG2E = tl.constexpr(1.4426950408889634)  # a @triton.jit function reads globals as constexprs only (compiled)
+LN2 = tl.constexpr(0.6931471805599453)
 
 
 @triton.jit

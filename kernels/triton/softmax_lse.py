@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 MAX_N = 32768
-LOG2E = 1.4426950408889634
+LOG2E = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit

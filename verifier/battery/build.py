@@ -37,6 +37,7 @@ def build_and_resources(spec, opts, report, dts) -> bool:
             report.mark(dt.tag, "build", skipped("not a CUDA source"))
             if why is not None:
                 report.mark(dt.tag, "resources", skipped(why))
+        _compiled_triton_refusals(spec, opts, report, dts)
         return True
     arches = build_arches(opts)
     # One build per distinct set of -D macros (spec.defines(dtypes)); most specs have one.
@@ -87,6 +88,27 @@ def build_and_resources(spec, opts, report, dts) -> bool:
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
+
+
+def _compiled_triton_refusals(spec, opts, report, dts) -> None:
+    """An interpreted Triton kernel's module globals that compiled Triton refuses (verifier.launch.triton_globals):
+    the interpreter runs them, a GPU never compiles the kernel. Certain reads are build errors, reads under a
+    constexpr branch warnings (compiled only for some values). Compiled runs say it themselves (a crash finding)."""
+    if not spec.uses_triton or not spec.interpreted(opts.device):
+        return
+    from verifier.launch.triton_globals import plain_globals, refuses_plain_globals
+
+    if not refuses_plain_globals():
+        return
+    for path, entry in spec.triton_sources():
+        for fn, name, where, under in plain_globals(path, entry):
+            when = (" where that constexpr branch is compiled" if under else "")
+            report.add(Finding(
+                "build", f"{fn} reads the module global {name} ({where}), which is not a tl.constexpr: compiled "
+                f"Triton refuses it (NameError: cannot access global variable {name} from within @jit'ed function)"
+                f"{when}, so the kernel does not compile on a GPU; the interpreter on this CPU runs it\n"
+                f"  fix: {name} = tl.constexpr(...) at the module's top, or pass it as a tl.constexpr argument",
+                kernel=spec.name, severity="warning" if under else "error", repro=repro_line(spec, opts)))
 
 
 def check_build(spec: KernelSpec, opts: Options, dts, report: Optional[KernelReport] = None) -> KernelReport:
