@@ -47,6 +47,7 @@ GPU_TESTS=(tests/test_quant_gpu.py tests/test_masked_softmax_gpu.py tests/test_r
 GPU_TESTS+=(tests/test_top_k_sampling_gpu.py)  # our CUDA top-k filters and FlashInfer's (its headers from .whl/)
 GPU_TESTS+=(tests/test_group_quant_gpu.py)
 GPU_TESTS+=(tests/test_group_hidden_gpu.py)
+GPU_TESTS+=(tests/test_softmax_lse_gpu.py)  # softmax / log_softmax writing the row's lse too
 exist() { for f in "$@"; do [ -e "$f" ] && printf '%s\n' "$f"; done; }
 mapfile -t FAMILY_SPECS < <(exist "${FAMILY_SPECS[@]}")
 mapfile -t GPU_TESTS < <(exist "${GPU_TESTS[@]}")
@@ -104,7 +105,7 @@ phases() {
 }
 
 gputests() {
-  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -q -p no:randomly -p no:cacheprovider -n 8 -rs "${GPU_TESTS[@]}" \
+  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -q -p no:randomly -p no:cacheprovider -n 8 -rfEs "${GPU_TESTS[@]}" \
     tests/test_aliasing.py tests/test_third_party_gpu.py > "$LOGS/gputests.txt" 2>&1
   local rc=$?
   cat "$LOGS/gputests.txt"
