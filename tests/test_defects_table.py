@@ -84,10 +84,15 @@ _HAVE = [n for n in GPU_INPUTS if (Path(__file__).resolve().parents[1] / "kernel
 GPU_LARGE = "detection-gpu-large36.json"
 PENDING_LARGE = {"defect-cuda-rmsnorm-unsigned-row-offset", "defect-cuda-rmsnorm-int32-row-stride"}
 _HAVE_LARGE = (Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results" / GPU_LARGE).exists()
+# Issues #36 / #37's GPU-only defects (tools/gpu_check_issue37.sh, step `detection`, H200 run of 2026-12-05).
+GPU_37 = ("detection-gpu-37.json", "assert-close-gpu-37.json")
+_HAVE_37 = [n for n in GPU_37 if (RESULTS / n).exists()]
 # The order docs/detection-matrix.md was rendered with: per defect, the first file that ran it (GPU runs first).
 RENDER_ARGS = (["detection-gpu.json", "detection-gpu-triton.json"] + [n for n in _HAVE if n.startswith("detection")]
-               + ([GPU_LARGE] if _HAVE_LARGE else []) + ["detection-cpu.json"],
-               ["assert-close-gpu.json"] + [n for n in _HAVE if n.startswith("assert")] + ["assert-close-cpu.json"],
+               + ([GPU_LARGE] if _HAVE_LARGE else []) + [n for n in _HAVE_37 if n.startswith("detection")]
+               + ["detection-cpu.json"],
+               ["assert-close-gpu.json"] + [n for n in _HAVE if n.startswith("assert")]
+               + [n for n in _HAVE_37 if n.startswith("assert")] + ["assert-close-cpu.json"],
                ["lint-cpu.json"])
 
 
