@@ -28,7 +28,7 @@ _BLOCK_CALLS = {"arange", "zeros", "full", "make_block_ptr"}  # blocks from scal
 _REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "program_id", "num_programs"}
 
 
-def _is_jit(fn: ast.FunctionDef) -> bool:
+def is_jit(fn: ast.FunctionDef) -> bool:
     for d in fn.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
@@ -37,7 +37,7 @@ def _is_jit(fn: ast.FunctionDef) -> bool:
     return False
 
 
-def _constexpr_params(fn: ast.FunctionDef) -> set:
+def constexpr_params(fn: ast.FunctionDef) -> set:
     out = set()
     for a in fn.args.args + fn.args.kwonlyargs:
         ann = a.annotation
@@ -110,9 +110,9 @@ def _scan(path: str, mtime: float) -> tuple:
         return ()
     out = []
     for fn in ast.walk(tree):
-        if not isinstance(fn, ast.FunctionDef) or not _is_jit(fn):
+        if not isinstance(fn, ast.FunctionDef) or not is_jit(fn):
             continue
-        blocks = _Blocks(_constexpr_params(fn))
+        blocks = _Blocks(constexpr_params(fn))
         blocks.solve(fn)
         for node in ast.walk(fn):
             if isinstance(node, ast.BoolOp) and any(blocks.is_block(v) for v in node.values):

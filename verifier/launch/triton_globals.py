@@ -19,7 +19,7 @@ import ast
 import functools
 from pathlib import Path
 
-from verifier.launch.triton_boolops import _constexpr_params, _is_jit
+from verifier.launch.triton_boolops import constexpr_params, is_jit
 
 
 def _plain_assigned(tree: ast.Module) -> set:
@@ -79,10 +79,10 @@ def _scan(path: str, mtime: float) -> tuple:
         return ()
     plain, out = _plain_assigned(tree), []
     for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or not _is_jit(fn):
+        if not isinstance(fn, ast.FunctionDef) or not is_jit(fn):
             continue
         local, reads = _local_names(fn), []
-        _reads(fn.body, _constexpr_params(fn), False, reads)
+        _reads(fn.body, constexpr_params(fn), False, reads)
         seen = set()
         for name, line, under in reads:
             if name in plain and name not in local and name not in seen:

@@ -33,6 +33,15 @@ from verifier.results.findings import Finding
 CHECK = "static"
 SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
+# Where supports() takes none of them at a row length N: rows in whole N x N blocks (Megatron's upper-triangular
+# softmax takes batches x N rows; at N >= 8192 no PROBE_M is a multiple of N, and its entries were never analysed)
+SQUARE_M = (1, 4)  # multiples of N
+
+
+def probe_rows(spec, N: int, dt) -> list:
+    """The probe row counts supports() accepts at N: those of PROBE_M, else the first multiple of N of SQUARE_M."""
+    rows = [M for M in PROBE_M if spec.check_supported(M, N, dt) is None]
+    return rows or [M for M in (k * N for k in SQUARE_M) if spec.check_supported(M, N, dt) is None][:1]
 
 
 def in_ptx(path, facts: dict, missing: Optional[dict] = None) -> dict:
@@ -65,9 +74,7 @@ def launch_facts(spec, dts) -> dict:
     grids: dict = {}
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
-            for M in PROBE_M:
-                if spec.check_supported(M, N, dt) is not None:
-                    continue
+            for M in probe_rows(spec, N, dt):
                 kinds = (CONTIGUOUS, STRIDED, UNALIGNED) if takes_layout(spec.launches) else (CONTIGUOUS,)
                 launches = [launch for kind in kinds
                             for launch in launches_for(spec, M, N, dt, spec.op_params(),
