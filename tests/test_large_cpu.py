@@ -221,6 +221,20 @@ def test_rows_on_grid_axis_y_fail_rows_past_65535_on_the_cpu_as_compiled(interpr
     report = _check(_owners_spec(tmp_path, "rows_on_y"), "rows_past_65535")
     assert report.findings, report.notes
     assert any("exceeds CUDA's limit on axis y (65535)" in f.message for f in report.findings), report.findings
+    assert all("battery was not run" not in f.message for f in report.findings), report.findings
+
+
+def test_a_grid_past_cudas_limit_is_a_crash_that_leaves_the_battery_running():
+    """A grid CUDA refuses is refused before any program runs: a crash of the case, not a CUDA fault ending the
+    kernel's battery on the CPU (Liger's DyT, rows on grid axis y, had every other case dropped), as a GPU's refused
+    cuLaunchKernel leaves its context usable too."""
+    from verifier.declare.usercode import classify
+    from verifier.launch.outcome import KernelFault
+    from verifier.launch.sparse_grid import GridLimit
+
+    fault = KernelFault(GridLimit(grid_limit_error((1, 65600, 1))))
+    assert not fault.cuda
+    assert classify(None, fault) == "crash"
 
 
 def test_a_callable_keeps_its_reason_for_not_running_large_cases_on_the_cpu():
