@@ -221,6 +221,20 @@ def test_rows_on_grid_axis_y_fail_rows_past_65535_on_the_cpu_as_compiled(interpr
     report = _check(_owners_spec(tmp_path, "rows_on_y"), "rows_past_65535")
     assert report.findings, report.notes
     assert any("exceeds CUDA's limit on axis y (65535)" in f.message for f in report.findings), report.findings
+    assert all("battery was not run" not in f.message for f in report.findings), report.findings
+
+
+def test_a_grid_past_cudas_limit_is_a_crash_that_leaves_the_battery_running():
+    """A grid CUDA refuses is refused before any program runs: a crash of the case, not a CUDA fault ending the
+    kernel's battery on the CPU (Liger's DyT, rows on grid axis y, had every other case dropped), as a GPU's refused
+    cuLaunchKernel leaves its context usable too."""
+    from verifier.declare.usercode import classify
+    from verifier.launch.outcome import KernelFault
+    from verifier.launch.sparse_grid import GridLimit
+
+    fault = KernelFault(GridLimit(grid_limit_error((1, 65600, 1))))
+    assert not fault.cuda
+    assert classify(None, fault) == "crash"
 
 
 def test_a_callable_keeps_its_reason_for_not_running_large_cases_on_the_cpu():
@@ -339,3 +353,41 @@ def test_an_int8_output_holding_both_poisons_values_is_not_unwritten(interpreter
     for name in ("triton-per-token-quant", "triton-rmsnorm-quant"):
         r = check_kernel(specs[name], Options(level="ci", device="cpu", case="large_index_2pow31", dtype="f32toi8"))
         assert r.verdict == "pass" and not r.findings, (name, [f.message for f in r.findings], r.notes)
+
+
+GROUP_SCALES = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def group_quant(x_ptr, y_ptr, s_ptr, N, G: tl.constexpr):
+    g = tl.program_id(0).to(tl.int64)  # group g of the flat x: elements g*G .. g*G+G-1, its scale at s_ptr + g
+    offs = g * G + tl.arange(0, G)
+    x = tl.load(x_ptr + offs)
+    scale = tl.maximum(tl.max(tl.abs(x), 0), 1e-10) / 127.0
+    tl.store(s_ptr + g, scale)
+    tl.store(y_ptr + offs, tl.extra.cuda.libdevice.round(x / scale).to(tl.int8))
+
+
+def launch(inputs, outputs, params, dt):  # scales laid out as allocated, (M, N / G) contiguous: asserted, not assumed
+    x, y, s = inputs["x"], outputs["y"], outputs["scale"]
+    assert x.is_contiguous() and y.is_contiguous() and s.is_contiguous(), (x.stride(), y.stride(), s.stride())
+    group_quant[(x.numel() // params["group_size"],)](x, y, s, x.shape[1], G=params["group_size"])
+'''
+
+
+def test_a_large_cases_narrower_2d_output_is_laid_out_at_its_own_row_length(interpreter, tmp_path):
+    """A per-group scale [M, N/G] in a large case had rows N apart (x's row length): SGLang's per-token-group int8
+    quantizer, writing its scales contiguously as it allocates them, got false scale findings on every judged row."""
+    from verifier.spec import Contracts, TritonKernel, dtypes
+
+    path = tmp_path / "group_scales.py"
+    path.write_text(GROUP_SCALES)
+    spec = TritonKernel(name="group-quant-contiguous-scales", op="per_token_group_quant", module=str(path),
+                        launcher="launch", dtypes=[dtypes("f32", "int8")], params={"rounding": "half_away"},
+                        contracts=Contracts(layout="contiguous"))
+    report = _check(spec, "large_index_2pow31")
+    assert not report.findings and report.error is None and not _not_run(report, "large_index_2pow31"), \
+        (report.findings, report.notes)
+    assert report.verdict == "pass"

@@ -86,6 +86,16 @@ def test_reference_function_errors_blame_the_op(registry):
             reference(name, x, {}, "float32")
 
 
+def test_an_ops_supports_that_raises_blames_the_op():
+    """A supports of the kernel's signature (M, N, p) on an Op (N, params) raised TypeError out of the check: an
+    internal error (exit 3) instead of the kernel's spec error."""
+    op = Op("gated", inputs={"x": "MxN"}, outputs={"y": "MxN"}, reference=lambda i, p: {"y": i["x"]},
+            supports=lambda M, N, p: None)
+    with pytest.raises(SpecError, match=r"op 'gated': its supports\(N, params\) raised TypeError") as e:
+        op.refusal(8)
+    assert "lambda N, params" in e.value.fix
+
+
 def test_declared_invariants_flag_rows(registry):
     from verifier.judge.invariants import check
 

@@ -124,13 +124,13 @@ def compiler_limit(e: BaseException) -> Optional[BaseException]:
 
 def classify(spec, fault) -> str:
     """How the battery records a kernel that raised ``fault`` (a verifier.launch.harness.KernelFault) on an input
-    supports() accepts: 'crash' (a CUDA fault, a failure inside Triton) or 'refusal' (a Python exception
+    supports() accepts: 'crash' (a CUDA fault, a failure inside Triton, a launch the GPU refuses) or 'refusal' (a Python exception
     from the user's function, or the Triton compiler's resource limit for that shape). A TypeError or NameError
     is the kernel's error: UserCodeError is raised."""
     original = fault.original
     if not fault.cuda and compiler_limit(original) is not None:
         return "refusal"
-    if fault.cuda or _from_triton(original):
+    if fault.cuda or _from_triton(original) or getattr(original, "launch_refused", False):
         return "crash"
     if isinstance(original, PROGRAMMING_ERRORS):
         raise error_for(spec, kernel_function(spec), original) from original

@@ -144,7 +144,7 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
         src = held[name]
         outputs[name] = mem.output(op.shape_of(name, M, N, params), dtype, POISON[dtype][which],
                                    inputs_np[src] if src else None,
-                                   stride=stride if name in strided_names else N)
+                                   stride=stride if name in strided_names else None)  # None: its own row length
         if src:  # the kernel updates it in place / writes the output over it
             inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)

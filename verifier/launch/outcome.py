@@ -39,6 +39,8 @@ class KernelFault(Exception):
 
 
 def is_cuda_fault(e: BaseException) -> bool:
+    if getattr(e, "launch_refused", False):  # a launch refused before it ran (sparse_grid.GridLimit): context intact
+        return False
     text = f"{type(e).__module__}.{type(e).__name__}: {e}"
     return any(k in text for k in ("CUDARuntimeError", "CUDADriverError", "CUDA error", "cudaError", "CUDA_ERROR"))
 

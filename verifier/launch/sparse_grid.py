@@ -35,7 +35,11 @@ class Launch:
 
 
 class GridLimit(RuntimeError):
-    """A grid compiled Triton's launch refuses (what CUDA's cuLaunchKernel answers: invalid argument)."""
+    """A grid compiled Triton's launch refuses (what CUDA's cuLaunchKernel answers: invalid argument). Raised before
+    anything runs: a crash of the kernel (verifier.declare.usercode.classify), not a CUDA fault that ends the
+    battery (verifier.launch.outcome.is_cuda_fault), as a refused cuLaunchKernel leaves a GPU's context usable."""
+
+    launch_refused = True
 
 
 def grid_limit_error(grid) -> Optional[str]:

@@ -392,7 +392,11 @@ class Op:
         """Why rows of N columns are outside this op with these params (its ``supports``), or None."""
         if self.supports is None:
             return None
-        reason = self.supports(N, {**self.params, **(params or {})})
+        try:
+            reason = self.supports(N, {**self.params, **(params or {})})
+        except Exception as e:  # the spec's own code (a wrong signature, a missing param): its error, not ours
+            raise SpecError(f"op {self.name!r}: its supports(N, params) raised {type(e).__name__}: {e}",
+                            fix="supports=lambda N, params: None if N % params['channels'] == 0 else 'reason'") from e
         return f"outside op {self.name!r}: {reason}" if reason else None
 
     def signature(self) -> str:
