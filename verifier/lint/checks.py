@@ -6,6 +6,7 @@ the two instruction indices involved. ``EntryAnalysis.run`` runs them all.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -47,8 +48,11 @@ class EntryAnalysis:
             for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
                         races.shared_races(self, sem, stepping) + self.global_races(sem, facts)):
                 key = (iss.cls, iss.at, iss.other)
-                if key not in issues or (issues[key].severity == "warning" and iss.severity == "error"):
-                    issues[key] = iss
+                prev = issues.get(key)
+                if prev is None or (prev.severity == "warning" and iss.severity == "error"):
+                    issues[key] = replace(iss, blocks=(block,))  # an error found at one shape: that shape's
+                elif prev.severity == iss.severity and prev.blocks:
+                    issues[key] = replace(prev, blocks=prev.blocks + (block,))
         return list(issues.values())
 
     def not_followed(self) -> list:

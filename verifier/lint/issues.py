@@ -17,6 +17,7 @@ class Issue:
     at: int  # instruction index of the first program point
     other: Optional[int] = None  # the second program point
     other_role: str = ""  # what the second point is ('branch', 'early exit', 'read', ...)
+    blocks: tuple = ()  # the block shapes (x, y, z) it was found at; () where it does not depend on one
 
 
 @dataclass(frozen=True)
