@@ -18,6 +18,7 @@ from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
 from verifier.lint.offsets import OffsetCheck
 from verifier.lint.semantics import Semantics
+from verifier.lint.unwritten import unwritten_reads
 from verifier.lint.stepped import Stepping
 
 FULL_MASK = 0xFFFFFFFF
@@ -46,7 +47,8 @@ class EntryAnalysis:
             sem = Semantics(self.values, block)
             stepping = Stepping(self, sem, lambda bind, free, block=block: Semantics(self.values, block, bind, free))
             for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
-                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts)):
+                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts) +
+                        unwritten_reads(self, sem)):
                 key = (iss.cls, iss.at, iss.other)
                 prev = issues.get(key)
                 if prev is None or (prev.severity == "warning" and iss.severity == "error"):

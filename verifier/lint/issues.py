@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "offset-wrap", "not-followed")
+CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "offset-wrap", "not-followed",
+           "unwritten-shared")
 
 
 @dataclass(frozen=True)
