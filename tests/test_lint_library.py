@@ -87,6 +87,9 @@ def test_a_welford_merge_stepped_by_blockdim_is_clean(entry, rows):
     # at a time with the launch's blockDim.y (once a WAW of `pair[2 * at]` between threads the guard
     # `threadIdx.x == 0 && threadIdx.y >= offset && ...` keeps apart, as the guard read a loop counter)
     r = _lint_2d(entry, rows)
+    if entry == "const_ok" and rows == 4:  # merges 8 rows, 4 launched: rows 0-3 read the slots of rows 4-7
+        assert [f.message.split(":")[0] for f in r.findings] == ["unwritten-shared"], _shown(r)
+        return
     assert not r.findings, _shown(r)
 
 

@@ -200,6 +200,9 @@ class AbsentReads:
             todo.extend(users.get(u, ()))
         return taint
 
+    def _known_false(self, p) -> Optional[np.ndarray]:
+        return _known_false_of(self.sem, self.values, p)
+
     def _transfer(self, nid: int, node, taint: dict) -> Optional[np.ndarray]:
         n, sem = self.n, self.sem
         none = None
@@ -221,7 +224,12 @@ class AbsentReads:
             sem.ensure(p)
             pv = sem.evaluate(p)
             if pv is None:
-                return union((a, b, p))
+                off = self._known_false(p)  # `c && (v > m)`: where c is false the select keeps b, whatever v is
+                both = union((a, b, p))
+                if off is None or both is None:
+                    return both
+                tb = t(b)
+                return (both & ~off) | (tb & off if tb is not None else np.zeros(n, dtype=bool))
             pv = pv.astype(bool)
             ta, tb = t(a), t(b)
             out = np.zeros(n, dtype=bool)
@@ -261,6 +269,21 @@ class AbsentReads:
                 return None
             return np.ones(n, dtype=bool)  # a collective mixes lanes; an atomic's result is the memory's
         return None
+
+
+def _known_false_of(sem, values, p) -> Optional[np.ndarray]:
+    """The threads where predicate ``p``, an ``and`` of predicates, is false by an operand known at the block shape
+    (cub's guarded fold: `(num_valid > 32 k) && (v > m)`), or None."""
+    node = values.nodes[p]
+    if node[0] != "op" or node[1] not in ("and.pred", "and"):
+        return None
+    off = np.zeros(sem.nthreads, dtype=bool)
+    for x in node[2]:
+        sem.ensure(x)
+        v = sem.evaluate(x)
+        if v is not None:
+            off |= ~v.astype(bool)
+    return off if off.any() else None
 
 
 def _what(ins) -> str:

@@ -6,6 +6,7 @@ the two instruction indices involved. ``EntryAnalysis.run`` runs them all.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -17,6 +18,7 @@ from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
 from verifier.lint.offsets import OffsetCheck
 from verifier.lint.semantics import Semantics
+from verifier.lint.unwritten import unwritten_reads
 from verifier.lint.stepped import Stepping
 
 FULL_MASK = 0xFFFFFFFF
@@ -45,10 +47,14 @@ class EntryAnalysis:
             sem = Semantics(self.values, block)
             stepping = Stepping(self, sem, lambda bind, free, block=block: Semantics(self.values, block, bind, free))
             for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
-                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts)):
+                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts) +
+                        unwritten_reads(self, sem)):
                 key = (iss.cls, iss.at, iss.other)
-                if key not in issues or (issues[key].severity == "warning" and iss.severity == "error"):
-                    issues[key] = iss
+                prev = issues.get(key)
+                if prev is None or (prev.severity == "warning" and iss.severity == "error"):
+                    issues[key] = replace(iss, blocks=(block,))  # an error found at one shape: that shape's
+                elif prev.severity == iss.severity and prev.blocks:
+                    issues[key] = replace(prev, blocks=prev.blocks + (block,))
         return list(issues.values())
 
     def not_followed(self) -> list:

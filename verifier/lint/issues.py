@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "offset-wrap", "not-followed")
+CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", "offset-wrap", "not-followed",
+           "unwritten-shared")
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Issue:
     at: int  # instruction index of the first program point
     other: Optional[int] = None  # the second program point
     other_role: str = ""  # what the second point is ('branch', 'early exit', 'read', ...)
+    blocks: tuple = ()  # the block shapes (x, y, z) it was found at; () where it does not depend on one
 
 
 @dataclass(frozen=True)

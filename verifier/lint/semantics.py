@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import math
+
 import numpy as np
 
 from verifier.lint import warpsync
@@ -307,7 +309,8 @@ class Semantics:
                     return {t: c * k for t, c in tx.items()}, rx
         if node[0] == "op" and node[1] == "trunc32u":
             return self.decompose(node[2][0])
-        if node[0] == "phi" and not self.invariant[nid] and (iv := self.induction(nid)) is not None:
+        if node[0] == "phi" and (not self.invariant[nid] or self.levels[nid] != UNIFORM) \
+                and (iv := self.counter(nid)) is not None:  # a join after a loop: one value per thread
             terms, rest = self.decompose(iv[0])
             atom = self.v.mk("iv", node[1], node[2])  # one atom per induction register, wherever it is read
             self.ensure(atom)
@@ -335,6 +338,51 @@ class Semantics:
         if kind == "phi":
             return all(d is not None and self.nonneg(d, busy) for d in (self.v.def_node.get(s) for s in node[2]))
         return False
+
+    def counter(self, nid: int, _busy: frozenset = frozenset()):
+        """(initial value node, step) when phi ``nid`` holds ``init + k * step`` (k >= 0 per thread): an induction
+        variable, or a join of one's values: nvcc's remainder loop before a 4x-unrolled one leaves its counter as
+        the join of ``init`` (loop skipped) and the loop's ``p + 32`` (``for (i = tid; i < n; i += 32)``). Each
+        incoming value is ``init`` itself or ``p + c``, ``p`` this phi or such a phi of the same ``init``, every
+        step of one sign; ``step`` is their gcd with that sign."""
+        if (iv := self.induction(nid)) is not None:
+            return iv
+        node = self.v.nodes[nid]
+        if node[0] != "phi" or nid in _busy or len(_busy) > 8:
+            return None
+        init, steps = None, []
+        for site in node[2]:
+            d = self.v.def_node.get(site)
+            if d is None:
+                return None
+            u = self.v.nodes[d]
+            if u[0] == "op" and u[1] == "trunc32u":
+                u = self.v.nodes[u[2][0]]
+            moved = None
+            if u[0] == "op" and u[1] == "add":
+                for p, c in (u[2], u[2][::-1]):
+                    if self.v.nodes[p][0] == "phi":
+                        self.ensure(c)
+                        k = self.evaluate(c)
+                        if k is not None and np.all(k == k[0]) and int(k[0]) != 0:
+                            moved = p, int(k[0])
+                            break
+            if moved is None:  # the value the counter starts from
+                if init is not None and d != init:
+                    return None
+                init = d
+                continue
+            p, c = moved
+            steps.append(c)
+            if p != nid:
+                sub = self.counter(p, _busy | {nid})
+                if sub is None or (init is not None and sub[0] != init):
+                    return None
+                init = sub[0]
+                steps.append(sub[1])
+        if init is None or not steps or len({c > 0 for c in steps}) != 1:
+            return None
+        return init, math.gcd(*[abs(c) for c in steps]) * (1 if steps[0] > 0 else -1)
 
     def induction(self, nid: int):
         """(initial value node, step) when phi ``nid`` is an induction variable of a loop without a barrier:

@@ -371,7 +371,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                                                 "arches": set(), "count": 0, "pos": pos, "blocks": set()})
                     m["entries"].add(shown(names[entry]) if entry in names else entry)  # as the spec names it
                     m["arches"].add(arch)
-                    m["blocks"].update(f.blocks)
+                    m["blocks"].update(iss.blocks or f.blocks)  # the shapes it was found at, not all the entry's
                     m["count"] += 1
         tag = group[0].tag if len(group) == 1 else ""
         for m in merged.values():

@@ -3,7 +3,8 @@ the spec file, up to the repository root). Each ``[[suppress]]`` entry says what
 
     [[suppress]]
     kind = "shared-race"                     # required: divergent-barrier | shared-race | inactive-lanes |
-                                             #           global-race | not-followed
+                                             #           global-race | not-followed | offset-wrap |
+                                             #           unwritten-shared
     kernel = "my-softmax-*"                  # glob over kernel names
     file = "kernels/my_softmax.cu:120"       # repo-relative path (glob), optionally :line (the first point)
     reason = "warp-synchronous: ordered by __syncwarp, which lint does not model"   # required
