@@ -106,7 +106,7 @@ phases() {
 }
 
 gputests() {
-  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -q -p no:randomly -p no:cacheprovider -n 8 -rfEs "${GPU_TESTS[@]}" \
+  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -p no:randomly -p no:cacheprovider -n 8 -v --tb=short -rfEs "${GPU_TESTS[@]}" \
     tests/test_aliasing.py tests/test_third_party_gpu.py > "$LOGS/gputests.txt" 2>&1
   local rc=$?
   cat "$LOGS/gputests.txt"
