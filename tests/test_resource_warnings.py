@@ -35,6 +35,9 @@ def test_undeclared_spill_and_stack_are_reported_declared_ones_are_not():
     assert undeclared_usage(_res(spill=208, stack=88), Expectations(max_spill_bytes=512, max_stack_bytes=512)) == []
     [w] = undeclared_usage(_res(stack=88), Expectations(max_spill_bytes=0))  # stack still undeclared
     assert "88 bytes of stack" in w and "spills" not in w
+    assert "local array" in w and "registers" not in w  # no spill: not a row that left the registers (ggml topk-moe)
+    [w] = undeclared_usage(_res(spill=208), Expectations())
+    assert "row does not stay in registers" in w
     assert undeclared_usage(_res(spill=208, stack=88), register_resident()) == []  # an error elsewhere, not a warning
 
 

@@ -230,10 +230,13 @@ def undeclared_usage(resources: KernelResources, expectations) -> list[str]:
                      f"{r.cumulative_stack_bytes})")
     if not facts:
         return []
-    return [f"{r.demangled} ({r.arch}): {' and '.join(facts)}, and the spec declares no limit for it; a spill "
-            "in a reduction kernel usually means its row does not stay in registers. Declare "
-            "Expectations(max_spill_bytes=..., max_stack_bytes=...) to accept it, or register_resident() to "
-            "forbid it"]
+    # a stack frame with no spill is the kernel's own local memory (an array indexed at run time), not a row
+    # that left the registers: say what the numbers show
+    why = ("a spill in a reduction kernel usually means its row does not stay in registers" if r.spill_bytes > 0
+           else "a stack frame with no spill is a local array the kernel indexes at run time (local memory)")
+    return [f"{r.demangled} ({r.arch}): {' and '.join(facts)}, and the spec declares no limit for it; {why}. "
+            "Declare Expectations(max_spill_bytes=..., max_stack_bytes=...) to accept it, or register_resident() "
+            "to forbid it"]
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
