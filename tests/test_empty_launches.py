@@ -58,3 +58,16 @@ def test_on_a_gpu_the_outputs_of_a_shape_without_launches_are_unwritten(tmp_path
     report = check_kernel(_spec(tmp_path, _gap), Options(level="ci", device="cuda"))
     assert any(f.check == "unwritten" for f in report.findings), report.findings
     assert report.verdict == "fail"
+
+
+@pytest.mark.skipif(nvcc_version() is None, reason="the build and static steps compile with nvcc, not found")
+def test_launches_empty_at_every_shape_check_nothing_and_say_so(tmp_path):
+    """A spec whose launches are [] everywhere launches nothing: its resources and static cells are skipped with
+    the reason (never a pass)."""
+    from verifier.battery import check_kernel
+
+    report = check_kernel(_spec(tmp_path, lambda M, N, dt, p: []), Options(level="quick", device="cpu"))
+    for check in ("resources", "static"):
+        cell = report.cells[("f32", check)]
+        assert cell.skipped and "launches() returns []" in str(cell), (check, cell)
+    assert report.verdict != "pass"

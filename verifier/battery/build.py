@@ -82,7 +82,8 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                     report.mark(dt.tag, "resources", skipped(
                         "supports() accepts none of the shapes the build step evaluates (every probe row length at "
                         f"{', '.join(map(str, (launch_check.PROBE_ROWS, *launch_check.MORE_ROWS)))} rows, the cases "
-                        "of the level): no entry's registers or spills were checked"))
+                        "of the level), or launches() returns [] at all of them: no entry's registers or spills were "
+                        "checked"))
         problems.report(spec, opts, report)
         ok = ok and not problems
     for dt in dts:

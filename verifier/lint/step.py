@@ -332,7 +332,8 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
         facts = launch_facts(spec, group)
         if not facts:
             for dt in group:
-                report.mark(dt.tag, CHECK, skipped("supports() accepts no probe shape: no launch to analyse"))
+                report.mark(dt.tag, CHECK, skipped("supports() accepts no probe shape, or launches() returns [] at those it "
+                                                     "accepts: no launch to analyse"))
             continue
         merged: dict = {}
         for arch in arches:
