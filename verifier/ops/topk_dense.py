@@ -25,8 +25,8 @@ from verifier.ops.model import Invariant, Op, Selection, Tensor
 def _picks_values(inputs, p, indices):
     import torch
 
-    g = _topk._gates(inputs["x"], p)
-    return _topk._scaled(_topk._renormalized(torch.gather(g, -1, indices), p), p)
+    g = _topk.gates(inputs["x"], p)
+    return _topk.scaled(_topk.renormalized(torch.gather(g, -1, indices), p), p)
 
 
 def reference(inputs, p):
@@ -48,14 +48,14 @@ def _unit_sum(inp, ys, p):
     return np.abs(w.sum(axis=1) - _topk.scaling_of(p)) if p["renormalize"] else np.zeros(w.shape[0])
 
 
-def _unit_sum_bound(inp, ys, p, c):
+def unit_sum_bound(inp, ys, p, c):
     """topk_softmax's bound for its k values (the zeros add nothing), plus the float64 sum of E terms here."""
     k = int(p["k"])
-    return _topk._unit_sum_bound(inp, {"values": np.zeros((1, k))}, p, c) + ys["weights"].shape[1] * 2.0 ** -53
+    return _topk.unit_sum_bound(inp, {"values": np.zeros((1, k))}, p, c) + ys["weights"].shape[1] * 2.0 ** -53
 
 
 INVARIANTS = [
-    Invariant("unit_sum", _unit_sum, _unit_sum_bound,
+    Invariant("unit_sum", _unit_sum, unit_sum_bound,
               "renormalized weights sum to 1 (times scaling) up to the sum's and the division's rounding (value = "
               "|sum - scaling|)"),
 ]

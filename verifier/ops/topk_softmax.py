@@ -39,7 +39,7 @@ INDEX_DTYPES = ("int32", "int64")
 VALUES_DTYPES = ("float32", "bfloat16", "float16")  # values_dtype: float32, or the logits' 16-bit dtype
 
 
-def _gates(x, p):
+def gates(x, p):
     import torch
 
     gate = p["gate"]
@@ -55,7 +55,7 @@ def _gates(x, p):
     return torch.softmax(x, -1) if gate == "softmax" else torch.sigmoid(x)
 
 
-def _renormalized(v, p):
+def renormalized(v, p):
     """v / sum(v) when renormalized; a sum of 0 gives 0 / 0 = NaN (the torch composition), or 0 where the kernel
     declares zero_sum='zero' (a guarded division: DeepSeek-V4's weight_sum > 0 ? weight_sum : 1, vLLM's
     clamp(min=1e-20))."""
@@ -88,7 +88,7 @@ def scaling_of(p) -> float:
     return float(s)
 
 
-def _scaled(v, p):
+def scaled(v, p):
     return v * scaling_of(p) if scaling_of(p) != 1.0 else v
 
 
@@ -103,25 +103,25 @@ def reference(inputs, p):
     import torch
 
     x = inputs["x"]
-    g = _gates(x, p)
+    g = gates(x, p)
     choice = _choice(inputs, g)
     kept = _grouped.kept_experts(choice, p)
     if kept is not None:
         choice = choice.masked_fill(~kept, _grouped.grouping(p)[3])
     indices = torch.topk(choice, _k(x, p), dim=-1).indices
-    return {"values": _scaled(_renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
+    return {"values": scaled(renormalized(torch.gather(g, -1, indices), p), p), "indices": indices}
 
 
 def scores(inputs, p):
     """What the picks rank: the gate of every expert (plus its bias)."""
-    return _choice(inputs, _gates(inputs["x"], p))
+    return _choice(inputs, gates(inputs["x"], p))
 
 
 def at_picks(inputs, p):
     """The values at the kernel's picks (inputs['indices'], int64): the gates there, renormalized over them, scaled."""
     import torch
 
-    return {"values": _scaled(_renormalized(torch.gather(_gates(inputs["x"], p), -1, inputs["indices"]), p), p)}
+    return {"values": scaled(renormalized(torch.gather(gates(inputs["x"], p), -1, inputs["indices"]), p), p)}
 
 
 # --------------------------------------------------------------------------- invariants
@@ -143,7 +143,7 @@ def _unit_sum(inp, ys, p):
     return np.abs(ys["values"].sum(axis=1) - scaling_of(p))
 
 
-def _unit_sum_bound(inp, ys, p, c):
+def unit_sum_bound(inp, ys, p, c):
     """Each value is g_i / S (or g_i · (1/S)) of the gates the kernel picked, whatever their error: the ratios of
     the kernel's own gates sum to 1 exactly, so only the sum of k terms (gamma(k - 1)), the division (div units, or
     a reciprocal and a multiply: div + 1) and the float32 output rounding (out_ulps ULPs of each value, 2u per unit
@@ -160,7 +160,7 @@ INVARIANTS = [
     Invariant("sorted", _descent, 0.0,
               "values are largest first: values[j + 1] <= values[j] (monotone rounding keeps the order; value = the "
               "largest step up)"),
-    Invariant("unit_sum", _unit_sum, _unit_sum_bound,
+    Invariant("unit_sum", _unit_sum, unit_sum_bound,
               "renormalized values sum to 1 (times scaling) up to the sum's and the division's rounding (value = "
               "|sum - scaling|)"),
 ]
