@@ -84,12 +84,18 @@ def test_the_correct_row_kernel_passes_every_large_case_at_ci_in_little_time():
         assert took < 1.5, (name, took)  # the budget is for all of them together; each is far under
 
 
-@pytest.mark.parametrize("kernel, case, check", [
-    ("defect-cuda-rmsnorm-int32-row-offset", "large_index_2pow31", "crash"),
-    ("defect-cuda-rmsnorm-unsigned-row-offset", "large_index_2pow32", "value"),
-    ("defect-cuda-rmsnorm-int32-row-stride", "row_stride_2pow31", "crash"),
+# Which check a wrapped offset trips depends on what the wrapped address holds on that machine: on the H200
+# (2026-12-05) the int32 offsets faulted (crash) and the unsigned one read another row (value); on an H100 the
+# same day the int32 row offset read mapped memory (value, invariant). Any error on the large case is the catch.
+CAUGHT_BY = {"crash", "value", "invariant", "nan-inf", "unwritten"}
+
+
+@pytest.mark.parametrize("kernel, case", [
+    ("defect-cuda-rmsnorm-int32-row-offset", "large_index_2pow31"),
+    ("defect-cuda-rmsnorm-unsigned-row-offset", "large_index_2pow32"),
+    ("defect-cuda-rmsnorm-int32-row-stride", "row_stride_2pow31"),
 ])
-def test_each_offset_defect_fails_its_large_case_at_ci(kernel, case, check):
+def test_each_offset_defect_fails_its_large_case_at_ci(kernel, case):
     import json
     import subprocess
     import sys
@@ -98,4 +104,5 @@ def test_each_offset_defect_fails_its_large_case_at_ci(kernel, case, check):
                         kernel, "--case", case, "--level", "ci", "--device", "cuda", "--format", "json",
                         "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     k = json.loads(p.stdout)["kernels"][0]
-    assert k["verdict"] == "fail" and check in {f["check"] for f in k["findings"]}, p.stdout[-2000:]
+    caught = {f["check"] for f in k["findings"] if f["severity"] == "error" and f["input"] == case} & CAUGHT_BY
+    assert k["verdict"] == "fail" and caught, p.stdout[-2000:]

@@ -54,9 +54,14 @@ def test_flashinfer_top_k_filter_passes_its_battery(name):
     from verifier.results.options import Options
 
     report = check_kernel(_flashinfer(name), Options(level="ci", device="cuda"))
-    errors = [f for f in report.findings if f.severity == "error" and f.input != WRAPS]
+    # FlashInfer 0.7.4 forms row * N in 32 bits: the lint reads it in the PTX (a static offset-wrap naming the
+    # WRAPS shape) and the large case shows it at run time (H100, 2026-12-05). Both are its finding, nothing else is.
+    wraps = [f for f in report.findings if f.input == WRAPS
+             or (f.check == "static" and f.message.startswith("offset-wrap") and f"at {WRAPS} " in f.message)]
+    errors = [f for f in report.findings if f.severity == "error" and f not in wraps]
     assert report.verdict in ("pass", "fail") and not errors, "\n".join(
-        f"{f.check} {f.dtype} {f.input}: {f.message}" for f in report.findings)
+        f"{f.check} {f.dtype} {f.input}: {f.message}" for f in errors)
+    assert {f.check for f in wraps} >= {"static", "unwritten"}, "FlashInfer's 32-bit row offset went unseen"
 
 
 def _run(spec, x):
