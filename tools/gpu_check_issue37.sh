@@ -133,7 +133,7 @@ extras() {  # findings are expected here: read its log (summary.txt)
 }
 
 sanitize() {
-  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m verifier.cli sanitize "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer -j 8 \
+  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m verifier.cli sanitize "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer -j "${SANITIZE_JOBS:-8}" \
     --timeout 240 --format json --output "$LOGS/sanitize.json"
   local rc=$?
   "$PY" - "$LOGS/sanitize.json" <<'PYEOF'
