@@ -183,6 +183,21 @@ def test_tail_shapes_and_cuda_entry_filters():
         ("softmax_s3_n1024_bf16", True), ("softmax_s3_n2048_bf16", True)]
 
 
+def test_a_kernel_of_fixed_row_lengths_is_launched_at_its_own_small_cases_not_skipped():
+    # FlashInfer's merge state takes head_dim 64..512 only: every tail and fallback length is refused (H100,
+    # 2026-12-05: it was skipped by all four tools); its own quick cases give it shapes.
+    import dataclasses
+
+    (s3,) = registry.load([str(REPO / "kernels/cuda/softmax_spec.py")], ["cuda-softmax-s3"])
+    fixed = dataclasses.replace(s3, supports=lambda M, N, dt: None if N in (128, 256) else f"N={N} not 128 or 256")
+    bf16 = next(d for d in fixed.dtypes if d.tag == "bf16")
+    shapes = D.tail_shapes(fixed, bf16)
+    assert shapes and len(shapes) <= D.MAX_SHAPES
+    assert all(N in (128, 256) and M * N <= 1 << 16 for M, N in shapes), shapes
+    never = dataclasses.replace(s3, supports=lambda M, N, dt: "refuses everything")
+    assert D.tail_shapes(never, bf16) == []  # still said, not run: the caller's Unsupported names the shapes tried
+
+
 def test_triton_kernels_get_no_include_filter():
     # A name filter missing the launched kernel would give a clean report of nothing checked.
     (tri,) = registry.load([str(REPO / "kernels/triton/spec.py")], ["triton-softmax"])

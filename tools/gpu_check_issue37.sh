@@ -2,6 +2,7 @@
 # Issues #36 and #37 on one H200 in one device call, from the repository root, carrying .whl/ (what it holds:
 # kernels/third_party/README.md):
 #   OUT=/some/dir bash tools/gpu_check_issue37.sh [STEP ...]      (default: every step)
+# GPU_TEST_IDS / SANITIZE_ARGS replace gputests' test ids / sanitize's paths and options (reruns).
 # Steps (each prints PASS / FAIL with its seconds; logs in $OUT/logs.tgz, a summary in $OUT/summary.txt):
 #   main       README's main job, cold (fresh verifier and Triton caches), alone on the GPU and timed: `verifier check
 #              kernels/ -j auto --level ci` without the third-party packages, as a fresh machine has it (issue #36:
@@ -106,8 +107,10 @@ phases() {
 }
 
 gputests() {
-  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -p no:randomly -p no:cacheprovider -n 8 -v --tb=short -rfEs "${GPU_TESTS[@]}" \
-    tests/test_aliasing.py tests/test_third_party_gpu.py > "$LOGS/gputests.txt" 2>&1
+  local ids=("${GPU_TESTS[@]}" tests/test_aliasing.py tests/test_third_party_gpu.py)
+  [ -n "${GPU_TEST_IDS:-}" ] && read -r -a ids <<< "$GPU_TEST_IDS"  # a rerun of some tests only
+  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m pytest -p no:randomly -p no:cacheprovider -n 8 -v --tb=short -rfEs "${ids[@]}" \
+    > "$LOGS/gputests.txt" 2>&1
   local rc=$?
   cat "$LOGS/gputests.txt"
   if grep -qE "^SKIPPED" "$LOGS/gputests.txt"; then echo "tests skipped (above)"; return 1; fi
@@ -133,7 +136,9 @@ extras() {  # findings are expected here: read its log (summary.txt)
 }
 
 sanitize() {
-  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m verifier.cli sanitize "${FAMILY_SPECS[@]}" kernels/third_party/flashinfer -j "${SANITIZE_JOBS:-8}" \
+  local paths=("${FAMILY_SPECS[@]}" kernels/third_party/flashinfer)
+  [ -n "${SANITIZE_ARGS:-}" ] && read -r -a paths <<< "$SANITIZE_ARGS"  # a rerun of some kernels only
+  PYTHONPATH=$WITH_SITE "${TO[@]}" "$PY" -m verifier.cli sanitize "${paths[@]}" -j "${SANITIZE_JOBS:-8}" \
     --timeout 240 --format json --output "$LOGS/sanitize.json"
   local rc=$?
   "$PY" - "$LOGS/sanitize.json" <<'PYEOF'

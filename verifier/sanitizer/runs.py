@@ -37,6 +37,7 @@ from verifier.launch.cuda import launches_for
 from verifier.results.findings import Finding
 from verifier.results.kernel import FAIL, PASS, USER_ERROR, skipped
 from verifier.sanitizer import suppressions as _supp
+from verifier.sanitizer.shapes import FALLBACK_N, MAX_SHAPES, TAIL_SHAPES, tail_shapes  # noqa: F401 (public here too)
 from verifier.sanitizer.suppressions import default_suppressions
 from verifier.sanitizer.verdict import TORCH_KERNELS, UNREADABLE, judge_xml, suppressed
 from verifier.toolchain.proc import read_answer, run_killable
@@ -44,13 +45,6 @@ from verifier.toolchain.proc import read_answer, run_killable
 TOOLS = SANITIZER_TOOLS
 ERROR_EXITCODE = 86
 DEFAULT_TIMEOUT_S = 300.0
-# (rows, cols) with tails: cols not a multiple of 4 or 256, rows shorter than a warp (7), rows not a
-# multiple of rows-per-block (3, 5, 7). Kernels that refuse them get the FALLBACK_N row lengths:
-# multiples of 8 then of 16 (vector packs), none a multiple of 256, so a partial last block stays.
-TAIL_SHAPES = ((3, 7), (5, 33), (7, 1029), (2, 772))
-FALLBACK_N = (8, 776, 1032, 24, 264, 2056, 4104, 8200, 16392, 16, 272, 4112,
-              384, 1152)  # whole groups of 128 (per-token-group quantizers): 3 and 9 of them, the last tile partial
-MAX_SHAPES = 4
 TOOL_ENV = "VERIFIER_COMPUTE_SANITIZER"
 _GPU_TURN = itertools.count()  # round robin over GPUs across every kernel submitted in this process
 # Always excluded: torch's own kernels (the harness's fills and copies), which a substring filter on a
@@ -175,17 +169,6 @@ class KernelFilter:
     exact: bool  # kne= full mangled name (CUDA entries), else kns= substring
 
 
-def tail_shapes(spec, dt) -> list:
-    """Up to MAX_SHAPES small (M, N) the kernel supports, tails first."""
-    shapes = [s for s in TAIL_SHAPES if spec.check_supported(*s, dt) is None]
-    for n in FALLBACK_N:
-        if len(shapes) >= 3:
-            break
-        if spec.check_supported(3, n, dt) is None:
-            shapes.append((3, n))
-    return shapes[:MAX_SHAPES]
-
-
 def kernel_filters(spec, dt, shapes) -> list:
     if spec.builds_source:
         entries = {l.entry for M, N in shapes for l in launches_for(spec, M, N, dt, spec.op_params())}
@@ -261,7 +244,7 @@ def sanitize(spec, dtypes, tool: str, *, shapes=None, timeout: float = DEFAULT_T
     shapes = [s for s, why in refused if why is None]
     if not shapes:
         raise Unsupported(f"{spec.name} [{dt.tag}] supports none of the small sanitizer shapes "
-                          f"{list(TAIL_SHAPES)} or (3, N) for N in {list(FALLBACK_N)}" if not refused else
+                          f"{list(TAIL_SHAPES)}, (3, N) for N in {list(FALLBACK_N)} or its own quick cases" if not refused else
                           f"{spec.name} [{dt.tag}] refuses every requested shape: " +
                           "; ".join(f"{s}: {w}" for s, w in refused))
     filters = kernel_filters(spec, dt, shapes)
