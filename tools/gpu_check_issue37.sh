@@ -195,20 +195,31 @@ full_pytest() {
   return $rc
 }
 
+bench_dtypes() {  # the --dtype flags of the wanted tags that the kernels under $1 declare
+  PYTHONPATH=$WITH_SITE "$PY" - "$1" <<'PYEOF'
+import sys
+from verifier.declare import registry
+want = ["bf16", "bf16toe4m3", "f32", "bf16tof32"]
+tags = {d.tag for k in registry.load([sys.argv[1]], None) for d in k.dtypes}
+print(" ".join(f"--dtype {t}" for t in want if t in tags))
+PYEOF
+}
+
 bench() {  # builds first, 8 at once (their timings thrown away), then each spec timed alone: a cut keeps the rest
-  local paths=("${FAMILY_SPECS[@]}" kernels/third_party/flashinfer kernels/third_party/liger) p
+  local paths=("${FAMILY_SPECS[@]}" kernels/third_party/flashinfer kernels/third_party/liger) p d
   [ -n "${BENCH_PATHS:-}" ] && read -r -a paths <<< "$BENCH_PATHS"
-  local args=(--against kernels/torch --shape 16384x256 --shape 8192x4096 --dtype bf16 --dtype bf16toe4m3 --dtype f32
-    --dtype bf16tof32)
-  printf '%s\n' "${paths[@]}" | PYTHONPATH=$WITH_SITE xargs -P 8 -I{} timeout -k 5 "${BENCH_WARM_S:-150}" "$PY" -m \
-    verifier.cli bench {} "${args[@]}" --runs 20 --warmup 1 > /dev/null 2>&1
+  local args=(--against kernels/torch --shape 16384x256 --shape 8192x4096)
+  : > "$LOGS/bench.jobs"
+  for p in "${paths[@]}"; do d=$(bench_dtypes "$p"); echo "$p $d" >> "$LOGS/bench.jobs"; done
+  PYTHONPATH=$WITH_SITE xargs -P 8 -L 1 timeout -k 5 "${BENCH_WARM_S:-150}" "$PY" -m verifier.cli bench "${args[@]}" \
+    --runs 20 --warmup 1 < "$LOGS/bench.jobs" > /dev/null 2>&1
   : > "$LOGS/bench.md"
-  for p in "${paths[@]}"; do
-    echo "### $p" >> "$LOGS/bench.md"
-    PYTHONPATH=$WITH_SITE timeout -k 5 120 "$PY" -m verifier.cli bench "$p" "${args[@]}" --runs 20 --format markdown \
-      >> "$LOGS/bench.md" 2>> "$LOGS/bench.err" || echo "(bench of $p: rc $?)" >> "$LOGS/bench.md"
+  while read -r -a job; do
+    echo "### ${job[*]}" >> "$LOGS/bench.md"
+    PYTHONPATH=$WITH_SITE timeout -k 5 120 "$PY" -m verifier.cli bench "${job[@]}" "${args[@]}" --runs 20 \
+      --format markdown >> "$LOGS/bench.md" 2>> "$LOGS/bench.err" || echo "(rc $?)" >> "$LOGS/bench.md"
     cp "$LOGS/bench.md" "$OUT/bench.md"
-  done
+  done < "$LOGS/bench.jobs"
   cat "$LOGS/bench.md"
 }
 
