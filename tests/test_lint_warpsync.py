@@ -160,7 +160,9 @@ template __global__ void fn::FusedAddRMSNormKernel<4, float>(float*, float*, flo
 def test_flashinfer_norms_lint_clean(tmp_path, entry):
     """FlashInfer's RMSNorm and fused add+RMSNorm (installed wheel's headers, instantiated here) as FlashInfer
     launches them: 2-D blocks (32, ceil(min(1024, d / 4) / 32)). Their warp partials, xor-butterfly reductions and
-    the fused kernel's strided loop into dynamic shared memory: no finding, warnings included."""
+    the fused kernel's strided loop into dynamic shared memory: no finding, warnings included, but the one
+    FlashInfer 0.7.4 has: its row offset is uint32 arithmetic (row * stride), an offset-wrap past 2^32 elements at
+    a shape this spec accepts (confirmed at run time for its top-k kernels on an H100, 2026-12-05)."""
     include = FI_INCLUDE
     stubs = tmp_path / "stubs"
     stubs.mkdir()
@@ -176,5 +178,6 @@ def test_flashinfer_norms_lint_clean(tmp_path, entry):
                    launches=launches, extra_flags=("-std=c++17", f"-I{include}", f"-I{stubs}"))
     report = KernelReport(spec=k, device="cpu")
     lint_spec(k, report, list(k.dtypes), CPU_BUILD_ARCHES)
-    assert report.error is None and not report.findings, _shown(report)
+    others = [f for f in report.findings if not f.message.startswith("offset-wrap")]
+    assert report.error is None and not others, _shown(report)
     assert any("entry PTX(s) analysed" in n for n in report.notes)
