@@ -163,7 +163,8 @@ def note(full_cfg, cfg, decider: Decider, decided: dict) -> Optional[Issue]:
     cut = cut or (sorted(decided) if skipped else [])
     slots = sorted(set().union(*(decider.read[i] for i in cut + selects)))
     names = [f"argument {k}" + (f" (its member at byte {off})" if off else "") for k, off in slots]
-    what = names[0] + " is" if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]} are"
+    what = names[0] + " is a null pointer" if len(names) == 1 else \
+        ", ".join(names[:-1]) + f" and {names[-1]} are null pointers"
     said = []
     if skipped:
         said.append(f"the code that runs only where {'it is' if len(names) == 1 else 'they are'} not null was not "
@@ -171,7 +172,7 @@ def note(full_cfg, cfg, decider: Decider, decided: dict) -> Optional[Issue]:
     if selects:
         said.append(f"{len(selects)} select(s) on {'its' if len(names) == 1 else 'their'} nullness taken as the "
                     f"null side")
-    return Issue(NOTE_CLASS, "note", f"{what} a null pointer in every launch of this entry: {'; '.join(said)}",
+    return Issue(NOTE_CLASS, "note", f"{what} in every launch of this entry: {'; '.join(said)}",
                  at=(cut + selects)[0], skipped=skipped)
 
 
