@@ -230,7 +230,10 @@ def _lines(mod, instrs, prefer) -> str:
                 runs[-1][1] = ln
             else:
                 runs.append([ln, ln])
-        parts.append(f"{path}:" + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs))
+        more = f" and {len(runs) - 6} more" if len(runs) > 6 else ""
+        parts.append(f"{path}:" + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:6]) + more)
+    if len(parts) > 3:  # a note stays one readable line
+        parts = parts[:3] + [f"{len(parts) - 3} more file(s)"]
     return "; ".join(parts) or f"{len(instrs)} PTX instruction(s) without line information"
 
 
