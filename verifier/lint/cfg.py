@@ -59,7 +59,7 @@ class CFG:
         ins = fn.instrs
         decided = decided or {}
         self.barriers = block_barriers(ins)
-        never = {i for i, runs in decided.items() if not runs and ins[i].parts[0] not in _BRANCHES}
+        never = {i for i, runs in decided.items() if not runs and i > 0 and ins[i].parts[0] not in _BRANCHES}
         starts = {0} | set(fn.labels.values()) | self.barriers | never | {i + 1 for i in never}
         for i, x in enumerate(ins):
             if x.parts[0] in _BRANCHES:
