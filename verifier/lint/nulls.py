@@ -6,9 +6,10 @@ finding there would be false: the CFG of that analysis keeps only the edges such
 for the entry and everything stays live.
 
 Decided, and only these: a guard predicate that is a 64-bit kernel parameter (or a struct member of one), through
-mov / cvta, compared ``==`` or ``!=`` with 0 (or the bitwise or of several, nvcc's `a || b`), and ``not`` / ``and`` / ``or`` / ``xor`` of predicates where the
-decided ones settle the result (`bias && res` with either null). Any other predicate (a flag, a pointer compared
-with another pointer, a value loaded from memory, a register with several reaching definitions) stays live."""
+mov / cvta, compared ``==`` or ``!=`` with 0 (or the bitwise or of several: nvcc's `a || b`), and ``not`` / ``and``
+/ ``or`` / ``xor`` of predicates where the decided ones settle the result (`bias && res` with either null). Any
+other predicate (a flag, a pointer compared with another pointer, a value loaded from memory, a register with
+several reaching definitions) stays live."""
 from __future__ import annotations
 
 from typing import Optional
