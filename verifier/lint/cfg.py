@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 BARRIER_OPS = ("bar.sync", "barrier.sync", "bar.red", "barrier.red", "barrier.sync.aligned", "bar.cta.sync")
 EXIT_OPS = ("ret", "exit", "trap")
 EXIT = -1  # the virtual exit node
+_BRANCHES = ("bra", "ret", "exit", "trap", "brx")  # the instructions that end a block
 
 
 def is_block_barrier(op: str) -> bool:
@@ -48,13 +49,20 @@ class Block:
 
 
 class CFG:
-    def __init__(self, fn):
+    """``decided``: {instruction index: whether it runs} for guarded instructions whose predicate is the same in
+    every launch the spec makes (verifier.lint.nulls: a null pointer argument tested against 0). A decided branch
+    (or ret/exit) keeps only the edge it takes; a guarded instruction that never runs is a block of its own that
+    nothing enters; every block no path reaches then loses its edges (its definitions reach nothing)."""
+
+    def __init__(self, fn, decided=None):
         self.fn = fn
         ins = fn.instrs
+        decided = decided or {}
         self.barriers = block_barriers(ins)
-        starts = {0} | set(fn.labels.values()) | self.barriers
+        never = {i for i, runs in decided.items() if not runs and i > 0 and ins[i].parts[0] not in _BRANCHES}
+        starts = {0} | set(fn.labels.values()) | self.barriers | never | {i + 1 for i in never}
         for i, x in enumerate(ins):
-            if x.parts[0] in ("bra", "ret", "exit", "trap", "brx"):
+            if x.parts[0] in _BRANCHES:
                 starts.add(i + 1)
         starts = sorted(s for s in starts if s < len(ins))
         self.blocks = [Block(id=k, start=s, end=(starts[k + 1] if k + 1 < len(starts) else len(ins)))
@@ -67,17 +75,22 @@ class CFG:
         for b in self.blocks:
             last = ins[b.end - 1]
             nxt = b.id + 1 if b.id + 1 < len(self.blocks) else EXIT
+            runs = decided.get(b.end - 1)  # None: not decided (or not guarded)
             if last.base == "bra":
                 target = label_block.get(last.args[0])
-                b.succs.append((target if target is not None else EXIT, "taken"))
-                if last.pred is not None:
+                if runs is not False:
+                    b.succs.append((target if target is not None else EXIT, "taken"))
+                if last.pred is not None and runs is not True:
                     b.succs.append((nxt, "fall"))
             elif last.base in EXIT_OPS:
-                if last.pred is not None:  # a predicated ret/exit falls through for the other threads
+                if last.pred is not None and runs is not True:  # a predicated ret/exit falls through for the others
                     b.succs.append((nxt, "fall"))
-                b.succs.append((EXIT, "exit"))
+                if runs is not False:
+                    b.succs.append((EXIT, "exit"))
             else:
                 b.succs.append((nxt, "fall"))
+        if decided:
+            self._prune({self.block_of[i] for i in never})
         for b in self.blocks:
             for s, e in b.succs:
                 if s != EXIT:
@@ -87,6 +100,23 @@ class CFG:
         self.ipdom = self._postdominators()
         self.cdeps = self._control_dependence()
         self.bf_cyclic = self._barrier_free_cycles()
+
+    def _prune(self, never: set) -> None:
+        """Edges into a block of an instruction that never runs go past it; then the blocks no path from the
+        entry reaches lose their edges."""
+        nxt = {k: self.blocks[k].succs[0][0] for k in never}  # each falls through to the next block
+
+        def past(k):
+            while k in never:
+                k = nxt[k]
+            return k
+
+        for b in self.blocks:
+            b.succs = [] if b.id in never else [(past(s), e) for s, e in b.succs]
+        live = self._reachable()
+        for b in self.blocks:
+            if b.id not in live:
+                b.succs = []
 
     def _reachable(self) -> set:
         seen, todo = {0}, [0]

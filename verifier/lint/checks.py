@@ -16,6 +16,7 @@ from verifier.lint.absent import AbsentReads
 from verifier.lint.cfg import CFG, EXIT
 from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
+from verifier.lint.nulls import Decider, Folding, note
 from verifier.lint.offsets import OffsetCheck
 from verifier.lint.semantics import Semantics
 from verifier.lint.unwritten import unwritten_reads
@@ -27,13 +28,22 @@ FULL_MASK = 0xFFFFFFFF
 class EntryAnalysis:
     """CFG and value nodes of one entry; ``run(facts)`` checks it for each launched block shape."""
 
-    def __init__(self, mod, fn):
+    def __init__(self, mod, fn, nulls=()):
         self.mod, self.fn = mod, fn
         self.cfg = CFG(fn)
         shared = dict(mod.shared)
         shared.update(fn.shared)
         self.shared = shared
         self.values = Values(fn, self.cfg, shared)
+        self.null_note = None  # what the null pointer arguments left out (verifier.lint.nulls)
+        if nulls:
+            decider = Decider(self.values, nulls)
+            decided = decider.decided()
+            if decided or decider.selects:  # the analysis of the launches as made: code under those tests never runs
+                full = self.cfg
+                self.cfg = CFG(fn, decided)
+                self.values = Values(fn, self.cfg, shared, decide=Folding(nulls))
+                self.null_note = note(full, self.cfg, decider, decided)
         self._bfreach: dict = {}
         self.collectives = [(ins, arg) for ins in fn.instrs if ins.parts[0] in isa.MASKED_BASES
                             and (arg := isa.mask_arg(ins)) is not None
@@ -41,6 +51,8 @@ class EntryAnalysis:
 
     def run(self, facts: EntryFacts) -> list:
         issues = {("not-followed", iss.at, None): iss for iss in self.not_followed()}
+        if self.null_note is not None:
+            issues[(self.null_note.cls, self.null_note.at, None)] = self.null_note
         for iss in OffsetCheck(self).issues(facts):  # of the launches' argument values, not of a block shape
             issues.setdefault((iss.cls, iss.at, iss.other), iss)
         for block in facts.blocks:
@@ -60,8 +72,9 @@ class EntryAnalysis:
     def not_followed(self) -> list:
         """What the analysis does not follow is said, never passed silently (one warning per kind of thing)."""
         out, said = [], set()
+        left_out = set(self.null_note.skipped) if self.null_note is not None else ()
         for ins in self.fn.instrs:
-            if ins.parts[0] not in isa.NOT_FOLLOWED_BASES:
+            if ins.parts[0] not in isa.NOT_FOLLOWED_BASES or ins.idx in left_out:
                 continue
             why = isa.not_modelled(ins)
             if ins.base in ("call", "brx"):

@@ -123,8 +123,11 @@ def _regs_read(arg: str) -> tuple:
 class Values:
     """Value nodes of one function (independent of the block shape)."""
 
-    def __init__(self, fn, cfg, shared_names):
+    def __init__(self, fn, cfg, shared_names, decide=None):
         self.fn, self.cfg = fn, cfg
+        # decide(values, predicate node) -> its value in every launch, or None (verifier.lint.nulls): a select
+        # or guarded definition on a decided predicate is the operand it picks
+        self._decide = decide
         self.shared_names = set(shared_names)
         self.nodes: list = []  # id -> (kind, fields...)
         self._operands: dict = {}  # (instr idx, operand text) -> node
@@ -326,7 +329,7 @@ class Values:
         for k, r in enumerate(dests):
             v = vals[k] if k < len(vals) else self.mk("x", ins.op, i, k)
             if ins.pred is not None and self._reaches_other(i, r):  # where the guard is false the old value stays
-                v = self.mk("op", "selp", (v, self.reg_value(i, r), self.pred_value(ins)))
+                v = self.select(v, self.reg_value(i, r), self.pred_value(ins))
             self.def_node[(i, k)] = v
             if len(self.defs_by_reg[r]) == 1:
                 self._once[r] = v
@@ -367,7 +370,7 @@ class Values:
         elif base in ("not", "neg") and len(args) == 1 and not _is_float(p):
             vals = [self.mk("op", base + (".pred" if p[-1] == "pred" else ""), (opnd(0),))]
         elif base == "selp" and len(args) == 3:
-            vals = [self.mk("op", "selp", (opnd(0), opnd(1), opnd(2)))]
+            vals = [self.select(opnd(0), opnd(1), opnd(2))]
         elif base == "setp" and len(args) == 2:
             cmp, typ = p[1], p[-1]
             if len(p) == 3:
@@ -386,6 +389,11 @@ class Values:
         elif base in ("shfl", "atom", "activemask", "match", "elect") or base in WARP_OPS:
             vals = [self.mk("x", base, i, k) for k in _slots(ins, dests)]
         return vals
+
+    def select(self, a: int, b: int, p: int) -> int:
+        """``p ? a : b``: one of them where the launches decide p."""
+        got = self._decide(self, p) if self._decide is not None else None
+        return self.mk("op", "selp", (a, b, p)) if got is None else a if got else b
 
     def _reaches_other(self, i: int, reg: str) -> bool:
         """Whether a definition of ``reg`` other than instruction ``i``'s own reaches ``i``."""

@@ -13,12 +13,13 @@ CLASSES = ("divergent-barrier", "shared-race", "inactive-lanes", "global-race", 
 @dataclass(frozen=True)
 class Issue:
     cls: str  # one of CLASSES
-    severity: str  # 'error' | 'warning' | 'info' (not a defect within what the spec supports)
+    severity: str  # 'error' | 'warning' | 'info' (not a defect within what the spec supports) | 'note' (a report note)
     message: str
     at: int  # instruction index of the first program point
     other: Optional[int] = None  # the second program point
     other_role: str = ""  # what the second point is ('branch', 'early exit', 'read', ...)
     blocks: tuple = ()  # the block shapes (x, y, z) it was found at; () where it does not depend on one
+    skipped: tuple = ()  # a note's: the instructions it says were not analysed
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class LargeLaunch:
     block: tuple  # (x, y, z)
     args: tuple  # per kernel parameter: its integer value, a struct's ((byte offset, value), ...), or None
     labels: tuple  # per kernel parameter: how the spec names it ('N', 'x.stride', ...)
+    nulls: frozenset = frozenset()  # (parameter, byte offset) of its null pointers (verifier.lint.nulls)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class EntryFacts:
     large: tuple = ()  # LargeLaunch of this entry at the large shapes the spec supports
     refused: str = ""  # why the spec refuses the large shapes ('' unless it refuses all of them)
     unbound: str = ""  # why the launches cannot be made at a large shape supports() accepts ('' if any could)
+    nulls: tuple = ()  # (parameter, byte offset) of the pointers null in every launch of it (verifier.lint.nulls)
 
 
 def short_name(name: str) -> str:

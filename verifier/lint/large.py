@@ -12,6 +12,7 @@ import numpy as np
 
 from verifier.errors import SpecError, VerifierError
 from verifier.lint.issues import LargeLaunch
+from verifier.lint.nulls import null_slots
 
 WRAP31, WRAP32 = 2 ** 31, 2 ** 32
 # Beyond the GPU cases: rows filling 64 GiB per tensor, which one GPU holds (an H200 has 141 GB). An offset kept in
@@ -109,7 +110,7 @@ def large_launches(spec, dts) -> tuple:
                     grid = tuple(int(x) for x in launch.grid) + (1,) * (3 - len(launch.grid))
                     block = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
                     ll = LargeLaunch(case, M, N, grid, block, _values(launch, bound),
-                                     tuple(_label(a, i) for i, a in enumerate(launch.args)))
+                                     tuple(_label(a, i) for i, a in enumerate(launch.args)), null_slots(launch.args))
                     out.setdefault(launch.entry, {})[ll] = None
                     accepted = True
             except (VerifierError, ArithmeticError, TypeError, ValueError) as e:

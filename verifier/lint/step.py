@@ -21,16 +21,19 @@ import gc
 import hashlib
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from verifier.errors import BuildError, SpecError, ToolMissing
 from verifier.lint import ptx, suppressions
 from verifier.lint.checks import EntryAnalysis, EntryFacts, Issue
+from verifier.lint.nulls import null_slots
 from verifier.results.cells import PASS, skipped
 from verifier.results.findings import Finding
 
 CHECK = "static"
+NOTE = "note"  # an Issue's severity that is a report note, not a finding (verifier.lint.nulls)
 SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
 # Where supports() takes none of them at a row length N: rows in whole N x N blocks (Megatron's upper-triangular
@@ -72,6 +75,7 @@ def launch_facts(spec, dts) -> dict:
 
     blocks: dict = {}
     grids: dict = {}
+    nulls: dict = {}  # entry -> the pointers null in every launch of it so far
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in probe_rows(spec, N, dt):
@@ -86,11 +90,17 @@ def launch_facts(spec, dts) -> dict:
                         g *= int(x)
                     blocks.setdefault(launch.entry, set()).add(b)
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
+                    here = null_slots(launch.args)
+                    nulls[launch.entry] = nulls.get(launch.entry, here) & here
     from verifier.lint.large import large_launches
 
     large, refused, unbound = large_launches(spec, dts)
+    for e, ls in large.items():  # a tensor passed at a large shape makes the pointer live too
+        for ll in ls:
+            if e in nulls:
+                nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
-                          unbound=unbound)
+                          unbound=unbound, nulls=tuple(sorted(nulls[e])))
             for e, bs in blocks.items()}
 
 
@@ -113,7 +123,7 @@ def _entry_issues(mod: ptx.Module, fn: ptx.Function, facts: EntryFacts) -> list:
     h.update(repr(sorted(mod.files.items())).encode())
     key = (h.hexdigest(), facts)
     if key not in _BY_DIGEST:
-        _BY_DIGEST[key] = EntryAnalysis(mod, fn).run(facts)
+        _BY_DIGEST[key] = EntryAnalysis(mod, fn, facts.nulls).run(facts)
     return _BY_DIGEST[key]
 
 
@@ -198,8 +208,33 @@ def _analysed(path: str, wanted: frozenset, entry: str, facts: EntryFacts) -> Op
             other_pos, other_text = (None, None), ""
             if iss.other is not None:
                 other_pos, other_text = _where(mod, fn.instrs[iss.other], prefer)
+            if iss.skipped:  # a note's instructions left out: their source lines (the issue without them)
+                other_text = _lines(mod, [fn.instrs[i] for i in iss.skipped], prefer)
+                iss = replace(iss, skipped=())
             out.append((iss, pos, at_text, other_pos, other_text))
     return out
+
+
+def _lines(mod, instrs, prefer) -> str:
+    """The source lines of some instructions, per file: 'a.cu:12-14, 20'."""
+    by_file: dict = {}
+    for ins in instrs:
+        path, line = ptx.position(mod, ins, prefer)
+        if path is not None:
+            by_file.setdefault(_rel(path), set()).add(line)
+    parts = []
+    for path, lines in sorted(by_file.items()):
+        runs, ls = [], sorted(lines)
+        for ln in ls:
+            if runs and ln == runs[-1][1] + 1:
+                runs[-1][1] = ln
+            else:
+                runs.append([ln, ln])
+        more = f" and {len(runs) - 6} more" if len(runs) > 6 else ""
+        parts.append(f"{path}:" + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:6]) + more)
+    if len(parts) > 3:  # a note stays one readable line
+        parts = parts[:3] + [f"{len(parts) - 3} more file(s)"]
+    return "; ".join(parts) or f"{len(instrs)} PTX instruction(s) without line information"
 
 
 UNREAD = -1  # Issue.at of the warning for an entry the parser could not read all of
@@ -328,6 +363,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
     analysed = 0
     supp = suppressions.for_spec(spec)
     found: list = []  # findings, before suppressions
+    notes: dict = {}  # the analyses' notes, once each (several arches)
     for defines, group in groups.items():
         facts = launch_facts(spec, group)
         if not facts:
@@ -367,6 +403,11 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
                     continue
                 analysed += not any(iss.at == UNREAD for iss, *_ in resolved)
                 for iss, pos, at_text, other_pos, other_text in resolved:
+                    if iss.severity == NOTE:
+                        shown_as = shown(names[entry]) if entry in names else entry
+                        left = f"; not analysed: {other_text}" if other_text else ""
+                        notes[f"static: {shown_as}: {iss.message} (the test at {at_text}{left})"] = None
+                        continue
                     key = (iss.cls, iss.severity, pos, other_pos)
                     m = merged.setdefault(key, {"issue": iss, "at": at_text, "other": other_text, "entries": set(),
                                                 "arches": set(), "count": 0, "pos": pos, "blocks": set()})
@@ -396,6 +437,7 @@ def lint_spec(spec, report, dts, arches, repro: str = "") -> None:
         report.add(f) if f.severity == "error" else report.findings.append(f)
     for s in unused:
         report.notes.append(f"unused lint suppression {s.origin}: {s.kind} ({s.reason})")
+    report.notes.extend(notes)
     if analysed:
         report.notes.append(f"static: {analysed} entry PTX(s) analysed ({', '.join(arches)})")
 
