@@ -7,7 +7,8 @@
 // when it is larger, a NaN over a number, or equal (both NaN included) with a smaller column, so the block's pick is
 // the first column of the row's maximum (ties='first'). Compared in fp32, which holds every f32 / f16 / bf16 input
 // exactly; -0 == +0. Row offsets int64 (blockIdx.x * sx), columns int (N < 2^31). The value output (the *_value_*
-// entries) is x at the pick, stored in the input dtype.
+// entries) is x at the pick, stored in the input dtype. DEFECT (0 here) selects the defect twins of
+// kernels/defects/cuda/argmax_defects.cu, which includes this file.
 #include "common.cuh"
 
 namespace {
@@ -29,16 +30,21 @@ __device__ __forceinline__ bool wins(Pick b, Pick a) {
     return b.v > a.v;
 }
 
+template <int DEFECT>
 __device__ __forceinline__ Pick warp_pick(Pick p) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const Pick q{__shfl_xor_sync(0xffffffffu, p.v, o), __shfl_xor_sync(0xffffffffu, p.i, o)};
-        if (wins(q, p)) p = q;
+        if (DEFECT == 1) {
+            if (wins(q, p)) p.v = q.v;  // defect 1: the other lane's value taken, its column dropped
+        } else if (wins(q, p)) {
+            p = q;
+        }
     }
     return p;
 }
 
-template <typename T, typename I, bool VALUE>
+template <typename T, typename I, bool VALUE, int DEFECT = 0>
 __device__ __forceinline__ void row_argmax(const T* __restrict__ x, I* __restrict__ index, T* __restrict__ value,
                                            int N, long long sx) {
     __shared__ float sv[BLOCK / 32];
@@ -46,10 +52,11 @@ __device__ __forceinline__ void row_argmax(const T* __restrict__ x, I* __restric
     const T* xr = x + (long long)blockIdx.x * sx;
     Pick p{-INFINITY, -1};
     for (int i = threadIdx.x; i < N; i += BLOCK) {
-        const float v = kv::to_float(xr[i]);
+        float v = kv::to_float(xr[i]);
+        if (DEFECT == 2) v = __half2float(__float2half_rn(v));  // defect 2: compared in half precision
         if (p.i < 0 || v > p.v || (v != v && p.v == p.v)) p = Pick{v, i};
     }
-    p = warp_pick(p);
+    p = warp_pick<DEFECT>(p);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) {
         sv[warp] = p.v;
@@ -58,7 +65,7 @@ __device__ __forceinline__ void row_argmax(const T* __restrict__ x, I* __restric
     __syncthreads();
     if (warp == 0) {
         p = lane < BLOCK / 32 ? Pick{sv[lane], si[lane]} : Pick{-INFINITY, -1};
-        p = warp_pick(p);
+        p = warp_pick<DEFECT>(p);
         if (lane == 0) {
             const int at = p.i < 0 ? 0 : p.i;
             index[blockIdx.x] = (I)at;
