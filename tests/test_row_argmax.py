@@ -124,3 +124,33 @@ def test_defect_twins_are_caught_on_their_inputs(name, case):
 def test_correct_kernels_pass_the_tie_and_one_ulp_cases(path, name, case):
     report = _battery(_kernel(path, name), case)
     assert report.verdict == "pass", [f.message for f in report.findings]
+
+
+def test_an_all_neg_inf_row_gives_0_or_the_declared_minus_one():
+    x = np.array([[-INF, -INF, -INF], [1, 2, -INF]], np.float32)
+    assert _check(x, [0, 1]).ok
+    assert _check(x, [-1, 1]).ok  # undeclared, a contract param: either passes (the battery warns)
+    cmp = _check(x, [-1, 1], neg_inf_rows="first")
+    assert not cmp.ok and "outside [0, N)" in cmp.tensors[0].message()
+    assert _check(x, [-1, 1], neg_inf_rows="minus_one").ok
+    cmp = _check(x, [0, 1], neg_inf_rows="minus_one")
+    assert not cmp.ok and "neg_inf_rows='minus_one' wants -1" in cmp.tensors[0].message()
+
+
+def _ggml_sentinel(inputs, outputs, params, dt):  # ggml's scan from -FLT_MAX: -1 where nothing is above it
+    x = inputs["x"]
+    return {"index": x.argmax(-1).masked_fill((x == -torch.inf).all(-1), -1).to(torch.int32)}
+
+
+def test_the_minus_one_sentinel_passes_with_a_warning_until_declared():
+    spec = CallableKernel(name="sentinel", op="row_argmax", fn=_ggml_sentinel, dtypes=[F32],
+                          params={"index_dtype": "int32"})
+    report = _battery(spec, "argmax_neg_inf")
+    assert report.verdict == "pass" and any("declare params={'neg_inf_rows': 'minus_one'}" in f.message
+                                            for f in report.findings)
+    declared = CallableKernel(name="sentinel-declared", op="row_argmax", fn=_ggml_sentinel, dtypes=[F32],
+                              params={"index_dtype": "int32", "neg_inf_rows": "minus_one"})
+    assert _battery(declared, "argmax_neg_inf").verdict == "pass" and not _battery(declared, "argmax_neg_inf").findings
+    torch_spec = CallableKernel(name="torch-declared-minus-one", op="row_argmax", fn=lambda i, o, p, d: {
+        "index": i["x"].argmax(-1)}, dtypes=[F32], params={"neg_inf_rows": "minus_one"})
+    assert _battery(torch_spec, "argmax_neg_inf").verdict == "fail"

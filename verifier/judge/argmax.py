@@ -4,7 +4,8 @@ tied maxima would fail under a declared 'any', and a wrong pick would be told on
 
 Per row of x (its values as the kernel reads them: the input's own, so every comparison is exact, no ULP band):
 
-* the index is an integer in [0, N);
+* the index is an integer in [0, N); a row of only -inf gives 0 (torch), or -1 where the kernel declares
+  ``neg_inf_rows='minus_one'`` (ggml's sentinel: its scan starts at -FLT_MAX and keeps -1 when nothing is above);
 * a row holding a NaN: the index is a NaN's (torch ranks NaN above every number), the first NaN under
   ``ties='first'``; a kernel ignoring NaN declares ``Contracts(nan_inputs='unsupported')`` and never sees such rows;
 * otherwise x[index] equals the row's maximum (-0 equals +0, as IEEE compares them); under ``ties='first'`` the
@@ -41,6 +42,9 @@ class WrongIndex:
 
     def describe(self) -> str:
         row = self.index[0]
+        if self.why == "empty":
+            return (f"row {row}: index {self.got} for a row of only -inf, where the declared neg_inf_rows='minus_one' "
+                    "wants -1")
         if self.why == "range":
             return f"row {row}: index {self.got} is outside [0, N)"
         if self.why == "nan":
@@ -82,9 +86,11 @@ class ArgMaxComparison(TensorComparison):
         return replace(super().relabeled(index), wrong=tuple(replace(w, index=index(w.index)) for w in self.wrong))
 
 
-def check_rows(x: np.ndarray, idx: np.ndarray, ties: str) -> tuple:
-    """(wrong rows listed, bad [M]) for the int64 picks ``idx`` of the float64 rows ``x`` under ``ties``."""
+def check_rows(x: np.ndarray, idx: np.ndarray, ties: str, neg_inf_rows=None) -> tuple:
+    """(wrong rows listed, bad [M]) for the int64 picks ``idx`` of the float64 rows ``x`` under ``ties``; a row of
+    only -inf wants -1 under ``neg_inf_rows='minus_one'`` (ggml's sentinel: no element above -FLT_MAX)."""
     M, N = x.shape
+    empty = (x == -np.inf).all(axis=1) if neg_inf_rows == "minus_one" else np.zeros(M, dtype=bool)
     inrange = (idx >= 0) & (idx < N)
     safe = np.where(inrange, idx, 0)
     at = x[np.arange(M), safe]
@@ -97,8 +103,9 @@ def check_rows(x: np.ndarray, idx: np.ndarray, ties: str) -> tuple:
     ok = inrange & is_best[np.arange(M), safe]
     if ties == "first":
         ok &= safe == first
-    why = np.where(~inrange, "range", np.where(has_nan & ~np.isnan(at), "nan",
-                                               np.where(is_best[np.arange(M), safe], "later", "below")))
+    ok = np.where(empty, idx == -1, ok)
+    why = np.where(empty, "empty", np.where(~inrange, "range", np.where(
+        has_nan & ~np.isnan(at), "nan", np.where(is_best[np.arange(M), safe], "later", "below"))))
     wrong = tuple(WrongIndex((int(r),), int(idx[r]), float(at[r]) if inrange[r] else float("nan"), float(best[r]),
                              int(first[r]), str(why[r])) for r in np.flatnonzero(~ok)[:LISTED])
     return wrong, ~ok
@@ -120,12 +127,12 @@ def compare_argmax(op, c, xs: dict, outputs: dict, context=None) -> Comparison:
     if a.shape != (M,):
         raise UsageError(f"output {name!r} has shape {a.shape}, expected {(M,)}", fix="pass the [M] index")
     idx = a.astype(np.int64)
-    wrong, bad = check_rows(x, idx, c.params["ties"])
+    wrong, bad = check_rows(x, idx, c.params["ties"], c.params.get("neg_inf_rows"))
     tensors = (ArgMaxComparison(name=name, dtype=dtype, shape=(M,), numel=M, mismatched=int(bad.sum()),
                                 nonfinite_mismatched=0, max_ulps=0.0, worst=(), nonfinite=(), wrong=wrong),)
     if rule.value is not None and rule.value in outputs:
         vdt = op.output_dtype(rule.value, c.dtypes, c.params)
-        safe = np.where(bad, 0, idx)
+        safe = np.where(bad | (idx < 0), 0, idx)  # -1: a declared empty row, its value x[0] (-inf)
         exact = np.where(bad, np.nan, x[np.arange(M), safe])  # a row whose index is wrong: that finding alone
         v = _dt.to_numpy(outputs[rule.value])
         if _dt.canonical(v.dtype) != vdt:

@@ -63,7 +63,8 @@ Sampling's top-k filters (verifier/ops/top_k_sampling.py): top_k_renorm_probs x[
 ties='keep_all' or 'exactly_k', sum_floor=0); top_k_mask_logits x[M,N] (logits) -> masked[M,N] (k, ties).
 
 Greedy sampling (verifier/ops/row_argmax.py): row_argmax x[M,N] -> index[M] (index_dtype='int64' or 'int32'), optional
-value[M] (value=True); ties='first' (torch.argmax) or 'any'; judged exactly, NaN the maximum.
+value[M] (value=True); ties='first' (torch.argmax) or 'any', neg_inf_rows (contract: 'first' or 'minus_one');
+judged exactly, NaN the maximum.
 
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.

@@ -6,7 +6,9 @@ compares in a narrower dtype than its input, or drops an index in its lane reduc
 declared with ``ties``: 'first' (torch.argmax: the first index of the maximum, the default) or 'any' (a kernel whose
 reduction order returns some tied index); -0 ties +0. NaN is the maximum (torch): with the default
 ``Contracts(nan_inputs='propagate')`` a row holding a NaN must give a NaN's index; a kernel comparing with ``>`` skips
-NaN and declares ``nan_inputs='unsupported'``. Judged by verifier.judge.argmax; ``index_dtype`` 'int64' (torch) or
+NaN and declares ``nan_inputs='unsupported'``. A row of only -inf gives 0 (torch; ``neg_inf_rows='first'``) or -1
+(``'minus_one'``: ggml's scan from -FLT_MAX finds nothing above it), a contract param: undeclared, either passes with a
+warning naming it. Judged by verifier.judge.argmax; ``index_dtype`` 'int64' (torch) or
 'int32' (ggml writes int32).
 """
 from __future__ import annotations
@@ -31,9 +33,11 @@ def first_max(x):
 def reference(inputs, params):
     x = inputs["x"]
     index = first_max(x)
+    if params.get("neg_inf_rows") == "minus_one":  # ggml: nothing above its -FLT_MAX start, the sentinel -1
+        index = index.masked_fill((x == -np.inf).all(dim=-1), -1)
     out = {"index": index}
     if params.get("value"):
-        out["value"] = x.gather(-1, index[:, None])[:, 0]
+        out["value"] = x.gather(-1, index.clamp(min=0)[:, None])[:, 0]  # -1 (declared): -inf, x[0]
     return out
 
 
@@ -191,7 +195,8 @@ def _bytes(M, N, dt, p):
 OPDEF = Op(
     "row_argmax", inputs={"x": "MxN"},
     outputs={"index": Tensor("M", dtype="index_dtype"), "value": Tensor("M", optional=True)},
-    params={"ties": "first", "index_dtype": "int64", "value": None}, reference=reference,
+    params={"ties": "first", "index_dtype": "int64", "value": None, "neg_inf_rows": None}, reference=reference,
+    contract_params={"neg_inf_rows": ("first", "minus_one")},
     recipe={"index": (0.0, "exact"), "value": (0.0, "exact")}, kappas={"exact": _exact},
     argmax=ArgMax("index", value="value"), cases=CASES, bytes_moved=_bytes,
     other_names={"dst": "index", "indices": "index", "logits": "x"},
