@@ -118,8 +118,8 @@ def test_defect_twins_are_caught_on_their_inputs(name, case):
 
 @pytest.mark.parametrize("path,name,case", [
     (DEFECTS, "triton-argmax-last-tie-any", "argmax_ties"),
-    (ROOT / "kernels" / "triton" / "argmax_spec.py", "triton-row-argmax-int32-value", "argmax_one_ulp"),
-    (ROOT / "kernels" / "triton" / "argmax_spec.py", "triton-row-argmax", "argmax_signed_zero"),
+    (ROOT / "kernels" / "triton" / "argmax_spec.py", "triton-row-argmax", "argmax_one_ulp"),
+    (ROOT / "kernels" / "triton" / "argmax_spec.py", "triton-row-argmax-int32-value", "argmax_signed_zero"),
 ])
 def test_correct_kernels_pass_the_tie_and_one_ulp_cases(path, name, case):
     report = _battery(_kernel(path, name), case)

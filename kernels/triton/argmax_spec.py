@@ -8,10 +8,10 @@ _DET = Expectations(deterministic=True)
 
 KERNELS = [
     TritonKernel(name="triton-row-argmax", op="row_argmax", module="argmax.py", launcher="launch",
-                 dtypes=[dtypes("bf16")], math_mode="triton_approx", expectations=_DET,
+                 dtypes=[dtypes("f32")], math_mode="triton_approx", expectations=_DET,
                  description="one program per row: per-lane first maximum, lanes merged to the first column; int64"),
     TritonKernel(name="triton-row-argmax-int32-value", op="row_argmax", module="argmax.py", launcher="launch",
-                 dtypes=[dtypes("f32")], math_mode="triton_approx", expectations=_DET,
+                 dtypes=[dtypes("bf16")], math_mode="triton_approx", expectations=_DET,
                  params={"index_dtype": "int32", "value": True},
                  description="as triton-row-argmax, int32 index (ggml's dst) and the maximum itself"),
 ]

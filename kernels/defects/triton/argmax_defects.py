@@ -1,6 +1,6 @@
-"""Row argmax defects (op row_argmax); twins: triton-row-argmax and triton-row-argmax-int32-value
-(kernels/triton/argmax_spec.py). The same kernel (kernels/triton/argmax.py) with one switch each, every one declaring
-the defaults (ties='first', NaN propagating as torch.argmax):
+"""Row argmax defects (op row_argmax); twin: triton-row-argmax (kernels/triton/argmax_spec.py). The same kernel
+(kernels/triton/argmax.py) with one switch each, every one declaring the defaults (ties='first', NaN propagating as
+torch.argmax):
 
 launch_last_tie: a lane keeps a later tie (``>=``) and the lanes merge to the largest column: the last index of the
 maximum where torch.argmax returns the first. Randn rows never tie.

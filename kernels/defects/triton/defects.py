@@ -444,16 +444,16 @@ KERNELS.append(TritonKernel(name="triton-argmax-last-tie-any", op="row_argmax", 
                             description="the last index of the maximum, declared ties='any'"))
 DEFECTS.update({
     "defect-triton-argmax-last-tie": {
-        "caught_by": "value", "twin": "triton-row-argmax-int32-value", "device": "cpu",
+        "caught_by": "value", "twin": "triton-row-argmax", "device": "cpu",
         "pitfall": "ties resolved to the last index of the maximum while declaring ties='first' (torch.argmax): "
                    "greedy decoding picks another token than torch on tied logits",
         "exposing_input": "argmax_ties"},
     "defect-triton-argmax-bf16-compare": {
-        "caught_by": "value", "twin": "triton-row-argmax-int32-value", "device": "cpu",
+        "caught_by": "value", "twin": "triton-row-argmax", "device": "cpu",
         "pitfall": "f32 logits compared in bf16: a maximum within a bf16 ULP of an earlier second largest loses",
         "exposing_input": "argmax_one_ulp"},
     "defect-triton-argmax-no-tail": {
-        "caught_by": "value", "twin": "triton-row-argmax-int32-value", "device": "cpu",
+        "caught_by": "value", "twin": "triton-row-argmax", "device": "cpu",
         "pitfall": "the last partial tile of a row never read: a maximum in the tail (vocab 152064 = 37 tiles + "
                    "512) is missed",
         "exposing_input": "argmax_max_last"},
