@@ -76,6 +76,7 @@ PENDING_GPU = {"defect-cuda-rmsnorm-int32-row-offset", "defect-cuda-rmsnorm-igno
                "defect-triton-rmsnorm-int32-row-offset"}
 # Added since the last GPU run (issue #37, norm variants): pending until the integrator's H200 run is committed.
 PENDING_NEW = {"defect-cuda-row-amax-fmaxf", "defect-cuda-row-amax-split-race"}
+PENDING_NEW |= {"defect-cuda-argmax-lane-drops-index", "defect-cuda-argmax-half-compare"}  # row_argmax (greedy)
 _HAVE = [n for n in GPU_INPUTS if (Path(__file__).resolve().parents[1] / "kernels" / "defects" / "results" / n).exists()]
 # Issue #36's defects of the large family that launch (past 2^32, a stride >= 2^31; rows on grid.y is caught by the
 # build's launch check on any machine): their rows come from

@@ -157,7 +157,7 @@ def test_outputs_in_their_own_dtype_quantized_scale_and_indices(tmp_path):
     assert bad and all(f["check"] == "value" for f in bad) and "allowed 0" in bad[0]["message"]
     r = cli("ops", str(spec))
     assert "user_token_quant: x[M,N] -> y[M,N], scale[M] (float32)" in r.stdout
-    assert "row_argmax: x[M,N] -> i[M] (int64)" in r.stdout
+    assert "user_row_argmax: x[M,N] -> i[M] (int64)" in r.stdout
 
 
 def test_output_dtypes_are_validated():

@@ -137,6 +137,7 @@ TORCH_EXPECTATION = {
     "group_layernorm": lambda x, i, p: _group_hidden(x, i, p, rms=False),
     "top_k_mask_logits": _top_k_filter,
     "top_k_renorm_probs": lambda x, i, p: _top_k_filter(x, i, p, mask=False),
+    "row_argmax": lambda x, i, p: x.argmax(-1),  # the index, compared exactly (an int tensor)
 }
 
 

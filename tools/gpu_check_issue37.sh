@@ -43,6 +43,7 @@ FAMILY_SPECS=(kernels/cuda/quant_spec.py kernels/triton/quant_spec.py kernels/cu
 FAMILY_SPECS+=(kernels/cuda/top_k_sampling_spec.py kernels/triton/top_k_sampling_spec.py)  # sampling's top-k filters
 FAMILY_SPECS+=(kernels/triton/group_quant_spec.py)  # per-token-group quantizer (production quantizers, vLLM / SGLang)
 FAMILY_SPECS+=(kernels/triton/group_hidden_spec.py)  # group_rmsnorm / group_layernorm (groups over the hidden dim)
+FAMILY_SPECS+=(kernels/cuda/argmax_spec.py kernels/triton/argmax_spec.py)  # row_argmax (greedy sampling)
 GPU_TESTS=(tests/test_quant_gpu.py tests/test_masked_softmax_gpu.py tests/test_routing_gpu.py
   tests/test_norm_variants_gpu.py tests/test_cross_entropy_variants_gpu.py tests/test_large_gpu.py)
 GPU_TESTS+=(tests/test_top_k_sampling_gpu.py)  # our CUDA top-k filters and FlashInfer's (its headers from .whl/)
@@ -50,6 +51,7 @@ GPU_TESTS+=(tests/test_group_quant_gpu.py)
 GPU_TESTS+=(tests/test_group_hidden_gpu.py)
 GPU_TESTS+=(tests/test_softmax_lse_gpu.py)  # softmax / log_softmax writing the row's lse too
 GPU_TESTS+=(tests/test_empty_launches.py)  # a shape the host launches nothing for: unwritten
+GPU_TESTS+=(tests/test_row_argmax_gpu.py)  # our CUDA and compiled Triton row_argmax, the CUDA defect twins
 exist() { for f in "$@"; do [ -e "$f" ] && printf '%s\n' "$f"; done; }
 mapfile -t FAMILY_SPECS < <(exist "${FAMILY_SPECS[@]}")
 mapfile -t GPU_TESTS < <(exist "${GPU_TESTS[@]}")

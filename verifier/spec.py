@@ -16,9 +16,9 @@ from verifier.declare.packages import package_path
 from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
 from verifier.errors import SpecError, Unsupported, UsageError
-from verifier.ops.model import Invariant, KeepTopK, Op, OpCase, Quantized, Selection, Tensor, may_round
+from verifier.ops.model import ArgMax, Invariant, KeepTopK, Op, OpCase, Quantized, Selection, Tensor, may_round
 
-__all__ = ["CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KeepTopK", "KernelSpec",
+__all__ = ["ArgMax", "CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KeepTopK", "KernelSpec",
            "Launch", "LaunchLayout", "MATH_MODES", "Op", "OpCase", "Pointer", "Quantized", "Scalar", "Selection", "SizeClasses", "SpecError", "Stride",
            "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit",
            "max_row", "may_round", "package_path", "register_resident",

@@ -11,7 +11,7 @@ def ptq_ref(i, p):
 
 PTQ = Op("user_token_quant", inputs={"x": "MxN"}, outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
          params={"floor": 1e-10}, reference=ptq_ref)
-ARGMAX = Op("row_argmax", inputs={"x": "MxN"}, outputs={"i": Tensor("M", dtype="int64")},
+ARGMAX = Op("user_row_argmax", inputs={"x": "MxN"}, outputs={"i": Tensor("M", dtype="int64")},
             reference=lambda i, p: {"i": i["x"].argmax(-1)})
 
 def ptq(inputs, outputs, params, dt):

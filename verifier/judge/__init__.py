@@ -26,6 +26,7 @@ from verifier.declare.kernels import Dtypes
 from verifier.judge import invariants as _inv
 from verifier.judge import quantized as _quantized
 from verifier.judge import tolerance as _tol
+from verifier.judge.argmax import compare_argmax
 from verifier.judge.compare import Comparison, compare
 from verifier.judge.dense_selection import compare_dense
 from verifier.judge.kept import compare_kept
@@ -77,6 +78,8 @@ def _judge_once(c: Criteria, xs: dict, outputs: dict, ref, invariants: bool, con
         comparison = (compare_dense if op.selection.dense else compare_selection)(op, c, xs, outputs, context)
     elif op.kept is not None:  # keeps the top k in place: its kept set tie-aware (verifier.judge.kept)
         comparison = compare_kept(op, c, xs, outputs, context)
+    elif op.argmax is not None:  # each row's argmax: exact, tie-aware (verifier.judge.argmax)
+        comparison = compare_argmax(op, c, xs, outputs, context)
     elif op.quantized:  # compared in the quantized domain (verifier.judge.quantized)
         errs = _tol.errors(c.op, c.dtypes, c.math_mode, xs, ref, c.params, overrides=c.overrides, online=c.online)
         comparison = _quantized.compare_op(op, outputs, ref, errs, c.dtypes, c.params, xs, context)

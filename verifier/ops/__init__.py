@@ -62,6 +62,10 @@ topk_softmax's gates at the k picks (renormalized, scaled), 0 elsewhere; judged 
 Sampling's top-k filters (verifier/ops/top_k_sampling.py): top_k_renorm_probs x[M,N] (probs) -> renormed[M,N] (k=8,
 ties='keep_all' or 'exactly_k', sum_floor=0); top_k_mask_logits x[M,N] (logits) -> masked[M,N] (k, ties).
 
+Greedy sampling (verifier/ops/row_argmax.py): row_argmax x[M,N] -> index[M] (index_dtype='int64' or 'int32'), optional
+value[M] (value=True); ties='first' (torch.argmax) or 'any', neg_inf_rows (contract: 'first' or 'minus_one');
+judged exactly, NaN the maximum.
+
 Inputs and weights are in the kernel's input dtype (labels in their role's integer dtype); outputs
 in its output dtype. ``verifier ops`` lists every registered op with its tensors and params.
 """
@@ -87,6 +91,7 @@ from verifier.ops import group_norm, l2norm, row_amax, row_mean, var_mean, weigh
 from verifier.ops import group_hidden  # norms over groups of the hidden dim (production norm variants)
 from verifier.ops import topk_dense  # MoE routing's dense combine weights (GShard / Switch / DeepSpeed)
 from verifier.ops import logsumexp  # the softmax family's lse alone (verifier/ops/logsumexp.py)
+from verifier.ops import row_argmax  # each row's argmax: greedy sampling (verifier/ops/row_argmax.py)
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
@@ -110,6 +115,7 @@ BUNDLED += (group_quant.PER_TOKEN_GROUP_QUANT,)  # one scale per group of a row 
 BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filters (verifier/ops/top_k_sampling.py)
 BUNDLED += (topk_dense.OPDEF,)  # routing's dense [M, E] combine weights (verifier/ops/topk_dense.py)
 BUNDLED += (logsumexp.OPDEF,)  # the row's log-sum-exp alone, float32 (verifier/ops/logsumexp.py)
+BUNDLED += (row_argmax.OPDEF,)  # each row's argmax, exact and tie-aware (verifier/ops/row_argmax.py)
 
 
 class _Registry(dict):

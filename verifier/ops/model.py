@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 from verifier.errors import SpecError, UsageError
 from verifier.ops.contract import Contract  # noqa: F401  (re-exported: spec files import it from here)
-from verifier.ops.selection import KEEP_TIES, KeepTopK, Selection  # noqa: F401
+from verifier.ops.selection import KEEP_TIES, ArgMax, KeepTopK, Selection, check_argmax  # noqa: F401
 from verifier.ops.quantized import Quantized, check_quantized  # noqa: F401  (re-exported)
 from verifier.ops.intermediates import may_round  # noqa: F401  (re-exported)
 from verifier.ops.tensors import (  # noqa: F401  (re-exported: Tensor and Role are declared there)
@@ -102,6 +102,8 @@ class Op:
     exactly outside the rounding-boundary band (docs/tolerances.md, "Quantized outputs").
     kept: ``KeepTopK(output, fill, at)``: an [M, N] output keeping the k largest of each row of x in place (``fill``
     elsewhere), judged tie-aware under the op's ``k`` and ``ties`` params (verifier.judge.kept).
+    argmax: ``ArgMax(index, value)``: an integer [M] output holding each row's argmax of x, judged exactly under the
+    op's ``ties`` param ('first' / 'any'; verifier.judge.argmax).
     other_names: ``{other name: tensor}``: names a kernel may use for a tensor in its launch arguments and launcher
     (merge_attn_states' ``v_a`` for ``x``; verifier.ops.other_names).
     """
@@ -131,6 +133,7 @@ class Op:
     contract_params: dict = field(default_factory=dict)
     selection: Optional[Selection] = field(default=None, repr=False)
     kept: Optional[KeepTopK] = field(default=None, repr=False)  # keeps the top k in place (verifier.judge.kept)
+    argmax: Optional[ArgMax] = field(default=None, repr=False)  # each row's argmax (verifier.judge.argmax)
     other_names: dict = field(default_factory=dict)
     origin: Optional[str] = field(default=None, compare=False)  # file:line of the declaration
     out_dims: dict = field(default_factory=dict, repr=False, init=False)  # output name -> dims (the dict form)
@@ -231,6 +234,8 @@ class Op:
             _check_selection(where, self)
         if self.kept is not None:
             _check_kept(where, self)
+        if self.argmax is not None and self.out_dims:  # (a variant was checked as its op)
+            check_argmax(where, self)
         for a, t in dict(self.other_names).items():
             if not isinstance(a, str) or not TENSOR_NAME.match(a) or a in self.inputs + self.outputs \
                     or t not in self.inputs + self.outputs:

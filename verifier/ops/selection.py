@@ -110,3 +110,39 @@ def tie_room(x: np.ndarray, must: np.ndarray, k: int) -> np.ndarray:
     """Per row, how many ties at the k-th largest exactly_k keeps: k less the elements above it and the NaNs (each
     a slot of the k, as torch.topk ranks it, never kept)."""
     return np.maximum(k - must.sum(axis=1) - np.isnan(x).sum(axis=1), 0)
+
+
+# --------------------------------------------------------------------------- ArgMax
+
+ARGMAX_TIES = ("first", "any")  # ArgMax's ties param: torch.argmax's first index of the maximum, or any tied index
+
+
+@dataclass(frozen=True)
+class ArgMax:
+    """An integer ``[M]`` output holding, per row, the column of the largest element of x (``torch.argmax(x,
+    dim=-1)``: greedy sampling), judged exactly and tie-aware (verifier.judge.argmax) under the op's ``ties`` param:
+    'first' (torch's first index of the maximum) or 'any' (any index whose x equals the row's maximum). A NaN is the
+    maximum (torch): a row holding one must give a NaN's index (the first one under 'first'); a kernel that ignores
+    NaN declares ``Contracts(nan_inputs='unsupported')``. ``value``: an optional ``[M]`` output holding x at the
+    pick (``torch.max(x, dim=-1)``'s values), compared exactly at the kernel's own pick."""
+
+    index: str
+    value: Optional[str] = None
+
+
+def check_argmax(where: str, op) -> None:
+    """An op's ``argmax=`` rule against its tensors and params (a SpecError naming what to declare)."""
+    rule = op.argmax
+    if not isinstance(rule, ArgMax):
+        raise SpecError(f"{where}: argmax must be an ArgMax(...), got {type(rule).__name__}",
+                        fix="write argmax=ArgMax(index='index')")
+    dtype = op.out_fixed.get(rule.index) if rule.index in op.outputs else None
+    if op.dims_of(rule.index) != ("M",) or not str(dtype or "").startswith("int"):
+        raise SpecError(f"{where}: argmax names {rule.index!r}, not an integer [M] output",
+                        fix="declare outputs={'index': Tensor('M', dtype='int64')} (or a str param holding the dtype)")
+    if rule.value is not None and rule.value not in tuple(op.outputs) + tuple(op.optional_outputs):
+        raise SpecError(f"{where}: argmax's value {rule.value!r} is not an output",
+                        fix="declare it, e.g. outputs={..., 'value': Tensor('M', optional=True)}")
+    if op.params.get("ties") not in ARGMAX_TIES:
+        raise SpecError(f"{where}: an op with argmax= needs a param 'ties' in {ARGMAX_TIES}",
+                        fix="params={'ties': 'first', ...}")

@@ -320,3 +320,28 @@ DEFECTS.update({
                    "without __syncthreads: a race, a partial max some runs",
         "exposing_input": "normal_small"},
 })
+
+# --- each row's argmax (greedy sampling; argmax_defects.cu instantiates kernels/cuda/argmax.cu's template with one
+# defect each; twin: cuda-row-argmax of kernels/cuda/argmax_spec.py)
+_ARGMAX_ARGS = ("x", "index", "M", "N", Stride("x", "int64"))
+KERNELS += [
+    CudaKernel(name="defect-cuda-argmax-lane-drops-index", op="row_argmax", source="argmax_defects.cu",
+               dtypes=[dtypes("f32"), dtypes("bf16")], expectations=_DET,
+               launches=_one("row_argmax_lane_drops_index_{tag}", _ARGMAX_ARGS),
+               description="warp merge takes the other lane's larger value, keeps its own column"),
+    CudaKernel(name="defect-cuda-argmax-half-compare", op="row_argmax", source="argmax_defects.cu", dtypes=F32,
+               expectations=_DET, launches=_one("row_argmax_half_compare_{tag}", _ARGMAX_ARGS),
+               description="f32 logits compared after rounding to half"),
+]
+DEFECTS.update({
+    "defect-cuda-argmax-lane-drops-index": {
+        "caught_by": "value", "twin": "cuda-row-argmax", "device": "gpu",
+        "pitfall": "a (value, index) pair reduced as a value: the warp shuffle merge keeps the larger value but "
+                   "not its column, so the index is some lane's own maximum",
+        "exposing_input": "normal_small"},
+    "defect-cuda-argmax-half-compare": {
+        "caught_by": "value", "twin": "cuda-row-argmax", "device": "gpu",
+        "pitfall": "f32 logits compared in half precision: a maximum within a half ULP of an earlier second "
+                   "largest loses to it",
+        "exposing_input": "argmax_one_ulp"},
+})
