@@ -61,6 +61,10 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
             why = narrow_stride(spec, M, N, dt)
         if why is not None:
             return Closed(CONTRACT, why, f"case {name} {why}")
+    if layout.large and getattr(spec, "output_layout", None):  # verifier.launch.large lays outputs out contiguous
+        why = (f"not checked: output {', '.join(repr(o) for o in spec.output_layout)} has a declared layout "
+               "(output_layout), which the large cases do not lay out yet")
+        return Closed(CONTRACT, why, f"case {name} {why}")
     if layout.large:
         why = large_device_reason(spec, dt, M, N, device, layout) or large_level_reason(spec, dt, name, device, level)
     else:  # estimated before anything is allocated: past the machine's memory the case is not run

@@ -197,9 +197,8 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
                              f"as they were, or declare it: outputs_alias={{OUTPUT: {name!r}}} for an output written "
                              f"over it, scratch_inputs=({name!r},) for an input the kernel may use as scratch",
                              score=1.5e9, **ctx))
-    for name, (count, (row, col), width) in outcome.gap_hits.items():  # width: the output's row (N, or N/G scales)
-        found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written in the gaps between "
-                             f"rows, first at row {row}, column {col} (past its row's {width} elements)", score=2e9,
+    for name, (count, where) in outcome.gap_hits.items():  # where: the gaps (strided case) or declared padding
+        found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written {where}", score=2e9,
                              **ctx))
     found += verdict.comparison.findings(**ctx) + violations_to_findings(verdict.violations, **ctx)
     found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.undeclared]

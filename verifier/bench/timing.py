@@ -51,10 +51,12 @@ class Timer:
         return clock.measure(self.device, fn, written, self.runs, self.warmup)
 
 
-def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None):
-    """Random normal inputs (never zeros: they can run faster and hide unwritten outputs), outputs poisoned."""
+def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None, spec=None):
+    """Random normal inputs (never zeros: they can run faster and hide unwritten outputs), outputs poisoned (at
+    ``spec``'s declared output layouts, verifier.declare.out_layouts)."""
     import torch
 
+    from verifier.declare.out_layouts import empty_like_declared
     from verifier.dtypes import torch_dtype
 
     o = OPS[op]
@@ -72,8 +74,10 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None):
     outputs = {}
     for n in o.outputs:  # at the kernel's params (an [M, k] output); integer outputs (indices) poisoned with -1
         dtype = torch_dtype(o.output_dtype(n, dt, params))
-        outputs[n] = inputs[n] if n in o.inouts else torch.full(
-            o.shape_of(n, M, N, params), float("nan") if dtype.is_floating_point else -1, device="cuda", dtype=dtype)
+        fill, shape = float("nan") if dtype.is_floating_point else -1, o.shape_of(n, M, N, params)
+        declared = None if spec is None else empty_like_declared(spec, n, shape, dtype, "cuda", M, N, params, fill)
+        outputs[n] = inputs[n] if n in o.inouts else declared if declared is not None else torch.full(
+            shape, fill, device="cuda", dtype=dtype)
     return inputs, outputs
 
 
@@ -160,7 +164,7 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
 
     row = Row(spec.name, role, op, dt.tag, M, N, nbytes, copy_ms=copy_ms)
     try:
-        inputs, outputs = make_inputs(op, M, N, dt, params=spec.op_params())
+        inputs, outputs = make_inputs(op, M, N, dt, params=spec.op_params(), spec=spec)
         for out, src in getattr(spec, "outputs_alias", {}).items():  # written over the input: one tensor
             outputs[out] = inputs[src]
         fn = launcher(spec, inputs, outputs, dt)
