@@ -66,6 +66,22 @@ def test_ids_written_n_expert_apart_pass_when_declared():
     assert not run_case(spec, F32, "normal_small", _xs(spec), CPU).findings
 
 
+@pytest.mark.parametrize("kind", [L.STRIDED, L.UNALIGNED])
+def test_the_layout_cases_keep_the_declared_layout(kind):
+    """Strided rows for x, or every tensor one element past 16 bytes: ids stay E apart, from their first element."""
+    seen = {}
+
+    def fn(inputs, outputs, params, dt):
+        seen.update(x=inputs["x"].stride(), ids=outputs["indices"].stride(), at=outputs["indices"].data_ptr() % 16)
+        _topk(lambda E: E)({"x": inputs["x"].contiguous()}, outputs, params, dt)
+
+    spec = _router("ids-at-e", fn, output_layout=IDS_AT_E)
+    assert not run_case(spec, F32, "normal_small", _xs(spec), CPU, layout=L.Layout(kind)).findings
+    assert seen["ids"] == (16, 1)
+    assert seen["x"] == ((16 + L.ROW_PAD, 1) if kind == L.STRIDED else (16, 1))
+    assert seen["at"] == (4 if kind == L.UNALIGNED else 0)
+
+
 def spec_run(spec):
     from verifier.launch import runner_for
 
