@@ -218,3 +218,20 @@ def test_a_cuda_kernel_gets_the_declared_rows_and_its_stride(lib):
     out = execute(rc.run_cuda, spec, xs, F32, spec.op_params(), "cuda", layout=L.Layout(L.STRIDED))
     assert not (out.unwritten or out.guard_hits or out.gap_hits) and (out.outputs["indices"] == want).all()
     assert not lib.allocs
+
+
+def test_where_no_tensor_exists_the_model_layout_has_the_declared_stride():
+    """The build step, lint and the gate evaluate launches on model tensors: a five-parameter launches reading the
+    stride of a declared output gets the declared one (a host passing it on, as ggml's asserts ids->nb[1])."""
+    asked = []
+
+    def launches(M, N, dt, p, layout):
+        asked.append(layout.stride("indices"))
+        return [Launch("topk_moe", grid=(M,), block=(32,), args=("x", "values", "indices", "M"))]
+
+    spec = CudaKernel(name="ggml-like", op="topk_softmax", source="emulated.cu", dtypes=[F32], params={"k": K},
+                      launches=launches, output_layout=IDS_AT_E)
+    assert rc.model_tensors(spec, 6, 64, F32, spec.op_params())["indices"].stride == 64
+    rc.launches_for(spec, 6, 64, F32, spec.op_params())
+    assert asked == [64]
+    assert rc.model_tensors(spec, 6, 64, F32, spec.op_params(), L.STRIDED)["values"].stride == K  # passes no stride
