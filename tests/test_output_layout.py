@@ -236,3 +236,16 @@ def test_where_no_tensor_exists_the_model_layout_has_the_declared_stride():
     rc.launches_for(spec, 6, 64, F32, spec.op_params())
     assert asked == [64]
     assert rc.model_tensors(spec, 6, 64, F32, spec.op_params(), L.STRIDED)["values"].stride == K  # passes no stride
+
+
+def test_the_gpu_tests_router_builds_and_lints_clean_here():
+    """tests/data/output_layout (tests/test_output_layout_gpu.py): on a CPU its build and static steps run, its values
+    wait for a GPU (unchecked, never a pass)."""
+    from pathlib import Path
+
+    from verifier.declare.registry import load_spec_file
+
+    for spec in load_spec_file(Path(__file__).parent / "data" / "output_layout" / "topk_rows_spec.py"):
+        r = check_kernel(spec, Options(level="ci", device="cpu"))
+        assert r.verdict == "unchecked" and not r.findings, (spec.name, [f.message for f in r.findings])
+        assert r.cells[("f32", "static")].status == r.cells[("f32", "build")].status == "pass", r.cells
