@@ -171,10 +171,20 @@ def test_a_stride_shorter_than_the_row_is_the_kernels_error_not_a_traceback():
     assert r.verdict == "error" and "shorter than the output's rows of 4" in r.error and "fix:" in r.error, r.error
 
 
-def test_large_cases_are_listed_not_run_for_a_declared_layout():
-    spec = _router("ids-at-e", _topk(lambda E: E), output_layout=IDS_AT_E)
-    closed = gate.before_inputs(spec, F32, "large_index_2pow31", 131136, 16384, L.Layout(L.LARGE), "cpu")
-    assert closed.kind == gate.CONTRACT and "'indices' has a declared layout" in closed.text
+def test_large_cases_lay_out_declared_rows_only_on_aliased_pages(monkeypatch):
+    """Rows a declared stride apart go on the large cases' aliased pages (a CPU's Triton: tests/
+    test_output_layout_triton.py); a column-major output, or a GPU without the virtual memory API, is not run."""
+    from verifier.launch import large
+
+    big = L.Layout(L.LARGE)
+    col = _quant("q-colmajor", _group_quant(lambda M: M), output_layout={"scale": ColumnMajor()})
+    closed = gate.before_inputs(col, E4M3, "large_index_2pow31", 131136, 16384, big, "cuda")
+    assert closed.kind == gate.CONTRACT and "output 'scale' is declared ColumnMajor('M')" in closed.text
+    rows = _router("ids-at-e", _topk(lambda E: E), output_layout=IDS_AT_E)
+    monkeypatch.setattr(large, "aliased", lambda: False)
+    closed = gate.before_inputs(rows, F32, "large_index_2pow31", 131136, 16384, big, "cuda")
+    assert closed.kind == gate.DEVICE and "virtual memory API (aliased pages) for output 'indices'" in closed.text
+    assert gate._declared_in_large(rows, "large_index_2pow31", "cpu") is None
 
 
 # --- the CUDA path (fake libcuda): ggml's topk_moe, ids n_expert apart, told nothing --------------------------------

@@ -61,6 +61,10 @@ class OutputLayout:
     def strides(self, spec, name: str, shape: tuple, M: int, N: int, params: dict) -> tuple:
         raise NotImplementedError
 
+    def in_large_cases(self, ndim: int) -> bool:
+        """Whether the large cases (verifier.launch.large) lay it out: rows a stride apart on aliased pages only."""
+        return False
+
 
 class RowStride(OutputLayout):
     """Rows ``stride`` elements apart (a 2-D ``[M, k]`` output: element (i, j) at i·stride + j, stride >= k; a 1-D
@@ -79,6 +83,9 @@ class RowStride(OutputLayout):
                             f"M={M}, N={N}, shorter than the output's rows of {need}",
                             fix="declare the row stride the kernel writes at: at least the output's row length")
         return (s, 1) if len(shape) == 2 else (s,)
+
+    def in_large_cases(self, ndim: int) -> bool:
+        return ndim == 2
 
     def __repr__(self):
         return f"RowStride({_shown(self.stride)})"
