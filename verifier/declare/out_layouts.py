@@ -8,7 +8,8 @@ a wider buffer. The kernel is not told that stride: it is part of its code. Decl
 (verifier.launch.harness) allocates that output at the declared strides and gives the kernel a view of it; the
 elements outside the view are padding, poisoned and checked as the strided case's gaps are: a write there is an
 ``out-of-range-write`` (in production the padding is another tensor's data, or the rest of the bigger buffer).
-The judge reads the logical view only.
+The judge reads the logical view only. The large cases (verifier.launch.large) lay out a 2-D output's rows at
+its declared stride on their aliased pages; other layouts are listed there as not checked (verifier.battery.gate).
 
 Each layout is a class giving an output's element strides; a value is an int, ``"N"`` / ``"M"`` (the row count or
 length of the op's x), or a function ``fn(M, N, params) -> int``.
