@@ -259,3 +259,12 @@ def test_the_gpu_tests_router_builds_and_lints_clean_here():
         r = check_kernel(spec, Options(level="ci", device="cpu"))
         assert r.verdict == "unchecked" and not r.findings, (spec.name, [f.message for f in r.findings])
         assert r.cells[("f32", "static")].status == r.cells[("f32", "build")].status == "pass", r.cells
+
+
+def test_the_whole_battery_passes_a_declared_router_whose_layout_cannot_hold_refused_shapes():
+    """The refusal step probes shapes supports() refuses (a row of 1 expert for ids of k = 4): RowStride('N') cannot
+    hold those, and the runner refuses them before anything runs. It was an error ('gives rows 1 elements apart')."""
+    spec = _router("ids-at-e", _topk(lambda E: E), output_layout=IDS_AT_E,
+                   supports=lambda M, N, dt: None if N >= K else "fewer experts than k")
+    r = check_kernel(spec, Options(level="quick", device="cpu"))
+    assert r.verdict == "pass" and r.error is None and not r.findings, (r.error, [f.message for f in r.findings])

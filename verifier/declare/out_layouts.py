@@ -20,7 +20,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from verifier.errors import SpecError
+from verifier.errors import SpecError, VerifierError
 
 Value = Union[int, str, Callable]
 
@@ -135,10 +135,19 @@ def check_output_layout(kernel: str, op, layouts, aliases) -> dict:
     return dict(layouts)
 
 
-def strides_of(spec, name: str, shape: tuple, M: int, N: int, params: dict) -> Optional[tuple]:
-    """The declared element strides of output ``name`` at this call, or None (laid out as the case says)."""
+def strides_of(spec, name: str, shape: tuple, M: int, N: int, params: dict, dt=None) -> Optional[tuple]:
+    """The declared element strides of output ``name`` at this call, or None (laid out as the case says). A layout
+    that cannot hold the output at a shape the kernel refuses (``dt`` given: the refusal step probes such shapes,
+    rows of 1 for ids of k) is None there: the runner refuses the shape before anything runs."""
     lay = getattr(spec, "output_layout", {}).get(name)
-    return None if lay is None else lay.strides(spec, name, tuple(shape), M, N, params)
+    if lay is None:
+        return None
+    try:
+        return lay.strides(spec, name, tuple(shape), M, N, params)
+    except VerifierError:
+        if dt is not None and spec.check_supported(M, N, dt) is not None:
+            return None
+        raise
 
 
 def span(shape: tuple, strides: tuple) -> int:

@@ -148,7 +148,7 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
         shape = op.shape_of(t, M, N, params)
         address = _MODEL_BASE + i * _MODEL_STEP + (itemsize if kind == UNALIGNED else 0)
         stride = None
-        declared = _olay.strides_of(spec, t, shape, M, N, params) if t in op.outputs else None
+        declared = _olay.strides_of(spec, t, shape, M, N, params, dt) if t in op.outputs else None
         if declared and len(shape) == 2:  # an output at its declared layout (verifier.declare.out_layouts)
             stride = declared[0]
         elif len(shape) == 2:

@@ -201,7 +201,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
         if held:  # starts as an input's values; its gaps hold what an input's do (read into a row, they change it)
             middle, gap = inputs_np[held[0]], value_bits(_lay.gap_value(dtype), dtype)
         lays = strided | ({name} if any(h in strided for h in held) else set())  # written over a strided input
-        declared = _olay.strides_of(spec, name, shape, M, N, params)  # its own layout, whatever the case's rows
+        declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # its own layout, whatever the case's rows
         bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap, declared=declared,
                              **_layout_of(name, shape, dtype, lays, layout))
     held_all = {h for name in bufs for h in _held(name, op, spec)}

@@ -143,7 +143,7 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
     for name in op.outputs:
         dtype = out_dtype(name, op, dt, params)
         src, shape = held[name], op.shape_of(name, M, N, params)
-        declared = _olay.strides_of(spec, name, shape, M, N, params)  # rows a declared stride apart (battery.gate)
+        declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # rows a declared stride apart (gate)
         outputs[name] = mem.output(shape, dtype, POISON[dtype][which], inputs_np[src] if src else None,
                                    stride=declared[0] if declared else stride if name in strided_names else None)
         # (None: its own row length)
