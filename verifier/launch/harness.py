@@ -24,7 +24,10 @@ A case's layout (verifier.inputs.layouts) changes where the tensors lie, not the
 2-D tensors have rows ``N + ROW_PAD`` elements apart (CUDA: the tensors whose stride a launch passes), the gaps
 of inputs (and of an in-out tensor) holding the dtype's max and those of outputs the poison; a gap element
 changed after the launch is an out-of-range write. In the unaligned case every tensor starts one element past a
-16-byte boundary (the element before it is guard). The large case (more than 2^31 elements) has its own body,
+16-byte boundary (the element before it is guard). An output the spec declares at a layout of its own
+(``output_layout``, verifier.declare.out_layouts: ids rows n_expert apart, column-major scales) keeps it in every
+layout: its buffer spans whole rows (columns) of the declared stride, the rest padding, poisoned and checked as a gap
+is. The large case (more than 2^31 elements) has its own body,
 verifier.launch.large, that never brings a whole array to the host.
 """
 from __future__ import annotations
