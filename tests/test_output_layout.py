@@ -268,3 +268,13 @@ def test_the_whole_battery_passes_a_declared_router_whose_layout_cannot_hold_ref
                    supports=lambda M, N, dt: None if N >= K else "fewer experts than k")
     r = check_kernel(spec, Options(level="quick", device="cpu"))
     assert r.verdict == "pass" and r.error is None and not r.findings, (r.error, [f.message for f in r.findings])
+
+
+def test_bench_reallocates_declared_outputs_poisoned():
+    from verifier.bench.timing import declared_outputs
+
+    spec = _router("ids-at-e", _topk(lambda E: E), output_layout=IDS_AT_E)
+    outputs = {"values": torch.zeros(6, K), "indices": torch.zeros(6, K, dtype=torch.int32)}
+    got = declared_outputs(spec, outputs, 6, 16)
+    assert set(got) == {"indices"} and got["indices"].stride() == (16, 1) and (got["indices"] == -1).all()
+    assert got["indices"].untyped_storage().nbytes() == 6 * 16 * 4  # whole rows of 16: the padding is there

@@ -51,12 +51,10 @@ class Timer:
         return clock.measure(self.device, fn, written, self.runs, self.warmup)
 
 
-def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None, spec=None):
-    """Random normal inputs (never zeros: they can run faster and hide unwritten outputs), outputs poisoned (at
-    ``spec``'s declared output layouts, verifier.declare.out_layouts)."""
+def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None):
+    """Random normal inputs (never zeros: they can run faster and hide unwritten outputs), outputs poisoned."""
     import torch
 
-    from verifier.declare.out_layouts import empty_like_declared
     from verifier.dtypes import torch_dtype
 
     o = OPS[op]
@@ -74,11 +72,22 @@ def make_inputs(op: str, M: int, N: int, dt, seed: int = 0, params=None, spec=No
     outputs = {}
     for n in o.outputs:  # at the kernel's params (an [M, k] output); integer outputs (indices) poisoned with -1
         dtype = torch_dtype(o.output_dtype(n, dt, params))
-        fill, shape = float("nan") if dtype.is_floating_point else -1, o.shape_of(n, M, N, params)
-        declared = None if spec is None else empty_like_declared(spec, n, shape, dtype, "cuda", M, N, params, fill)
-        outputs[n] = inputs[n] if n in o.inouts else declared if declared is not None else torch.full(
-            shape, fill, device="cuda", dtype=dtype)
+        outputs[n] = inputs[n] if n in o.inouts else torch.full(
+            o.shape_of(n, M, N, params), float("nan") if dtype.is_floating_point else -1, device="cuda", dtype=dtype)
     return inputs, outputs
+
+
+def declared_outputs(spec, outputs: dict, M: int, N: int) -> dict:
+    """``outputs`` the spec declares at a layout of their own (verifier.declare.out_layouts), reallocated so and
+    poisoned as make_inputs poisons them: a kernel writing ids rows n_expert apart stays inside its buffer."""
+    from verifier.declare.out_layouts import empty_like_declared
+
+    got = {}
+    for n in getattr(spec, "output_layout", {}):
+        t = outputs[n]
+        fill = float("nan") if t.dtype.is_floating_point else -1
+        got[n] = empty_like_declared(spec, n, tuple(t.shape), t.dtype, t.device, M, N, spec.op_params(), fill)
+    return got
 
 
 def launcher(spec, inputs, outputs, dt) -> Callable[[], None]:
@@ -164,7 +173,8 @@ def _time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms) -> Row:
 
     row = Row(spec.name, role, op, dt.tag, M, N, nbytes, copy_ms=copy_ms)
     try:
-        inputs, outputs = make_inputs(op, M, N, dt, params=spec.op_params(), spec=spec)
+        inputs, outputs = make_inputs(op, M, N, dt, params=spec.op_params())
+        outputs.update(declared_outputs(spec, outputs, M, N))
         for out, src in getattr(spec, "outputs_alias", {}).items():  # written over the input: one tensor
             outputs[out] = inputs[src]
         fn = launcher(spec, inputs, outputs, dt)
