@@ -87,10 +87,6 @@ class Guarded:
     def span(self) -> int:
         return _olay.span(self.shape, self.strides) if self.strides else self.n
 
-    def rows(self, a: np.ndarray) -> np.ndarray:
-        """The (M, stride) rows of a whole buffer's bits ``a`` (strided tensors only)."""
-        return a[self.start:self.start + self.span].reshape(self.shape[0], self.stride)
-
     def elements(self, a: np.ndarray) -> np.ndarray:
         """The tensor's elements in a whole buffer's bits ``a``, in its shape (a writable view)."""
         if self.strides:
