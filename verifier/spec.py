@@ -12,6 +12,7 @@ from verifier.declare.contracts import Contracts
 from verifier.declare.args import LaunchLayout, Pointer, Scalar, Stride, Struct, Workspace
 from verifier.declare.kernels import (CallableKernel, CudaKernel, Expectations, KernelSpec, Launch, MATH_MODES,
                                       TritonKernel, register_resident)
+from verifier.declare.out_layouts import ColumnMajor, OutputLayout, RowStride
 from verifier.declare.packages import package_path
 from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vector_width, whole_vectors
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
@@ -19,7 +20,7 @@ from verifier.errors import SpecError, Unsupported, UsageError
 from verifier.ops.model import ArgMax, Invariant, KeepTopK, Op, OpCase, Quantized, Selection, Tensor, may_round
 
 __all__ = ["ArgMax", "CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KeepTopK", "KernelSpec",
-           "Launch", "LaunchLayout", "MATH_MODES", "Op", "OpCase", "Pointer", "Quantized", "Scalar", "Selection", "SizeClasses", "SpecError", "Stride",
+           "ColumnMajor", "Launch", "LaunchLayout", "OutputLayout", "RowStride", "MATH_MODES", "Op", "OpCase", "Pointer", "Quantized", "Scalar", "Selection", "SizeClasses", "SpecError", "Stride",
            "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit",
            "max_row", "may_round", "package_path", "register_resident",
            "vector_width", "whole_vectors"]

@@ -61,6 +61,10 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
             why = narrow_stride(spec, M, N, dt)
         if why is not None:
             return Closed(CONTRACT, why, f"case {name} {why}")
+    if layout.large and getattr(spec, "output_layout", None):
+        closed = _declared_in_large(spec, name, device)
+        if closed is not None:
+            return closed
     if layout.large:
         why = large_device_reason(spec, dt, M, N, device, layout) or large_level_reason(spec, dt, name, device, level)
     else:  # estimated before anything is allocated: past the machine's memory the case is not run
@@ -69,6 +73,27 @@ def before_inputs(spec, dt, name: str, M: int, N: int, layout=None, device: Opti
         why = too_large(spec, dt, M, N, device)
     if why is not None:
         return Closed(DEVICE, why, f"case {name} ({M}x{N}) not run: {why}")
+    return None
+
+
+def _declared_in_large(spec, name: str, device: Optional[str]) -> Optional[Closed]:
+    """Why a large case cannot lay out an output at its declared layout (verifier.declare.out_layouts): the large
+    cases put only a 2-D output's rows a stride apart, and only on aliased pages (verifier.launch.large._Mapped)."""
+    from verifier.ops import get_op
+
+    op = get_op(spec.op)
+    for out, lay in spec.output_layout.items():
+        if not lay.in_large_cases(len(op.dims_of(out))):
+            why = (f"not checked: output {out!r} is declared {lay!r} (output_layout), which the large cases do not "
+                   "lay out (they lay out a 2-D output's rows a stride apart only)")
+            return Closed(CONTRACT, why, f"case {name} {why}")
+    if device == "cuda":
+        from verifier.launch.large import aliased
+
+        if not aliased():
+            why = (f"needs the CUDA virtual memory API (aliased pages) for output "
+                   f"{', '.join(repr(o) for o in spec.output_layout)} at its declared layout; device 0 has none")
+            return Closed(DEVICE, why, f"case {name} not run: {why}")
     return None
 
 

@@ -137,6 +137,18 @@ def hang_finding(spec, opts, e, **ctx) -> Finding:
                    repro=repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx)
 
 
+def _layout_hint(spec, name: str) -> str:
+    """What a guard hit past an output suggests where it is not at a declared layout: a kernel writing it at a
+    stride of its own (verifier.declare.out_layouts)."""
+    from verifier.ops import get_op
+
+    if name in getattr(spec, "output_layout", {}) or name in getattr(spec, "outputs_alias", {}) or \
+            name in get_op(spec.op).inouts:  # lies where it is, or where its input does
+        return ""
+    return (f". A kernel writing {name!r} into a wider buffer at a stride of its own declares it: "
+            f"output_layout={{{name!r}: RowStride(...)}} or ColumnMajor(...)")
+
+
 def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
              report: Optional[KernelReport] = None, *, run: Optional[Callable] = None,
              repro: Optional[str] = None, layout=None, pool: Optional[RoundingPool] = None) -> KernelReport:
@@ -191,15 +203,15 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
     for name, hits in outcome.guard_hits.items():
         desc = ", ".join(f"{d} bytes {side} the end" if side == "after" else f"{d} bytes before the start"
                          for side, d in hits[:4])
-        found.append(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})", score=2e9, **ctx))
+        found.append(Finding("out-of-range-write", f"output {name!r}: guard bytes changed ({desc})"
+                             + _layout_hint(spec, name), score=2e9, **ctx))
     for name, what in outcome.clobbered.items():  # compared bit for bit before and after (verifier.launch.harness)
         found.append(Finding("input-clobbered", f"input {name!r} changed during the call: {what}. Fix: leave inputs "
                              f"as they were, or declare it: outputs_alias={{OUTPUT: {name!r}}} for an output written "
                              f"over it, scratch_inputs=({name!r},) for an input the kernel may use as scratch",
                              score=1.5e9, **ctx))
-    for name, (count, (row, col), width) in outcome.gap_hits.items():  # width: the output's row (N, or N/G scales)
-        found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written in the gaps between "
-                             f"rows, first at row {row}, column {col} (past its row's {width} elements)", score=2e9,
+    for name, (count, where) in outcome.gap_hits.items():  # where: the gaps (strided case) or declared padding
+        found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written {where}", score=2e9,
                              **ctx))
     found += verdict.comparison.findings(**ctx) + violations_to_findings(verdict.violations, **ctx)
     found += [Finding("value", note, severity="warning", score=0.5, **ctx) for note in verdict.undeclared]

@@ -22,6 +22,7 @@ from verifier.declare.aliases import check_aliases, check_scratch
 from verifier.declare.args import (STRIDE_SUFFIX, LaunchLayout, Pointer, Scalar, Stride, Struct,  # noqa: F401
                                    Workspace, stride_of, workspace_of)  # re-exported: their home is declare/args.py
 from verifier.declare.device import capability_reason, check_capability
+from verifier.declare.out_layouts import check_output_layout
 from verifier.declare.packages import check_requires
 from verifier.declare.packages import missing as missing_package
 from verifier.declare.sizing import SizeClasses
@@ -122,6 +123,9 @@ class KernelSpec:
     # dataclasses.replace, so the registry's copy still points at the spec file's line
     declared_at: tuple = field(default=(), compare=False, repr=False)
     scratch_inputs: tuple = ()  # inputs the kernel may change (scratch): not an input-clobbered finding
+    # {output: RowStride(...) / ColumnMajor(...)}: an output the kernel writes at strides of its own
+    # (verifier.declare.out_layouts), e.g. ids rows n_expert apart
+    output_layout: dict = field(default_factory=dict)
     kind: str = field(default="abstract", init=False)
 
     # What a kind of kernel is: the steps ask these facts and methods, never the ``kind`` string, so a new kind is a
@@ -236,6 +240,8 @@ class KernelSpec:
                                                                  self.dtypes))
         object.__setattr__(self, "scratch_inputs", check_scratch(self.name, OPS[self.op], self.scratch_inputs,
                                                                   self.outputs_alias))
+        object.__setattr__(self, "output_layout", check_output_layout(self.name, OPS[self.op], self.output_layout,
+                                                                      self.outputs_alias))
         unknown = set(self.params) - set(OPS[self.op].params)
         if unknown:
             # an op of the same inputs that takes them (reduction: cross_entropy_reduced, not cross_entropy)

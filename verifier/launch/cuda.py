@@ -137,6 +137,7 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
     stride of); the unaligned case's one element past a 16-byte boundary. Where no tensor exists yet (the build
     step, lint, the gate) launches are evaluated on these."""
     from verifier import dtypes as _dtypes
+    from verifier.declare import out_layouts as _olay
     from verifier.ops import get_op
 
     op = get_op(spec.op)
@@ -147,7 +148,10 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
         shape = op.shape_of(t, M, N, params)
         address = _MODEL_BASE + i * _MODEL_STEP + (itemsize if kind == UNALIGNED else 0)
         stride = None
-        if len(shape) == 2:
+        declared = _olay.strides_of(spec, t, shape, M, N, params, dt) if t in op.outputs else None
+        if declared and len(shape) == 2:  # an output at its declared layout (verifier.declare.out_layouts)
+            stride = declared[0]
+        elif len(shape) == 2:
             stride = shape[1] + ROW_PAD if t in strided else shape[1]
         out[t] = ModelTensor(address, int(np.prod(shape)), itemsize, stride)
     return out

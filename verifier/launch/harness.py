@@ -24,7 +24,10 @@ A case's layout (verifier.inputs.layouts) changes where the tensors lie, not the
 2-D tensors have rows ``N + ROW_PAD`` elements apart (CUDA: the tensors whose stride a launch passes), the gaps
 of inputs (and of an in-out tensor) holding the dtype's max and those of outputs the poison; a gap element
 changed after the launch is an out-of-range write. In the unaligned case every tensor starts one element past a
-16-byte boundary (the element before it is guard). The large case (more than 2^31 elements) has its own body,
+16-byte boundary (the element before it is guard). An output the spec declares at a layout of its own
+(``output_layout``, verifier.declare.out_layouts: ids rows n_expert apart, column-major scales) keeps it in every
+layout: its buffer spans whole rows (columns) of the declared stride, the rest padding, poisoned and checked as a gap
+is. The large case (more than 2^31 elements) has its own body,
 verifier.launch.large, that never brings a whole array to the host.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Optional
 import numpy as np
 
 from verifier import dtypes as _dt
+from verifier.declare import out_layouts as _olay
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
 from verifier.launch import strides as _strides
@@ -50,7 +54,8 @@ _POISON, _INT_VIEW, _signed, _out_dtype = POISON, INT_VIEW, signed, out_dtype
 @dataclass
 class Guarded:
     """One tensor's host buffer, as an int view of its dtype: ``g`` guard elements, ``lead`` more (the unaligned
-    case), the tensor's ``span`` (rows ``stride`` elements apart when strided, the gaps holding ``gap``), ``g``
+    case), the tensor's ``span`` (rows ``stride`` elements apart when strided, the gaps holding ``gap``; or at the
+    element ``strides`` an output's declared layout gives, verifier.declare.out_layouts, the rest padding), ``g``
     guard elements. Everything outside the tensor's elements holds ``poison`` (gaps: ``gap``); the elements hold
     the poison too, or an in-out tensor's (an input's) values."""
 
@@ -62,6 +67,7 @@ class Guarded:
     stride: Optional[int] = None  # row stride in elements of a strided 2-D tensor (None: contiguous)
     lead: int = 0
     gap: Optional[int] = None  # what the gaps between rows hold (None: the poison)
+    declared: Optional[tuple] = None  # element strides of an output's declared layout (None: none declared)
 
     @property
     def n(self) -> int:
@@ -73,35 +79,46 @@ class Guarded:
         return self.g + self.lead
 
     @property
-    def span(self) -> int:
-        return self.shape[0] * self.stride if self.stride else self.n
+    def strides(self) -> Optional[tuple]:
+        """Element strides where the tensor is not contiguous (strided rows, a declared layout), else None."""
+        return self.declared or ((self.stride, 1) if self.stride else None)
 
-    def rows(self, a: np.ndarray) -> np.ndarray:
-        """The (M, stride) rows of a whole buffer's bits ``a`` (strided tensors only)."""
-        return a[self.start:self.start + self.span].reshape(self.shape[0], self.stride)
+    @property
+    def span(self) -> int:
+        return _olay.span(self.shape, self.strides) if self.strides else self.n
 
     def elements(self, a: np.ndarray) -> np.ndarray:
-        """The tensor's elements in a whole buffer's bits ``a``, in its shape."""
-        if self.stride:
-            return self.rows(a)[:, :self.shape[1]]
+        """The tensor's elements in a whole buffer's bits ``a``, in its shape (a writable view)."""
+        if self.strides:
+            return np.lib.stride_tricks.as_strided(a[self.start:self.start + self.span], self.shape,
+                                                   tuple(s * a.itemsize for s in self.strides))
         return a[self.start:self.start + self.n].reshape(self.shape)
+
+    def padding(self) -> np.ndarray:
+        """Bool mask over the span: True where no element lies (gaps, a declared layout's padding)."""
+        mask = np.ones(self.span, dtype=bool)
+        if self.span:
+            np.lib.stride_tricks.as_strided(mask, self.shape, self.strides)[...] = False
+        return mask
 
 
 def guarded(shape, dtype: str, poison_bits: int, middle=None, *, stride: Optional[int] = None, lead: int = 0,
-            gap_bits: Optional[int] = None, guard: bool = True) -> Guarded:
+            gap_bits: Optional[int] = None, guard: bool = True, declared: Optional[tuple] = None) -> Guarded:
     """The poisoned host buffer of one output, with the output (or the in-out tensor's ``middle`` values) in
-    the middle; ``stride``, ``lead`` and ``gap_bits`` lay it out as a strided or unaligned case does (an input's
-    buffer: ``guard=False``, ``poison_bits`` its fill). Both launch bodies copy it to the device in one
-    host-to-device copy: compute-sanitizer initcheck tracks that copy, while a device-side fill by an
-    uninstrumented (filtered-out) kernel would leave the whole buffer 'uninitialized' in its eyes."""
+    the middle; ``stride``, ``lead`` and ``gap_bits`` lay it out as a strided or unaligned case does, ``declared``
+    at an output's declared strides (an input's buffer: ``guard=False``, ``poison_bits`` its fill). Both launch
+    bodies copy it to the device in one host-to-device copy: compute-sanitizer initcheck tracks that copy, while a
+    device-side fill by an uninstrumented (filtered-out) kernel would leave the whole buffer 'uninitialized' in its
+    eyes."""
     npd = _dt.numpy_dtype(dtype)
     itemsize = npd.itemsize
     g = GUARD_BYTES // itemsize if guard else 0
     b = Guarded(np.empty(0, dtype=_INT_VIEW[itemsize]), g, _signed(poison_bits, itemsize), dtype, tuple(shape),
-                stride, lead, None if gap_bits is None else _signed(gap_bits, itemsize))
+                None if declared else stride, lead, None if gap_bits is None else _signed(gap_bits, itemsize),
+                tuple(declared) if declared else None)
     b.host = np.full(b.start + b.span + g, b.poison, dtype=_INT_VIEW[itemsize])
-    if stride:
-        b.rows(b.host)[:, shape[1]:] = b.poison if b.gap is None else b.gap
+    if b.strides and b.gap is not None:
+        b.host[b.start:b.start + b.span][b.padding()] = b.gap
     if middle is not None:
         values = np.ascontiguousarray(np.asarray(middle).astype(npd, copy=False)).reshape(b.shape)
         b.elements(b.host)[...] = values.view(b.host.dtype)
@@ -183,7 +200,8 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
         if held:  # starts as an input's values; its gaps hold what an input's do (read into a row, they change it)
             middle, gap = inputs_np[held[0]], value_bits(_lay.gap_value(dtype), dtype)
         lays = strided | ({name} if any(h in strided for h in held) else set())  # written over a strided input
-        bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap,
+        declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # its own layout, whatever the case's rows
+        bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap, declared=declared,
                              **_layout_of(name, shape, dtype, lays, layout))
     held_all = {h for name in bufs for h in _held(name, op, spec)}
     for name, v in inputs_np.items():
@@ -249,7 +267,7 @@ def _torch_view(buf, b: Guarded):
     """The tensor of Guarded ``b`` inside its whole-buffer tensor ``buf`` (a strided view where ``b`` is)."""
     import torch
 
-    strides = (b.stride, 1) if b.stride else tuple(int(np.prod(b.shape[i + 1:])) for i in range(len(b.shape)))
+    strides = b.strides or tuple(int(np.prod(b.shape[i + 1:])) for i in range(len(b.shape)))
     return torch.as_strided(buf, b.shape, strides, b.start)
 
 
@@ -313,7 +331,8 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
     def device_array(b: Guarded):
         dev.append(cd.DeviceBuffer.from_array(b.host))
         _check_placed(dev[-1].ptr, b)
-        return DeviceArray(dev[-1], b.shape, b.start * b.host.itemsize, b.stride)
+        row = b.strides[0] if b.strides and len(b.shape) == 2 else None  # a declared layout's too (column-major: 1)
+        return DeviceArray(dev[-1], b.shape, b.start * b.host.itemsize, row)
 
     try:
         inputs = {k: device_array(b) for k, b in ins.items()}
@@ -340,6 +359,11 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
             d.close()
 
 
+def spec_layout(b: Guarded) -> str:
+    """How a finding names a declared layout: its strides in elements."""
+    return f"(strides {', '.join(str(v) for v in b.declared)})"
+
+
 def _judge(bufs: dict, after: dict, op, aliases=None) -> Outcome:
     """Guards, gaps and poison of each output's whole buffer after the launch: changed guard bytes are out-of-range
     writes, and so are changed gap elements (strided); elements still holding the poison are unwritten (in-out
@@ -355,12 +379,15 @@ def _judge(bufs: dict, after: dict, op, aliases=None) -> Outcome:
         hits += [("after", int(i) * itemsize) for i in np.nonzero(hi != p)[0][:8]]
         if hits:
             result.guard_hits[name] = hits
-        if b.stride:
-            gaps = b.rows(bits)[:, b.shape[1]:]
-            changed = np.argwhere(gaps != np.array(b.poison if b.gap is None else b.gap, dtype=bits.dtype))
+        if b.strides:
+            pad = b.padding()
+            changed = np.flatnonzero(pad & (bits[b.start:b.start + b.span] != np.array(
+                b.poison if b.gap is None else b.gap, dtype=bits.dtype)))
             if len(changed):
-                result.gap_hits[name] = (len(changed), (int(changed[0][0]), int(changed[0][1]) + b.shape[1]),
-                                         int(b.shape[1]))
+                what = (f"in the padding of its declared layout {spec_layout(b)}" if b.declared
+                        else "in the gaps between rows")
+                result.gap_hits[name] = (len(changed), f"{what}, first at "
+                                         f"{_olay.where_in(b.shape, b.strides, int(changed[0]))}")
         body = b.elements(bits)
         if name not in op.inouts and name not in (aliases or {}):
             mask = body == p

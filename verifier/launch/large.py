@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from verifier import dtypes as _dt
+from verifier.declare import out_layouts as _olay
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
 from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome, Unwritten,
@@ -141,10 +142,11 @@ def _run_in(mem, run, spec, op, inputs_np, dt, params, device, which: int, rows)
             inputs[name] = mem.tensor(v)
     for name in op.outputs:
         dtype = out_dtype(name, op, dt, params)
-        src = held[name]
-        outputs[name] = mem.output(op.shape_of(name, M, N, params), dtype, POISON[dtype][which],
-                                   inputs_np[src] if src else None,
-                                   stride=stride if name in strided_names else None)  # None: its own row length
+        src, shape = held[name], op.shape_of(name, M, N, params)
+        declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # rows a declared stride apart (gate)
+        outputs[name] = mem.output(shape, dtype, POISON[dtype][which], inputs_np[src] if src else None,
+                                   stride=declared[0] if declared else stride if name in strided_names else None)
+        # (None: its own row length)
         if src:  # the kernel updates it in place / writes the output over it
             inputs[src] = outputs[name]
     mem.run(run, spec, inputs, outputs, params, dt, device)

@@ -50,8 +50,8 @@ class Outcome:
     outputs: dict  # name -> numpy array in the output dtype (bit-exact); large case: SparseRows of the judged rows
     unwritten: dict = field(default_factory=dict)  # name -> bool mask (only where some are unwritten); large: Unwritten
     guard_hits: dict = field(default_factory=dict)  # name -> list of (side, byte offset) of changed guard bytes
-    gap_hits: dict = field(default_factory=dict)  # name -> (count, (row, column) of the first, the output's row
-    # length) of changed gap elements
+    gap_hits: dict = field(default_factory=dict)  # name -> (count, where the first lies) of changed gap elements
+    # (the strided case's gaps, a declared output layout's padding)
     rows: object = None  # the large case's judged rows (None: every row is in ``outputs``)
     clobbered: dict = field(default_factory=dict)  # input -> what the call changed in it (verifier.launch.harness)
     unchanged: dict = field(default_factory=dict)  # output written over an input -> mask of elements that kept

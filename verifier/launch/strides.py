@@ -5,9 +5,10 @@ from __future__ import annotations
 
 def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
     """Every 2-D tensor of the op (CUDA: those whose row stride a launch passes, verifier.launch.cuda.strided_tensors):
-    a tensor whose stride the kernel is not told stays contiguous."""
+    a tensor whose stride the kernel is not told stays contiguous, an output of a declared layout keeps it."""
     rows = {t for t in op.inputs if op.role(t).shape == "rows"} | \
         {t for t in op.outputs if len(op.dims_of(t)) == 2}  # not an (M,) row output nor a batch's one value
+    rows -= set(getattr(spec, "output_layout", {}))  # an output at a declared layout keeps it (out_layouts)
     if getattr(spec, "builds_source", False):  # its launches name the strides it is told
         from verifier.launch.cuda import strided_tensors as named
 

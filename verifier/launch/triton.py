@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verifier.declare.out_layouts import empty_like_declared
 from verifier.declare.siblings import importable
 from verifier.dtypes import from_numpy
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
@@ -234,7 +235,7 @@ def _check_tensors(spec, inputs, outputs, dt, device, mode, params):
                 problems.append(f"dtype {t.dtype}, declared {want}")
             if t.device.type != want_dev.type:
                 problems.append(f"device {t.device}, expected {device}")
-            if t.stride(-1) != 1:
+            if t.stride(-1) != 1 and not (role == "output" and n in spec.output_layout):  # its own (ColumnMajor)
                 problems.append("non-unit stride along the row")
             if problems:
                 raise UsageError(f"kernel {spec.name}: {role} {n!r} has " + "; ".join(problems),
@@ -325,9 +326,12 @@ def compiled_resources(spec, M: int, N: int, dtypes, params=None, device: str = 
     drawn = maker(M, N, rand_normal)(np.random.default_rng(0), dtypes, spec.op, params)
     inputs = {n: from_numpy(a, device) for n, a in drawn.items()}  # every role in its dtype (labels too)
     held = {n: n if n in op.inouts else spec.outputs_alias.get(n) for n in op.outputs}  # updated in place
-    outputs = {n: inputs[held[n]] if held[n] else torch.empty(op.shape_of(n, M, N, params), device=device,
-                                                              dtype=getattr(torch, op.output_dtype(n, dtypes, params)))
-               for n in op.outputs}
+    def fresh(n):  # at the output's declared layout, if any (verifier.declare.out_layouts)
+        shape, dtype = op.shape_of(n, M, N, params), getattr(torch, op.output_dtype(n, dtypes, params))
+        t = empty_like_declared(spec, n, shape, dtype, device, M, N, params)
+        return torch.empty(shape, device=device, dtype=dtype) if t is None else t
+
+    outputs = {n: inputs[held[n]] if held[n] else fresh(n) for n in op.outputs}
     try:
         handles = _launch(spec, inputs, outputs, params, dtypes, device, "compiled", capture=True)
     except VerifierError:
