@@ -51,6 +51,7 @@ GPU_TESTS+=(tests/test_group_quant_gpu.py)
 GPU_TESTS+=(tests/test_group_hidden_gpu.py)
 GPU_TESTS+=(tests/test_softmax_lse_gpu.py)  # softmax / log_softmax writing the row's lse too
 GPU_TESTS+=(tests/test_empty_launches.py)  # a shape the host launches nothing for: unwritten
+GPU_TESTS+=(tests/test_output_layout_gpu.py)  # outputs at a declared layout (ids n_expert apart, column-major scales)
 GPU_TESTS+=(tests/test_row_argmax_gpu.py)  # our CUDA and compiled Triton row_argmax, the CUDA defect twins
 exist() { for f in "$@"; do [ -e "$f" ] && printf '%s\n' "$f"; done; }
 mapfile -t FAMILY_SPECS < <(exist "${FAMILY_SPECS[@]}")
