@@ -2,7 +2,8 @@
 
 One typed table, ``TABLE[(op, output dtype, accumulation dtype, math mode)] -> {tensor: Tol}``, built
 from each op's declaration (``OpDef.recipe``: base ULPs and formula per output; ``OpDef.kappas``:
-the formulas, in the op's module under verifier/ops/).
+the formulas, in the op's module under verifier/ops/); an (output, accumulation) pair it does not list follows one
+rule (``_any_accumulation``: the same recipe with u of the declared accumulation dtype, float16 for instance).
 A ``Tol`` names the output rounding allowance (``base_ulps``), the error formula (``kappa``) and
 the intrinsic-function bounds of the math mode (``Intrinsics``). ``budget`` evaluates the formula
 per element on the actual input, so ill-conditioned elements get a larger allowance and
