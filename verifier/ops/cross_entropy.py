@@ -65,7 +65,8 @@ def capped(x, p, c):
         xs = x * scale if scale != 1.0 else x
         # the product, and a rounding of the scale to float32 (the kernel's scalar) and then to a 16-bit accumulation
         # dtype, each where the scale does not fit
-        s_units = 0.0 if scale == 1.0 else 1.0 + sum(not fits_in(scale, u) for u in {_U32, max(c.u, _U32)})
+        s_units = 0.0 if scale == 1.0 else \
+            1.0 + (float(np.float32(scale)) != scale) + (c.u > _U32 and not fits_in(scale, c.u))
         s_err = s_units * c.u * np.abs(xs)
         if cap <= 0:
             return xs, np.where(np.isfinite(xs), s_err, 0.0)
