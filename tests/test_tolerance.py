@@ -60,7 +60,10 @@ def test_every_op_and_mode_has_an_entry():
 
 @pytest.mark.parametrize("args, word", [
     (("softmax", "float8_e4m3fn", "float32", "precise"), "bfloat16"),
-    (("layernorm", "bfloat16", "bfloat16", "precise"), "float32 accumulation"),
+    (("layernorm", "bfloat16", "int32", "precise"), "with float16 or bfloat16 accumulation"),
+    (("per_token_quant", "float8_e4m3fn", "float16", "precise"), "float8_e4m3fn with float32 accumulation"),
+    (("softmax", "float32", "float64", "fast"), "float64 accumulation in math mode 'precise'"),
+    (("cross_entropy", "float32", "float64", "precise"), "float32 with float32 accumulation"),
     (("softmax", "bfloat16", "float32", "turbo"), "triton_approx"),
     (("gelu", "bfloat16", "float32", "precise"), "softmax"),
     (("softmax", "bf17", "float32", "precise"), "bfloat16"),
@@ -75,7 +78,7 @@ def test_unknown_dtype_in_budget_is_an_error():
     x = np.zeros((1, 4), f32)
     ref = references.reference("softmax", {"x": x}, {}, "float32")
     with pytest.raises(UsageError, match="no tolerance"):
-        T.budget("softmax", Dtypes("f32", "f32", "bf16"), "precise", {"x": x}, ref, {})
+        T.budget("softmax", Dtypes("f32", "f32", "int32"), "precise", {"x": x}, ref, {})
 
 
 def test_overrides_merge_by_max_and_reject_unknown_keys():

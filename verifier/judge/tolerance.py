@@ -2,7 +2,8 @@
 
 One typed table, ``TABLE[(op, output dtype, accumulation dtype, math mode)] -> {tensor: Tol}``, built
 from each op's declaration (``OpDef.recipe``: base ULPs and formula per output; ``OpDef.kappas``:
-the formulas, in the op's module under verifier/ops/).
+the formulas, in the op's module under verifier/ops/); an (output, accumulation) pair it does not list follows one
+rule (``_any_accumulation``: the same recipe with u of the declared accumulation dtype, float16 for instance).
 A ``Tol`` names the output rounding allowance (``base_ulps``), the error formula (``kappa``) and
 the intrinsic-function bounds of the math mode (``Intrinsics``). ``budget`` evaluates the formula
 per element on the actual input, so ill-conditioned elements get a larger allowance and
@@ -51,20 +52,32 @@ DERIVED = "derived"  # the formula name of a budget derived from the reference (
 TIE_AWARE = "tie-aware"  # a selection's picks (verifier.judge.selection): its band is derived, its picks exact
 
 
-def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
-    """One op's table rows, {(output dtype, accumulation dtype, math mode): {tensor: Tol}}: its recipe for its output
-    dtypes with fp32 accumulation (every math mode) and float64 with float64 accumulation; then its extra rows
-    (16-bit or integer accumulation) with the fp32 intrinsic constants (in units of a larger u they only
-    over-count). An op without a recipe gets base 1 and the derived formula for every output."""
-    # derived: 1 ULP of output rounding; a declared integer output (indices) is exact
+def _recipe(op) -> dict:
+    """{output: (base ULPs, formula)} of the op's float rows: its recipe, else base 1 and the derived formula (a
+    declared integer output, indices, is exact); a selection's indices are tie-aware."""
     recipe = {t: r for t, r in op.recipe.items() if t in op.outputs} or \
         {t: (0.0 if op.out_fixed.get(t, "float").startswith("int") else 1.0, DERIVED) for t in op.outputs}
     if op.selection is not None:
         recipe = {**recipe, op.selection.indices: (0.0, TIE_AWARE)}
+    return recipe
+
+
+def _outputs(op, float64: bool = False) -> tuple:
+    """The output dtypes of the op's fp32 rows: its out_dtypes, and fp8 where the budget is derived (it holds for
+    any float output: fp8 quantized with a scale); with ``float64``, float64 too where the op has a float64 row."""
+    outs = op.out_dtypes + (("float8_e4m3fn", "float8_e5m2") if op.derived else ())
+    return tuple(dict.fromkeys(outs + (("float64",) if float64 and op.float64 else ())))
+
+
+def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
+    """One op's table rows, {(output dtype, accumulation dtype, math mode): {tensor: Tol}}: its recipe for its output
+    dtypes with fp32 accumulation (every math mode) and float64 with float64 accumulation; then its extra rows
+    (16-bit or integer accumulation) with the fp32 intrinsic constants (in units of a larger u they only
+    over-count). An op without a recipe gets base 1 and the derived formula for every output. Pairs not listed
+    follow one rule (``_any_accumulation``)."""
+    recipe = _recipe(op)
     rows = {}
-    # a derived budget holds for any float output: fp8 outputs (quantized, with a scale) too
-    outs = tuple(dict.fromkeys(op.out_dtypes + (("float8_e4m3fn", "float8_e5m2") if op.derived else ())))
-    combos = [(out, "float32", mode) for out in outs for mode in MATH_MODES]
+    combos = [(out, "float32", mode) for out in _outputs(op) for mode in MATH_MODES]
     if op.float64:
         combos.append(("float64", "float64", "precise"))
     for out, acc, mode in (combos if part != "extra" else ()):
@@ -74,6 +87,28 @@ def _rows(op, part: str = "all") -> dict[tuple[str, str, str], dict[str, Tol]]:
         for mode in MATH_MODES:
             rows[(out, acc, mode)] = {t: Tol(b, k, F32[mode]) for t, (b, k) in (extra or recipe).items()}
     return rows
+
+
+NARROW_ACC = ("float16", "bfloat16")  # accumulation dtypes narrower than float32 that any op may declare
+
+
+def _any_accumulation(op, out: str, acc: str, mode: str) -> dict[str, Tol] | None:
+    """The entry of an (output, accumulation) pair the table does not list, by one rule (docs/tolerances.md, "Any
+    float accumulation"): the op's own recipe and formulas, evaluated with u and eta of the declared accumulation
+    dtype, for any float output the op covers. A 16-bit accumulation takes the fp32 intrinsic constants (the math
+    functions run in fp32; in units of the larger u they only over-count); float64 accumulation its own (precise
+    only: the fast modes' constants are fp32 approximations), on ops with a float64 row (the others' formulas read
+    float32 scalars). Quantized outputs are excluded from 16-bit accumulation: their exact-tie model assumes the
+    quotient is computed in float32. None where the rule does not apply."""
+    if out not in _outputs(op, float64=True) or not _dt.is_float(out):
+        return None
+    if acc in NARROW_ACC and not op.quantized:
+        intr = F32[mode]
+    elif acc == "float32" or (acc == "float64" and op.float64):
+        intr = INTRINSICS.get((acc, mode))
+    else:
+        intr = None
+    return None if intr is None else {t: Tol(b, k, intr) for t, (b, k) in _recipe(op).items()}
 
 
 def _build_table() -> dict[tuple[str, str, str, str], dict[str, Tol]]:
@@ -95,20 +130,25 @@ def _entries(op) -> dict:
 
 
 def lookup(op: str, out: str, acc: str, math_mode: str) -> dict[str, Tol]:
-    """The table entry, or a UsageError naming the entries that exist."""
-    rows = _entries(get_op(op))
+    """The table entry, else the rule's (``_any_accumulation``), or a SpecError naming what the op accepts."""
+    opdef = get_op(op)
+    rows = _entries(opdef)
     out, acc = _dt.canonical(out), _dt.canonical(acc)
     if math_mode not in MATH_MODES:
         raise UsageError(f"unknown math mode {math_mode!r}", fix=f"use one of {', '.join(MATH_MODES)}")
     key = (out, acc, math_mode)
-    if key not in rows:
+    entry = rows.get(key) or _any_accumulation(opdef, out, acc, math_mode)
+    if entry is None:
         have = sorted({(o, a) for (o, a, m) in rows if m == math_mode})
         listing = ", ".join(f"output {o} with {a} accumulation" for o, a in have)
+        outs = ", ".join(o for o in _outputs(opdef, float64=True) if _dt.is_float(o))
+        also = ([f"any of outputs {outs} with float16 or bfloat16 accumulation"] if not opdef.quantized else []) + \
+            ([f"any of outputs {outs} with float64 accumulation in math mode 'precise'"] if opdef.float64 else [])
         raise SpecError(  # a UsageError; found while a kernel runs, that kernel's error (verifier.battery)
             f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}",
-            fix=f"declare a supported combination: {listing}",
+            fix=f"declare a supported combination: {'; '.join([listing] + also)}",
         )
-    return rows[key]
+    return entry
 
 
 def _merge_overrides(op, entry: dict[str, Tol], overrides) -> tuple[dict[str, float], bool]:

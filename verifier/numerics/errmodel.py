@@ -107,6 +107,12 @@ def gamma(k, u):
         return np.where(ku < 1, ku / (1 - ku), np.inf)
 
 
+def fits_in(v: float, u: float) -> bool:
+    """v has at most the significand bits of the dtype of unit roundoff u (2^-24: float32; range aside): a
+    constant the kernel converts to its accumulation dtype exactly."""
+    return u > 0 and float(np.ldexp(np.frexp(v)[0], round(-math.log2(u)))) % 1 == 0
+
+
 def worst_intrinsics(acc: str) -> Intrinsics:
     table = [v for (a, _), v in INTRINSICS.items() if a == acc] or [v for (a, _), v in INTRINSICS.items()
                                                                      if a == "float32"]

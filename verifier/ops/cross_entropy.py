@@ -24,7 +24,7 @@ import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import UsageError
-from verifier.numerics.errmodel import gamma
+from verifier.numerics.errmodel import fits_in, gamma
 from verifier.numerics.violations import U64, finite_violation, ulp_out, violation
 from verifier.ops import ce_extra_outputs as ce_extra
 from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoothing
@@ -45,6 +45,7 @@ def _label_index(labels, params):
 
 # --------------------------------------------------------------------------- error budget (tolerance)
 
+_U32 = 2.0 ** -24  # float32's unit roundoff
 TANH_UNITS = 5.0  # tanhf: 2 ulp (CUDA guide) = 5 u from exact; a tanh built from exp is bounded per element below
 
 
@@ -62,7 +63,10 @@ def capped(x, p, c):
         return x, 0.0
     with np.errstate(over="ignore", invalid="ignore"):
         xs = x * scale if scale != 1.0 else x
-        s_units = 0.0 if scale == 1.0 else (1.0 if float(np.float32(scale)) == scale else 2.0)
+        # the product, and a rounding of the scale to float32 (the kernel's scalar) and then to a 16-bit accumulation
+        # dtype, each where the scale does not fit
+        s_units = 0.0 if scale == 1.0 else \
+            1.0 + (float(np.float32(scale)) != scale) + (c.u > _U32 and not fits_in(scale, c.u))
         s_err = s_units * c.u * np.abs(xs)
         if cap <= 0:
             return xs, np.where(np.isfinite(xs), s_err, 0.0)

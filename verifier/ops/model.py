@@ -86,7 +86,8 @@ class Op:
     recipe / kappas: a hand-derived error model, ``{output: (base ULPs, formula)}`` and ``{formula: E(x, y, params,
     ctx, xs)}`` (an absolute error bound per element before output rounding); without them the budget is derived
     from the reference (verifier.ops.derived).
-    out_dtypes / float64 / extra_tolerances: the (output, accumulation) pairs the budget table has.
+    out_dtypes / float64 / extra_tolerances: the (output, accumulation) pairs the budget table has (other float
+    accumulations follow one rule: verifier.judge.tolerance, docs/tolerances.md "Any float accumulation").
     online_override: the op's kernels may declare ``online=True`` (a running max / sum rescaled).
     invariants: a list of ``Invariant``, or ``fn(x_raw, inputs, outputs, params, dtypes, ctx) -> [Violation]``.
     exp_family: exponentiates x (the -inf mask and exp overflow cases apply).
