@@ -401,3 +401,67 @@ def test_a_user_fp8_cast_is_judged_as_compiled_triton_converts():
     assert not good.findings and good.error is None, [f.message for f in good.findings][:3]
     bad = check_kernel(trunc, Options(level="quick", device="cpu"))
     assert any(f.check in ("value", "rounding") for f in bad.findings), [f.message for f in bad.findings][:3]
+
+
+DTYPE_HELPER_MODULE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _lowest(dtype, ZERO: tl.constexpr):
+    """The smallest value of ``dtype``, read as FlagGems' get_dtype_min reads it: ``dtype.value`` (a constexpr
+    when compiled)."""
+    if dtype.value.is_floating():
+        if ZERO:
+            value: tl.constexpr = 0.0  # the defect twin: masked columns beat an all-negative row
+        else:
+            value: tl.constexpr = float("-inf")
+        return value
+    value: tl.constexpr = -1
+    return value
+
+
+@triton.jit
+def _argmax(x_ptr, i_ptr, N, sx, BLOCK: tl.constexpr, ZERO: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    o = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * sx + o, mask=o < N, other=_lowest(x_ptr.dtype.element_ty, ZERO))
+    tl.store(i_ptr + row, tl.argmax(x, 0, tie_break_left=True).to(tl.int64))
+
+
+def _launch(zero):
+    def launch(inputs, outputs, params, dt):
+        x = inputs["x"]
+        _argmax[(x.shape[0],)](x, outputs["index"], x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]),
+                               ZERO=zero)
+    return launch
+
+
+lowest, zero = _launch(False), _launch(True)
+'''
+
+
+def test_a_dtype_given_to_a_jit_helper_is_a_constexpr_as_compiled(tl_kernels, tmp_path):
+    """FlagGems' reductions pass ``inp.type.element_ty`` to a @triton.jit helper reading ``dtype.value``: compiled
+    Triton passes it as a constexpr; the interpreter as a bare tl.dtype (AttributeError, a crash finding on every
+    input) unless verifier.launch.interpreter.dtype_value gives dtypes that ``value``. Judged: the twin whose masked
+    columns load 0 fails on -inf rows."""
+    from verifier.battery import check_kernel
+    from verifier.declare.contracts import Contracts
+    from verifier.results.options import Options
+    from verifier.spec import TritonKernel, dtypes
+
+    path = tmp_path / "argmax_helper.py"
+    path.write_text(DTYPE_HELPER_MODULE)
+
+    def spec(launcher):
+        return TritonKernel(name=f"argmax-{launcher}", op="row_argmax", module=str(path), launcher=launcher,
+                            dtypes=[dtypes("f32")], contracts=Contracts(nan_inputs="unsupported"),
+                            supports=lambda M, N, d: None if N <= 4096 else "N > 4096")
+
+    ok = check_kernel(spec("lowest"), Options(level="quick", device="cpu"))
+    assert ok.verdict == "pass" and not ok.findings, [f.message for f in ok.findings][:3]
+    assert ok.cells[("f32", "value")].status == "pass"
+    bad = check_kernel(spec("zero"), Options(level="quick", device="cpu", case="argmax_neg_inf"))
+    assert {f.check for f in bad.findings} == {"value"}, [(f.check, f.message) for f in bad.findings][:3]

@@ -258,6 +258,22 @@ def range_hints(interp) -> bool:
     return True
 
 
+def dtype_value(interp) -> bool:
+    """A fix for Triton's interpreter (3.9 included), semantics of compiled Triton: a ``@triton.jit`` helper given a
+    dtype (``get_dtype_min(inp.type.element_ty)``) receives it as a ``tl.constexpr`` when compiled (the code
+    generator wraps every non-tensor argument of a call), so helpers read it as ``dtype.value`` (FlagGems'
+    ``get_dtype_min`` / ``get_dtype_max``, used by its argmax, max, min, cumsum kernels); the interpreter calls the
+    helper as plain Python with the bare ``tl.dtype``, which has no ``value`` ("'dtype' object has no attribute
+    'value'"): a crash finding on every launch of a kernel compiled Triton runs. Here a dtype's ``value`` is the
+    dtype itself, as ``tl.constexpr(dtype).value`` is. Installed once, only where ``tl.dtype`` has no ``value`` of
+    its own; returns whether it was. Called with scalar_index, when a process commits to the interpreter."""
+    dtype = getattr(getattr(interp, "tl", None), "dtype", None)
+    if not isinstance(dtype, type) or hasattr(dtype, "value"):
+        return False
+    dtype.value = property(lambda self: self)
+    return True
+
+
 TRITON_CALLS: dict = {}  # Triton's own InterpretedFunction.__call__ ('device') and GridExecutor.__call__ ('grid')
 _patched: list = []  # per grid run in progress (innermost last): the triton.language modules patched in it
 

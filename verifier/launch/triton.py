@@ -140,10 +140,11 @@ def activate(mode: str | None = None) -> str:
     if mode == "interpreter":  # before any kernel of this process runs, through the runner or called directly
         import triton.runtime.interpreter as interp
 
-        from verifier.launch.interpreter import range_hints, scalar_index
+        from verifier.launch.interpreter import dtype_value, range_hints, scalar_index
 
         scalar_index(interp)
         range_hints(interp)
+        dtype_value(interp)
     return mode
 
 
