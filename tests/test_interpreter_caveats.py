@@ -465,3 +465,27 @@ def test_a_dtype_given_to_a_jit_helper_is_a_constexpr_as_compiled(tl_kernels, tm
     assert ok.cells[("f32", "value")].status == "pass"
     bad = check_kernel(spec("zero"), Options(level="quick", device="cpu", case="argmax_neg_inf"))
     assert {f.check for f in bad.findings} == {"value"}, [(f.check, f.message) for f in bad.findings][:3]
+
+
+def test_dtype_value_is_installed_only_where_a_dtype_has_none():
+    """verifier.launch.interpreter.dtype_value on stand-in interpreters (any Triton, or none): installed once, over a
+    dtype class without ``value``; a Triton whose dtype has one of its own keeps it."""
+    import types
+
+    from verifier.launch.interpreter import dtype_value
+
+    class Dtype:
+        pass
+
+    interp = types.SimpleNamespace(tl=types.SimpleNamespace(dtype=Dtype))
+    assert dtype_value(interp) is True
+    f32 = Dtype()
+    assert f32.value is f32  # as tl.constexpr(f32).value
+    assert dtype_value(interp) is False  # once
+
+    class Owned:
+        value = "its own"
+
+    assert dtype_value(types.SimpleNamespace(tl=types.SimpleNamespace(dtype=Owned))) is False
+    assert Owned.value == "its own"
+    assert dtype_value(types.SimpleNamespace()) is False  # no tl: nothing to patch
