@@ -154,3 +154,27 @@ def test_the_minus_one_sentinel_passes_with_a_warning_until_declared():
     torch_spec = CallableKernel(name="torch-declared-minus-one", op="row_argmax", fn=lambda i, o, p, d: {
         "index": i["x"].argmax(-1)}, dtypes=[F32], params={"neg_inf_rows": "minus_one"})
     assert _battery(torch_spec, "argmax_neg_inf").verdict == "fail"
+
+
+def _ggml_scan(inputs, outputs, params, dt):
+    """ggml's argmax_f32 as it is: start at -FLT_MAX with index -1, keep a column only if it is `>` the best so far:
+    -1 where no element is above -FLT_MAX (all -inf, or the lowest finite value: a finfo.min mask)."""
+    x = inputs["x"]
+    above = x > torch.finfo(x.dtype).min
+    index = torch.where(above, x, -torch.inf).argmax(-1).masked_fill(~above.any(-1), -1)
+    return {"index": index.to(torch.int32)}
+
+
+def test_a_row_of_the_lowest_finite_value_is_not_an_all_neg_inf_row():
+    """argmax_lowest_finite: rows of torch.finfo.min hold finite numbers, so neg_inf_rows='minus_one' does not
+    excuse ggml's -1 there (its scan never leaves its -FLT_MAX start); torch's argmax passes."""
+    params = {"index_dtype": "int32", "neg_inf_rows": "minus_one"}
+    ggml = CallableKernel(name="ggml-scan", op="row_argmax", fn=_ggml_scan, dtypes=[F32], params=params,
+                          contracts=Contracts(nan_inputs="unsupported"))
+    assert _battery(ggml, "argmax_neg_inf").verdict == "pass"  # what it declares
+    report = _battery(ggml, "argmax_lowest_finite")
+    assert report.verdict == "fail" and {f.check for f in report.findings} == {"value"}, report.findings
+    torch_spec = CallableKernel(name="torch-argmax", op="row_argmax", fn=lambda i, o, p, d: {
+        "index": i["x"].argmax(-1)}, dtypes=[F32, dtypes("f16"), dtypes("bf16")])
+    ok = _battery(torch_spec, "argmax_lowest_finite")
+    assert ok.verdict == "pass" and not ok.findings, [f.message for f in ok.findings]

@@ -114,6 +114,27 @@ def _neg_inf(rng):
     return fn
 
 
+def _lowest_finite(rng):
+    """Rows at the dtype's lowest finite value (-FLT_MAX, -65504: the mask value of Hugging Face's
+    ``masked_fill(mask, torch.finfo(dtype).min)``): a whole row of it (index 0), one column one step above it (that
+    column), -inf but the last column, which holds it (the last column). No neg_inf_rows here: the rows hold finite
+    numbers. A scan starting at -FLT_MAX with index -1 and ``>`` (ggml's) finds nothing above its start and writes -1."""
+    def fn(shape, dtype):
+        from verifier.dtypes import finfo
+
+        M, N = shape
+        low = float(finfo(dtype).min)
+        v = np.full(shape, low)
+        for i in range(M):
+            kind = i % 3
+            if kind == 1:
+                v[i, int(rng.integers(N))] = float(np.nextafter(np.array(low, dtype=finfo(dtype).dtype), 0))
+            elif kind == 2 and _holds_inf(dtype):
+                v[i, : N - 1] = -np.inf
+        return _fit(v, dtype)
+    return fn
+
+
 def _signed_zero(rng):
     """Rows of negatives whose maximum is 0, written -0 at some columns and +0 at others (-0 first in even rows): -0
     ties +0 (the first of either under ties='first'); a kernel comparing bit patterns ranks +0 above -0."""
@@ -175,6 +196,9 @@ CASES = (
            "narrower dtype picks the second", 8, 300, _one_ulp, dtype_ok=_is_float, quick=True),
     OpCase("argmax_neg_inf", "-inf rows (index 0), one finite number among -inf, -inf but the last column", 8, 100,
            _neg_inf, dtype_ok=_holds_inf),
+    OpCase("argmax_lowest_finite", "rows of the dtype's lowest finite value (torch.finfo.min, a mask value): the "
+           "first column; one column a step above it; -inf but the last column holding it", 6, 70, _lowest_finite,
+           dtype_ok=_is_float),
     OpCase("argmax_signed_zero", "the maximum is 0 written -0 and +0: they tie (the first of either)", 6, 64,
            _signed_zero, dtype_ok=_is_float),
     OpCase("argmax_nan", "NaN first, last, twice, a whole NaN row, NaN beside +inf: a NaN's index (the first)", 6, 130,
