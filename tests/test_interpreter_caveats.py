@@ -266,22 +266,85 @@ def test_device_function_calls_leave_out_only_a_repeated_patch(tl_kernels, tmp_p
 
 
 # ---- Python `and` / `or` on block tensors (verifier.launch.triton_boolops): compiled Triton makes them
-# element-wise, the interpreter runs them as Python (issue #35 item 12) -------------------------------------------
-def test_interpreter_still_runs_python_and_on_tensors_as_python(tl_kernels):
-    """Pins the fact behind the `and` / `or` caveat: `a and b` gives b, `a or b` gives a."""
-    import triton
+# element-wise, Triton's interpreter runs them as Python (issue #35 item 12); the verifier's rewrite runs them as
+# compiled Triton, and where it cannot, the scan's finding is an interpreter gap --------------------------------------
+BOTH_SOURCE = """
+@triton.jit
+def both(y, n, m, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(y + o, ((o < n) and (o < m)).to(tl.int32))
+    tl.store(y + BLOCK + o, ((o < n) or (o < m)).to(tl.int32))
+    tl.store(y + 2 * BLOCK + o, (not (o < n)).to(tl.int32))
+"""
+
+
+def _both(tmp_path, name):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"  # a file of its own: the interpreter rewrites a function from its source
+    path.write_text("import triton\nimport triton.language as tl\n" + BOTH_SOURCE)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.both
+
+
+def test_interpreter_still_runs_python_and_on_tensors_as_python(tl_kernels, tmp_path, monkeypatch):
+    """Pins the fact behind the rewrite (compiled_boolops): Triton's own interpreter runs `a and b` as Python (b),
+    `a or b` as a, `not block` as one Python bool. A release that fixes it fails here: the rewrite can go."""
+    import triton.runtime.interpreter as interp
+
+    from verifier.launch.triton_boolops import rewrites_boolops
+
+    assert rewrites_boolops()  # installed when the process committed to the interpreter
+    monkeypatch.setattr(interp.FunctionRewriter, "ast_transformer", interp.ASTTransformer())  # Triton's own
+    assert not rewrites_boolops()
+    y = torch.zeros(24, dtype=torch.int32)
+    with pytest.raises(interp.InterpreterError, match="'bool' object has no attribute 'to'"):
+        _both(tmp_path, "own")[(1,)](y, 2, 6, BLOCK=8)  # `not block`: one Python bool
+    assert y[:8].tolist() == [1] * 6 + [0] * 2  # o < 6: compiled Triton gives o < 2
+    assert y[8:16].tolist() == [1] * 2 + [0] * 6  # o < 2: compiled Triton gives o < 6
+
+
+def test_the_rewrite_runs_and_or_not_as_compiled_triton(tl_kernels, tmp_path):
+    y = torch.zeros(24, dtype=torch.int32)
+    _both(tmp_path, "rewritten")[(1,)](y, 2, 6, BLOCK=8)
+    assert y.tolist() == [1] * 2 + [0] * 6 + [1] * 6 + [0] * 2 + [0] * 2 + [1] * 6
+
+
+def test_the_rewrite_follows_compiled_triton_on_python_operands(tl_kernels):
+    """_apply_boolean_values: a deciding Python operand is the result and the rest never runs; the others are
+    dropped; tensors combine element-wise; Python operands alone give Python's answer."""
     import triton.language as tl
 
-    @triton.jit
-    def both(y, n, m, BLOCK: tl.constexpr):
-        o = tl.arange(0, BLOCK)
-        tl.store(y + o, ((o < n) and (o < m)).to(tl.int32))
-        tl.store(y + BLOCK + o, ((o < n) or (o < m)).to(tl.int32))
+    from verifier.launch.triton_boolops import _boolop, _not
 
-    y = torch.zeros(16, dtype=torch.int32)
-    both[(1,)](y, 2, 6, BLOCK=8)
-    assert y[:8].tolist() == [1] * 6 + [0] * 2  # o < 6: compiled Triton gives o < 2
-    assert y[8:].tolist() == [1] * 2 + [0] * 6  # o < 2: compiled Triton gives o < 6
+    class T(tl.tensor):  # stands for a block: only its combination is asked of it
+        def __init__(self, name):
+            self.name = name
+
+        def logical_and(self, other):
+            return T(f"({self.name}&{other.name})")
+
+        def logical_or(self, other):
+            return T(f"({self.name}|{other.name})")
+
+        def __not__(self):
+            return T(f"~{self.name}")
+
+    boolop, not_ = _boolop(tl.tensor), _not(tl.tensor)
+
+    def never():
+        raise AssertionError("evaluated past a deciding Python operand")
+
+    a, b = T("a"), T("b")
+    assert boolop("logical_and", a, lambda: 0, never) == 0  # compiled: 0 (after a ran)
+    assert boolop("logical_or", a, lambda: 2, never) == 2
+    assert boolop("logical_and", a, lambda: True).name == "a"  # Python: True
+    assert boolop("logical_and", True, lambda: a, lambda: 1, lambda: b).name == "(a&b)"
+    assert boolop("logical_or", a, lambda: False, lambda: b, lambda: T("c")).name == "(a|(b|c))"
+    assert boolop("logical_and", 1, lambda: 2) == 2 and boolop("logical_or", 0, lambda: "") == ""
+    assert not_(a).name == "~a" and not_(0) is True and not_([1]) is False
 
 
 BOOLOPS_MODULE = '''
@@ -294,7 +357,7 @@ def _rowsum(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr, PY_AND: tl.constexpr, HAS_
     row = tl.program_id(0)
     o = tl.arange(0, BLOCK)
     if PY_AND and HAS_X:  # constexprs: the same in both
-        m = (o < N) and (o < BLOCK)  # the interpreter: o < BLOCK, past the row
+        m = (o < N) and (o < BLOCK)  # Triton's interpreter: o < BLOCK, past the row
     else:
         m = (o < N) & (o < BLOCK)
     x = tl.load(x_ptr + row * sx + o, mask=m, other=0.0).to(tl.float32)
@@ -331,14 +394,33 @@ def test_the_scan_finds_and_on_blocks_only(tmp_path):
     path.write_text(BOOLOPS_MODULE)
     (hit,) = tensor_boolops(path)  # not `PY_AND and HAS_X` (constexprs), not `row >= 0 and N > 0` (scalars)
     assert hit.startswith("`o < N and o < BLOCK` (and) in _rowsum, rowsum.py:11"), hit
+    assert tensor_boolops(path, rewritten=True) == ()  # the rewrite runs it as compiled Triton
+    # a walrus past the first operand is left to Python (a lambda would bind it): still a gap once rewritten
+    path.write_text(BOOLOPS_MODULE.replace("(o < N) and (o < BLOCK)", "(o < N) and (k := o < BLOCK)"))
+    (hit,) = tensor_boolops(path, rewritten=True)
+    assert hit.startswith("`o < N and (k := (o < BLOCK))` (and) in _rowsum"), hit
     path.write_text(BOOLOPS_MODULE.replace("(o < N) and (o < BLOCK)", "(o < N) & (o < BLOCK)"))
     assert tensor_boolops(path) == ()
 
 
-def test_python_and_on_blocks_is_an_interpreter_gap_not_a_finding(tl_kernels, tmp_path):
+def test_python_and_on_blocks_is_judged_once_rewritten(tl_kernels, tmp_path):
     from verifier.battery import check_kernel
     from verifier.results.options import Options
 
+    report = check_kernel(_boolops_spec(tmp_path, "py_and"), Options(level="quick", device="cpu"))
+    assert report.verdict == "pass" and not report.findings, [f.message for f in report.findings][:3]
+    assert report.cells[("f32", "value")].status == "pass", report.cells[("f32", "value")]
+    assert not any("interpreter gap" in str(n) for n in report.notes)
+
+
+def test_python_and_on_blocks_is_an_interpreter_gap_where_not_rewritten(tl_kernels, tmp_path, monkeypatch):
+    import verifier.launch.triton_boolops as boolops
+    from verifier.battery import check_kernel
+    from verifier.results.options import Options
+
+    # an interpreter the rewrite cannot be installed over (the gate asks rewrites_boolops): the scan's finding
+    # closes the cases, before the run, as for any interpreter gap
+    monkeypatch.setattr(boolops, "rewrites_boolops", lambda: False)
     report = check_kernel(_boolops_spec(tmp_path, "py_and"), Options(level="quick", device="cpu"))
     assert report.findings == [] and report.error is None, ([f.message for f in report.findings][:3], report.error)
     for check in ("value", "determinism"):

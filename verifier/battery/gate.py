@@ -224,13 +224,15 @@ def interpreter_caveat(spec, dt, xs, device) -> Optional[str]:
 
 def interpreter_source_gap(spec, device) -> Optional[str]:
     """What the kernel's source does that the Triton interpreter runs differently from compiled Triton, whatever
-    the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors), or None."""
+    the inputs (verifier.launch.triton_boolops: Python ``and`` / ``or`` on block tensors, those the interpreter does
+    not rewrite as compiled Triton runs them), or None."""
     if not spec.interpreted(device):
         return None
-    from verifier.launch.triton_boolops import tensor_boolops
+    from verifier.launch.triton_boolops import rewrites_boolops, tensor_boolops
 
+    rewritten = rewrites_boolops()
     # a TritonKernel's module from its launcher; a callable's library kernels, each from its own file
-    where = [w for path, entry in spec.triton_sources() for w in tensor_boolops(path, entry)]
+    where = [w for path, entry in spec.triton_sources() for w in tensor_boolops(path, entry, rewritten)]
     if not where:
         return None
     more = f" and {len(where) - 1} more" if len(where) > 1 else ""

@@ -141,10 +141,12 @@ def activate(mode: str | None = None) -> str:
         import triton.runtime.interpreter as interp
 
         from verifier.launch.interpreter import dtype_value, range_hints, scalar_index
+        from verifier.launch.triton_boolops import compiled_boolops
 
         scalar_index(interp)
         range_hints(interp)
         dtype_value(interp)
+        compiled_boolops(interp)
     return mode
 
 
