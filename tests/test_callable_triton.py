@@ -35,10 +35,13 @@ def test_callables_over_library_triton_kernels_get_true_verdicts_on_the_cpu():
     values = [f for f in tuned["findings"] if f["check"] == "value"]
     assert tuned["verdict"] == "fail" and values, tuned.get("error")
     assert all("of 3 (_rowsum_lib: BLOCK=32" in f["message"] for f in values), values[0]["message"]
-    gap = kernels["callable-rowsum-python-and"]  # its library kernel masks with Python `and`: interpreted, the mask
+    pyand = kernels["callable-rowsum-python-and"]  # its library kernel masks with Python `and`: rewritten as
+    assert pyand["verdict"] == "pass", (pyand.get("error"), pyand["findings"][:2])  # compiled Triton runs it
+    assert pyand["checks"]["f32"]["value"] == "pass", pyand["checks"]["f32"]
+    gap = kernels["callable-rowsum-walrus-and"]  # an `and` the rewrite leaves to Python: interpreted, the mask
     value = gap["checks"]["f32"]["value"]  # reads past the row; no case is judged (the first, which showed the
     assert gap["verdict"] == "unchecked" and not gap["findings"], gap["findings"]  # kernel, neither), none passes
-    assert value.startswith("skipped(") and "Python `and`" in value and "rowsum_pyand.py:12" in value, value
+    assert value.startswith("skipped(") and "Python `and`" in value and "rowsum_walrus.py:12" in value, value
     floats = kernels["callable-rowsum-float-arg"]  # raises inside the interpreter (a float argument's .to): the
     value = floats["checks"]["f32"]["value"]  # interpreter's gap, said as such, never a crash finding
     assert floats["verdict"] == "unchecked" and not floats["findings"], floats["findings"]

@@ -85,7 +85,9 @@ def test_a_row_norm_op_written_with_torch_linalg_vector_norm_gets_a_derived_budg
 
 
 # Two kernels in one module, as FlagGems' vector_norm.py and many production files hold them: one builds its mask
-# with Python `and` on blocks (an interpreter gap), the other does not; each launcher launches one, through a helper.
+# with Python `and` on blocks in a form the interpreter cannot run as compiled Triton (a walrus past the first
+# operand, which verifier.launch.triton_boolops leaves to Python: an interpreter gap), the other does not; each
+# launcher launches one, through a helper.
 TWO_KERNELS = '''
 import triton
 import triton.language as tl
@@ -107,7 +109,7 @@ def _sum_bitwise(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr):
 def _sum_pyand(x_ptr, y_ptr, N, sx, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     o = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * sx + o, mask=(o < N) and (o < BLOCK), other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + row * sx + o, mask=(o < N) and (m := o < BLOCK), other=0.0).to(tl.float32)
     tl.store(y_ptr + row, tl.sum(x, 0).to(y_ptr.dtype.element_ty))
 
 
