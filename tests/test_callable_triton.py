@@ -42,6 +42,7 @@ def test_callables_over_library_triton_kernels_get_true_verdicts_on_the_cpu():
     value = gap["checks"]["f32"]["value"]  # reads past the row; no case is judged (the first, which showed the
     assert gap["verdict"] == "unchecked" and not gap["findings"], gap["findings"]  # kernel, neither), none passes
     assert value.startswith("skipped(") and "Python `and`" in value and "rowsum_walrus.py:12" in value, value
+    assert "leaves it to Python: a walrus" in value, value
     floats = kernels["callable-rowsum-float-arg"]  # raises inside the interpreter (a float argument's .to): the
     value = floats["checks"]["f32"]["value"]  # interpreter's gap, said as such, never a crash finding
     assert floats["verdict"] == "unchecked" and not floats["findings"], floats["findings"]

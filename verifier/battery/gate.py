@@ -236,10 +236,12 @@ def interpreter_source_gap(spec, device) -> Optional[str]:
     if not where:
         return None
     more = f" and {len(where) - 1} more" if len(where) > 1 else ""
+    left = (" (the verifier's rewrite of `and` / `or` leaves it to Python: a walrus `:=` in an operand past the "
+            "first)") if rewritten else ""
     return (f"Triton {_triton_version()} interpreter gap: the kernel uses Python `and` / `or` on block tensors "
             f"({where[0]}{more}), which compiled Triton makes an element-wise logical and / or and the interpreter "
-            f"runs as Python (`a and b` gives b), so masks built that way let the interpreted kernel read and write "
-            f"past them; run compiled on a GPU to check it (or write `a & b`, which means the same in both)")
+            f"runs as Python{left} (`a and b` gives b), so masks built that way let the interpreted kernel read and "
+            f"write past them; run compiled on a GPU to check it (or write `a & b`, which means the same in both)")
 
 
 class NotRun(Exception):
