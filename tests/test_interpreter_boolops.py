@@ -42,7 +42,9 @@ def test_or_where_and_is_needed_is_a_finding(interpreter):
     report = _check("launch_or")
     assert report.verdict == "fail", (report.verdict, report.error, report.notes)
     # the rows whose reads stay in memory give wrong indices (past N, or the next row's maximum); a read that leaves
-    # the process's memory is a crash (SIGSEGV) where it happens: either way a finding, never a pass
-    assert report.findings and {f.check for f in report.findings} <= {"value", "crash"}, report.findings
+    # the process's memory is a crash (SIGSEGV) where it happens; what lies past the row may change between two runs
+    # (determinism, seen in CI's clean checkout): either way a finding, never a pass
+    checks = {f.check for f in report.findings}
+    assert checks & {"value", "crash"} and checks <= {"value", "crash", "determinism"}, report.findings
     assert any("argmax wrong" in f.message or "SIGSEGV" in f.message for f in report.findings), \
         [f.message for f in report.findings][:3]
