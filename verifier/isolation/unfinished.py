@@ -73,8 +73,8 @@ def mark_unfinished(report, spec, opts, steps: list, died: str) -> str:
     the step it died in that reads pass is unmarked. Returns a clause for the crash / timeout finding ('' when
     nothing of the battery was left: it died after its last step)."""
     tags = [d.tag for d in spec.dtypes if opts.dtype in (None, d.tag)]
-    if runnable_reason(spec, opts.device) is not None:  # nothing would have run here anyway (a CUDA kernel, CPU)
-        return ""
+    if not tags or runnable_reason(spec, opts.device) is not None:  # nothing would have run here anyway (a CUDA
+        return ""  # kernel on the CPU: built and linted only)
     dying, last = steps[-1] if steps else ("", "")
     if not steps:
         where = "before its first step"
