@@ -39,9 +39,17 @@ def hang_late(inputs, outputs, params, dt):  # wrong on normal_small, hangs on m
         time.sleep(0.05)
     outputs["y"].copy_(_softmax(inputs["x"], 128))
 
+def dies_on_a_drawn_shape(inputs, outputs, params, dt):  # right on every catalogue case, aborts on a drawn one
+    from verifier.inputs.cases import cases_for
+    k = KERNELS[-1]
+    if inputs["x"].shape[1] not in {c.N for c in cases_for(k, k.dtypes[0], "ci")}:
+        os.abort()
+    outputs["y"].copy_(_softmax(inputs["x"], -1))
+
 TWO = [dtypes("f32"), dtypes("f16")]
 KERNELS = [CallableKernel(name=n, op="softmax", fn=globals()[n], dtypes=TWO)
            for n in ("segv_late", "abort_first", "hang_late")]
+KERNELS.append(CallableKernel(name="drawn", op="softmax", fn=dies_on_a_drawn_shape, dtypes=[dtypes("f32")]))
 """
 QUICK = Options(level="quick", device="cpu", seed=0)
 
@@ -141,3 +149,12 @@ def test_a_death_under_a_later_autotune_config_unmarks_the_first_configs_pass(sp
     mark_unfinished(r2, spec, ci, [("f32", "values"), ("f32", "zero_rows"), ("f32", "hypothesis:3x9:rng5")], "died")
     note, = [n for n in r2.notes if n.startswith("[f32]")]
     assert "case hypothesis:3x9:rng5" in note and "the drawn shapes after it; determinism" in note
+
+
+def test_a_crash_on_a_drawn_shape_names_that_shape_not_the_last_catalogue_case(specs):
+    """The battery announces each Hypothesis-drawn input: before, the crash named the last catalogue case, which
+    had passed."""
+    r, = check_all([specs["drawn"]], Options(level="ci", device="cpu", seed=0))
+    crash = _one(r, "crash")
+    assert crash.input.startswith("hypothesis:") and f"--case {crash.input}" in crash.repro, crash.message
+    assert "the drawn shapes after it, determinism of f32" in crash.message
