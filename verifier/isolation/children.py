@@ -5,7 +5,8 @@ checked by ``python -m verifier.isolation.child REQUEST.json`` (started, timed a
 verifier.toolchain.proc, which tracks every child). The parent turns a child that dies into a **crash** finding
 (with the CUDA error and the tail of the child's output) and one that outlives the timeout into a **timeout**
 finding, and goes on with the next kernel. Both findings name the step the child was in (dtype and input), taken
-from the progress lines it writes.
+from the progress lines it writes; the report keeps what the child completed before that step
+(verifier.isolation.journal) and says what it never ran (verifier.isolation.unfinished).
 
 A child answers once (verifier.toolchain.proc.write_answer): its report; a UsageError (a malformed spec met
 while running it), raised again here so it is exit 2 as in-process; or an internal error (a bug in
