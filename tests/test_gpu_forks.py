@@ -47,7 +47,7 @@ def _gone(pid: int) -> bool:
 def test_a_hung_kernel_is_a_timeout_and_its_process_group_dies(specs, monkeypatch, tmp_path):
     pidfile = tmp_path / "grandchild"
 
-    def hang(spec, opts, progress=None):
+    def hang(spec, opts, progress=None, report=None):
         progress("k [f32]: normal_small")
         p = subprocess.Popen(["sleep", "60"])  # what a battery starts (nvcc, ptxas) must die with it
         pidfile.write_text(str(p.pid))
@@ -67,7 +67,7 @@ def test_a_hung_kernel_is_a_timeout_and_its_process_group_dies(specs, monkeypatc
 
 
 def test_a_cuda_fault_is_a_crash_quoting_the_error_and_the_last_output(specs, monkeypatch):
-    def fault(spec, opts, progress=None):
+    def fault(spec, opts, progress=None, report=None):
         progress("k [f32]: normal_small")
         print("printf from the kernel's host code", flush=True)
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -81,7 +81,7 @@ def test_a_cuda_fault_is_a_crash_quoting_the_error_and_the_last_output(specs, mo
 
 
 def test_a_child_is_pinned_to_its_lane_gpu_and_answers(specs, monkeypatch):
-    def answer(spec, opts, progress=None):
+    def answer(spec, opts, progress=None, report=None):
         r = KernelReport(spec=spec, device=opts.device)
         r.notes.append("visible=" + os.environ.get("CUDA_VISIBLE_DEVICES", "-"))
         return r
@@ -95,7 +95,7 @@ def test_a_child_is_pinned_to_its_lane_gpu_and_answers(specs, monkeypatch):
 
 
 def test_at_several_jobs_a_hung_fork_times_out_and_the_other_reports(specs, monkeypatch):
-    def one_hangs(spec, opts, progress=None):
+    def one_hangs(spec, opts, progress=None, report=None):
         if spec.name == "k":
             time.sleep(60)
         return KernelReport(spec=spec, device=opts.device)
@@ -182,7 +182,7 @@ def test_a_triton_kernel_alone_gets_compile_helpers_that_die_with_its_check(monk
     seen = tmp_path / "seen"
     seen.mkdir()
 
-    def battery(spec, opts, progress=None):
+    def battery(spec, opts, progress=None, report=None):
         (seen / f"{opts.dtype or 'all'}-{os.getpid()}").write_text("")
         if opts.dtype is not None:  # a helper: compiles for as long as it is let
             time.sleep(60)
@@ -217,7 +217,7 @@ def test_the_longest_expected_check_starts_first_and_durations_are_kept(specs, m
     monkeypatch.setattr(forked, "start_forked", lambda spec, opts, env=None: started.append(spec.name)
                         or real(spec, opts, env=env))
     monkeypatch.setattr(forked, "check_kernel",
-                        lambda spec, opts, progress=None: KernelReport(spec=spec, device="cuda"))
+                        lambda spec, opts, progress=None, report=None: KernelReport(spec=spec, device="cuda"))
     plan = [(0, specs["k"], parallel.FORK), (1, specs["j"], parallel.FORK)]
     assert durations.expected([specs["k"], specs["j"]], _opts()) == [8.0, 8.0]  # no record: the kind's guess
     reports = parallel.run_parallel(plan, _opts(), 1, expected={0: 1.0, 1: 5.0})

@@ -35,7 +35,7 @@ from verifier.battery import gate
 from verifier.battery.build import build_and_resources, triton_resources
 from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
-from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned
+from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned, wants
 from verifier.battery.refusal import check_refusal
 from verifier.battery.values import hang_finding, pooled_rounding, run_case
 from verifier.judge.rounding import RoundingPool
@@ -50,23 +50,16 @@ from verifier.ops import get_op
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
 from verifier.results.levels import TABLE as LEVELS
 from verifier.results.notes import case_not_run
-from verifier.results.options import PSEUDO_CASES, Options
+from verifier.results.options import Options
 from verifier.sanitizer.runs import battery_hook as sanitizer_hook
 
 
-def _wants(opts: Options, step: str) -> bool:  # step: a name of verifier.battery.plan.PLAN
-    """Whether this run includes ``step`` ('refusal', 'values', 'determinism'): all of them, unless
-    ``--case`` narrows the run to one input (values) or one pseudo-case."""
-    if opts.case is None:
-        return True
-    if opts.case in PSEUDO_CASES:
-        return step == opts.case
-    return step == "values"
-
-
-def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[str], None]] = None) -> KernelReport:
-    """The battery for one kernel. Progress messages are ``NAME [TAG]: STEP`` (STEP a check or a case name)."""
-    report = KernelReport(spec=spec, device=opts.device)
+def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[str], None]] = None,
+                 report: Optional[KernelReport] = None) -> KernelReport:
+    """The battery for one kernel. Progress messages are ``NAME [TAG]: STEP`` (STEP a check or a case name), each
+    said before its step runs. ``report``: an empty report to fill (an isolation child keeps what it holds at each
+    step on disk, verifier.isolation.journal: a child that dies keeps what it completed)."""
+    report = report if report is not None else KernelReport(spec=spec, device=opts.device)
     t0 = time.monotonic()
     tags = [d for d in spec.dtypes if opts.dtype in (None, d.tag)]
     if not tags:
@@ -119,15 +112,15 @@ def _battery(spec, opts, report, tags, say) -> None:
     configs = config_variants(spec)
     first = configs[0][0]  # refusal and determinism: an autotuned kernel's first config (no benchmarking)
     for dt in tags:
-        if _wants(opts, "refusal"):
+        if wants(opts, "refusal"):
             say(f"{spec.name} [{dt.tag}]: refusal")
             with pinned(spec, first):
                 check_refusal(spec, dt, opts, report, run=run)
-        if _wants(opts, "values"):
+        if wants(opts, "values"):
             say(f"{spec.name} [{dt.tag}]: values")
             each_config(spec, report, lambda: _check_values(spec, run, dt, opts, report, say),  # autotuned: each
                         say=lambda step: say(f"{spec.name} [{dt.tag}]: {step}"))  # config it may pick
-        if _wants(opts, "determinism"):
+        if wants(opts, "determinism"):
             say(f"{spec.name} [{dt.tag}]: determinism")
             with pinned(spec, first):
                 check_determinism(spec, dt, opts, report, run=run)
@@ -181,8 +174,8 @@ def _check_values(spec, run, dt, opts, report, say):
             continue
         ran += 1
     pooled_rounding(spec, dt, opts, report, pool)
-    if opts.case is None and opts.run_level.hypothesis:
-        ran += check_shapes(spec, dt, opts, report, run=run)
+    if wants(opts, "shapes"):
+        ran += check_shapes(spec, dt, opts, report, run=run, say=lambda step: say(f"{spec.name} [{dt.tag}]: {step}"))
     checks = ("value", "rounding", "invariant", "nan-inf", "unwritten", "out-of-range-write", "input-clobbered")
     # A check passes only if some input ran through it: a kernel that raised on every input checked nothing.
     judged = report.judged.get(dt.tag, 0) - judged_before

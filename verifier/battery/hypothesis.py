@@ -46,9 +46,10 @@ class _CudaFault(BaseException):
 
 
 def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelReport] = None, *,
-                 run: Optional[Callable] = None) -> int:
+                 run: Optional[Callable] = None, say: Optional[Callable[[str], None]] = None) -> int:
     """Run the Hypothesis step of one dtype into ``report`` (findings, inputs judged / raising); returns how
-    many drawn inputs ran. Cells are not marked: the values checks pass over all of their inputs."""
+    many drawn inputs ran. Cells are not marked: the values checks pass over all of their inputs. ``say(case)``
+    is told each drawn input before it runs (a child that dies names it)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -80,6 +81,8 @@ def check_shapes(spec: KernelSpec, dt, opts: Options, report: Optional[KernelRep
             report.notes.append(case_not_run(f"[{dt.tag}] {closed.text}"))
             return
         ran[0] += 1
+        if say is not None:
+            say(case)
         probe = KernelReport(spec=spec, device=opts.device)
         try:
             run_case(spec, dt, case, xs, opts, probe, run=run)

@@ -25,6 +25,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError, VerifierError
 from verifier.launch import watchdog
 from verifier.launch.harness import KernelFault
+from verifier.results.options import PSEUDO_CASES
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,19 @@ PLAN: tuple = (
     Step("determinism", "_determinism", ("determinism",)),
 )
 STEP_NAMES = tuple(s.name for s in PLAN)
+
+
+def wants(opts, step: str) -> bool:
+    """Whether this run includes the per-dtype ``step`` of PLAN ('refusal', 'values', 'shapes', 'determinism'):
+    all of them (shapes where the level draws any), unless ``--case`` narrows the run to one input (values) or one
+    pseudo-case. The battery runs by it; a child that died says by it what it never ran (verifier.isolation)."""
+    if step == "shapes":
+        return opts.case is None and bool(opts.run_level.hypothesis)
+    if opts.case is None:
+        return True
+    if opts.case in PSEUDO_CASES:
+        return step == opts.case
+    return step == "values"
 
 
 def config_variants(spec) -> list:

@@ -5,7 +5,8 @@ or in a fresh child process (verifier.isolation.children). On a GPU every kernel
 apart from this process (an illegal address poisons the CUDA context; a hung kernel never returns): in a fork while
 this process has not initialised CUDA (milliseconds: torch, Triton and the spec files are already loaded), else, or
 with ``--isolate``, in a fresh interpreter (seconds). Several at once: verifier.isolation.parallel, ``-j N``.
-Children answer through one protocol (verifier.isolation.children) and are killed on timeout as a process group.
+Children answer through one protocol (verifier.isolation.children) and are killed on timeout as a process group;
+one that dies or is killed keeps the findings of the steps it completed (verifier.isolation.journal).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The child of verifier.isolation.children: ``python -m verifier.isolation.child REQUEST.json``.
 
 Loads the kernel from its spec file, runs its battery with the request's options, writing progress lines
-(``verifier-step: ...``) to stderr, and answers once (verifier.toolchain.proc.write_answer) at the request's
+(``verifier-step: ...``) to stderr, each after keeping the report so far at the request's ``partial`` path
+(verifier.isolation.journal: a child that dies keeps what it completed), and answers once (verifier.toolchain.proc.write_answer) at the request's
 ``out`` path: its report, a UsageError (exit 2 in the parent too) or a bug in the verifier (an internal error). A
 CUDA fault kills the child, and the parent reports a crash.
 """
@@ -19,7 +20,9 @@ from verifier.battery import check_kernel  # noqa: E402
 from verifier.declare.registry import load_spec_file  # noqa: E402
 from verifier.errors import UsageError  # noqa: E402
 from verifier.isolation.children import STEP_PREFIX  # noqa: E402
+from verifier.isolation.journal import Journal  # noqa: E402
 from verifier.launch.harness import is_cuda_fault  # noqa: E402
+from verifier.results.kernel import KernelReport  # noqa: E402
 from verifier.results.options import Options  # noqa: E402
 from verifier.results.serialize import kernel_entry  # noqa: E402
 from verifier.toolchain.proc import die_with_parent, parent_from_environment, write_answer  # noqa: E402
@@ -31,11 +34,15 @@ def main(argv) -> int:
         req = json.load(fh)
     phases.mark("child-imported")
 
+    opts = Options(**req["options"])
+    kept = None  # the report so far, kept at each step (verifier.isolation.journal): a crash keeps what completed
+
     def progress(msg: str):
+        if kept is not None:
+            kept.step()
         sys.stderr.write(STEP_PREFIX + msg + "\n")
         sys.stderr.flush()
 
-    opts = Options(**req["options"])
     # The parent's choice of Triton mode (verifier.isolation.check_all), made before the spec file loads: a spec may
     # import a @triton.jit helper beside it, and a GPU machine would otherwise pick compiled mode for --device cpu.
     # Only the variable: a CUDA kernel's child imports no triton (verifier.launch.triton.MODE_ENV).
@@ -44,7 +51,10 @@ def main(argv) -> int:
     try:
         spec = next(k for k in load_spec_file(req["origin"]) if k.name == req["kernel"])
         phases.mark("spec-loaded")
-        report = phases.profiled(check_kernel, spec, opts, progress)
+        report = KernelReport(spec=spec, device=opts.device)
+        if req.get("partial"):
+            kept = Journal(req["partial"], report)
+        report = phases.profiled(check_kernel, spec, opts, progress, report)
         phases.mark("battery-done")
     except UsageError as e:
         write_answer(req["out"], "usage_error", message=e.message, fix=e.fix)

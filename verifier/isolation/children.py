@@ -5,7 +5,8 @@ checked by ``python -m verifier.isolation.child REQUEST.json`` (started, timed a
 verifier.toolchain.proc, which tracks every child). The parent turns a child that dies into a **crash** finding
 (with the CUDA error and the tail of the child's output) and one that outlives the timeout into a **timeout**
 finding, and goes on with the next kernel. Both findings name the step the child was in (dtype and input), taken
-from the progress lines it writes.
+from the progress lines it writes; the report keeps what the child completed before that step
+(verifier.isolation.journal) and says what it never ran (verifier.isolation.unfinished).
 
 A child answers once (verifier.toolchain.proc.write_answer): its report; a UsageError (a malformed spec met
 while running it), raised again here so it is exit 2 as in-process; or an internal error (a bug in
@@ -23,7 +24,8 @@ import tempfile
 from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
 from verifier.battery.plan import CONFIG_STEP
-from verifier.isolation import phases
+from verifier.isolation import journal, phases
+from verifier.isolation.unfinished import mark_unfinished
 from verifier.results.findings import Finding
 from verifier.results.kernel import RUN_CHECKS, KernelReport
 from verifier.results.options import repro_line
@@ -79,16 +81,27 @@ def _last_config(output: str, spec) -> str:
     return ""
 
 
-def dead_child_report(check: str, what: str, detail: str, spec, opts, output: str) -> KernelReport:
-    """The report of a child that died or was killed: one crash / timeout finding, every other check of
-    the kernel marked skipped (its results died with the child)."""
+def _announced(output: str, spec) -> list:
+    """[(dtype tag or '', step)] of every step line of ``spec`` the child wrote, in order."""
+    ms = [_STEP_RE.match(line) for line in _steps(output)]
+    return [(m["tag"] or "", m["step"]) for m in ms if m and m["kernel"] == spec.name]
+
+
+def dead_child_report(check: str, what: str, detail: str, spec, opts, output: str,
+                      partial: KernelReport | None = None) -> KernelReport:
+    """The report of a child that died or was killed: what it completed (``partial``, verifier.isolation.journal:
+    the findings, cells and notes of the steps before the one it died in), one crash / timeout finding naming
+    that step, a note per dtype of what never ran (verifier.isolation.unfinished), and every check cell nothing
+    completed marked skipped."""
     ctx = _last_step(output, spec)
     config = _last_config(output, spec)
     where = ", ".join(f"{k} {v}" for k, v in ctx.items()) + (f" under {config}" if config else "")
-    r = KernelReport(spec=spec, device=opts.device)
-    why = f"no result: the child process {'timed out' if check == 'timeout' else 'died'}"
+    r = partial if partial is not None else KernelReport(spec=spec, device=opts.device)
+    died = "timed out" if check == "timeout" else "died"
+    left = mark_unfinished(r, spec, opts, _announced(output, spec), died)
+    why = f"no result: the child process {died}" + (f" while checking {where}" if where else "")
     r.skip_all([dt.tag for dt in spec.dtypes if opts.dtype in (None, dt.tag)], ("build", "resources") + RUN_CHECKS, why)
-    r.add(Finding(check, what + (f" while checking {where}" if where else "") + detail, kernel=spec.name,
+    r.add(Finding(check, what + (f" while checking {where}" if where else "") + detail + left, kernel=spec.name,
                   seed=opts.seed, repro=repro_line(spec, opts, ctx.get("dtype", ""), ctx.get("input", "")), **ctx))
     return r
 
@@ -99,8 +112,10 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None, env=
     timeout = timeout if timeout is not None else opts.kernel_timeout
     with tempfile.TemporaryDirectory(prefix="verifier-child-") as tmp:
         req, out = os.path.join(tmp, "request.json"), os.path.join(tmp, "answer.json")
+        kept = os.path.join(tmp, journal.FILE)
         with open(req, "w") as fh:
-            json.dump({"origin": spec.origin, "kernel": spec.name, "options": opts.to_dict(), "out": out}, fh)
+            json.dump({"origin": spec.origin, "kernel": spec.name, "options": opts.to_dict(), "out": out,
+                       "partial": kept}, fh)
         phases.mark("spawn")
         code, output = proc.run([sys.executable, "-m", "verifier.isolation.child", req], timeout,
                                 started=lambda line: line.startswith(STEP_PREFIX), grace=STARTUP_GRACE_S, env=env)
@@ -108,7 +123,8 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None, env=
         if code is None:
             return dead_child_report(
                 "timeout", f"the kernel's checks did not finish within {timeout:g} s and were killed",
-                f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)", spec, opts, output)
+                f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)", spec, opts, output,
+                journal.read_partial(kept, spec, opts.device))
         answer = proc.read_answer(out)
         if answer is not None:
             return report_from_answer(spec, opts, answer)
@@ -116,4 +132,5 @@ def check_in_child(spec, opts, progress=None, timeout: float | None = None, env=
         what = m.group(1) if m else proc.exit_status(code)
         tail = [ln for ln in output.strip().splitlines() if not ln.startswith(STEP_PREFIX)][-8:]
         return dead_child_report("crash", f"the child process checking this kernel died ({what})",
-                                 "; last output lines:\n" + ("\n".join(tail) or "(nothing)"), spec, opts, output)
+                                 "; last output lines:\n" + ("\n".join(tail) or "(nothing)"), spec, opts, output,
+                                 journal.read_partial(kept, spec, opts.device))

@@ -6,7 +6,8 @@ interpreter per kernel (verifier.isolation.children, ``--isolate``) costs second
 on the H200 machine for every Triton kernel and callable. The child runs the battery and answers as a spawned
 child does (verifier.toolchain.proc.write_answer, read back by verifier.isolation.children.report_from_answer);
 if it dies instead, the parent reports a **crash** naming the step the child was in (dtype and input, from its
-progress lines) and goes on with the next kernel.
+progress lines), with the findings, cells and notes of the steps it completed before (verifier.isolation.journal)
+and what it never ran, and goes on with the next kernel.
 
 - On the CPU: callables and Triton kernels (interpreted) by default, killed as a **timeout** after
   ``opts.kernel_timeout`` as on a GPU.
@@ -28,9 +29,11 @@ import time
 from verifier.battery import check_kernel
 from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
-from verifier.isolation import phases
+from verifier.isolation import journal, phases
 from verifier.isolation.children import CUDA_ERROR, STEP_PREFIX, dead_child_report, report_from_answer
+from verifier.isolation.journal import Journal
 from verifier.launch.harness import is_cuda_fault
+from verifier.results.kernel import KernelReport
 from verifier.results.serialize import kernel_entry
 from verifier.toolchain.proc import die_with_parent, exit_status, load_prctl, read_answer, write_answer
 
@@ -139,6 +142,10 @@ class ForkJob:
         except OSError:
             return ""
 
+    def partial(self):
+        """What the child completed before it died (verifier.isolation.journal), or None."""
+        return journal.read_partial(os.path.join(self.tmp.name, journal.FILE), self.spec, self.opts.device)
+
     def timed_out(self):
         """Kill the child (past its deadline) and give the timeout report naming the step it was in."""
         self.kill()
@@ -148,7 +155,7 @@ class ForkJob:
             return dead_child_report(
                 "timeout", f"the kernel's checks did not finish within {timeout:g} s and were killed",
                 f" (a hung kernel? set {KERNEL_TIMEOUT_ENV} or --kernel-timeout to allow longer)", self.spec,
-                self.opts, self.steps())
+                self.opts, self.steps(), self.partial())
         finally:
             self.tmp.cleanup()
 
@@ -207,14 +214,14 @@ def finish_forked(job: ForkJob, status: int):
         code = os.waitstatus_to_exitcode(status)
         if not job.group:
             return dead_child_report("crash", f"the process checking this kernel died ({exit_status(code)})",
-                                     f"; {ISOLATE_HINT}", spec, opts, job.steps())
+                                     f"; {ISOLATE_HINT}", spec, opts, job.steps(), job.partial())
         output = job.output()
         m = CUDA_ERROR.search(output)
         tail = [ln for ln in output.strip().splitlines() if not ln.startswith(STEP_PREFIX)][-8:]
         return dead_child_report("crash", f"the child process checking this kernel died "
                                           f"({m.group(1) if m else exit_status(code)})",
                                  "; last output lines:\n" + ("\n".join(tail) or "(nothing)"), spec, opts,
-                                 job.steps())
+                                 job.steps(), job.partial())
     finally:
         job.tmp.cleanup()
 
@@ -227,8 +234,11 @@ def _child(spec, opts, progress, out, steps):
             # threads forever. One thread runs torch's CPU ops inline, never entering OpenMP.
             sys.modules["torch"].set_num_threads(1)
         log = open(steps, "w", buffering=1)
+        report = KernelReport(spec=spec, device=opts.device)
+        kept = Journal(os.path.join(os.path.dirname(out), journal.FILE), report)  # a crash keeps what completed
 
         def say(msg: str):
+            kept.step()  # what the steps before this one completed, before it is announced and run
             log.write(msg + "\n")
             log.flush()
             if progress:
@@ -236,7 +246,7 @@ def _child(spec, opts, progress, out, steps):
 
         for name in ("child-start", "child-imported", "spec-loaded"):  # all inherited: benchmarks/verdict_time.py
             phases.mark(name)
-        report = phases.profiled(check_kernel, spec, opts, say)
+        report = phases.profiled(check_kernel, spec, opts, say, report)
         phases.mark("battery-done")
         write_answer(out, "report", report=kernel_entry(report))
     except UsageError as e:
