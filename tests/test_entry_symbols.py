@@ -169,3 +169,12 @@ def test_cstdint_names_resolve_to_the_types_the_demangler_writes():
     assert resolve("k::g<float, int8_t, false>", symbols) == "_ZN1k1gIfaLb0EEEvPKT_"
     assert resolve("g<float, std::uint8_t, false>", symbols) == "_ZN1k1gIfhLb0EEEvPKT_"
     assert resolve("k::h<int64_t>", symbols) == "_ZN1k1hIlEEvPT_"
+
+
+def test_a_cubin_without_kernels_says_a_template_needs_an_instantiation():
+    # Apex's scaled_masked_softmax.h included alone: its kernels are templates no launch instantiates; the message
+    # must not claim the source has no __global__ function
+    with pytest.raises(EntryNotFound) as e:
+        resolve("scaled_softmax_warp_forward<__half, __half, float, 5>", {})
+    assert "closest: (none: the cubin holds no kernel; a __global__ template is compiled only where it is " \
+           "instantiated)" in str(e.value)

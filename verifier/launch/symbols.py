@@ -136,7 +136,7 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
 
     ranked = sorted(symbols, key=lambda s: (-score(s), shown[s]))
     close = [_no_params(shown[s]) for s in ranked if score(s) >= 0.5][:5] or [_no_params(shown[s]) for s in ranked[:5]]
-    listing = "; ".join(close) if close else "(none: the source defines no __global__ function)"
+    listing = "; ".join(close) if close else "(none: the cubin holds no kernel; a __global__ template is compiled only where it is instantiated)"
     raise EntryNotFound(
         f"entry {entry!r} is not a __global__ function of {where}; closest: {listing}", detail=f"closest: {listing}",
         fix="name the kernel as written in C++ with its template arguments (e.g. 'ns::kernel<float, 256>'), its "
