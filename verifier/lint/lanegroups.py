@@ -30,6 +30,13 @@ def lane_key(sem, values, nid: int, busy: frozenset = frozenset()) -> Optional[n
     in every lane of a warp has one key; an operation combines its operands' keys; a loop-carried register
     (phi) combines the keys of its definitions, its own update reading it adding nothing (equal start and equal
     steps keep two lanes equal, iteration by iteration)."""
+    memo = sem.__dict__.setdefault("_lane_keys", {})  # one per block shape: shared operands are keyed once
+    if (nid, busy) not in memo:
+        memo[(nid, busy)] = _lane_key(sem, values, nid, busy)
+    return memo[(nid, busy)]
+
+
+def _lane_key(sem, values, nid: int, busy: frozenset) -> Optional[np.ndarray]:
     n = sem.nthreads
     sem.ensure(nid)
     a = sem.evaluate(nid)
