@@ -39,3 +39,16 @@ def test_a_read_across_the_guard_or_a_side_that_stays_is_an_error(entry):
     assert r.verdict == "fail"
     assert any("inactive-lanes" in f.message and "0xffffffff" in f.message for f in r.findings), \
         [f.message for f in r.findings]
+
+
+def test_a_kernel_limited_to_head_dims_is_still_linted():
+    # supports() takes none of PROBE_N (only N == 128, a head dim): the fallback lengths reach its launch, so the
+    # defect is found rather than the static step skipped (verifier.inputs.cases.FALLBACK_N)
+    spec = CudaKernel(name="head_dim_only", op="reduce_sum", source=str(SRC), dtypes=[dtypes("f32")],
+                      supports=lambda M, N, dt: None if N == 128 else "head_dim 128 only",
+                      launches=lambda M, N, dt, p: [Launch("per_lane_guard_bad", (-(-M // 32),), (32,),
+                                                           ("x", "y", Scalar("int64", "M"), "N"))])
+    report = KernelReport(spec=spec, device="cpu")
+    lint_spec(spec, report, list(spec.dtypes), CPU_BUILD_ARCHES)
+    assert report.verdict == "fail", [f.message for f in report.findings]
+    assert any("inactive-lanes" in f.message for f in report.findings)
