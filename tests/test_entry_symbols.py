@@ -34,6 +34,9 @@ SYMBOLS = {
     ("ns::rms_inplace<float, 256, false>", "_ZN2ns11rms_inplaceIfLi256ELb0EEEvPT_PKS1_iif"),
     ("ns::rms_inplace<float, 256, (bool)1>", "_ZN2ns11rms_inplaceIfLi256ELb1EEEvPT_PKS1_iif"),
     ("_ZN2ns4warpILj4EfEEvPf", "_ZN2ns4warpILj4EfEEvPf"),
+    # cuda_fp16.h's typedef as a source writes it (lmdeploy's RMSNorm<false, half, float, 512, 8>)
+    ("ns::rms<half, 256>", "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if"),
+    ("ns::rms<half, 256>(half const*, half const*, half*, int, float)", "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if"),
 ])
 def test_cpp_names_resolve_to_the_mangled_symbol(entry, symbol):
     assert resolve(entry, SYMBOLS) == symbol

@@ -83,10 +83,14 @@ def _params_at(text: str) -> int:
 _STDINT = {"int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
            "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long"}
 _STDINT_NAME = re.compile(r"(?<![\w:])(?:std::)?(u?int(?:8|16|32|64)_t)\b")
+# cuda_fp16.h / cuda_bf16.h typedefs as the demangler spells the types they stand for (sources write `half`)
+_CUDA_TYPEDEF = {"half": "__half", "half2": "__half2", "nv_bfloat16": "__nv_bfloat16", "nv_bfloat162": "__nv_bfloat162"}
+_CUDA_TYPEDEF_NAME = re.compile(r"(?<![\w:])(half2?|nv_bfloat162?)\b")
 
 
 def _normal(text: str) -> str:
     text = _STDINT_NAME.sub(lambda m: _STDINT[m.group(1)], text)
+    text = _CUDA_TYPEDEF_NAME.sub(lambda m: _CUDA_TYPEDEF[m.group(1)], text)
     text = _UNSIGNED.sub("unsigned int", text)
     text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
