@@ -17,23 +17,26 @@ pytestmark = pytest.mark.skipif(nvcc_version() is None, reason="verifier lint co
 
 
 def _lint(entry):
+    group16 = entry.startswith("group16")  # 16 lanes per row, 64-thread blocks, one more argument
     spec = CudaKernel(name=entry, op="reduce_sum", source=str(SRC), dtypes=[dtypes("f32")],
                       supports=lambda M, N, dt: None if N <= 4 else "N <= 4",
-                      launches=lambda M, N, dt, p: [Launch(entry, (-(-M // 8),), (32,),
-                                                           ("x", "y", Scalar("int64", "M"), "N"))])
+                      launches=lambda M, N, dt, p: [Launch(entry, (-(-M // 4),), (64,), ("x", "y", Scalar("int64", "M"),
+                                                                                      "N", Scalar("int32", 1)))]
+                      if group16 else [Launch(entry, (-(-M // 8),), (32,), ("x", "y", Scalar("int64", "M"), "N"))])
     report = KernelReport(spec=spec, device="cpu")
     lint_spec(spec, report, list(spec.dtypes), CPU_BUILD_ARCHES)
     return report
 
 
-@pytest.mark.parametrize("entry", ["group_return_ok", "group_stride_loop_ok"])
+@pytest.mark.parametrize("entry", ["group_return_ok", "group_stride_loop_ok", "group16_block_offset_ok"])
 def test_groups_that_leave_before_a_shuffle_within_groups_are_clean(entry):
     r = _lint(entry)
     assert not r.findings, [f.message for f in r.findings]
     assert r.verdict == "pass"
 
 
-@pytest.mark.parametrize("entry", ["cross_group_bad", "other_side_shuffles_bad", "per_lane_guard_bad"])
+@pytest.mark.parametrize("entry", ["cross_group_bad", "other_side_shuffles_bad", "per_lane_guard_bad",
+                                   "group16_misaligned_bad"])
 def test_a_read_across_the_guard_or_a_side_that_stays_is_an_error(entry):
     r = _lint(entry)
     assert r.verdict == "fail"

@@ -45,6 +45,8 @@ def _lane_key(sem, values, nid: int, busy: frozenset) -> Optional[np.ndarray]:
     if sem.levels[nid] <= WARP:
         return np.zeros(n, dtype=np.int64)
     node = values.nodes[nid]
+    if node[0] == "op" and (k := _quotient_key(sem, node)) is not None:
+        return k
     if node[0] == "op":
         parts = [lane_key(sem, values, x, busy) for x in node[2]]
     elif node[0] == "phi":
@@ -61,6 +63,35 @@ def _lane_key(sem, values, nid: int, busy: frozenset) -> Optional[np.ndarray]:
     if not parts:
         return np.zeros(n, dtype=np.int64)
     return np.unique(np.stack(parts, axis=1), axis=0, return_inverse=True)[1].reshape(n)
+
+
+def _quotient_key(sem, node) -> Optional[np.ndarray]:
+    """The key of ``(S + T) / d`` (a division or right shift by one constant d of a non-negative value): S, the
+    terms on values one in every lane of a warp, all multiples of d, T the part computed per thread; the quotient
+    is S / d + floor(T / d), so floor(T / d) keys it. ``(threadIdx.x + block * blockDim.x) / 16`` is then one key
+    per aligned group of 16 lanes, as lmdeploy's QkRMSNorm gives each group a head."""
+    name = node[1]
+    if not (name.startswith("div.") or name.startswith("shr.")) or len(node[2]) != 2:
+        return None
+    a, b = node[2]
+    sem.ensure(b)
+    c = sem.evaluate(b)
+    if c is None or not (c == c[0]).all() or int(c[0]) <= 0 or int(c[0]) >= 63:
+        return None
+    d = int(c[0]) if name.startswith("div.") else 1 << int(c[0])
+    terms, rest = sem.decompose(a)
+    for atom, coeff in terms.items():
+        if not isinstance(atom, int) or sem.levels[atom] > WARP or coeff % d:
+            return None
+    t = np.zeros(sem.nthreads, dtype=np.int64) if rest is None else sem.evaluate(rest)
+    if t is None:
+        return None
+    # unsigned with d a power of two: S + T wraps modulo 2^32 (or 2^64), a multiple of d, so the identity holds
+    # for 0 <= T; signed, or another d: a negative sum truncates toward zero, so it must be non-negative
+    modular = name.endswith((".u", ".u32", ".u64")) and d & (d - 1) == 0 and bool((t >= 0).all())
+    if not (modular or sem.nonneg(a)):
+        return None
+    return np.floor_divide(t, d)
 
 
 def leaves_for_good(analysis, branch_idx: int, sense: bool) -> bool:

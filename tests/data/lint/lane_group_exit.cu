@@ -51,3 +51,26 @@ extern "C" __global__ void per_lane_guard_bad(const float* x, float* y, long row
     v += __shfl_xor_sync(0xffffffffu, v, 1);
     y[row] = v;
 }
+
+// lmdeploy QkRMSNorm's shape: 16 lanes per row, the group index from the block's offset (a multiple of 16 whose
+// sign the lint cannot tell: blockIdx.x minus an argument) plus threadIdx.x, divided by 16.
+extern "C" __global__ void group16_block_offset_ok(const float* x, float* y, long rows, int n, int first_block) {
+    const bool second = blockIdx.x >= first_block;
+    const int block_idx = second ? blockIdx.x - first_block : blockIdx.x;
+    const int row = (threadIdx.x + block_idx * blockDim.x) / 16;
+    if (row >= rows) return;
+    float v = threadIdx.x % 16 < n ? x[(long)row * n + threadIdx.x % 16] : 0.f;
+    for (int m = 8; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+    if (threadIdx.x % 16 == 0) y[row] = v;
+}
+
+// The same with the groups shifted by 8 lanes: xor 8 reads a lane of another row, which may have left.
+extern "C" __global__ void group16_misaligned_bad(const float* x, float* y, long rows, int n, int first_block) {
+    const bool second = blockIdx.x >= first_block;
+    const int block_idx = second ? blockIdx.x - first_block : blockIdx.x;
+    const int row = (threadIdx.x + 8 + block_idx * blockDim.x) / 16;
+    if (row >= rows) return;
+    float v = threadIdx.x % 16 < n ? x[(long)row * n + threadIdx.x % 16] : 0.f;
+    for (int m = 8; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+    if (threadIdx.x % 16 == 0) y[row] = v;
+}
