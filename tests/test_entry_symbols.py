@@ -34,6 +34,9 @@ SYMBOLS = {
     ("ns::rms_inplace<float, 256, false>", "_ZN2ns11rms_inplaceIfLi256ELb0EEEvPT_PKS1_iif"),
     ("ns::rms_inplace<float, 256, (bool)1>", "_ZN2ns11rms_inplaceIfLi256ELb1EEEvPT_PKS1_iif"),
     ("_ZN2ns4warpILj4EfEEvPf", "_ZN2ns4warpILj4EfEEvPf"),
+    # cuda_fp16.h's typedef as a source writes it (lmdeploy's RMSNorm<false, half, float, 512, 8>)
+    ("ns::rms<half, 256>", "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if"),
+    ("ns::rms<half, 256>(half const*, half const*, half*, int, float)", "_ZN2ns3rmsI6__halfLi256EEEvPKS1_S3_PS1_if"),
 ])
 def test_cpp_names_resolve_to_the_mangled_symbol(entry, symbol):
     assert resolve(entry, SYMBOLS) == symbol
@@ -169,3 +172,12 @@ def test_cstdint_names_resolve_to_the_types_the_demangler_writes():
     assert resolve("k::g<float, int8_t, false>", symbols) == "_ZN1k1gIfaLb0EEEvPKT_"
     assert resolve("g<float, std::uint8_t, false>", symbols) == "_ZN1k1gIfhLb0EEEvPKT_"
     assert resolve("k::h<int64_t>", symbols) == "_ZN1k1hIlEEvPT_"
+
+
+def test_a_cubin_without_kernels_says_a_template_needs_an_instantiation():
+    # Apex's scaled_masked_softmax.h included alone: its kernels are templates no launch instantiates; the message
+    # must not claim the source has no __global__ function
+    with pytest.raises(EntryNotFound) as e:
+        resolve("scaled_softmax_warp_forward<__half, __half, float, 5>", {})
+    assert "closest: (none: the cubin holds no kernel; a __global__ template is compiled only where it is " \
+           "instantiated)" in str(e.value)

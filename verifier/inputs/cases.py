@@ -28,10 +28,24 @@ PROBE_N = (1, 2, 3, 5, 7, 31, 32, 33, 1000, 1023, 1024, 1025, 2048, 2049, 4096, 
 _HYPOTHESIS_CASE = re.compile(r"^hypothesis:(\d+)x(\d+):rng(\d+)$")
 
 
+# Row lengths probed only where supports() takes none of PROBE_N: a kernel limited to head dims or model widths
+# (FlashInfer's merge state: 64..512; exllamav2's head norm: 64 or 128 per head) would otherwise be neither built
+# nor analysed. Only then: what other kernels reach stays as it was.
+FALLBACK_N = (16, 64, 96, 128, 192, 256, 384, 512, 576, 768, 1536, 3072, 4608, 5120, 7168)
+_FALLBACK_M = (1, 2, 4, 8, 16, 64, 256, 1024)  # and 1, 2, 4 rows per column: square blocks of N by N
+
+
 def probe_lengths(spec, dt) -> list:
     """Row lengths that reach every entry a kernel launches: PROBE_N and one row per declared size class (a class
-    no probe length reaches would be neither built nor analysed)."""
-    return sorted(set(PROBE_N) | set(spec.class_lengths(dt)))
+    no probe length reaches would be neither built nor analysed); FALLBACK_N where it accepts none of those."""
+    lengths = set(PROBE_N) | set(spec.class_lengths(dt))
+
+    def takes(n):
+        return any(spec.check_supported(m, n, dt) is None for m in _FALLBACK_M + (n, 2 * n, 4 * n))
+
+    if not any(takes(n) for n in lengths):
+        lengths |= set(FALLBACK_N)
+    return sorted(lengths)
 
 
 class DrawTooLarge(Exception):

@@ -83,10 +83,14 @@ def _params_at(text: str) -> int:
 _STDINT = {"int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
            "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long"}
 _STDINT_NAME = re.compile(r"(?<![\w:])(?:std::)?(u?int(?:8|16|32|64)_t)\b")
+# cuda_fp16.h / cuda_bf16.h typedefs as the demangler spells the types they stand for (sources write `half`)
+_CUDA_TYPEDEF = {"half": "__half", "half2": "__half2", "nv_bfloat16": "__nv_bfloat16", "nv_bfloat162": "__nv_bfloat162"}
+_CUDA_TYPEDEF_NAME = re.compile(r"(?<![\w:])(half2?|nv_bfloat162?)\b")
 
 
 def _normal(text: str) -> str:
     text = _STDINT_NAME.sub(lambda m: _STDINT[m.group(1)], text)
+    text = _CUDA_TYPEDEF_NAME.sub(lambda m: _CUDA_TYPEDEF[m.group(1)], text)
     text = _UNSIGNED.sub("unsigned int", text)
     text = _BOOL.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
     text = _CAST.sub(r"\1", text)
@@ -136,7 +140,7 @@ def resolve(entry: str, symbols: dict, where: str = "the cubin") -> str:
 
     ranked = sorted(symbols, key=lambda s: (-score(s), shown[s]))
     close = [_no_params(shown[s]) for s in ranked if score(s) >= 0.5][:5] or [_no_params(shown[s]) for s in ranked[:5]]
-    listing = "; ".join(close) if close else "(none: the source defines no __global__ function)"
+    listing = "; ".join(close) if close else "(none: the cubin holds no kernel; a __global__ template is compiled only where it is instantiated)"
     raise EntryNotFound(
         f"entry {entry!r} is not a __global__ function of {where}; closest: {listing}", detail=f"closest: {listing}",
         fix="name the kernel as written in C++ with its template arguments (e.g. 'ns::kernel<float, 256>'), its "

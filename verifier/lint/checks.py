@@ -15,6 +15,7 @@ from verifier.lint import isa, races
 from verifier.lint.absent import AbsentReads
 from verifier.lint.cfg import CFG, EXIT
 from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
+from verifier.lint.lanegroups import keeps_groups
 from verifier.lint.issues import CLASSES, EntryFacts, Issue  # noqa: F401  (the checks' vocabulary, re-exported)
 from verifier.lint.nulls import Decider, Folding, note
 from verifier.lint.offsets import OffsetCheck
@@ -180,7 +181,7 @@ class EntryAnalysis:
             mask = int(sem_mask[0]) & FULL_MASK
             named = [j for j in range(32) if mask >> j & 1]
             runs, unknown = sem.guard_mask(ins)
-            unknown_v = [u for u in unknown if sem.levels[u[0]] >= VARYING]
+            unknown_v = [u for u in unknown if sem.levels[u[0]] >= VARYING and not keeps_groups(self, sem, ins, u)]
             if unknown_v:
                 p, sense, at = unknown_v[0]
                 out.append(Issue("inactive-lanes", "error",
