@@ -74,12 +74,13 @@ sys.exit(main(sys.argv[2:]))
 # forward takes the group variance as E[x²] - E[x]² (on 1000 ± 1 groups in f32 y is 40% off) and sums x and x² of
 # float16 inputs in float16 (1000² overflows: NaN rows; N(0, 1) rows of 65536 lose every bit).
 # FlashInfer 0.7.4 forms its row offsets in uint32 (norm.cuh `bx * stride_input`, sampling.cuh `bx * d`, topk.cuh
-# `row_idx * vocab_size`): past 2^32 elements they wrap, which the static offset-wrap check finds on the CPU.
+# `row_idx * vocab_size`, cascade.cuh's merge state): past 2^32 elements they wrap, which the static offset-wrap check finds on the CPU.
 FLASHINFER_U32_OFFSETS = ("flashinfer-rmsnorm", "flashinfer-gemma-rmsnorm", "flashinfer-fused-add-rmsnorm",
                           "flashinfer-rmsnorm-quant", "flashinfer-fused-add-rmsnorm-quant",
                           "flashinfer-sampling-softmax-t0.5", "flashinfer-sampling-softmax-t2.0",
                           "flashinfer-top-k-renorm-probs-k1", "flashinfer-top-k-renorm-probs-k8",
-                          "flashinfer-top-k-mask-logits")
+                          "flashinfer-top-k-mask-logits",
+                          "flashinfer-merge-state")  # cascade.cuh `(pos * num_heads + head_idx) * head_dim`, uint32
 TRUE_FINDINGS = {"liger-group-norm": {"value", "nan-inf", "invariant"},
                  **{name: {"static"} for name in FLASHINFER_U32_OFFSETS}}
 
