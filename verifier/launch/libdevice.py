@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import types
 
 
 def _round_half_away(x):
@@ -75,7 +76,7 @@ def _libdevice_numpy(name: str, stub):
 _LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
                       "triton.language.extra.hip.libdevice")
 _originals: dict = {}  # id -> (name, libdevice function): the _np_table ones, as Triton defines them
-_bindings: list = []  # (module, global name, original) of every module binding one of them
+_bindings: list = []  # (module, global name, original, libdevice name) of every module binding one of them
 _scanned = [0]  # len(sys.modules) when _bindings was last computed
 
 
@@ -104,12 +105,25 @@ def _libdevice_bindings() -> list:
             if not isinstance(d, dict):
                 continue
             for k, v in list(d.items()):
-                hit = _originals.get(id(v))
-                if hit is not None and hit[1] is v:
-                    found.append((m, k, v))
+                name = _libdevice_name(v)
+                if name is not None:
+                    found.append((m, k, v, name))
         _bindings[:] = found
         _scanned[0] = len(sys.modules)
     return _bindings
+
+
+def _libdevice_name(v):
+    """The _np_table name of libdevice function ``v``, else None: Triton's own, or the same definition from a copy
+    of a libdevice module executed afresh outside sys.modules (xformers' ``libdevice_find`` loads it so, then binds
+    ``rsqrt = libdevice_find("rsqrt")``): another object, with its module's name and its own."""
+    hit = _originals.get(id(v))
+    if hit is not None and hit[1] is v:
+        return hit[0]
+    # type(), not isinstance: the latter reads __class__, which warns on deprecated module attributes (torch's)
+    if type(v) is types.FunctionType and v.__module__ in _LIBDEVICE_MODULES and v.__qualname__ in _np_table():
+        return v.__qualname__
+    return None
 
 
 @contextlib.contextmanager
@@ -120,9 +134,9 @@ def libdevice_in_numpy():
     Every binding is replaced: the module attributes (``tl.extra.cuda.libdevice.round``, which a kernel reaching
     them through the module reads at each call) and names a module imported or aliased (``tl_round = ...round``)."""
     saved = []
-    for mod, name, orig in _libdevice_bindings():
+    for mod, name, orig, libdevice_name in _libdevice_bindings():
         saved.append((mod, name, orig))
-        setattr(mod, name, _libdevice_numpy(_originals[id(orig)][0], orig))
+        setattr(mod, name, _libdevice_numpy(libdevice_name, orig))
     try:
         yield
     finally:
