@@ -30,6 +30,8 @@ def test_a_wrong_config_is_found_and_named_and_a_right_kernel_passes_in_every_co
     assert r.returncode == 1, r.stderr[-2000:]
     kernels = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
     assert kernels["rowsum-autotuned-ok"]["verdict"] == "pass", kernels["rowsum-autotuned-ok"]["findings"][:2]
+    notes = kernels["rowsum-autotuned-ok"]["notes"]  # the battery runs once per config; each note is said once
+    assert notes and len(notes) == len(set(notes)), notes
     bug = kernels["rowsum-autotuned-bug"]
     assert bug["verdict"] == "fail"
     values = [f for f in bug["findings"] if f["check"] == "value"]
