@@ -44,7 +44,8 @@ TABLE = {
                 sanitize_first_dtype_only=False, catalogue="every catalogue case at small M", large_index=True,
                 large_on_cpu=("large_index_2pow31",), large_on_cpu_first_dtype_only=True),
     "thorough": Level("thorough", hypothesis=60, repeats=5, quick_cases_only=False, rows=16,
-                      sanitize_first_dtype_only=False, catalogue="every case at M = 16 rows", large_index=True),
+                      sanitize_first_dtype_only=False, large_index=True,
+                      catalogue="every case at M = 16 rows and m2049_short_rows (2049 rows of 16)"),
 }
 assert tuple(TABLE) == NAMES
 DEFAULT = DEFAULT_LEVEL  # of `verifier check` and of the suites (measured on a 2-core CPU: benchmarks/ci_suite_time.py)
