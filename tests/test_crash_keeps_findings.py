@@ -1,7 +1,7 @@
 """A kernel whose check dies in its child process (a segfault, an abort, killed at the timeout) keeps what the cases
 before the crash found: the child keeps its report on disk at each step (verifier.isolation.journal), and the
 parent's report is that, the crash / timeout finding naming the case that was running, and notes naming what never
-ran (verifier.isolation.unfinished). Before, the report held the crash alone: a value error in normal_small that
+ran (verifier.battery.unfinished). Before, the report held the crash alone: a value error in normal_small that
 explains a later crash was lost."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from verifier.declare.registry import load_spec_file
 from verifier.isolation import check_all
-from verifier.isolation.unfinished import mark_unfinished
+from verifier.battery.unfinished import mark_unfinished
 from verifier.report import FORMATS, render
 from verifier.results.kernel import KernelReport
 from verifier.results.options import Options
@@ -158,3 +158,13 @@ def test_a_crash_on_a_drawn_shape_names_that_shape_not_the_last_catalogue_case(s
     crash = _one(r, "crash")
     assert crash.input.startswith("hypothesis:") and f"--case {crash.input}" in crash.repro, crash.message
     assert "the drawn shapes after it, determinism of f32" in crash.message
+
+
+def test_a_battery_stopped_at_its_deadline_in_its_own_process_says_the_same(specs):
+    # Where the battery's own watchdog stops the hung call before the parent kills the child (CI saw either), the
+    # timeout finding names what never ran just as a killed child's does.
+    from verifier.battery import check_kernel
+
+    r = check_kernel(specs["hang_late"], Options(level="quick", device="cpu", seed=0, timeout=3))
+    _kept_the_early_value_error(r, "timeout", "mean_gg_std_1000", ("fully_masked_rows", "d7_below_warp"))
+    assert "were stopped" in _one(r, "timeout").message

@@ -27,6 +27,7 @@ Undeclared resource use (spills, stack) is a **resources** warning; declared con
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from typing import Callable, Optional
@@ -37,6 +38,7 @@ from verifier.battery.determinism import check_determinism
 from verifier.battery.hypothesis import check_shapes
 from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned, wants
 from verifier.battery.refusal import check_refusal
+from verifier.battery.unfinished import mark_unfinished
 from verifier.battery.values import hang_finding, pooled_rounding, run_case
 from verifier.judge.rounding import RoundingPool
 from verifier.declare import contracts as _contracts
@@ -67,17 +69,17 @@ def check_kernel(spec: KernelSpec, opts: Options, progress: Optional[Callable[[s
             f"kernel {spec.name} declares no dtype {opts.dtype!r}",
             fix=f"declared: {', '.join(d.tag for d in spec.dtypes)}",
         )
-    last = [""]  # the step a hang interrupts, for its finding
+    said = [""]  # the steps announced, the last one the step a hang interrupts, for its finding
 
     def say(msg: str):
-        last[0] = msg
+        said.append(msg)
         if progress:
             progress(msg)
 
     report.notes += _contracts.declared_notes(spec)
     try:  # the plan's ladder (verifier.battery.plan): the kernel's error, crash or timeout; the run goes on
         error = guarded(spec, opts, report, lambda: _battery(spec, opts, report, tags, say),
-                        on_hang=lambda e: _timed_out(spec, opts, report, tags, e, last[0]))
+                        on_hang=lambda e: _timed_out(spec, opts, report, tags, e, said))
         if error is not None:
             usercode.blame(report, error)
     finally:
@@ -137,14 +139,17 @@ def _battery(spec, opts, report, tags, say) -> None:
 _STEP = re.compile(r"^\S+ \[(?P<tag>[^\]]+)\]: (?P<step>.+)$")  # a progress line of a dtype's step
 
 
-def _timed_out(spec, opts, report, tags, e, last: str) -> None:
-    """A kernel call stopped at the deadline: its timeout finding, naming the step it was in; the checks not
-    done are skipped."""
-    m = _STEP.match(last)
+def _timed_out(spec, opts, report, tags, e, said: list) -> None:
+    """A kernel call stopped at the deadline: its timeout finding, naming the step it was in and what never ran
+    (as a child killed at its timeout says it, verifier.battery.unfinished); the checks not done are skipped."""
+    m = _STEP.match(said[-1])
     ctx = {"dtype": m["tag"]} if m else {}
     if m and m["step"] != "values" and not m["step"].startswith(CONFIG_STEP):
         ctx["input"] = m["step"]  # a catalogue case, hypothesis:MxN:rngS, refusal or determinism: --case values
-    report.add(hang_finding(spec, opts, e, **ctx))
+    steps = [(s["tag"], s["step"]) for s in map(_STEP.match, said) if s]
+    finding = hang_finding(spec, opts, e, **ctx)
+    left = mark_unfinished(report, spec, opts, steps, "timed out")
+    report.add(dataclasses.replace(finding, message=finding.message + left))
     report.skip_all([dt.tag for dt in tags], RUN_CHECKS, "no result: the kernel's checks timed out")
 
 

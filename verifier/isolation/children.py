@@ -6,7 +6,7 @@ verifier.toolchain.proc, which tracks every child). The parent turns a child tha
 (with the CUDA error and the tail of the child's output) and one that outlives the timeout into a **timeout**
 finding, and goes on with the next kernel. Both findings name the step the child was in (dtype and input), taken
 from the progress lines it writes; the report keeps what the child completed before that step
-(verifier.isolation.journal) and says what it never ran (verifier.isolation.unfinished).
+(verifier.isolation.journal) and says what it never ran (verifier.battery.unfinished).
 
 A child answers once (verifier.toolchain.proc.write_answer): its report; a UsageError (a malformed spec met
 while running it), raised again here so it is exit 2 as in-process; or an internal error (a bug in
@@ -25,7 +25,7 @@ from verifier.constants import KERNEL_TIMEOUT_ENV
 from verifier.errors import UsageError
 from verifier.battery.plan import CONFIG_STEP
 from verifier.isolation import journal, phases
-from verifier.isolation.unfinished import mark_unfinished
+from verifier.battery.unfinished import mark_unfinished
 from verifier.results.findings import Finding
 from verifier.results.kernel import RUN_CHECKS, KernelReport
 from verifier.results.options import repro_line
@@ -91,7 +91,7 @@ def dead_child_report(check: str, what: str, detail: str, spec, opts, output: st
                       partial: KernelReport | None = None) -> KernelReport:
     """The report of a child that died or was killed: what it completed (``partial``, verifier.isolation.journal:
     the findings, cells and notes of the steps before the one it died in), one crash / timeout finding naming
-    that step, a note per dtype of what never ran (verifier.isolation.unfinished), and every check cell nothing
+    that step, a note per dtype of what never ran (verifier.battery.unfinished), and every check cell nothing
     completed marked skipped."""
     ctx = _last_step(output, spec)
     config = _last_config(output, spec)

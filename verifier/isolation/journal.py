@@ -9,7 +9,7 @@ written to a temporary name, then renamed, so a child killed mid-write leaves th
 When the child dies (a segfault, an abort, a CUDA fault) or is killed at its timeout, the parent reads the last
 snapshot back (``read_partial``): the findings, cells and notes of every step the child completed before the one it
 died in, to which verifier.isolation.children adds the crash / timeout finding and what never ran
-(verifier.isolation.unfinished).
+(verifier.battery.unfinished).
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What a child that died (or was killed at its timeout) never ran, said in its report: nothing is skipped silently.
+"""What a battery stopped at its timeout, or a child that died (or was killed at it), never ran, said in its report:
+nothing is skipped silently (verifier.battery: the battery's own deadline; verifier.isolation.children: a dead child).
 
 The child announces each step before running it (``NAME [TAG]: STEP``: refusal, values, a config, a catalogue
 case, a drawn shape, determinism); verifier.isolation.children reads the announcements back as (tag, step) pairs,
