@@ -196,6 +196,13 @@ class CFG:
                     runner = self.ipdom[runner]
         return cd
 
+    def other_side(self, branch_idx: int, sense: bool) -> list:
+        """The blocks that begin the side of the branch at instruction ``branch_idx`` NOT taken when its predicate
+        reads ``sense`` (where the threads a guard leaves out go): the walks of verifier.lint.checks (an early
+        exit before a barrier) and verifier.lint.lanegroups (lanes leaving for good) start here."""
+        want = ("fall", "exit") if sense else ("taken",)
+        return [s for s, e in self.blocks[self.block_of[branch_idx]].succs if e in want]
+
     def all_cdeps(self, block: int) -> list:
         """Transitive control dependences of ``block``: [(branch block, edge)], nearest first."""
         out, seen, todo = [], {block}, [block]

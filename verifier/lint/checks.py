@@ -116,9 +116,7 @@ class EntryAnalysis:
         """Whether the side of the branch NOT taken with ``sense`` can end the thread (ret/exit) before any
         block barrier: the threads going that way leave the block early."""
         cfg = self.cfg
-        b = cfg.block_of[branch_idx]
-        want = ("fall", "exit") if sense else ("taken",)
-        todo = [s for s, e in cfg.blocks[b].succs if e in want]
+        todo = cfg.other_side(branch_idx, sense)
         seen = set()
         while todo:
             k = todo.pop()

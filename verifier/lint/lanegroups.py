@@ -99,8 +99,7 @@ def leaves_for_good(analysis, branch_idx: int, sense: bool) -> bool:
     and no warp collective on the way (and never comes back to the branch)."""
     cfg = analysis.cfg
     b = cfg.block_of[branch_idx]
-    want = ("fall", "exit") if sense else ("taken",)
-    todo = [s for s, e in cfg.blocks[b].succs if e in want]
+    todo = cfg.other_side(branch_idx, sense)
     seen = set()
     while todo:
         k = todo.pop()
