@@ -306,8 +306,11 @@ def cmd_ops(args) -> int:
         print(f"{op.name}: {op.signature()}")
         if op.optional:
             print(f"    optional inputs (a param of the same name takes them): {op.optional_signature()}")
-        if op.optional_outputs:
+        if set(op.optional_outputs) - set(op.outputs):
             print(f"    optional outputs (a param of the same name, True, writes them): {op.optional_output_signature()}")
+        if set(op.optional_outputs) & set(op.outputs):
+            print(f"    outputs a kernel may leave out (a param of the same name, False): "
+                  f"{op.optional_output_signature(present=True)}")
         print(f"    params: {params}; budget: {budget}; invariants: "
               f"{len(op.invariants) if isinstance(op.invariants, (list, tuple)) else 'yes' if op.invariants else 'none'}"
               f"; own cases: {len(op.cases)}; {where}")

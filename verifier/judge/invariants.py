@@ -83,10 +83,13 @@ def _declared(opdef, inv, inp, ys, params, c, M) -> list[Violation]:
     from verifier.errors import SpecError
     from verifier.numerics.violations import violation
 
+    ys = _Outputs(ys, set(opdef.optional_outputs) - set(ys))
     try:
         value = np.broadcast_to(np.asarray(inv.measure(inp, ys, params), dtype=np.float64), (M,))
         bound = inv.bound(inp, ys, params, c) if callable(inv.bound) else inv.bound
         bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), (M,))
+    except _Absent:  # a property of an optional output this kernel does not write (merge_attn_states' lse)
+        return []
     except Exception as e:
         raise SpecError(f"op {opdef.name!r}: invariant {inv.name!r} raised {type(e).__name__}: {e}",
                         fix=f"measure(inputs, outputs, params) and bound(inputs, outputs, params, ctx) must return one "
@@ -97,6 +100,21 @@ def _declared(opdef, inv, inp, ys, params, c, M) -> list[Violation]:
             finite &= np.isfinite(a.reshape(M, -1)).all(axis=1)
     bad = finite & ~(value <= bound)
     return violation(f"{opdef.name}.{inv.name}", bad, value, bound, inv.what or inv.name)
+
+
+class _Absent(KeyError):
+    """An invariant read an optional output the kernel's variant does not have."""
+
+
+class _Outputs(dict):
+    """The outputs an invariant sees; reading an absent optional output raises _Absent (the invariant is skipped)."""
+
+    def __init__(self, ys, absent):
+        super().__init__(ys)
+        self.absent = absent
+
+    def __missing__(self, name):
+        raise (_Absent if name in self.absent else KeyError)(name)
 
 
 _CONTEXT = ("kernel", "dtype", "input", "shape", "seed", "repro", "severity")

@@ -128,7 +128,9 @@ class _Registry(dict):
         if name not in self.variants and isinstance(name, str) and name.endswith("]") and "[" in name:
             base, _, tags = name[:-1].partition("[")  # 'softmax[mask:N,sinks]', as Op.variant names it
             if dict.__contains__(self, base) and tags:
-                params = dict((t.partition(":")[0], t.partition(":")[2] or True) for t in tags.split(","))
+                # 'mask:N' takes mask of shape N, 'lse' writes lse, '-lse' does not (an output written by default)
+                params = dict((t[1:], False) if t.startswith("-") else (t.partition(":")[0], t.partition(":")[2] or True)
+                              for t in tags.split(","))
                 op = dict.__getitem__(self, base)
                 if set(params) <= set(op.optional) | set(op.optional_outputs):
                     variant_for(base, params)

@@ -10,7 +10,8 @@ B = e or 2: param ``lse_base`` ('e': vLLM, FlashAttention; '2': FlashInfer, whos
 An lse of -inf is an empty state: the other side's state passes through (w = 0). Both -inf: param ``empty`` says
 what the kernel promises ('nan', the default: the arithmetic above gives NaN, as FlashInfer's and vLLM's kernels do;
 'zero': v = 0 and lse = -inf, a guarded kernel). The budget is derived (verifier.ops.derived): the exponentials of
-the lse differences carry the error of their argument, so a large difference widens it where it must.
+the lse differences carry the error of their argument, so a large difference widens it where it must. A kernel that
+writes only v (vLLM's ``output_lse=None``) declares ``params={"lse": False}``: op ``merge_attn_states[-lse]``.
 """
 from __future__ import annotations
 
@@ -159,8 +160,9 @@ OPDEF = Op(
     "merge_attn_states",
     inputs={"x": "MxN", "lse_a": Tensor("M", dtype="float32", make=make_lse("a")), "v_b": "MxN",
             "lse_b": Tensor("M", dtype="float32", make=make_lse("b"))},
-    outputs={"v": "MxN", "lse": Tensor("M", dtype="float32")},
-    params={"lse_base": "e", "empty": "nan"}, other_names={"v_a": "x"},
+    # lse is written unless a kernel says it is not (params {"lse": False}: vLLM's output_lse=None)
+    outputs={"v": "MxN", "lse": Tensor("M", dtype="float32", optional=True)},
+    params={"lse_base": "e", "empty": "nan", "lse": True}, other_names={"v_a": "x"},
     reference=reference, invariants=INVARIANTS, cases=CASES, float64=False,
     description="two partial attention states (v, lse) merged into one; lse in base e or 2; both empty: NaN or 0",
 )

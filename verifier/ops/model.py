@@ -175,7 +175,8 @@ class Op:
                 if isinstance(decl, Tensor) and decl.optional:
                     check_optional(where, t, None, self.params, output=True)
                     extra[t] = (d, dtype)
-                    continue
+                    if self.params.get(t) is not True:  # written only by the kernels that set it True
+                        continue
                 if d == ("M",):
                     rows.append(t)
                 dims[t] = d
@@ -187,7 +188,7 @@ class Op:
             object.__setattr__(self, "out_fixed", fixed)
             object.__setattr__(self, "out_dtype_params", by_param)
             object.__setattr__(self, "optional_outputs", extra)
-            object.__setattr__(self, "outputs", tuple(t for t in self.outputs if t not in extra))
+            object.__setattr__(self, "outputs", tuple(t for t in self.outputs if t not in extra or t in dims))
             object.__setattr__(self, "row_outputs", tuple(dict.fromkeys(rows)))
             object.__setattr__(self, "out_dims", dims)
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -217,7 +218,7 @@ class Op:
                   [k for _, k in self.recipe.values() if k not in self.kappas]
         if missing:
             raise SpecError(f"{where}: recipe names {missing}, not outputs or kappas", fix="one recipe row per output")
-        if self.recipe and set(self.recipe) - set(self.optional_outputs) != set(self.outputs):
+        if self.recipe and set(self.recipe) - (set(self.optional_outputs) - set(self.outputs)) != set(self.outputs):
             raise SpecError(f"{where}: recipe covers {sorted(self.recipe)}, outputs are {list(self.outputs)}",
                             fix="give a recipe row for every output, or none (the budget is then derived)")
         if isinstance(self.invariants, (list, tuple)):
@@ -301,31 +302,39 @@ class Op:
                                     f"(e.g. {full[-1]!r}), or None for a kernel without {t}")
             present[t] = Role(t, kind_of(dims), role.kind, dtype_param=role.dtype_param, make=role.make, dims=dims,
                               dtype=role.dtype)
-        extra = {}
+        extra, dropped = {}, set()
         for t, (dims, dtype) in self.optional_outputs.items():
             want = p.get(t)
             if want is None or want is False:
+                if t in self.outputs:  # written by default (its param defaults to True): this kernel does not
+                    dropped.add(t)
+                continue
+            if t in self.outputs:
                 continue
             if want is not True:
                 raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}; {t} is an optional output",
                                 fix=f"set {t}=True for a kernel that also writes {t}[{','.join(map(str, dims))}], "
                                     "or leave it out")
             extra[t] = (dims, dtype)
-        if not present and not extra:
+        if not present and not extra and not dropped:
             return self
         from dataclasses import replace
 
-        outs = self.outputs + tuple(extra)  # the recipe keeps the rows of the outputs present (the others' are absent)
+        kept = tuple(t for t in self.outputs if t not in dropped)
+        outs = kept + tuple(extra)  # the recipe keeps the rows of the outputs present (the others' are absent)
         v = replace(self, roles=self.roles + tuple(present.values()), inputs=self.inputs + tuple(present),
                     outputs=outs, origin=self.origin, recipe={t: r for t, r in self.recipe.items() if t in outs},
-                    row_outputs=self.row_outputs + tuple(t for t, (d, _) in extra.items() if d == ("M",)))
+                    row_outputs=tuple(t for t in self.row_outputs if t not in dropped)
+                    + tuple(t for t, (d, _) in extra.items() if d == ("M",)))
         tag = ",".join([t if r.dims == self.optional[t].dims else f"{t}:{'x'.join(map(str, r.dims))}"
-                        for t, r in present.items()] + list(extra))
-        out_dims = {**self.out_dims, **{t: d for t, (d, _) in extra.items()}}
-        out_fixed = {**self.out_fixed, **{t: dt for t, (_, dt) in extra.items() if dt is not None}}
+                        for t, r in present.items()] + list(extra) + [f"-{t}" for t in sorted(dropped)])
+        out_dims = {t: d for t, d in {**self.out_dims, **{t: d for t, (d, _) in extra.items()}}.items() if t in outs}
+        out_fixed = {t: dt for t, dt in {**self.out_fixed, **{t: dt for t, (_, dt) in extra.items() if dt is not None}}
+                     .items() if t in outs}
+        out_dtype_params = {t: k for t, k in self.out_dtype_params.items() if t in outs}
         for k, val in (("name", f"{self.name}[{tag}]"), ("base", self.name), ("of", self), ("optional", self.optional),
                        ("optional_outputs", self.optional_outputs), ("out_dims", out_dims), ("out_fixed", out_fixed),
-                       ("out_dtype_params", self.out_dtype_params)):  # else index_dtype='int64' read as int32
+                       ("out_dtype_params", out_dtype_params)):  # else index_dtype='int64' read as int32
             object.__setattr__(v, k, val)
         return v
 
@@ -420,10 +429,11 @@ class Op:
         """'mask[M,N], sinks[M]': the optional inputs a kernel may declare (params of their names), or ''."""
         return ", ".join(f"{t}[{','.join(str(d) for d in r.dims)}]" for t, r in self.optional.items())
 
-    def optional_output_signature(self) -> str:
-        """'lse[M] (float32)': the optional outputs a kernel may declare it writes (params of their names), or ''."""
+    def optional_output_signature(self, present: bool = False) -> str:
+        """'lse[M] (float32)': the optional outputs a kernel may declare it writes (params of their names), or ''; with
+        ``present``, those written by default that a kernel may leave out (its param False)."""
         return ", ".join(f"{t}[{','.join(str(d) for d in dims)}]" + (f" ({dt})" if dt else "")
-                         for t, (dims, dt) in self.optional_outputs.items())
+                         for t, (dims, dt) in self.optional_outputs.items() if (t in self.outputs) == present)
 
 
 def _check_selection(where: str, op: "Op") -> None:

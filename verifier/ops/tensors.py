@@ -110,9 +110,12 @@ def input_role(where: str, name: str, decl, params: dict) -> Role:
 
 
 def check_optional(where: str, name: str, role: Optional[Role], params: dict, output: bool = False) -> None:
-    if output and params.get(name, "missing") is not None:
-        raise SpecError(f"{where}: optional output {name!r} needs a param of its name, default None",
+    if output and params.get(name, "missing") not in (None, True):
+        raise SpecError(f"{where}: optional output {name!r} needs a param of its name, default None (written only by "
+                        "the kernels that set it True) or True (written unless a kernel sets it False)",
                         fix=f"add params={{{name!r}: None}}: a kernel sets it to True when it also writes {name}")
+    if output:
+        return
     if name == "x" or params.get(name, "missing") is not None:
         raise SpecError(f"{where}: optional input {name!r} needs a param of its name, default None",
                         fix=f"add params={{{name!r}: None}}: a kernel sets it to True (or a shape) to take {name}")
