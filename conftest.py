@@ -68,7 +68,14 @@ _SHARE = "VERIFIER_LINT_SHARE"  # verifier.lint.step.SHARE_ENV (not imported: th
 
 
 def pytest_configure(config):
-    """The xdist controller: a fresh directory for this run's lint results, inherited by the workers it starts."""
+    """Every process of a session that does not run Triton compiled (no GPU) imports triton interpreted, whatever
+    test imports it first: a test file run alone under ``-n`` would otherwise import it compiled through a spec file
+    and fail to switch (the plugin commits a process only when it collects the suites or a verifier fixture).
+    The xdist controller: a fresh directory for this run's lint results, inherited by the workers it starts."""
+    if not _runs_triton_compiled():
+        from verifier.launch.triton import prefer_interpreter
+
+        prefer_interpreter()
     if config.getoption("numprocesses", None) and not hasattr(config, "workerinput") and not os.environ.get(_SHARE):
         config._lint_share = tempfile.mkdtemp(prefix="verifier-lint-share-")
         os.environ[_SHARE] = config._lint_share
