@@ -2,13 +2,14 @@
 
 The public surface of the declare stage (verifier/declare/): the kernel constructors, their launches and
 arguments, expectations, contracts, dtypes, your own ops (``Op``, ``Tensor``, ``Invariant``, ``OpCase``,
-``may_round``), the row-size helpers (size classes, vector widths, row limits), and the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
+``may_round``), the row-size helpers (size classes, vector widths, row limits), ``ctype`` (a dtype's C++ type in an entry name), and the exceptions a spec raises (``Unsupported`` to refuse a shape, ``SpecError`` for a malformed declaration).
 docs/specs.md documents every field. Spec files import nothing else of verifier: the modules behind these names
 are internal and may move.
 """
 from __future__ import annotations
 
 from verifier.declare.contracts import Contracts
+from verifier.declare.cuda_types import ctype
 from verifier.declare.args import LaunchLayout, Pointer, Scalar, Stride, Struct, Workspace
 from verifier.declare.kernels import (CallableKernel, CudaKernel, Expectations, KernelSpec, Launch, MATH_MODES,
                                       TritonKernel, register_resident)
@@ -22,5 +23,5 @@ from verifier.ops.model import ArgMax, Invariant, KeepTopK, Op, OpCase, Quantize
 __all__ = ["ArgMax", "CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KeepTopK", "KernelSpec",
            "ColumnMajor", "Launch", "LaunchLayout", "OutputLayout", "RowStride", "MATH_MODES", "Op", "OpCase", "Pointer", "Quantized", "Scalar", "Selection", "SizeClasses", "SpecError", "Stride",
            "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit",
-           "max_row", "may_round", "package_path", "register_resident",
+           "ctype", "max_row", "may_round", "package_path", "register_resident",
            "vector_width", "whole_vectors"]

@@ -5,20 +5,19 @@ code launches them: block (32, warps), VEC_SIZE = gcd(16 / sizeof(T), d). Instal
 """
 from math import gcd
 
-from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, Launch, Scalar, Stride, dtypes, max_row, package_path,
+from verifier.spec import (FLOAT_IO, Contracts, CudaKernel, ctype, Launch, Scalar, Stride, dtypes, max_row, package_path,
                            register_resident)
 
 REQUIRES = {"flashinfer": "flashinfer-python==0.7.4 --no-deps"}
 INCLUDE = (package_path("flashinfer", "data", "include"), "stub_include")
 FLAGS = ("-use_fast_math", "-DENABLE_BF16")
-CTYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
 
 
 def _shape(N, dt):
     """(entry's template args, block, warps) as FlashInfer's RMSNorm / FusedAddRMSNorm host functions pick them."""
     vec = gcd(16 // {"float32": 4}.get(dt.input, 2), N)
     warps = -(-min(1024, N // vec) // 32)
-    return f"<{vec}, {CTYPE[dt.input]}>", (32, warps), warps
+    return f"<{vec}, {ctype(dt.input)}>", (32, warps), warps
 
 
 def rmsnorm(M, N, dt, p):

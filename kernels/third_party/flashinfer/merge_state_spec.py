@@ -3,16 +3,16 @@ base 2 (FlashInfer's log2-sum-exp2 states), two empty states give NaN (its arith
 lg2.approx) as its JIT builds it. Launched as its host MergeState launches it, one head per row: grid (M,), block
 (head_dim / vec_size, 1). Its sampling top-k kernels (topk.cuh: renormalized probabilities, masked logits, no values
 and indices) are ops of their own, top_k_renorm_probs and top_k_mask_logits (sampling_topk_spec.py)."""
-from verifier.spec import FLOAT_IO, Contracts, CudaKernel, Launch, Scalar, register_resident
+from verifier.spec import FLOAT_IO, Contracts, CudaKernel, Launch, Scalar, ctype, register_resident
 
-from flashinfer_spec import CTYPE, FLAGS, INCLUDE, REQUIRES  # noqa: E402 (this folder's own module)
+from flashinfer_spec import FLAGS, INCLUDE, REQUIRES  # noqa: E402 (this folder's own module)
 
 HEAD_DIMS = (64, 128, 256, 512)  # FlashInfer's DISPATCH_HEAD_DIM
 
 
 def _launches(M, N, dt, p):
     vec = max(16 // (4 if dt.input == "float32" else 2), N // 32)
-    return [Launch(f"flashinfer::MergeStateKernel<{vec}, {CTYPE[dt.input]}, {CTYPE[dt.input]}>", (M,), (N // vec, 1),
+    return [Launch(f"flashinfer::MergeStateKernel<{vec}, {ctype(dt.input)}, {ctype(dt.input)}>", (M,), (N // vec, 1),
                    ("x", "lse_a", "v_b", "lse_b", "v", "lse", Scalar("uint32", 1), "N"))]
 
 

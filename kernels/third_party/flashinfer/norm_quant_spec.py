@@ -9,14 +9,13 @@ Its clamp, fmaxf(-max, fminf(v, max)), turns NaN into +max (a NaN row is written
 what it promises; it loads VEC_SIZE elements at a time from aligned pointers."""
 from math import gcd
 
-from verifier.spec import Contracts, CudaKernel, Launch, Scalar, Stride, dtypes, max_row, package_path, register_resident
+from verifier.spec import Contracts, CudaKernel, Launch, Scalar, Stride, ctype, dtypes, max_row, package_path, register_resident
 
-CTYPE = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float8_e4m3fn": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
 
 
 def rmsnorm_quant(M, N, dt, p):
     vec, warps = gcd(8, N), -(-min(1024, N // gcd(8, N)) // 32)  # 16 / sizeof(T) = 8 for the 16-bit inputs
-    return [Launch(f"flashinfer::norm::RMSNormQuantKernel<{vec}, {CTYPE[dt.input]}, {CTYPE[dt.output]}>", (M,),
+    return [Launch(f"flashinfer::norm::RMSNormQuantKernel<{vec}, {ctype(dt.input)}, {ctype(dt.output)}>", (M,),
                    (32, warps), ("x", "w", "y", "N", Stride("x", "int32"), Stride("y", "int32"),
                                  Scalar("float32", p["offset"]), "scale", "eps"), smem=4 * warps)]
 
@@ -25,7 +24,7 @@ def fused_add_rmsnorm_quant(M, N, dt, p):
     # as its host FusedAddRMSNormQuant launches it: the float32 sums staged in dynamic shared memory after the
     # warps' partial sums (ceil(warps / 4)·4 floats)
     vec, warps = gcd(8, N), -(-min(1024, N // gcd(8, N)) // 32)
-    return [Launch(f"flashinfer::norm::FusedAddRMSNormQuantKernel<{vec}, {CTYPE[dt.input]}, {CTYPE[dt.output]}>",
+    return [Launch(f"flashinfer::norm::FusedAddRMSNormQuantKernel<{vec}, {ctype(dt.input)}, {ctype(dt.output)}>",
                    (M,), (32, warps), ("x", "residual", "w", "y", "N", Stride("x", "int32"), Stride("residual", "int32"),
                                        Stride("y", "int32"), Scalar("float32", p["offset"]), "scale", "eps"),
                    smem=4 * ((-(-warps // 4)) * 4 + N))]

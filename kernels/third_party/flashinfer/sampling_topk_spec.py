@@ -10,9 +10,9 @@ block's shared memory take its multi-CTA path (a grid barrier): refused past 40,
 as a true finding on large_index_2pow32)."""
 from math import gcd
 
-from verifier.spec import Contracts, CudaKernel, Expectations, Launch, Pointer, Scalar, dtypes, max_row
+from verifier.spec import Contracts, CudaKernel, Expectations, Launch, Pointer, Scalar, ctype, dtypes, max_row
 
-from flashinfer_spec import CTYPE, FLAGS, INCLUDE, REQUIRES  # noqa: E402 (this folder's own module)
+from flashinfer_spec import FLAGS, INCLUDE, REQUIRES  # noqa: E402 (this folder's own module)
 
 SUM_FLOOR = 9.99999993922529e-09  # 1e-8f, the float32 its renorm clamps the kept sum to
 SPILL = Expectations(max_spill_bytes=32, max_stack_bytes=16)  # the renorm at 1024 threads (64 registers), as ptxas says
@@ -23,7 +23,7 @@ def _launches(entry, flags, out):
         size = 4 if dt.input == "float32" else 2
         vec = gcd(16 // size, N)
         chunk = -(-N // vec) * vec  # round_up(ceil_div(N, 1 CTA), VEC_SIZE)
-        return [Launch(f"flashinfer::sampling::{entry}<1024u, {vec}u, {flags}, {CTYPE[dt.input]}, int>",
+        return [Launch(f"flashinfer::sampling::{entry}<1024u, {vec}u, {flags}, {ctype(dt.input)}, int>",
                        (min(M, 132),), (1024,), ("x", out, Pointer(None), Scalar("uint32", p["k"]),
                                                  Scalar("uint32", "N"), Scalar("uint32", "M"), Pointer(None),
                                                  Scalar("uint32", chunk), Scalar("uint32", 1)), smem=2080 + chunk * size)]
