@@ -124,6 +124,8 @@ TORCH_EXPECTATION = {
     "cross_entropy": _cross_entropy,
     "cross_entropy_reduced": lambda x, i, p: _cross_entropy(x, i, p, reduced=True),
     "cross_entropy_soft": _cross_entropy_soft,
+    "cross_entropy_soft_reduced": lambda x, i, p: (lambda y: y.mean() if p["reduction"] == "mean" else y.sum())(
+        _cross_entropy_soft(x, i, p)).reshape(1),
     "merge_attn_states": _merge,
     "topk_softmax": _topk_softmax,
     "topk_softmax_dense": _topk_dense,

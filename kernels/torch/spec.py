@@ -99,6 +99,10 @@ def _cross_entropy_variants(inputs, outputs, params, dt):
     return {"loss": loss}
 
 
+def _cross_entropy_soft_mean(inputs, outputs, params, dt):
+    return {"loss": F.cross_entropy(inputs["x"].float(), inputs["target"].float()).reshape(1)}
+
+
 def _cross_entropy_soft(inputs, outputs, params, dt):
     # PyTorch's class-probability targets: -(t'·log_softmax(x')).sum(-1), 0·(-inf) = NaN at a masked class
     # (declared zero_target='nan'); label smoothing mixes the target with the uniform one.
@@ -211,6 +215,10 @@ KERNELS = [
            "F.cross_entropy(x.float(), labels, reduction='mean', label_smoothing=0.1)"),
           ("sum", "cross_entropy_reduced", {"reduction": "sum", "z_loss": 1e-4, "softcap": 30.0}, ("f32",),
            "30·tanh(x/30), F.cross_entropy + 1e-4·logsumexp², summed over the rows"))),
+    CallableKernel(name="torch-ce-soft-mean", op="cross_entropy_soft_reduced", fn=_cross_entropy_soft_mean,
+                   dtypes=[dtypes("bf16", "f32"), dtypes("f32")], params={"zero_target": "nan"},
+                   description="F.cross_entropy(x.float(), target.float()): soft labels, the mean over the batch "
+                               "(timm's SoftTargetCrossEntropy under autocast)"),
     CallableKernel(name="torch-ce-soft", op="cross_entropy_soft", fn=_cross_entropy_soft,
                    dtypes=[dtypes("bf16", "f32")], params={"label_smoothing": 0.1, "zero_target": "nan"},
                    description="F.cross_entropy(x.float(), target.float(), label_smoothing=0.1), soft labels"),

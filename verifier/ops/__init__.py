@@ -21,6 +21,8 @@ cross_entropy_reduced x[M,N], labels[M] (int) loss[1]                     as cro
                                                                           reduction='mean' ('sum')
 cross_entropy_soft   x[M,N], target[M,N]      loss[M]                     label_smoothing, z_loss,
                                                                           softcap, zero_target='zero'
+cross_entropy_soft_reduced x[M,N],            loss[1]                     as cross_entropy_soft,
+                     target[M,N]                                          reduction='mean' ('sum')
 topk_softmax         x[M,E] (gating logits)   values[M,k] (float32),      k=8, renormalize=False,
                                               indices[M,k] (int32/int64)  gate='softmax', index_dtype='int32'
 merge_attn_states    x[M,N] (v_a), lse_a[M],  v[M,N], lse[M] (float32)   lse_base='e', empty='nan'
@@ -92,6 +94,7 @@ from verifier.ops import group_hidden  # norms over groups of the hidden dim (pr
 from verifier.ops import topk_dense  # MoE routing's dense combine weights (GShard / Switch / DeepSpeed)
 from verifier.ops import logsumexp  # the softmax family's lse alone (verifier/ops/logsumexp.py)
 from verifier.ops import row_argmax  # each row's argmax: greedy sampling (verifier/ops/row_argmax.py)
+from verifier.ops import cross_entropy_soft_reduced  # timm's SoftTargetCrossEntropy, PyTorch's mean over soft labels
 from verifier.ops.model import Invariant, Op, OpCase, Role, Selection, Tensor, lookup_op  # noqa: F401
 
 __all__ = ["BUNDLED", "OPS", "variant_for", "Invariant", "Op", "OpCase", "OpDef", "Role", "Tensor", "get_op",
@@ -116,6 +119,7 @@ BUNDLED += (top_k_sampling.RENORM, top_k_sampling.MASK)  # sampling's top-k filt
 BUNDLED += (topk_dense.OPDEF,)  # routing's dense [M, E] combine weights (verifier/ops/topk_dense.py)
 BUNDLED += (logsumexp.OPDEF,)  # the row's log-sum-exp alone, float32 (verifier/ops/logsumexp.py)
 BUNDLED += (row_argmax.OPDEF,)  # each row's argmax, exact and tie-aware (verifier/ops/row_argmax.py)
+BUNDLED += (cross_entropy_soft_reduced.OPDEF,)  # soft labels over the batch (verifier/ops/cross_entropy_soft_reduced.py)
 
 
 class _Registry(dict):

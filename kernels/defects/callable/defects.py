@@ -79,6 +79,21 @@ def _ce_soft(where_zero):
     return fn
 
 
+def _ce_soft_mean(programs_of_two=False, max_subtracted=True):
+    """Soft-label cross entropy averaged over the batch (timm's SoftTargetCrossEntropy), in float32: the rows' losses
+    summed and divided by M. programs_of_two: per-program partials of two rows, M // 2 programs (the last row of an
+    odd batch never summed); max_subtracted=False: lse = log(sum(exp(x))) without the row max (underflows to -inf
+    on logits far below zero, overflows far above)."""
+    def fn(inputs, outputs, params, dt):
+        x, t = inputs["x"].float(), inputs["target"].float()
+        lse = torch.logsumexp(x, -1, keepdim=True) if max_subtracted else torch.log(torch.exp(x).sum(-1, keepdim=True))
+        rows = torch.where(t == 0, 0.0, t * (lse - x)).sum(-1)
+        M = rows.shape[0]
+        total = rows[:M // 2 * 2].sum() if programs_of_two else rows.sum()
+        outputs["loss"].copy_((total / M).reshape(1))
+    return fn
+
+
 def _grouped_topk(group_score="top2", fill=float("-inf"), weigh_with_bias=False):
     """DeepSeek-V3 routing in torch (vLLM's / SGLang's biased grouped top-k): sigmoid gates, groups scored on
     gate + bias (group_score 'top2': the sum of the two largest, 'all': of every expert, the defect), the topk_group
@@ -161,6 +176,15 @@ KERNELS = [
     CallableKernel(name="ce-soft-where-zero", op="cross_entropy_soft", fn=_ce_soft(True),
                    dtypes=[dtypes("bf16", "f32"), dtypes("f32")],
                    description="soft-label cross entropy with torch.where(t == 0, 0, t·log_softmax(x)) (twin)"),
+    CallableKernel(name="defect-ce-soft-mean-drops-last-row", op="cross_entropy_soft_reduced",
+                   fn=_ce_soft_mean(programs_of_two=True), dtypes=[dtypes("f32")],
+                   description="batch-mean soft-label cross entropy from partials of two rows per program, M // 2 "
+                               "programs: an odd batch's last row is never summed"),
+    CallableKernel(name="defect-ce-soft-mean-no-max", op="cross_entropy_soft_reduced",
+                   fn=_ce_soft_mean(max_subtracted=False), dtypes=[dtypes("f32")],
+                   description="batch-mean soft-label cross entropy with lse = log(sum(exp(x))), no row max"),
+    CallableKernel(name="ce-soft-mean", op="cross_entropy_soft_reduced", fn=_ce_soft_mean(), dtypes=[dtypes("f32")],
+                   description="batch-mean soft-label cross entropy: every row's loss summed, divided by M (twin)"),
     *GROUPED_KERNELS,
 ]
 
@@ -195,6 +219,17 @@ DEFECTS = {
         "pitfall": "soft-label cross entropy as t·log_softmax: a target 0 at a -inf (masked) logit gives 0·(-inf) = "
                    "NaN where 0·log 0 = 0 is promised (declare zero_target='nan' for PyTorch's arithmetic)",
         "exposing_input": "ce_soft_zero_at_neg_inf"},
+    # soft labels averaged over the batch (op cross_entropy_soft_reduced: timm's SoftTargetCrossEntropy)
+    "defect-ce-soft-mean-drops-last-row": {
+        "caught_by": "value", "twin": "ce-soft-mean", "device": "cpu",
+        "pitfall": "a batch mean from per-program partials of two rows sized M // 2: the last row of an odd batch is "
+                   "never summed (a relative error of about 1/M, invisible on an even randn batch)",
+        "exposing_input": "ce_soft_many_short_rows"},
+    "defect-ce-soft-mean-no-max": {
+        "caught_by": "nan-inf", "twin": "ce-soft-mean", "device": "cpu",
+        "pitfall": "lse as log(sum(exp(x))) without subtracting the row max: logits far below zero underflow every "
+                   "exp and the loss is infinite (far above zero they overflow)",
+        "exposing_input": "ce_soft_far_below_zero"},
     # grouped MoE routing (topk_softmax n_group / topk_group; tests/test_topk_grouped.py)
     "defect-grouped-topk-sum-all": {
         "caught_by": "value", "twin": "grouped-topk-torch", "device": "cpu",
