@@ -144,10 +144,17 @@ def lookup(op: str, out: str, acc: str, math_mode: str) -> dict[str, Tol]:
         outs = ", ".join(o for o in _outputs(opdef, float64=True) if _dt.is_float(o))
         also = ([f"any of outputs {outs} with float16 or bfloat16 accumulation"] if not opdef.quantized else []) + \
             ([f"any of outputs {outs} with float64 accumulation in math mode 'precise'"] if opdef.float64 else [])
+        fix = f"declare a supported combination: {'; '.join([listing] + also)}"
+        if opdef.outputs and set(opdef.outputs) <= set(opdef.out_fixed) and out not in {o for o, _a in have}:
+            # no output takes the dtypes' output (topk_softmax's values and indices): say where theirs come from
+            by = ", ".join(f"{t} by param {opdef.out_dtype_params[t]!r}" if t in opdef.out_dtype_params else
+                           f"{t} is {opdef.out_fixed[t]}" for t in opdef.outputs)
+            fix = (f"op {op!r} sets its outputs' dtypes itself ({by}), so the dtypes' output is only this table's "
+                   f"key: declare dtypes(<input>, 'f32') and, for a kernel writing in another dtype, the param "
+                   f"(e.g. params={{'{next(iter(opdef.out_dtype_params.values()), 'values_dtype')}': 'bfloat16'}}); "
+                   + fix)
         raise SpecError(  # a UsageError; found while a kernel runs, that kernel's error (verifier.battery)
-            f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}",
-            fix=f"declare a supported combination: {'; '.join([listing] + also)}",
-        )
+            f"no tolerance for op {op!r} with output {out}, accumulation {acc}, math mode {math_mode!r}", fix=fix)
     return entry
 
 

@@ -74,7 +74,7 @@ def _k(x, p) -> int:
     k = p["k"]
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= x.shape[-1]:
         raise SpecError(f"topk_softmax: k={k!r} with E={x.shape[-1]} experts",
-                        fix="give an int k with 1 <= k <= E (a kernel refuses rows shorter than k in supports())")
+                        fix="give an int k with 1 <= k <= E (rows shorter than k are outside the op: no kernel is asked them)")
     return k
 
 
@@ -277,7 +277,8 @@ OPDEF = Op(
     contract_params={"zero_sum": ZERO_SUM},
     reference=reference,
     selection=Selection("indices", scores=scores, at=at_picks, ordered="sorted", groups=_grouped.grouping),
-    supports=_grouped.refusal,
+    supports=lambda N, p: f"E={N} experts, fewer than k={p['k']}" if isinstance(p["k"], int) and N < p["k"] else
+    _grouped.refusal(N, p),  # k picks need k experts: shorter rows are outside the op, asked of no kernel
     out_dtypes=("float32",), float64=False,  # the values are float32 whatever the logits
     # gates computed in the logits' 16-bit dtype (torch's composition on bf16 router logits: vLLM's fused_topk_bias
     # fallback), written as float32: dtypes("bf16", "f32", acc="bf16")
