@@ -103,7 +103,11 @@ def make_sinks(rng, x, params, policy):
 # masked_fill(mask, -10000.0): a finite fill replaces every masked logit, so such a row is the op of a row of equal
 # logits, softmax 1/N), a contract the kernel declares.
 PARAMS = {"scale": 1.0, "softcap": 0.0, "causal": False, "causal_offset": 0, "q_len": 0,
-          "mask": None, "alibi_slopes": None, "sinks": None, "mask_mode": "add"}
+          "mask": None, "alibi_slopes": None, "sinks": None, "mask_mode": "add", "logits_dtype": None}
+# logits_dtype: None (z formed in the kernel's accumulation dtype, as fused kernels do) or 'input' (each stage of z,
+# x·scale, the softcap, + bias, + mask, stored in the input dtype before the softmax: PyTorch's unfused attention,
+# HF's eager_attention_forward, whose bf16 scores are scaled and masked in bf16, then softmaxed in float32)
+LOGITS_DTYPES = (None, "input")
 # mask_mode: 'add' (z + mask: PyTorch's float attn_mask, NaN + -inf is NaN) or 'fill' (where the mask is nonzero
 # it replaces the logit: a boolean mask applied as masked_fill(mask, value), Megatron's and most fused kernels',
 # which never read a masked logit, so a NaN there is dropped)
@@ -168,6 +172,22 @@ def logits(xs: dict, params: dict, x=None) -> np.ndarray:
     return fill_dead(np.where(causal_masked(M, N, params), -np.inf, z), xs.get("sinks"), params, mk)
 
 
+def _stage_u(params: dict, c) -> float:
+    """The unit roundoff each stage of z is rounded with: the accumulation dtype's, or with logits_dtype='input' the
+    input dtype's where that is coarser (c.inp: the kernel's input dtype)."""
+    how = params.get("logits_dtype")
+    if how not in LOGITS_DTYPES:
+        from verifier.errors import SpecError
+
+        raise SpecError(f"softmax: logits_dtype={how!r}", fix="use None (the logits formed in the accumulation "
+                        "dtype) or 'input' (x·scale, + mask, ... stored in the input dtype before the softmax)")
+    if how == "input":
+        from verifier import dtypes as _dt
+
+        return max(c.u, _dt.unit_roundoff(c.inp) if _dt.is_float(c.inp) else 0.0)
+    return c.u
+
+
 def logit_error(xs: dict, params: dict, c) -> np.ndarray:
     """[M, N] absolute bound on the kernel's error in z before the softmax (0 with every default): x·scale rounds
     once (u|x·scale|); softcap divides (u), takes tanh (absolute (exp + div + 2)·u on a value <= 1, whether tanhf
@@ -176,18 +196,19 @@ def logit_error(xs: dict, params: dict, c) -> np.ndarray:
     x = np.asarray(xs["x"], dtype=np.float64)
     M, N = x.shape
     scale, cap = float(params.get("scale", 1.0) or 1.0), float(params.get("softcap") or 0.0)
+    u = _stage_u(params, c)  # each stage's result rounds to the accumulation dtype, or to the input dtype
     err = np.zeros_like(x)
     with np.errstate(all="ignore"):
         t = np.abs(x * scale)
         if scale != 1.0:
-            err = err + c.u * t
+            err = err + u * t
         if cap > 0:
-            err = err + c.u * cap * (c.intr.exp + c.intr.div + 2) + 2 * c.u * np.minimum(t, cap)
+            err = err + c.u * cap * (c.intr.exp + c.intr.div + 2) + 2 * u * np.minimum(t, cap)
             t = np.minimum(t, cap)
         if xs.get("alibi_slopes") is not None:
             b = np.abs(alibi_bias(xs["alibi_slopes"], M, N, params))
             t = t + b
-            err = err + 2 * c.u * b + c.u * t
+            err = err + 2 * u * b + u * t
         if xs.get("mask") is not None:
             mk = np.broadcast_to(np.asarray(xs["mask"], dtype=np.float64), (M, N))
             if mask_mode(params) == "fill":  # a masked logit is the mask's value, exactly
@@ -195,7 +216,7 @@ def logit_error(xs: dict, params: dict, c) -> np.ndarray:
             else:
                 added = np.isfinite(mk) & (mk != 0)  # x + 0 and x + -inf are exact
                 t = t + np.where(added, np.abs(mk), 0.0)
-                err = err + np.where(added, c.u * t, 0.0)
+                err = err + np.where(added, u * t, 0.0)
     # masked (-inf) entries carry none, nor do the rows masked_rows='uniform' fills (their logits are exact 0s)
     return np.where(np.isfinite(logits(xs, {**params, "masked_rows": None})), err, 0.0)
 
