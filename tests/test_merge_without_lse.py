@@ -69,3 +69,10 @@ def test_an_optional_output_param_must_default_to_none_or_true():
     with pytest.raises(SpecError, match="default None .* or True"):
         Op("bad_default", inputs={"x": "MxN"}, outputs={"y": "MxN", "s": Tensor("M", optional=True)},
            params={"s": False}, reference=lambda i, p: {"y": i["x"], "s": i["x"].sum(-1)})
+
+
+def test_a_param_neither_true_nor_false_is_a_spec_error_naming_false():
+    with pytest.raises(SpecError) as e:
+        CallableKernel(name="merge-lse-typo", op="merge_attn_states", fn=_merge(False), dtypes=[dtypes("f32")],
+                       params={"lse": "no"})
+    assert "lse=False" in e.value.fix

@@ -309,13 +309,14 @@ class Op:
                 if t in self.outputs:  # written by default (its param defaults to True): this kernel does not
                     dropped.add(t)
                 continue
-            if t in self.outputs:
-                continue
             if want is not True:
                 raise SpecError(f"op {self.name!r}: param {t!r} is {want!r}; {t} is an optional output",
-                                fix=f"set {t}=True for a kernel that also writes {t}[{','.join(map(str, dims))}], "
-                                    "or leave it out")
-            extra[t] = (dims, dtype)
+                                fix=f"set {t}=False for a kernel that does not write {t}, or leave it out"
+                                if t in self.outputs else
+                                f"set {t}=True for a kernel that also writes {t}[{','.join(map(str, dims))}], "
+                                "or leave it out")
+            if t not in self.outputs:
+                extra[t] = (dims, dtype)
         if not present and not extra and not dropped:
             return self
         from dataclasses import replace
