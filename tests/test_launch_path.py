@@ -143,8 +143,10 @@ def test_two_launches_share_one_uninitialized_workspace_and_pass_each_argument_a
     assert (M, N) == (5, 24) and eps == float(np.float32(spec.op_params()["eps"]))
     # allocations in order: the inputs x and w, y's guarded buffer, then the workspace (M float32s, not uploaded)
     (x_at, x_n), (w_at, w_n), (y_at, y_n), (ws_at, ws_n) = lib.alloc_log
-    assert (x_n, w_n, y_n, ws_n) == (5 * 24 * 4, 24 * 4, 2 * GUARD_BYTES + 5 * 24 * 4, 5 * 4)
-    assert (x_ptr, ws_ptr) == (x_at, ws_at) and second.values()[:4] == [x_at, w_at, ws_at, y_at + GUARD_BYTES]
+    G = 2 * GUARD_BYTES  # inputs and outputs sit between guards; the workspace does not
+    assert (x_n, w_n, y_n, ws_n) == (G + 5 * 24 * 4, G + 24 * 4, G + 5 * 24 * 4, 5 * 4)
+    assert (x_ptr, ws_ptr) == (x_at + GUARD_BYTES, ws_at)
+    assert second.values()[:4] == [x_at + GUARD_BYTES, w_at + GUARD_BYTES, ws_at, y_at + GUARD_BYTES]
     assert lib.calls.count("cuMemcpyHtoD") == 3  # one upload per input and per guarded buffer; none of the workspace
     assert lib.synced == [0, 0]  # the default stream, synchronized after each launch
     assert not lib.allocs  # buffers and workspace freed after the call
@@ -159,7 +161,8 @@ def test_workspace_sizes_follow_their_dtype_and_each_call_gets_its_own(lib):
     for _ in range(2):
         _run(spec, F32, _inputs(spec, F32), check_poison=False)
     sizes = [n for _, n in lib.alloc_log]
-    assert sizes == [5 * 24 * 4, 24 * 4, 2 * GUARD_BYTES + 5 * 24 * 4, 2 * 5 * 24 * 8, 3 * 2] * 2
+    G = 2 * GUARD_BYTES
+    assert sizes == [G + 5 * 24 * 4, G + 24 * 4, G + 5 * 24 * 4, 2 * 5 * 24 * 8, 3 * 2] * 2
     assert not lib.allocs
 
 
@@ -218,7 +221,8 @@ def test_an_in_out_tensor_is_one_buffer_read_and_updated(lib):
         assert out.outputs["residual"].tobytes() == h.tobytes() and not out.unwritten and not out.guard_hits
     x_ptr, res_ptr = lib.launched[-1].values()[:2]
     starts = [at for at, _ in lib.alloc_log[-4:]]  # the last run's x, w and two guarded buffers: no separate input
-    assert len(lib.alloc_log) == 4 * len(spec.dtypes) and x_ptr in starts and res_ptr - GUARD_BYTES in starts
+    assert len(lib.alloc_log) == 4 * len(spec.dtypes) and x_ptr - GUARD_BYTES in starts \
+        and res_ptr - GUARD_BYTES in starts
 
 
 def test_int64_labels_and_an_int64_scalar(lib):

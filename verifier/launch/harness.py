@@ -5,6 +5,9 @@ all filled with a poison pattern before the launch. After the launch:
 - an output element still holding the poison is *unwritten* (confirmed by a second run with a different
   poison, so a kernel that legitimately writes the poison's bits is not accused);
 - any changed guard byte is an *out-of-range write*.
+Every input sits between guards too, filled with its dtype's largest finite value (the strided case's gap value):
+a read past either end changes the result the same way in every run, and a write there is a clobbered input. The
+sanitizer's child launches without them (``input_guard=False``): memcheck then sees such a read itself.
 Float poisons are NaNs with distinctive payloads, never a value a correct kernel computes; that includes
 fp8: e4m3fn has only the NaNs 0x7F and 0xFF (both are used), e5m2 has six (0x7D-0x7F, 0xFD-0xFF).
 
@@ -155,9 +158,13 @@ def _bits(t):
 
 
 def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poison: bool = True,
-            layout=None) -> Outcome:
+            layout=None, input_guard: bool = True) -> Outcome:
     """Run ``run(spec, inputs, outputs, params, dt, device)`` on poisoned, guarded outputs, the tensors laid out
-    as ``layout`` (verifier.inputs.layouts.Layout; default contiguous) says."""
+    as ``layout`` (verifier.inputs.layouts.Layout; default contiguous) says. Each input sits between guards of the
+    dtype's largest finite value (``input_guard``): a read past its ends changes the result as a strided case's
+    gaps do, the same in every run, where the memory beyond the allocation would hold whatever lies there (on the
+    CPU, another array or the allocator's bookkeeping); a write there is a clobber. The sanitizer's child leaves
+    them out: a read past the allocation is then memcheck's to report."""
     layout = layout or _lay.DEFAULT
     kernel, run = run, lambda *a: watchdog.call(kernel, *a)  # past the battery's deadline: KernelHang
     if layout.large:
@@ -168,12 +175,12 @@ def execute(run, spec, inputs_np: dict, dt, params: dict, device: str, check_poi
             return large_host.execute(run, spec, inputs_np, dt, params, device, check_poison, layout, execute)
         return execute_large(run, spec, inputs_np, dt, params, device, check_poison, layout)
     op = get_op(spec.op)
-    out = _run_once(run, spec, op, inputs_np, dt, params, device, 0, layout)
+    out = _run_once(run, spec, op, inputs_np, dt, params, device, 0, layout, input_guard)
     if not check_poison:
         return out
     if out.unwritten:
         # Confirm with the second poison: unwritten only if it kept both poisons.
-        second = _run_once(run, spec, op, inputs_np, dt, params, device, 1, layout)
+        second = _run_once(run, spec, op, inputs_np, dt, params, device, 1, layout, input_guard)
         confirmed = {}
         for name, mask in out.unwritten.items():
             both = mask & second.unwritten.get(name, np.zeros_like(mask))
@@ -188,7 +195,8 @@ def _held(name: str, op, spec) -> list:
     return ([name] if name in op.inouts else []) + [a for a in [getattr(spec, "outputs_alias", {}).get(name)] if a]
 
 
-def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_lay.DEFAULT) -> Outcome:
+def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_lay.DEFAULT,
+              input_guard: bool = True) -> Outcome:
     M, N = inputs_np["x"].shape
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
     bufs, ins = {}, {}
@@ -208,8 +216,8 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
         if name not in bufs and name not in held_all:
             dtype = _dt.canonical(v.dtype)
             fill = value_bits(_lay.gap_value(dtype), dtype)
-            ins[name] = guarded(v.shape, dtype, fill, v, guard=False, **_layout_of(name, v.shape, dtype, strided,
-                                                                                    layout))
+            ins[name] = guarded(v.shape, dtype, fill, v, guard=input_guard,
+                                **_layout_of(name, v.shape, dtype, strided, layout))
     body = _launch_torch if getattr(spec, "imports_torch", True) else _launch_device  # raw driver memory
     after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})
@@ -250,7 +258,8 @@ def clobbered(b: Guarded, after: np.ndarray, scratch: bool = False) -> Optional[
     outside = changed & ~elements
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
-        where = "between its rows (the strided case's gaps)" if b.stride else "before its first element"
+        where = "before its first element (its guard, or the unaligned case's lead)" if i < b.start else \
+            "after its last element (its guard)" if i >= b.start + b.span else "between its rows (the strided case's gaps)"
         return (f"{int(outside.sum())} elements written outside the tensor, {where}, first at buffer index "
                 f"{i - b.start}: {_value(before[i], b)} before the call, {_value(after[i], b)} after")
     return None

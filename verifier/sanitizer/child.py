@@ -45,7 +45,7 @@ def run(req: dict, launched: list) -> None:
     for M, N in req["shapes"]:
         rng = np.random.default_rng(derived_seed(req.get("seed", 0), spec.name, dt.tag, "sanitize", M, N))
         xs = random_maker(M, N)(rng, dt, spec.op, params)
-        execute(run_fn, spec, xs, dt, params, device, check_poison=False)
+        execute(run_fn, spec, xs, dt, params, device, check_poison=False, input_guard=False)  # memcheck's reads
         launched.append([M, N])
     if device == "cuda":
         _synchronize(spec)
