@@ -157,19 +157,51 @@ def same_stored_value(sem, a, b, same_warp: bool, one_instance: bool) -> bool:
     return sem.levels[va] <= (WARP if same_warp else UNIFORM) and (one_instance or sem.invariant[va])
 
 
-class WarpOrder:
-    """The warp meeting points of one entry for one block shape, and what a lane can reach without one."""
+def _runs_exactly(sem, ins, mask: int) -> bool:
+    """Whether, at this block shape, the lanes of each warp that run ``ins`` are none or exactly the lanes of
+    ``mask`` that exist (a lane past the block's last thread counts as exited, as CUDA lets it)."""
+    runs, unknown = sem.guard_mask(ins)
+    if unknown:
+        return False
+    for w in range(0, sem.nthreads, 32):
+        lanes = runs[w:w + 32]
+        bits = sum(1 << i for i in np.flatnonzero(lanes))
+        if bits and bits != mask & ((1 << lanes.size) - 1):
+            return False
+    return True
 
-    def __init__(self, analysis, sem):
+
+class WarpOrder:
+    """The warp meeting points of one entry for one block shape, and what a lane can reach without one.
+
+    A ``bar.warp.sync`` whose constant mask names only some lanes (``if (lane < warps) { ...; __syncwarp((1 <<
+    warps) - 1); ... }``) is a meeting point of the lanes it names where exactly those lanes of a warp run it:
+    ``partial`` maps each such mask to its points, and ``narrowed(mask)`` is the order those lanes follow."""
+
+    def __init__(self, analysis, sem, points=None):
         self.cfg, self.fn = analysis.cfg, analysis.fn
-        self.points = set()
-        for ins, arg in analysis.collectives:
-            mask = _const(sem, analysis.values.operand(ins.idx, arg))
-            if mask is None or mask & FULL_MASK != FULL_MASK:
-                continue
-            if all(sem.levels[p] <= WARP for p, _, _ in sem.guards(ins)):
-                self.points.add(ins.idx)
+        self._analysis, self._sem = analysis, sem
+        self.partial: dict = {}
+        if points is None:
+            points = set()
+            for ins, arg in analysis.collectives:
+                mask = _const(sem, analysis.values.operand(ins.idx, arg))
+                if mask is None:
+                    continue
+                mask &= FULL_MASK
+                if mask == FULL_MASK and all(sem.levels[p] <= WARP for p, _, _ in sem.guards(ins)):
+                    points.add(ins.idx)
+                elif mask and ins.op.startswith("bar.warp.sync") and _runs_exactly(sem, ins, mask):
+                    self.partial.setdefault(mask, set()).add(ins.idx)
+        self.points = points
         self._reach: dict = {}
+        self._narrowed: dict = {}
+
+    def narrowed(self, mask: int) -> "WarpOrder":
+        """The order of the lanes of ``mask``: this order's meeting points and the partial ones of that mask."""
+        if mask not in self._narrowed:
+            self._narrowed[mask] = WarpOrder(self._analysis, self._sem, self.points | self.partial[mask])
+        return self._narrowed[mask]
 
     def reach(self, idx: int) -> set:
         """Instructions a lane may execute after ``idx`` before its next block barrier or warp meeting point."""
