@@ -58,7 +58,8 @@ def test_a_missing_warp_meeting_point_is_a_race(entry, kind):
 
 
 def test_a_partial_mask_syncwarp_is_no_meeting_point_of_the_warp():
-    # lanes 16..31 never meet lane 0 there; the lint takes a partial (or run-time) mask as ordering nothing
+    # lanes 16..31 never meet lane 0 there: a race. The partial mask orders lanes 0..15, but the path around the
+    # __syncwarp (taken only by lanes 16..31) is followed per instruction, so the pair named is (0, 1)
     (f,) = _lint(DATA / "warp_cases.cu", "half_syncwarp_race").findings
     assert "thread 0 writes s+0 and thread 1 reads it" in f.message, f.message
 
