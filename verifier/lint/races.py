@@ -143,8 +143,9 @@ def shared_races(an, sem, stepping=None) -> list:
         for A, B, how, reach in _pairs(an, s, acc):
             a, b = A[0].idx, B[0].idx
             sides = [(A, B, s)] if stepping.within_one_iteration(a, b) else []
-            sides += [(A, B, n) for li in stepping.crossing(a, b) if (n := stepping.next_sem(idx, li)) is not None]
-            sides += [(B, A, n) for li in stepping.crossing(b, a) if (n := stepping.next_sem(idx, li)) is not None]
+            for X, Y, x, y in ((A, B, a, b), (B, A, b, a)):
+                sides += [(X, Y, n) for li in stepping.crossing(x, y)
+                          if (n := stepping.entered_sem(idx, li, x)) is not None]
             for X, Y, sem_y in sides:
                 iss = _compare(an, s, X, Y, *how, **reach, sem_b=sem_y)
                 if iss is not None:
