@@ -3,7 +3,8 @@ launches (verifier.lint.checks) and turn what it finds into ``static`` findings 
 
 One PTX per (source, defines of a dtype group, arch): the arch list is the build check's. Each entry is
 analysed for every block shape and the largest grid its launches use at probe shapes (PROBE_M x the
-battery's probe lengths, every size class included), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
+battery's probe lengths, every size class included; an entry only the large shapes reach, at theirs), so facts like
+"the block size is a multiple of 32" come from the spec, not a guess.
 The same issue found at one pair of source lines (several unrolled copies, both arches, several entries)
 is one finding that says how many copies there were.
 
@@ -19,6 +20,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import math
 import os
 import pickle
 from dataclasses import replace
@@ -35,15 +37,18 @@ from verifier.results.findings import Finding
 CHECK = "static"
 NOTE = "note"  # an Issue's severity that is a report note, not a finding (verifier.lint.nulls)
 SHARE_ENV = "VERIFIER_LINT_SHARE"
-PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
+# rows: one block, a few, many (grids of warp-per-row kernels grow with M), and more than a grid's y / z limit,
+# past host thresholds on the row count (ONNX Runtime's softmax takes another kernel from 8192 rows)
+PROBE_M = (1, 4, 64, 4096, 65537)
 # Where supports() takes none of them at a row length N: rows in whole N x N blocks (Megatron's upper-triangular
 # softmax takes batches x N rows; at N >= 8192 no PROBE_M is a multiple of N, and its entries were never analysed)
 SQUARE_M = (1, 4)  # multiples of N
 
 
 def probe_rows(spec, N: int, dt) -> list:
-    """The probe row counts supports() accepts at N: those of PROBE_M, else the first multiple of N of SQUARE_M."""
-    rows = [M for M in PROBE_M if spec.check_supported(M, N, dt) is None]
+    """The probe row counts supports() accepts at N: those of PROBE_M under 2^31 elements (the large shapes are
+    lint/large.py's), else the first multiple of N of SQUARE_M."""
+    rows = [M for M in PROBE_M if M * N < 2 ** 31 and spec.check_supported(M, N, dt) is None]  # larger: lint/large.py
     return rows or [M for M in (k * N for k in SQUARE_M) if spec.check_supported(M, N, dt) is None][:1]
 
 
@@ -95,10 +100,14 @@ def launch_facts(spec, dts) -> dict:
     from verifier.lint.large import large_launches
 
     large, refused, unbound = large_launches(spec, dts)
+    probed = set(blocks)
     for e, ls in large.items():  # a tensor passed at a large shape makes the pointer live too
         for ll in ls:
-            if e in nulls:
-                nulls[e] &= ll.nulls
+            if e not in probed:  # an entry only the large shapes reach (a 64-bit-index variant): analysed at them
+                blocks.setdefault(e, set()).add(tuple(int(x) for x in ll.block) + (1,) * (3 - len(ll.block)))
+                grids[e] = max(grids.get(e, 0), math.prod(int(x) for x in ll.grid))
+                nulls.setdefault(e, ll.nulls)
+            nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
                           unbound=unbound, nulls=tuple(sorted(nulls[e])))
             for e, bs in blocks.items()}
