@@ -37,18 +37,21 @@ from verifier.results.findings import Finding
 CHECK = "static"
 NOTE = "note"  # an Issue's severity that is a report note, not a finding (verifier.lint.nulls)
 SHARE_ENV = "VERIFIER_LINT_SHARE"
-# rows: one block, a few, many (grids of warp-per-row kernels grow with M), and more than a grid's y / z limit,
-# past host thresholds on the row count (ONNX Runtime's softmax takes another kernel from 8192 rows)
-PROBE_M = (1, 4, 64, 4096, 65537)
+PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
+# and more than a grid's y / z limit, past host thresholds on the row count (ONNX Runtime's softmax takes another
+# kernel from 8192 rows), where M x N stays within the 2^30 elements of 4096 x 262144: a spec's integer arguments
+# (M * N as int32) hold there as at the other probes; the shapes past it are the large ones' (verifier.lint.large)
+MANY_ROWS, MANY_ROWS_ELEMENTS = 65537, 2 ** 30
 # Where supports() takes none of them at a row length N: rows in whole N x N blocks (Megatron's upper-triangular
 # softmax takes batches x N rows; at N >= 8192 no PROBE_M is a multiple of N, and its entries were never analysed)
 SQUARE_M = (1, 4)  # multiples of N
 
 
 def probe_rows(spec, N: int, dt) -> list:
-    """The probe row counts supports() accepts at N: those of PROBE_M under 2^31 elements (the large shapes are
-    lint/large.py's), else the first multiple of N of SQUARE_M."""
-    rows = [M for M in PROBE_M if M * N < 2 ** 31 and spec.check_supported(M, N, dt) is None]  # larger: lint/large.py
+    """The probe row counts supports() accepts at N: those of PROBE_M (and MANY_ROWS up to MANY_ROWS_ELEMENTS
+    elements), else the first multiple of N of SQUARE_M."""
+    many = (MANY_ROWS,) if MANY_ROWS * N <= MANY_ROWS_ELEMENTS else ()
+    rows = [M for M in PROBE_M + many if spec.check_supported(M, N, dt) is None]
     return rows or [M for M in (k * N for k in SQUARE_M) if spec.check_supported(M, N, dt) is None][:1]
 
 
