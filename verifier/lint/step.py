@@ -80,10 +80,12 @@ def launch_facts(spec, dts) -> dict:
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
     from verifier.launch.cuda import launches_for, model_layout, takes_layout
+    from verifier.lint.large import param_label
 
     blocks: dict = {}
     grids: dict = {}
     nulls: dict = {}  # entry -> the pointers null in every launch of it so far
+    labels: dict = {}  # entry -> how its first launch names each parameter (for messages)
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in probe_rows(spec, N, dt):
@@ -100,6 +102,7 @@ def launch_facts(spec, dts) -> dict:
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
                     here = null_slots(launch.args)
                     nulls[launch.entry] = nulls.get(launch.entry, here) & here
+                    labels.setdefault(launch.entry, tuple(param_label(a, i) for i, a in enumerate(launch.args)))
     from verifier.lint.large import large_launches
 
     large, refused, unbound = large_launches(spec, dts)
@@ -112,7 +115,7 @@ def launch_facts(spec, dts) -> dict:
                 nulls.setdefault(e, ll.nulls)
             nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
-                          unbound=unbound, nulls=tuple(sorted(nulls[e])))
+                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()))
             for e, bs in blocks.items()}
 
 
