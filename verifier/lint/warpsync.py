@@ -171,17 +171,38 @@ def _runs_exactly(sem, ins, mask: int) -> bool:
     return True
 
 
+def _untaken(sem, lanes: int) -> frozenset:
+    """(block id, edge) of the branches that every thread whose lane is in ``lanes`` takes one way (exactly
+    evaluated at this block shape): the other side, which only other lanes take, is no path of these lanes."""
+    ours = (lanes >> (np.arange(sem.nthreads) % 32)) & 1 == 1
+    out = set()
+    for blk, p in sem.branch_pred.items():
+        if blk in sem.free_branches:
+            continue
+        a = sem.evaluate(p)
+        if a is None or not ours.any():
+            continue
+        v = a[ours]
+        if not (v == v[0]).all():
+            continue
+        taken = bool(v[0])
+        out.update((blk, e) for _s, e in sem.v.cfg.blocks[blk].succs if (e in ("taken", "exit")) != taken)
+    return frozenset(out)
+
+
 class WarpOrder:
     """The warp meeting points of one entry for one block shape, and what a lane can reach without one.
 
     A ``bar.warp.sync`` whose constant mask names only some lanes (``if (lane < warps) { ...; __syncwarp((1 <<
     warps) - 1); ... }``) is a meeting point of the lanes it names where exactly those lanes of a warp run it:
-    ``partial`` maps each such mask to its points, and ``narrowed(mask)`` is the order those lanes follow."""
+    ``partial`` maps each such mask to its points, and ``narrowed(mask)`` is the order those lanes follow (the
+    side of a branch no lane of the mask takes, the way around the point for the other lanes, left out)."""
 
-    def __init__(self, analysis, sem, points=None):
+    def __init__(self, analysis, sem, points=None, lanes=None):
         self.cfg, self.fn = analysis.cfg, analysis.fn
         self._analysis, self._sem = analysis, sem
         self.partial: dict = {}
+        self._skip = frozenset() if lanes is None else _untaken(sem, lanes)
         if points is None:
             points = set()
             for ins, arg in analysis.collectives:
@@ -200,7 +221,7 @@ class WarpOrder:
     def narrowed(self, mask: int) -> "WarpOrder":
         """The order of the lanes of ``mask``: this order's meeting points and the partial ones of that mask."""
         if mask not in self._narrowed:
-            self._narrowed[mask] = WarpOrder(self._analysis, self._sem, self.points | self.partial[mask])
+            self._narrowed[mask] = WarpOrder(self._analysis, self._sem, self.points | self.partial[mask], lanes=mask)
         return self._narrowed[mask]
 
     def reach(self, idx: int) -> set:
@@ -210,6 +231,7 @@ class WarpOrder:
         cfg, points = self.cfg, self.points
         out = set()
         b = cfg.blocks[cfg.block_of[idx]]
+        skip = self._skip
         stopped = False
         for i in range(idx + 1, b.end):
             out.add(i)
@@ -217,7 +239,7 @@ class WarpOrder:
                 stopped = True
                 break
         seen = set()
-        todo = [] if stopped else [s for s, _ in b.succs if s != EXIT]
+        todo = [] if stopped else [s for s, e in b.succs if s != EXIT and (b.id, e) not in skip]
         while todo:
             k = todo.pop()
             if k in seen or cfg.barrier_block[k]:
@@ -229,7 +251,7 @@ class WarpOrder:
                 if i in points:
                     break
             else:
-                todo.extend(s for s, _ in blk.succs if s != EXIT)
+                todo.extend(s for s, e in blk.succs if s != EXIT and (k, e) not in skip)
         self._reach[idx] = out
         return out
 
