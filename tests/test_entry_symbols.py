@@ -181,3 +181,29 @@ def test_a_cubin_without_kernels_says_a_template_needs_an_instantiation():
         resolve("scaled_softmax_warp_forward<__half, __half, float, 5>", {})
     assert "closest: (none: the cubin holds no kernel; a __global__ template is compiled only where it is " \
            "instantiated)" in str(e.value)
+
+
+# a functor template passed as a template template argument, demangled with its namespace (ONNX Runtime's
+# softmax_block_forward<8, __half, float, __half, SoftMaxForwardEpilogue>, written so inside its namespace)
+EPILOGUES = {
+    "_ZN3ort4cuda5blockILi8E6__halfNS0_3EpiEEEvPT0_": "void ort::cuda::block<8, __half, ort::cuda::Epi>(__half*)",
+    "_ZN3ort4cuda5blockILi8E6__halfNS0_6LogEpiEEEvPT0_": "void ort::cuda::block<8, __half, ort::cuda::LogEpi>(__half*)",
+    "_ZN1a1kINS_1EEEEvv": "void a::k<a::E>()",
+    "_ZN1a1kIN1b1EEEEvv": "void a::k<b::E>()",
+}
+
+
+@pytest.mark.parametrize("entry, symbol", [
+    ("block<8, __half, Epi>", "_ZN3ort4cuda5blockILi8E6__halfNS0_3EpiEEEvPT0_"),
+    ("ort::cuda::block<8, half, LogEpi>", "_ZN3ort4cuda5blockILi8E6__halfNS0_6LogEpiEEEvPT0_"),
+    ("block<8, __half, ort::cuda::Epi>", "_ZN3ort4cuda5blockILi8E6__halfNS0_3EpiEEEvPT0_"),
+    ("k<b::E>", "_ZN1a1kIN1b1EEEEvv"),
+])
+def test_names_in_template_arguments_may_leave_out_their_namespace(entry, symbol):
+    assert resolve(entry, EPILOGUES) == symbol
+
+
+def test_an_unqualified_template_argument_naming_two_types_lists_both():
+    with pytest.raises(EntryNotFound, match=r"matches 2 functions") as e:
+        resolve("k<E>", EPILOGUES)
+    assert "a::k<a::E>" in e.value.message and "a::k<b::E>" in e.value.message

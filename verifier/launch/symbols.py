@@ -7,7 +7,8 @@ Its demangled form (from binutils' c++filt, else the toolkit's cu++filt: verifie
 against the entry with the return type dropped, whitespace ignored, integer literal suffixes and casts removed
 (``8u``, ``(unsigned char)8``; ``false`` and ``(bool)0`` alike), <cstdint> names as the types they stand for
 (``int8_t`` is ``signed char``), with or without the parameter list, qualified or not (``RMSNormKernel<8,
-__nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``), and with unnamed namespaces elided
+__nv_bfloat16>`` matches ``flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>``; names in the template arguments
+too: ``block<8, Epi>`` matches ``ort::cuda::block<8, ort::cuda::Epi>``), and with unnamed namespaces elided
 as C++ source names them (``f<float>`` and ``ns::f<float>`` match ``void ns::(anonymous namespace)::f<float>(float*)``:
 the symbol of an unnamed namespace also holds a hash of the file's path, so only the C++ name is stable). Exactly one
 symbol must match; none lists the close candidates, several list them all.
@@ -98,6 +99,17 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+_QUALIFIER = re.compile(r"(?<![\w:])(?:\w+::)+(?=\w)")
+
+
+def _unqualified_args(name: str) -> str:
+    """``name`` with the namespaces of the names in its template arguments left out: ``softmax_block_forward<8,
+    __half, float, __half, SoftMaxForwardEpilogue>`` as the source, inside ``namespace onnxruntime::cuda``, writes
+    ``softmax_block_forward<8, __half, float, __half, onnxruntime::cuda::SoftMaxForwardEpilogue>``."""
+    at = name.find("<")
+    return name if at < 0 else name[:at] + _QUALIFIER.sub("", name[at:])
+
+
 def forms(demangled: str) -> set:
     """The spellings of one demangled symbol an entry may use (normalized)."""
     demangled = elide_anonymous(demangled)
@@ -111,6 +123,7 @@ def forms(demangled: str) -> set:
     for k in range(len(parts)):
         q = "::".join(parts[k:])
         out.add(_normal(q))
+        out.add(_normal(_unqualified_args(q)))  # template arguments as the kernel's own namespace writes them
         out.add(_normal(q.split("<")[0]))  # a template named without its arguments: fine if it is the only one
         if params:
             out.add(_normal(q + params))

@@ -47,6 +47,7 @@ class EntryFacts:
     refused: str = ""  # why the spec refuses the large shapes ('' unless it refuses all of them)
     unbound: str = ""  # why the launches cannot be made at a large shape supports() accepts ('' if any could)
     nulls: tuple = ()  # (parameter, byte offset) of the pointers null in every launch of it (verifier.lint.nulls)
+    labels: tuple = ()  # per kernel parameter: how the spec's first launch of it names it ('N', 'x.stride', ...)
 
 
 def short_name(name: str) -> str:

@@ -21,7 +21,7 @@ LARGEST, LARGEST_BYTES = "largest_in_memory", 2 ** 36
 _INT_KINDS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
-def _label(a, i: int) -> str:
+def param_label(a, i: int) -> str:
     from verifier.declare.args import Scalar, as_arg, stride_of
 
     s = stride_of(a)
@@ -110,7 +110,7 @@ def large_launches(spec, dts) -> tuple:
                     grid = tuple(int(x) for x in launch.grid) + (1,) * (3 - len(launch.grid))
                     block = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
                     ll = LargeLaunch(case, M, N, grid, block, _values(launch, bound),
-                                     tuple(_label(a, i) for i, a in enumerate(launch.args)), null_slots(launch.args))
+                                     tuple(param_label(a, i) for i, a in enumerate(launch.args)), null_slots(launch.args))
                     out.setdefault(launch.entry, {})[ll] = None
                     accepted = True
             except (VerifierError, ArithmeticError, TypeError, ValueError) as e:

@@ -339,7 +339,7 @@ class OffsetCheck:
         return self._producer.get(nid)
 
     def _what(self, prod, pt: Point, facts) -> str:
-        labels = facts.large[0].labels if facts.large else ()
+        labels = facts.large[0].labels if facts.large else facts.labels
         if prod is None:
             return f"`{self.describe(pt.value, labels)}` (as a factor of a row term)"
         i = self._producer_of(prod[0])

@@ -143,8 +143,9 @@ def shared_races(an, sem, stepping=None) -> list:
         for A, B, how, reach in _pairs(an, s, acc):
             a, b = A[0].idx, B[0].idx
             sides = [(A, B, s)] if stepping.within_one_iteration(a, b) else []
-            sides += [(A, B, n) for li in stepping.crossing(a, b) if (n := stepping.next_sem(idx, li)) is not None]
-            sides += [(B, A, n) for li in stepping.crossing(b, a) if (n := stepping.next_sem(idx, li)) is not None]
+            for X, Y, x, y in ((A, B, a, b), (B, A, b, a)):
+                sides += [(X, Y, n) for li in stepping.crossing(x, y)
+                          if (n := stepping.entered_sem(idx, li, x)) is not None]
             for X, Y, sem_y in sides:
                 iss = _compare(an, s, X, Y, *how, **reach, sem_b=sem_y)
                 if iss is not None:
@@ -178,7 +179,8 @@ def _pairs(an, sem, acc):
 
 def _ordering(an, sem, order, flights, A, B, phase):
     """None if no two threads can run A and B in one interval, else (cross-warp pairs count, same-warp pairs
-    count, severity): pairs of threads that store one value to one place never count."""
+    count, severity, lane masks a partial-mask __syncwarp orders): pairs of threads that store one value to one
+    place never count."""
     a, b = A[0].idx, B[0].idx
     if A[1] == "async" or B[1] == "async":  # warp meeting points do not order a copy in flight
         sure = a == b or b in an.bfreach(a) or a in an.bfreach(b)
@@ -187,21 +189,25 @@ def _ordering(an, sem, order, flights, A, B, phase):
             if x in flights:
                 sure |= y in flights[x][0]
                 maybe |= y in flights[x][1]
-        return (True, True, "error") if sure else ((True, True, "warning") if maybe else None)
+        return (True, True, "error", ()) if sure else ((True, True, "warning", ()) if maybe else None)
     def bfreach(i):  # at this block shape: a branch on blockDim taken one way has one side
         return an.bfreach(i, sem)
 
     if not (a == b or b in bfreach(a) or a in bfreach(b)
             or _sides_concurrent(an, sem, a, b, phase, bfreach, WARP, an.cfg.barriers)):
         return None
-    in_warp = order.concurrent(a, b) or _sides_concurrent(an, sem, a, b, phase, order.reach, VARYING, order.points,
-                                                          cyclic=False)  # lanes of a warp agree on a warp-uniform branch
+    def unordered(o):  # lanes of a warp agree on a warp-uniform branch
+        return o.concurrent(a, b) or _sides_concurrent(an, sem, a, b, phase, o.reach, VARYING, o.points, cyclic=False)
+
+    in_warp = unordered(order)
     cross = not warpsync.same_stored_value(sem, A[0], B[0], same_warp=False, one_instance=False)
     one = a == b and a not in order.reach(a)  # lanes of a warp meet at this store only in one execution of it
     same = in_warp and not warpsync.same_stored_value(sem, A[0], B[0], same_warp=True, one_instance=one)
     if not cross and not same:
         return None
-    return cross, same, "error"
+    # lanes a partial-mask __syncwarp orders: two lanes both in one of these masks are no pair
+    ordered = tuple(m for m in order.partial if not unordered(order.narrowed(m))) if same else ()
+    return cross, same, "error", ordered
 
 
 def _base_split(an, terms: dict):
@@ -216,11 +222,12 @@ def _base_split(an, terms: dict):
     return base, other
 
 
-def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, block_reach,
+def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, ordered: tuple, warp_reach, block_reach,
              sem_b=None) -> Optional[Issue]:
     """The issue of accesses A and B if two of their threads (as ``cross`` and ``same`` allow) touch one byte;
     ``warp_reach(i)`` / ``block_reach(i)``: what a lane / a thread of another warp can run unordered after i
-    (names the two accesses in the order they race); ``sem_b``: B's values when they are another step's."""
+    (names the two accesses in the order they race); ``ordered``: lane masks whose lanes are ordered with each
+    other (no same-warp pair within one); ``sem_b``: B's values when they are another step's."""
     sem_b = sem if sem_b is None else sem_b
     (ia, ka, aa, wa), (ib, kb, ab, wb) = A, B
     ta, ra = sem.decompose(aa)
@@ -247,7 +254,7 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
     ga, _ = sem.guard_mask(ia)
     gb, _ = sem_b.guard_mask(ib)
     if other_a or other_b:  # run-time terms left: their multiples may make two threads' bytes meet
-        if not _strided(sem, xa, wa, ga, xb, wb, gb, other_a, other_b, cross, same):
+        if not _strided(sem, xa, wa, ga, xb, wb, gb, other_a, other_b, cross, same, ordered):
             return None
         first, second, fk, sk = _in_order(A, B, an.bfreach)
         steps = ", ".join(str(abs(c)) for c in sorted(set(other_a.values()) | set(other_b.values())))
@@ -257,7 +264,7 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
                      f"can differ between threads, or loop counters of a loop without a barrier) that may make two "
                      f"threads meet; if they can, a barrier is missing", at=first[0].idx, other=second[0].idx,
                      other_role=sk)
-    hit = _overlap(xa, wa, ga, xb, wb, gb, cross, same)
+    hit = _overlap(xa, wa, ga, xb, wb, gb, cross, same, ordered=ordered)
     if hit is None:
         return None
     t1, t2, off = hit
@@ -278,7 +285,7 @@ def _compare(an, sem, A, B, cross: bool, same: bool, severity: str, warp_reach, 
                  f"{t2} {_verb(sk)} it {why}", at=first[0].idx, other=second[0].idx, other_role=sk)
 
 
-def _strided(sem, xa, wa, ga, xb, wb, gb, terms_a: dict, terms_b: dict, cross, same) -> bool:
+def _strided(sem, xa, wa, ga, xb, wb, gb, terms_a: dict, terms_b: dict, cross, same, ordered=()) -> bool:
     """Whether two threads' accesses can meet when the addresses also hold ``terms`` ({atom: coeff}, each an
     integer per thread): only on bytes equal modulo the coefficients' gcd and, when one side alone moves, one
     way (coefficients of one sign on values never negative: an induction variable's k * step, a loop counter
@@ -288,7 +295,7 @@ def _strided(sem, xa, wa, ga, xb, wb, gb, terms_a: dict, terms_b: dict, cross, s
     one_way = (not terms_a or not terms_b) and len({c > 0 for c in coeffs}) == 1 and \
         all(sem.nonneg(t) for t in (terms_a or terms_b))
     if not one_way:
-        return _overlap(xa, wa, ga, xb, wb, gb, cross, same, mod=g) is not None
+        return _overlap(xa, wa, ga, xb, wb, gb, cross, same, mod=g, ordered=ordered) is not None
     if terms_b:  # let A be the side that moves
         xa, wa, ga, xb, wb, gb = xb, wb, gb, xa, wa, ga
     sign = 1 if coeffs[0] > 0 else -1
@@ -302,7 +309,7 @@ def _strided(sem, xa, wa, ga, xb, wb, gb, terms_a: dict, terms_b: dict, cross, s
             budget -= 1
             if budget < 0:
                 return True  # too many to look at: say it may
-            if _pair(a_t[sign * (v - a_v) >= 0], np.array([t]), cross, same) is not None:
+            if _pair(a_t[sign * (v - a_v) >= 0], np.array([t]), cross, same, ordered) is not None:
                 return True
     return False
 
@@ -327,9 +334,10 @@ def _verb(kind: str) -> str:
     return {"write": "writes", "read": "reads", "atomic": "atomically updates"}[kind]
 
 
-def _overlap(xa, wa, ga, xb, wb, gb, cross=True, same=True, mod=0):
+def _overlap(xa, wa, ga, xb, wb, gb, cross=True, same=True, mod=0, ordered=()):
     """(thread a, thread b, byte offset) of two different threads whose accesses [x, x+w) overlap (bytes taken
-    modulo ``mod`` when given), or None; pairs in two warps count when ``cross``, pairs in one warp when ``same``."""
+    modulo ``mod`` when given), or None; pairs in two warps count when ``cross``, pairs in one warp when ``same``
+    (but for two lanes both in one mask of ``ordered``)."""
     ba, tha = _bytes(xa, wa, ga)
     bb, thb = _bytes(xb, wb, gb)
     if ba.size == 0 or bb.size == 0:
@@ -357,17 +365,20 @@ def _overlap(xa, wa, ga, xb, wb, gb, cross=True, same=True, mod=0):
             keys = np.unique(np.concatenate([np.stack([ka, tha], 1), np.stack([kb, thb], 1)])[
                 np.isin(np.concatenate([ka, kb]), both)], axis=0)[:, 0]
             k, counts = np.unique(keys, return_counts=True)
-            if (counts > 1).any():
+            if ordered:  # every shared byte: the first ones' pairs may all be ordered lanes
+                found.extend(int(b) for b in np.unique(k[counts > 1] // 64))
+            elif (counts > 1).any():
                 found.append(int(k[np.argmax(counts > 1)] // 64))
-    for byte in sorted(found):
-        pair = _pair(tha[ba == byte], thb[bb == byte], cross, same)
+    for byte in sorted(set(found)):
+        pair = _pair(tha[ba == byte], thb[bb == byte], cross, same, ordered)
         if pair is not None:
             return pair[0], pair[1], byte
     return None
 
 
-def _pair(sa, sb, cross: bool, same: bool):
-    """Two different threads, one of ``sa`` and one of ``sb``, in two warps (``cross``) or one (``same``)."""
+def _pair(sa, sb, cross: bool, same: bool, ordered=()):
+    """Two different threads, one of ``sa`` and one of ``sb``, in two warps (``cross``) or one (``same``, two
+    lanes not both in one mask of ``ordered``)."""
     if sa.size == 1 and sb.size == 1 and sa[0] == sb[0]:
         return None  # one thread
     wa, wb = sa // 32, sb // 32
@@ -378,6 +389,9 @@ def _pair(sa, sb, cross: bool, same: bool):
         if same:
             for t in sa[wa == w]:
                 others = sb[(wb == w) & (sb != t)]
+                for m in ordered:
+                    if m >> (int(t) & 31) & 1:
+                        others = others[(m >> (others & 31) & 1) == 0]
                 if others.size:
                     return int(t), int(others[0])
     return None

@@ -3,7 +3,8 @@ launches (verifier.lint.checks) and turn what it finds into ``static`` findings 
 
 One PTX per (source, defines of a dtype group, arch): the arch list is the build check's. Each entry is
 analysed for every block shape and the largest grid its launches use at probe shapes (PROBE_M x the
-battery's probe lengths, every size class included), so facts like "the block size is a multiple of 32" come from the spec, not a guess.
+battery's probe lengths, every size class included; an entry only the large shapes reach, at theirs), so facts like
+"the block size is a multiple of 32" come from the spec, not a guess.
 The same issue found at one pair of source lines (several unrolled copies, both arches, several entries)
 is one finding that says how many copies there were.
 
@@ -19,6 +20,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import math
 import os
 import pickle
 from dataclasses import replace
@@ -36,14 +38,20 @@ CHECK = "static"
 NOTE = "note"  # an Issue's severity that is a report note, not a finding (verifier.lint.nulls)
 SHARE_ENV = "VERIFIER_LINT_SHARE"
 PROBE_M = (1, 4, 64, 4096)  # rows: one block, a few, many (grids of warp-per-row kernels grow with M)
+# and more than a grid's y / z limit, past host thresholds on the row count (ONNX Runtime's softmax takes another
+# kernel from 8192 rows), where M x N stays within the 2^30 elements of 4096 x 262144: a spec's integer arguments
+# (M * N as int32) hold there as at the other probes; the shapes past it are the large ones' (verifier.lint.large)
+MANY_ROWS, MANY_ROWS_ELEMENTS = 65537, 2 ** 30
 # Where supports() takes none of them at a row length N: rows in whole N x N blocks (Megatron's upper-triangular
 # softmax takes batches x N rows; at N >= 8192 no PROBE_M is a multiple of N, and its entries were never analysed)
 SQUARE_M = (1, 4)  # multiples of N
 
 
 def probe_rows(spec, N: int, dt) -> list:
-    """The probe row counts supports() accepts at N: those of PROBE_M, else the first multiple of N of SQUARE_M."""
-    rows = [M for M in PROBE_M if spec.check_supported(M, N, dt) is None]
+    """The probe row counts supports() accepts at N: those of PROBE_M (and MANY_ROWS up to MANY_ROWS_ELEMENTS
+    elements), else the first multiple of N of SQUARE_M."""
+    many = (MANY_ROWS,) if MANY_ROWS * N <= MANY_ROWS_ELEMENTS else ()
+    rows = [M for M in PROBE_M + many if spec.check_supported(M, N, dt) is None]
     return rows or [M for M in (k * N for k in SQUARE_M) if spec.check_supported(M, N, dt) is None][:1]
 
 
@@ -72,10 +80,12 @@ def launch_facts(spec, dts) -> dict:
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
     from verifier.launch.cuda import launches_for, model_layout, takes_layout
+    from verifier.lint.large import param_label
 
     blocks: dict = {}
     grids: dict = {}
     nulls: dict = {}  # entry -> the pointers null in every launch of it so far
+    labels: dict = {}  # entry -> how its first launch names each parameter (for messages)
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in probe_rows(spec, N, dt):
@@ -92,15 +102,20 @@ def launch_facts(spec, dts) -> dict:
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
                     here = null_slots(launch.args)
                     nulls[launch.entry] = nulls.get(launch.entry, here) & here
+                    labels.setdefault(launch.entry, tuple(param_label(a, i) for i, a in enumerate(launch.args)))
     from verifier.lint.large import large_launches
 
     large, refused, unbound = large_launches(spec, dts)
+    probed = set(blocks)
     for e, ls in large.items():  # a tensor passed at a large shape makes the pointer live too
         for ll in ls:
-            if e in nulls:
-                nulls[e] &= ll.nulls
+            if e not in probed:  # an entry only the large shapes reach (a 64-bit-index variant): analysed at them
+                blocks.setdefault(e, set()).add(tuple(int(x) for x in ll.block) + (1,) * (3 - len(ll.block)))
+                grids[e] = max(grids.get(e, 0), math.prod(int(x) for x in ll.grid))
+                nulls.setdefault(e, ll.nulls)
+            nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
-                          unbound=unbound, nulls=tuple(sorted(nulls[e])))
+                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()))
             for e, bs in blocks.items()}
 
 

@@ -11,8 +11,9 @@ values evaluated from the last, until its header or latch branch leaves), and th
 step with the loop's counters bound to that step's values (``Semantics(bind=...)``). Two accesses one interval
 holds in one iteration are compared with one step's values; an interval that crosses the loop's header (no
 barrier between the end of one iteration and the start of the next) holds the later access with the next
-step's values. A loop whose counters cannot be followed (data-dependent, a guarded update, more than
-``MAX_STEPS`` steps) keeps the unbound analysis: more threads and "cannot decide", never fewer.
+step's values, or the first step's where the earlier access lies outside the loop (entered afresh, as each
+row of a grid-stride loop around it does). A loop whose counters cannot be followed (data-dependent, a guarded
+update, more than ``MAX_STEPS`` steps) keeps the unbound analysis: more threads and "cannot decide", never fewer.
 """
 from __future__ import annotations
 
@@ -209,6 +210,14 @@ class Stepping:
     def next_sem(self, idx: tuple, li: int):
         nxt = idx[:li] + (idx[li] + 1,) + idx[li + 1:]
         return self._by_index.get(nxt)
+
+    def entered_sem(self, idx: tuple, li: int, a: int):
+        """The Semantics of the iteration of loop ``li`` that a barrier-free path from instruction ``a`` enters:
+        from inside the loop the next one; from outside it the first (the loop run afresh: the next row of a
+        grid-stride loop around it)."""
+        if self.an.cfg.block_of[a] in self.loops[li].body:
+            return self.next_sem(idx, li)
+        return self._by_index.get(idx[:li] + (0,) + idx[li + 1:])
 
     def _reach_in_iteration(self, li: int, i: int) -> set:
         """What a thread may run after ``i`` before its next barrier without entering loop ``li``'s header."""

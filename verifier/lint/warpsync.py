@@ -157,19 +157,72 @@ def same_stored_value(sem, a, b, same_warp: bool, one_instance: bool) -> bool:
     return sem.levels[va] <= (WARP if same_warp else UNIFORM) and (one_instance or sem.invariant[va])
 
 
-class WarpOrder:
-    """The warp meeting points of one entry for one block shape, and what a lane can reach without one."""
+def _runs_exactly(sem, ins, mask: int) -> bool:
+    """Whether, at this block shape, the lanes of each warp that run ``ins`` are none or exactly the lanes of
+    ``mask`` that exist (a lane past the block's last thread counts as exited, as CUDA lets it)."""
+    runs, unknown = sem.guard_mask(ins)
+    if unknown:
+        return False
+    for w in range(0, sem.nthreads, 32):
+        lanes = runs[w:w + 32]
+        bits = sum(1 << i for i in np.flatnonzero(lanes))
+        if bits and bits != mask & ((1 << lanes.size) - 1):
+            return False
+    return True
 
-    def __init__(self, analysis, sem):
+
+def _untaken(sem, lanes: int) -> frozenset:
+    """(block id, edge) of the branches that every thread whose lane is in ``lanes`` takes one way (exactly
+    evaluated at this block shape): the other side, which only other lanes take, is no path of these lanes."""
+    ours = (lanes >> (np.arange(sem.nthreads) % 32)) & 1 == 1
+    out = set()
+    for blk, p in sem.branch_pred.items():
+        if blk in sem.free_branches:
+            continue
+        a = sem.evaluate(p)
+        if a is None or not ours.any():
+            continue
+        v = a[ours]
+        if not (v == v[0]).all():
+            continue
+        taken = bool(v[0])
+        out.update((blk, e) for _s, e in sem.v.cfg.blocks[blk].succs if (e in ("taken", "exit")) != taken)
+    return frozenset(out)
+
+
+class WarpOrder:
+    """The warp meeting points of one entry for one block shape, and what a lane can reach without one.
+
+    A ``bar.warp.sync`` whose constant mask names only some lanes (``if (lane < warps) { ...; __syncwarp((1 <<
+    warps) - 1); ... }``) is a meeting point of the lanes it names where exactly those lanes of a warp run it:
+    ``partial`` maps each such mask to its points, and ``narrowed(mask)`` is the order those lanes follow (the
+    side of a branch no lane of the mask takes, the way around the point for the other lanes, left out)."""
+
+    def __init__(self, analysis, sem, points=None, lanes=None):
         self.cfg, self.fn = analysis.cfg, analysis.fn
-        self.points = set()
-        for ins, arg in analysis.collectives:
-            mask = _const(sem, analysis.values.operand(ins.idx, arg))
-            if mask is None or mask & FULL_MASK != FULL_MASK:
-                continue
-            if all(sem.levels[p] <= WARP for p, _, _ in sem.guards(ins)):
-                self.points.add(ins.idx)
+        self._analysis, self._sem = analysis, sem
+        self.partial: dict = {}
+        self._skip = frozenset() if lanes is None else _untaken(sem, lanes)
+        if points is None:
+            points = set()
+            for ins, arg in analysis.collectives:
+                mask = _const(sem, analysis.values.operand(ins.idx, arg))
+                if mask is None:
+                    continue
+                mask &= FULL_MASK
+                if mask == FULL_MASK and all(sem.levels[p] <= WARP for p, _, _ in sem.guards(ins)):
+                    points.add(ins.idx)
+                elif mask and ins.op.startswith("bar.warp.sync") and _runs_exactly(sem, ins, mask):
+                    self.partial.setdefault(mask, set()).add(ins.idx)
+        self.points = points
         self._reach: dict = {}
+        self._narrowed: dict = {}
+
+    def narrowed(self, mask: int) -> "WarpOrder":
+        """The order of the lanes of ``mask``: this order's meeting points and the partial ones of that mask."""
+        if mask not in self._narrowed:
+            self._narrowed[mask] = WarpOrder(self._analysis, self._sem, self.points | self.partial[mask], lanes=mask)
+        return self._narrowed[mask]
 
     def reach(self, idx: int) -> set:
         """Instructions a lane may execute after ``idx`` before its next block barrier or warp meeting point."""
@@ -178,6 +231,7 @@ class WarpOrder:
         cfg, points = self.cfg, self.points
         out = set()
         b = cfg.blocks[cfg.block_of[idx]]
+        skip = self._skip
         stopped = False
         for i in range(idx + 1, b.end):
             out.add(i)
@@ -185,7 +239,7 @@ class WarpOrder:
                 stopped = True
                 break
         seen = set()
-        todo = [] if stopped else [s for s, _ in b.succs if s != EXIT]
+        todo = [] if stopped else [s for s, e in b.succs if s != EXIT and (b.id, e) not in skip]
         while todo:
             k = todo.pop()
             if k in seen or cfg.barrier_block[k]:
@@ -197,7 +251,7 @@ class WarpOrder:
                 if i in points:
                     break
             else:
-                todo.extend(s for s, _ in blk.succs if s != EXIT)
+                todo.extend(s for s, e in blk.succs if s != EXIT and (k, e) not in skip)
         self._reach[idx] = out
         return out
 
