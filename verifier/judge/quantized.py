@@ -215,6 +215,35 @@ def _per_element(ok, t):
     return ok.reshape(ok.shape + (1,) * (t.ndim - ok.ndim))
 
 
+def _free_zero_scales(op, outputs: dict, ref, plain) -> dict:
+    """Per dynamic scale output: where the reference's scale is 0 (floor 0 on a zero row or group: x is all zeros)
+    and the kernel wrote a finite scale > 0 of its own (aiter's ``where(scale == 0, 1, scale)``): any such scale
+    dequantizes y = 0 to x exactly, so it is not compared with 0; y is judged under it as under any kernel scale
+    within budget (t = x / scale = 0: y must be 0)."""
+    free = {}
+    for qd in op.quantized.values():
+        if qd.scale not in plain or qd.scale in free:
+            continue
+        r = np.asarray(ref.exact[qd.scale], dtype=np.float64)
+        s_k = np.asarray(_dt.to_numpy(outputs[qd.scale]), dtype=np.float64)
+        mask = (r == 0) & np.isfinite(s_k) & (s_k > 0)
+        if mask.any():
+            free[qd.scale] = mask
+    return free
+
+
+def _with_kernel_scales(ref, outputs: dict, free: dict):
+    """``ref`` with the kernel's own scale where ``free`` says it stands for the reference's 0."""
+    exact, rounded = dict(ref.exact), dict(ref.rounded)
+    for name, mask in free.items():
+        s_k = _dt.to_numpy(outputs[name])
+        exact[name] = np.where(mask, s_k.astype(np.float64), np.asarray(ref.exact[name], dtype=np.float64))
+        if name in rounded:
+            r = np.asarray(rounded[name])
+            rounded[name] = np.where(mask, s_k.astype(r.dtype), r)
+    return replace(ref, exact=exact, rounded=rounded)
+
+
 def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
                context: Optional[dict] = None) -> Comparison:
     """Every output of an op with quantized outputs: the plain ones (a dynamic scale) as compare() does, then each
@@ -225,6 +254,9 @@ def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
 
     params = resolve_params(op, {**op.params, **params}, dtypes.output)
     plain = [k for k in op.outputs if k not in op.quantized]
+    free = _free_zero_scales(op, outputs, ref, plain)
+    if free:  # the kernel's own scale stands for the reference's 0 there: y is judged under it below (x / s = 0)
+        ref = _with_kernel_scales(ref, outputs, free)
     got = {}
     if plain:
         sub_errs = Errors(base={k: errs.base[k] for k in plain}, E={k: errs.E[k] for k in plain},
