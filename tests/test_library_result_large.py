@@ -23,13 +23,13 @@ def interpreter():
     activate("interpreter")
 
 
-def _check(launcher):
+def _check(launcher, op="rmsnorm"):
     from verifier.battery import check_kernel
     from verifier.results.options import Options
-    from verifier.spec import TritonKernel, dtypes, max_row
+    from verifier.spec import Contracts, TritonKernel, dtypes, max_row
 
-    spec = TritonKernel(name=f"lib-rmsnorm-{launcher}", op="rmsnorm", module=HERE, launcher=launcher,
-                        dtypes=[dtypes("f32")], supports=max_row(16384))
+    spec = TritonKernel(name=f"lib-{op}-{launcher}", op=op, module=HERE, launcher=launcher, dtypes=[dtypes("f32")],
+                        supports=max_row(16384), contracts=Contracts(layout="contiguous"))
     report = check_kernel(spec, Options(level="ci", device="cpu", case=CASE))
     not_run = [n for n in report.notes if f"case {CASE}" in n and "not run" in n]
     return report, not_run
@@ -47,3 +47,13 @@ def test_a_library_result_with_64_bit_offsets_passes_the_large_case(interpreter,
     good, not_run = _check(launcher)
     assert not not_run, not_run
     assert good.verdict == "pass" and not good.findings, [f.message for f in good.findings][:3]
+
+
+def test_an_in_out_tensor_copied_from_a_library_result_runs_the_large_case(interpreter):
+    """fused_add_rmsnorm: the library returns a new residual; the rows no program wrote leave the in-out tensor's
+    input (not the allocation's poison), so the programs owning the rows are established and the case runs."""
+    bad, not_run = _check("add_narrow", "fused_add_rmsnorm")
+    assert not not_run, not_run
+    assert any(f.check == "unwritten" for f in bad.findings), [f.message for f in bad.findings][:3]
+    good, not_run = _check("add_wide", "fused_add_rmsnorm")
+    assert not not_run and good.verdict == "pass" and not good.findings, (not_run, [f.message for f in good.findings])

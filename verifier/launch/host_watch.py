@@ -19,8 +19,11 @@ programs never ran, and only the judged rows are judged.
 from __future__ import annotations
 
 import contextlib
+from typing import Optional
 
 import numpy as np
+
+from verifier.launch.outcome import INT_VIEW
 
 BIG = 1 << 24  # elements: no small case comes near, every large tensor (65,600 rows of 1024 and up) is past it
 # torch functions that describe, view or allocate memory without touching its elements (attribute reads, __get__,
@@ -56,62 +59,109 @@ def _size_arg(args) -> int:
 
 
 _ALLOCATE = {"empty", "empty_like", "new_empty"}  # memory not touched: laid out as the case's outputs (RowWork)
+_POISONED: dict = {}  # storage address of a library's allocation -> (int dtype, poison bits) while it is watched
+
+
+def _poison_of(t) -> Optional[tuple]:
+    """(int view dtype, poison bits) of a poisoned library allocation ``t`` is a view of, else None."""
+    return _POISONED.get(t.untyped_storage().data_ptr())
+
+
+def _poison(t, bits: int) -> None:
+    """Remember ``t`` (a library allocation holding ``bits`` where nothing wrote) for _masked_copy."""
+    import torch
+
+    _POISONED[t.untyped_storage().data_ptr()] = (getattr(torch, INT_VIEW[t.element_size()]), int(bits))
+
+
+def _masked_copy(dst, src) -> None:
+    """dst = src where src was written: elements of a poisoned library allocation still holding its poison leave
+    dst as it was (an output's poison, an in-out tensor's input), as if the library had written it in place."""
+    import torch
+
+    ints, bits = _poison_of(src)
+    dst.copy_(torch.where(src.view(ints) == bits, dst, src.to(dst.dtype)))
+
+
+def _rows_of(t, M: int):
+    """``t`` as (M, C) (leading dims of 1 dropped), or None where it has no row per case row."""
+    while t.dim() > 2 and t.shape[0] == 1:
+        t = t.squeeze(0)
+    return t if t.dim() == 2 and t.shape[0] == M else None
+
+
+def _allocation(name: str, args, kwargs) -> Optional[tuple]:
+    """(shape, torch dtype) an empty / empty_like / new_empty call on the CPU asks for, else None."""
+    import torch
+
+    if name == "empty":
+        shape = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        dtype = kwargs.get("dtype") or torch.get_default_dtype()
+    elif name == "empty_like" and args and isinstance(args[0], torch.Tensor):
+        shape, dtype = args[0].shape, kwargs.get("dtype") or args[0].dtype
+    elif name == "new_empty" and len(args) >= 2 and isinstance(args[0], torch.Tensor):
+        shape = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
+        dtype = kwargs.get("dtype") or args[0].dtype
+    else:
+        return None
+    if kwargs.get("device") not in (None, "cpu", torch.device("cpu")) or kwargs.get("out") is not None:
+        return None
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        return None
+    return tuple(int(d) for d in shape), dtype
+
+
+def _copy_pair(name: str, args):
+    """(dst, src) of a copy_ or a whole ``[...] =`` / ``[:] =``, else None."""
+    import torch
+
+    if name == "copy_" and len(args) >= 2:
+        pair = args[0], args[1]
+    elif name == "__setitem__" and len(args) == 3 and (args[1] is Ellipsis or args[1] == slice(None)):
+        pair = args[0], args[2]
+    else:
+        return None
+    ok = all(isinstance(t, torch.Tensor) for t in pair) and pair[0].shape == pair[1].shape
+    return pair if ok else None
 
 
 class RowWork:
     """The judged rows of a large case of M rows, and ``output(shape, torch dtype)``: an (M, C) tensor laid out as
-    the case's outputs are (verifier.launch.large_host._HostMapped.library_output)."""
+    the case's outputs are, poisoned (verifier.launch.large_host._HostMapped.library_output)."""
 
     def __init__(self, M: int, judged, output):
         self.M, self.judged, self.output = M, [int(r) for r in judged], output
 
-    def _rows(self, t):
-        """``t`` as (M, C) (leading dims of 1 dropped), or None where it has no row per case row."""
-        while t.dim() > 2 and t.shape[0] == 1:
-            t = t.squeeze(0)
-        return t if t.dim() == 2 and t.shape[0] == self.M else None
-
     def allocate(self, name: str, args, kwargs):
-        import torch
-
-        if name == "empty":
-            shape = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
-            dtype = kwargs.get("dtype") or torch.get_default_dtype()
-        elif name == "empty_like" and args and isinstance(args[0], torch.Tensor):
-            shape, dtype = args[0].shape, kwargs.get("dtype") or args[0].dtype
-        elif name == "new_empty" and len(args) >= 2 and isinstance(args[0], torch.Tensor):
-            shape = args[1] if isinstance(args[1], (list, tuple)) else args[1:]
-            dtype = kwargs.get("dtype") or args[0].dtype
-        else:
+        asked = _allocation(name, args, kwargs)
+        if asked is None:
             return None
-        if kwargs.get("device") not in (None, "cpu", torch.device("cpu")) or kwargs.get("out") is not None:
-            return None
-        if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            return None
-        dims = [int(d) for d in shape]
-        if int(np.prod(dims, dtype=np.float64)) < BIG or dtype not in _TORCH_NAMES:
+        shape, dtype = asked
+        dims = list(shape)
+        if int(np.prod(dims, dtype=np.float64)) < BIG:
             return None
         while len(dims) > 2 and dims[0] == 1:
             dims = dims[1:]
         if len(dims) != 2 or dims[0] != self.M:
             return None
-        return self.output(tuple(dims), dtype).view(tuple(int(d) for d in shape))
+        made = self.output(tuple(dims), dtype)
+        if made is None:
+            return None
+        view, bits = made
+        _poison(view, bits)
+        return view.view(shape)
 
     def copy(self, dst, src) -> bool:
-        """dst's judged rows from src's (same shape, M rows); False where that is not such a copy."""
-        import torch
-
-        if not (isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor)) or dst.shape != src.shape:
+        """dst's judged rows from src's (a poisoned library allocation: where it was written); False where that is
+        not such a copy."""
+        if _poison_of(src) is None:
             return False
-        d, s = self._rows(dst), self._rows(src)
+        d, s = _rows_of(dst, self.M), _rows_of(src, self.M)
         if d is None or s is None:
             return False
         for r in self.judged:
-            d[r].copy_(s[r])
+            _masked_copy(d[r], s[r])
         return True
-
-
-_TORCH_NAMES: dict = {}  # torch dtype -> our name, filled by refusing_heavy_work
 
 
 def _row_work(rows: "RowWork", name: str, args, kwargs):
@@ -120,45 +170,60 @@ def _row_work(rows: "RowWork", name: str, args, kwargs):
 
     if name in _ALLOCATE:
         return rows.allocate(name, args, kwargs)
-    if name == "copy_" and len(args) >= 2 and not kwargs.get("non_blocking"):
-        return args[0] if rows.copy(args[0], args[1]) else None
-    if name == "clone" and args and isinstance(args[0], torch.Tensor):
+    pair = _copy_pair(name, args)
+    if pair is not None and not kwargs.get("non_blocking"):
+        return args[0] if rows.copy(*pair) else None
+    if name == "clone" and args and isinstance(args[0], torch.Tensor) and _poison_of(args[0]) is not None:
         t = rows.allocate("empty_like", (args[0],), {})
         return t if t is not None and rows.copy(t, args[0]) else None
-    if name == "__setitem__" and len(args) == 3 and (args[1] is Ellipsis or args[1] == slice(None)):
-        return args[0] if rows.copy(args[0], args[2]) else None
     return None
 
 
 @contextlib.contextmanager
 def poisoned_allocations(m: int):
-    """Inside: an ``empty`` / ``empty_like`` / ``new_empty`` of ``m`` rows (a library's own result, RowWork) holds
-    the first poison of its dtype, as the harness's outputs do: the small runs that establish which programs own
-    which rows (verifier.launch.large_host) then see its rows no program wrote as unwritten, not as garbage."""
+    """Inside: an ``empty`` / ``empty_like`` / ``new_empty`` of ``m`` rows (a library's own result) holds the first
+    poison of its dtype, and a copy out of it takes only what was written (_masked_copy), as RowWork does in the
+    large case: the small runs that establish which programs own which rows (verifier.launch.large_host) then see
+    rows no program wrote as their poison, or an in-out tensor's input, not as garbage."""
+    import torch
     from torch.overrides import TorchFunctionMode
 
-    from verifier import dtypes as _dt
-    from verifier.launch.outcome import INT_VIEW, POISON
+    from verifier.launch.outcome import POISON
 
     class _Poison(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            import torch
-
-            out = func(*args, **(kwargs or {}))
-            if getattr(func, "__name__", "") in _ALLOCATE and isinstance(out, torch.Tensor) and out.dim() >= 2:
-                rows = out
-                while rows.dim() > 2 and rows.shape[0] == 1:
-                    rows = rows.squeeze(0)
-                name = _dt.canonical(out.dtype) if out.dtype in (torch.float32, torch.float16, torch.bfloat16,
-                                                                  torch.float8_e4m3fn, torch.float8_e5m2,
-                                                                  torch.int8, torch.int32, torch.int64) else None
-                if rows.dim() == 2 and rows.shape[0] == m and name in POISON:
-                    out.view(getattr(torch, INT_VIEW[out.element_size()])).fill_(
-                        int(np.array(POISON[name][0]).astype(INT_VIEW[out.element_size()])))
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            pair = _copy_pair(name, args)
+            if pair is not None and _poison_of(pair[1]) is not None:
+                _masked_copy(*pair)
+                return None if name == "__setitem__" else pair[0]
+            out = func(*args, **kwargs)
+            if name in _ALLOCATE and isinstance(out, torch.Tensor) and out.dim() >= 2 \
+                    and _rows_of(out, m) is not None and out.dtype in _TORCH_NAMES:
+                ints = INT_VIEW[out.element_size()]
+                bits = int(np.array(POISON[_TORCH_NAMES[out.dtype]][0]).astype(ints))
+                out.view(getattr(torch, ints)).fill_(bits)
+                _poison(out, bits)
             return out
 
-    with _Poison():
-        yield
+    _torch_names()
+    try:
+        with _Poison():
+            yield
+    finally:
+        _POISONED.clear()
+
+
+_TORCH_NAMES: dict = {}  # torch dtype -> our name (the dtypes POISON has)
+
+
+def _torch_names() -> None:
+    from verifier import dtypes as _dt
+    from verifier.launch.outcome import POISON
+
+    if not _TORCH_NAMES:
+        _TORCH_NAMES.update({_dt.torch_dtype(n): n for n in POISON})
 
 
 @contextlib.contextmanager
@@ -167,13 +232,10 @@ def refusing_heavy_work(rows: "RowWork | None" = None):
     given ``rows``, a library's result allocated and copied into the outputs row by row instead (module doc)."""
     from torch.overrides import TorchFunctionMode
 
-    from verifier import dtypes as _dt
     from verifier.launch import sparse_grid
-    from verifier.launch.outcome import POISON
     from verifier.launch.row_owners import NotSparse
 
-    if not _TORCH_NAMES:
-        _TORCH_NAMES.update({_dt.torch_dtype(n): n for n in POISON})
+    _torch_names()
 
     class _Watch(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -192,5 +254,8 @@ def refusing_heavy_work(rows: "RowWork | None" = None):
                                     "and gigabytes here)")
             return func(*args, **kwargs)
 
-    with _Watch():
-        yield
+    try:
+        with _Watch():
+            yield
+    finally:
+        _POISONED.clear()

@@ -101,13 +101,18 @@ class _HostMapped(_large._Mapped):
         return super().output(shape, dtype, poison_bits, middle, stride)
 
     def library_output(self, shape, torch_dtype):
-        """An (M, C) tensor the launcher's library allocates for its result, laid out as an output of the case
-        (its judged rows private and poisoned as an output of its dtype): what its kernel leaves unwritten there
-        reaches the output the launcher copies it into (verifier.launch.host_watch.RowWork)."""
+        """(view, poison bits) of an (M, C) tensor the launcher's library allocates for its result, laid out as an
+        output of the case (its judged rows private and poisoned as an output of its dtype), or None for a dtype
+        without a poison (verifier.launch.host_watch.RowWork)."""
         from verifier.launch.outcome import POISON
 
-        name = _dt.canonical(torch_dtype)
-        return super().output(shape, name, self.poisons.get(name, POISON[name][0])).view
+        from verifier.launch.host_watch import _TORCH_NAMES
+
+        name = _TORCH_NAMES.get(torch_dtype)
+        if name is None:
+            return None
+        out = super().output(shape, name, self.poisons.get(name, POISON[name][0]))
+        return out.view, out.poison
 
     def run(self, run, spec, inputs, outputs, params, dt, device):
         from verifier.launch.host_watch import RowWork, refusing_heavy_work

@@ -39,3 +39,39 @@ def wide(inputs, outputs, params, dt):
 def wide_4d(inputs, outputs, params, dt):
     M, N = inputs["x"].shape
     outputs["y"][...] = library_rms_norm(inputs["x"], inputs["w"], params["eps"], wide=True, four_d=True).view(M, N)
+
+
+@triton.jit
+def _add_rmsnorm(x_ptr, r_ptr, w_ptr, y_ptr, ro_ptr, N, stride, eps, WIDE: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if WIDE:
+        row = row.to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    h = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32) + \
+        tl.load(r_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(h * h, 0) / N + eps)
+    tl.store(y_ptr + row * N + cols, (h * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(ro_ptr + row * N + cols, h.to(ro_ptr.dtype.element_ty), mask=mask)
+
+
+def library_add_rms_norm(x, r, w, eps, wide):  # returns new (y, residual_out), packed rows
+    M, N = x.shape
+    y, ro = torch.empty((M, N), dtype=x.dtype), torch.empty((M, N), dtype=r.dtype)
+    _add_rmsnorm[(M,)](x, r, w, y, ro, N, x.stride(0), eps, WIDE=wide, BLOCK=triton.next_power_of_2(N))
+    return y, ro
+
+
+def _add(inputs, outputs, params, wide):
+    y, ro = library_add_rms_norm(inputs["x"], outputs["residual"], inputs["w"], params["eps"], wide)
+    outputs["y"].copy_(y)
+    outputs["residual"].copy_(ro)
+
+
+def add_narrow(inputs, outputs, params, dt):
+    _add(inputs, outputs, params, False)
+
+
+def add_wide(inputs, outputs, params, dt):
+    _add(inputs, outputs, params, True)
