@@ -165,7 +165,8 @@ def test_callables_get_non_contiguous_views_and_gap_writes_are_found():
     spec = CallableKernel(name="c-norm", op="rmsnorm", fn=norm, dtypes=[F32])
     xs = _xs(spec, F32, M=6, N=40)
     assert not run_case(spec, F32, "strided_rows_pad64", xs, CPU, layout=STRIDED).findings
-    assert seen["x"] == ((40 + L.ROW_PAD, 1), False) and seen["y"] == ((40 + L.ROW_PAD, 1), False)
+    # each 2-D tensor its own row stride (layouts.row_pad): x's N + 64, y's (third of x, w, y) N + 192
+    assert seen["x"] == ((40 + L.ROW_PAD, 1), False) and seen["y"] == ((40 + 3 * L.ROW_PAD, 1), False)
     assert seen["w"] == ((1,), True)
     bad = run_case(CallableKernel(name="c-spill", op="rmsnorm", fn=spills, dtypes=[F32]), F32, "strided_rows_pad64",
                    xs, CPU, layout=STRIDED)

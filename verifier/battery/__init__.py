@@ -39,7 +39,7 @@ from verifier.battery.hypothesis import check_shapes
 from verifier.battery.plan import CONFIG_STEP, config_variants, each_config, guarded, pinned, wants
 from verifier.battery.refusal import check_refusal
 from verifier.battery.unfinished import mark_unfinished
-from verifier.battery.values import hang_finding, pooled_rounding, run_case
+from verifier.battery.values import false_assumption_finding, hang_finding, pooled_rounding, run_case
 from verifier.judge.rounding import RoundingPool
 from verifier.declare import contracts as _contracts
 from verifier.declare import usercode
@@ -47,6 +47,7 @@ from verifier.declare.kernels import KernelSpec
 from verifier.errors import UsageError
 from verifier.inputs.cases import DrawTooLarge, draw, large_left_out, selected_cases
 from verifier.launch import runnable_reason, runner_for
+from verifier.launch.interpreter import false_assumptions
 from verifier.lint.step import battery_hook as static_hook
 from verifier.ops import get_op
 from verifier.results.kernel import PASS, RUN_CHECKS, KernelReport, skipped
@@ -117,18 +118,21 @@ def _battery(spec, opts, report, tags, say) -> None:
     configs = config_variants(spec)
     first = configs[0][0]  # refusal and determinism: an autotuned kernel's first config (no benchmarking)
     for dt in tags:
-        if wants(opts, "refusal"):
-            say(f"{spec.name} [{dt.tag}]: refusal")
-            with pinned(spec, first):
-                check_refusal(spec, dt, opts, report, run=run)
-        if wants(opts, "values"):
-            say(f"{spec.name} [{dt.tag}]: values")
-            each_config(spec, report, lambda: _check_values(spec, run, dt, opts, report, say),  # autotuned: each
-                        say=lambda step: say(f"{spec.name} [{dt.tag}]: {step}"))  # config it may pick
-        if wants(opts, "determinism"):
-            say(f"{spec.name} [{dt.tag}]: determinism")
-            with pinned(spec, first):
-                check_determinism(spec, dt, opts, report, run=run)
+        with false_assumptions() as assumed:  # the interpreter's false tl.assume: reported, the checks go on
+            if wants(opts, "refusal"):
+                say(f"{spec.name} [{dt.tag}]: refusal")
+                with pinned(spec, first):
+                    check_refusal(spec, dt, opts, report, run=run)
+            if wants(opts, "values"):
+                say(f"{spec.name} [{dt.tag}]: values")
+                each_config(spec, report, lambda: _check_values(spec, run, dt, opts, report, say),  # autotuned:
+                            say=lambda step: say(f"{spec.name} [{dt.tag}]: {step}"))  # each config it may pick
+            if wants(opts, "determinism"):
+                say(f"{spec.name} [{dt.tag}]: determinism")
+                with pinned(spec, first):
+                    check_determinism(spec, dt, opts, report, run=run)
+        for where, program in assumed.items():
+            report.add(false_assumption_finding(spec, opts, dt.tag, where, program))
     if opts.sanitize:
         sanitizer_hook(spec, opts, report, tags)
     everywhere = usercode.raised_everywhere(spec, report.inputs) if opts.case is None else None

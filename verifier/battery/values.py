@@ -126,6 +126,16 @@ def record_fault(spec, opts, report, e: KernelFault) -> None:
         e.reported = True
 
 
+def false_assumption_finding(spec, opts, tag: str, where: str, program: tuple) -> Finding:
+    """The **crash** finding of a ``tl.assume`` whose condition was false in the interpreter (``where``: 'file:line:
+    source', verifier.launch.interpreter.false_assumptions): once per dtype; the checks ran past it."""
+    return Finding("crash", f"tl.assume's condition is false in program {program} at {where}: compiled Triton hands "
+                   "it to the optimizer as a fact, so the kernel's behaviour there is undefined (a bound check or "
+                   "branch the fact decides may be dropped); the interpreter went on past it to check the values. Fix: "
+                   "assume only what holds in every program (pid >= 0, not pid > 0), or drop the assumption",
+                   kernel=spec.name, dtype=tag, seed=opts.seed, repro=repro_line(spec, opts, tag))
+
+
 def hang_finding(spec, opts, e, **ctx) -> Finding:
     """The **timeout** finding of a kernel call stopped at its checks' deadline (``e``: a
     verifier.launch.watchdog.KernelHang), in the words of a child killed at its timeout; ``ctx``: dtype, input."""

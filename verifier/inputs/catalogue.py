@@ -135,6 +135,18 @@ def rand_partial_neg_inf_mask(rng: np.random.Generator, frac: float = 0.5) -> Sa
     return fn
 
 
+def rand_masked_prefix(rng: np.random.Generator, frac: float = 0.825) -> Sampler:
+    """N(0, 1) rows whose first ``frac`` of elements are -inf (left padding, a causal prefix): over a row longer than
+    one tile, an online max that starts at -inf meets a tile holding only -inf, where exp(m - m_new) = exp(-inf -
+    -inf) is NaN unless guarded (aiter's online softmax turned such rows all NaN)."""
+    def fn(shape, dtype):
+        _need_inf(dtype, "rand_masked_prefix")
+        v = _fit(rng.standard_normal(shape), dtype)
+        v[..., :int(shape[-1] * frac)] = -np.inf
+        return v
+    return fn
+
+
 def rand_one_neg_inf(rng: np.random.Generator) -> Sampler:
     """N(0, 1) with exactly one -inf per row."""
     def fn(shape, dtype):
@@ -396,6 +408,9 @@ _TABLE = [
      False),
     ("fully_masked_rows", "all -inf rows: NaN there, and no NaN leaking into other rows", 4, 64,
      rand_fully_masked, _EXP, _has_inf, False),
+    ("masked_prefix_40000", "the first 33,000 of 40,000 elements -inf (left padding): a tile of only -inf before the "
+     "first finite value (tiles up to 32,768), where an online max gives exp(-inf - -inf) = NaN", 2, 40000,
+     rand_masked_prefix, _EXP, _has_inf, False),
     ("d1", "row of one element", 4, 1, rand_normal, None, None, False),
     ("d7_below_warp", "row shorter than a warp: empty lanes must hold the merge identity", 4, 7, rand_normal,
      None, None, False),

@@ -27,6 +27,13 @@ A conversion between bfloat16 and any type but float32 (an int32 exponent ``.to(
 is recorded as bfloat16 arithmetic: the interpreter reinterprets the number as the 16-bit pattern or the reverse
 (zero excepted: its bits are +0.0, so a load's ``other=0`` into bfloat16 is right).
 
+A ``tl.assume(cond)`` whose condition is false in some program: the interpreter raises AssertionError('Assume
+failed') there, so every case of a kernel assuming ``pid > 0`` (aiter's per-token quant, false in program 0) was a
+crash and nothing else of it was checked. Compiled Triton hands the condition to LLVM as a fact (undefined behaviour
+where it does not hold, usually harmless). Inside :func:`false_assumptions` such a condition is recorded (the
+kernel's source line, the program) and the run goes on: the values step reports it once per dtype as a finding and
+judges the values as usual.
+
 Conversions from float32 to bfloat16 are recorded apart (:data:`ROUNDED`): the interpreter rounds them toward
 zero, where compiled Triton rounds to nearest even, so a kernel that rounds to bfloat16 twice (x·rstd rounded
 before the weight multiply) can be 3 ULPs off in the interpreter and within 2 compiled. :func:`faithful_rounding`
@@ -46,6 +53,7 @@ _FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}  # Triton's name -> 
 _faithful = False  # float32 -> bfloat16 conversions round to nearest even (faithful_rounding)
 _nan_first = False  # an all-NaN slice's argmax / argmin is its first index (all_nan_first), else its last
 _record: Optional[set] = None  # the ops seen since recording() opened, or None when nobody records
+_assumes: Optional[dict] = None  # false tl.assume conditions seen since false_assumptions() opened: where -> program
 _wrapped = False
 
 
@@ -136,8 +144,19 @@ def _wrap_builder() -> None:
             return _all_nan_min_max(self, input, data, dead, val_reduce_op, idx_reduce_op)
         return run
 
+    def assume(orig):
+        import numpy as np
+
+        def create_assume(self, condition):
+            if _assumes is None or bool(np.all(np.asarray(condition.data))):
+                return orig(self, condition)
+            _assumes.setdefault(_kernel_line(), tuple(int(i) for i in (self.grid_idx or (0, 0, 0))))
+        return create_assume
+
     _skip_repatching(interp)
     builder = interp.InterpreterBuilder
+    if hasattr(builder, "create_assume"):
+        builder.create_assume = assume(builder.create_assume)
     for name in ("unary_op", "binary_op", "ternary_op"):
         if hasattr(builder, name):
             setattr(builder, name, elementwise(getattr(builder, name)))
@@ -375,13 +394,74 @@ def faithful_rounding():
 
 @contextlib.contextmanager
 def watch():
-    """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording()) and
-    libdevice's functions with a numpy counterpart run (verifier.launch.libdevice)."""
+    """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording()),
+    libdevice's functions with a numpy counterpart run (verifier.launch.libdevice), and a library's
+    ``torch.cuda.device(...)`` context selects nothing (no_cuda_device)."""
     from verifier.launch.libdevice import libdevice_in_numpy
 
     _wrap_builder()
-    with libdevice_in_numpy():
+    with libdevice_in_numpy(), no_cuda_device():
         yield
+
+
+class _NoDevice:
+    """torch.cuda.device(...) where torch sees no CUDA device: there is none to select, the tensors are on the
+    CPU. Without it ``with torch.cuda.device(a.device.index):`` (FBGEMM's quantizers) raises on a CPU tensor
+    (index None: TypeError; a CPU device: ValueError; an int: 'compiled without CUDA support')."""
+
+    def __init__(self, device=None):
+        self.idx = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@contextlib.contextmanager
+def no_cuda_device():
+    """Inside, where torch has no CUDA device, ``torch.cuda.device`` is a context selecting nothing (_NoDevice)."""
+    import torch
+
+    if torch.cuda.is_available():
+        yield
+        return
+    saved = torch.cuda.device
+    torch.cuda.device = _NoDevice
+    try:
+        yield
+    finally:
+        torch.cuda.device = saved
+
+
+def _kernel_line() -> str:
+    """'file:line: source' of the innermost frame outside Triton and this package (the kernel's tl.assume)."""
+    import os
+    import traceback
+
+    import triton
+
+    skip = (os.path.dirname(triton.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for fr in reversed(traceback.extract_stack()):
+        if not os.path.abspath(fr.filename).startswith(skip):
+            return f"{fr.filename}:{fr.lineno}: {(fr.line or '').strip()}"
+    return "an unknown line"
+
+
+@contextlib.contextmanager
+def false_assumptions():
+    """Yields a dict of the false tl.assume conditions met inside the block ('file:line: source' -> the first
+    program meeting it); they do not raise there. Nested blocks share the outer dict."""
+    global _assumes
+    if _assumes is not None:  # the builder is wrapped by watch(), around every interpreted launch
+        yield _assumes
+        return
+    _assumes = {}
+    try:
+        yield _assumes
+    finally:
+        _assumes = None
 
 
 @contextlib.contextmanager

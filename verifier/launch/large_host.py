@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verifier import dtypes as _dt
 from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
 from verifier.launch import large as _large
@@ -90,12 +91,37 @@ class _HostMapped(_large._Mapped):
     """_Mapped on host memory where only the judged rows' programs run: the launcher's own torch work over every
     element refused (NotSparse, not a fault), a per-row vector's poison counted on the judged rows."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.poisons = {}  # dtype -> the poison of the case's (M, N) outputs of that dtype
+
+    def output(self, shape, dtype, poison_bits, middle=None, stride=None):
+        if len(shape) == 2:  # a library's own (M, C) result of this dtype takes the same poison (library_output)
+            self.poisons.setdefault(_dt.canonical(dtype), poison_bits)
+        return super().output(shape, dtype, poison_bits, middle, stride)
+
+    def library_output(self, shape, torch_dtype):
+        """(view, poison bits) of an (M, C) tensor the launcher's library allocates for its result, laid out as an
+        output of the case (its judged rows private and poisoned as an output of its dtype), or None for a dtype
+        without a poison (verifier.launch.host_watch.RowWork)."""
+        from verifier.launch.outcome import POISON
+
+        from verifier.launch.host_watch import _TORCH_NAMES
+
+        name = _TORCH_NAMES.get(torch_dtype)
+        if name is None:
+            return None
+        out = super().output(shape, name, self.poisons.get(name, POISON[name][0]))
+        return out.view, out.poison
+
     def run(self, run, spec, inputs, outputs, params, dt, device):
-        from verifier.launch.host_watch import refusing_heavy_work
+        from verifier.launch.host_watch import RowWork, refusing_heavy_work
         from verifier.launch.row_owners import NotSparse
 
+        M = next((int(v.shape[0]) for v in outputs.values() if len(getattr(v, "shape", ())) == 2), None)
+        rows = RowWork(M, self.judged, self.library_output) if M is not None else None
         try:
-            with refusing_heavy_work():
+            with refusing_heavy_work(rows):
                 self.inner.run(run, spec, inputs, outputs, params, dt, device)
         except KernelFault as e:
             if isinstance(e.original, NotSparse):
@@ -160,9 +186,11 @@ def _owners(run, spec, op, inputs_np, dt, params, rows, layout, ordinary):
     held = {t: t if t in op.inouts else getattr(spec, "outputs_alias", {}).get(t) for t in op.outputs}
 
     def run_small(m, select):
+        from verifier.launch.host_watch import poisoned_allocations
+
         small = _small_inputs(op, inputs_np, M, N, m, params)
         try:
-            with _sg.programs(select):
+            with _sg.programs(select), poisoned_allocations(m):
                 return ordinary(run, spec, small, dt, params, "cpu", check_poison=False), small
         except KernelFault as e:
             raise _ro.NotSparse(f"at {m} rows (to establish which programs own which rows) it raised "
