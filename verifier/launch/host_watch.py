@@ -226,6 +226,12 @@ def _torch_names() -> None:
         _TORCH_NAMES.update({_dt.torch_dtype(n): n for n in POISON})
 
 
+def poisoned_name(torch_dtype):
+    """Our name of a torch dtype that has an output poison (verifier.launch.outcome.POISON), or None."""
+    _torch_names()
+    return _TORCH_NAMES.get(torch_dtype)
+
+
 @contextlib.contextmanager
 def refusing_heavy_work(rows: "RowWork | None" = None):
     """Inside: a torch function over BIG elements or more raises NotSparse (outside the interpreter's grid runs);

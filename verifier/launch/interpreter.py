@@ -397,42 +397,12 @@ def watch():
     """Around one interpreted launch: makes sure the builder is wrapped (records go to the open recording()),
     libdevice's functions with a numpy counterpart run (verifier.launch.libdevice), and a library's
     ``torch.cuda.device(...)`` context selects nothing (no_cuda_device)."""
+    from verifier.launch.cpu_device import no_cuda_device
     from verifier.launch.libdevice import libdevice_in_numpy
 
     _wrap_builder()
     with libdevice_in_numpy(), no_cuda_device():
         yield
-
-
-class _NoDevice:
-    """torch.cuda.device(...) where torch sees no CUDA device: there is none to select, the tensors are on the
-    CPU. Without it ``with torch.cuda.device(a.device.index):`` (FBGEMM's quantizers) raises on a CPU tensor
-    (index None: TypeError; a CPU device: ValueError; an int: 'compiled without CUDA support')."""
-
-    def __init__(self, device=None):
-        self.idx = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-@contextlib.contextmanager
-def no_cuda_device():
-    """Inside, where torch has no CUDA device, ``torch.cuda.device`` is a context selecting nothing (_NoDevice)."""
-    import torch
-
-    if torch.cuda.is_available():
-        yield
-        return
-    saved = torch.cuda.device
-    torch.cuda.device = _NoDevice
-    try:
-        yield
-    finally:
-        torch.cuda.device = saved
 
 
 def _kernel_line() -> str:

@@ -106,9 +106,9 @@ class _HostMapped(_large._Mapped):
         without a poison (verifier.launch.host_watch.RowWork)."""
         from verifier.launch.outcome import POISON
 
-        from verifier.launch.host_watch import _TORCH_NAMES
+        from verifier.launch.host_watch import poisoned_name
 
-        name = _TORCH_NAMES.get(torch_dtype)
+        name = poisoned_name(torch_dtype)
         if name is None:
             return None
         out = super().output(shape, name, self.poisons.get(name, POISON[name][0]))

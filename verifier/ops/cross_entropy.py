@@ -31,7 +31,7 @@ from verifier.ops.ce_labels import ignore_index, ignored_rows, logit_scale, smoo
 from verifier.ops.model import Op, OpCase, Tensor
 from verifier.ops.log_softmax import holds, one_high_logit, wide_rows
 from verifier.ops.softmax import row_softmax, softmax_parts, softmax_units
-from verifier.ops.samplers import fit as _fit, holds_inf as _holds_inf, normal as _normal
+from verifier.ops.samplers import fit as _fit, holds_inf as _holds_inf, masked_prefix as _masked_prefix, normal as _normal
 
 
 LABEL_DTYPES = ("int64", "int32")
@@ -378,6 +378,9 @@ CASES = (
     OpCase("ce_ignored_nonfinite", "ignored rows holding NaN/+inf must still give exactly 0", 4, 128,
            _nonfinite_rows, dtype_ok=_holds_inf, policy="ignore_nonfinite", quick=True),
     OpCase("ce_vocab_32000", "vocabulary row of 32000 (Llama): long online loops", 2, 32000, _normal, fixed_m=True),
+    OpCase("ce_masked_prefix_40000", "the first 33,000 of 40,000 logits -inf, the label on a finite one: a tile of "
+           "only -inf before the first finite logit, where an unguarded online rescale gives exp(-inf - -inf) = NaN "
+           "for a finite loss", 2, 40000, _masked_prefix, dtype_ok=_holds_inf, fixed_m=True, policy="finite"),
     # Log-domain extremes: -log(softmax(x)[label]) gives +inf where the loss is finite (a few hundred).
     OpCase("ce_wide_rows_randn50", "logits randn·50 (rows spanning far past 104): -log(softmax[label]) gives +inf "
            "for labels far below the max", 4, 1000, wide_rows, dtype_ok=holds(400.0)),
