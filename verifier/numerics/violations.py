@@ -62,15 +62,15 @@ def violation(name, bad, value, bound, what) -> list[Violation]:
     return [Violation(name, rows, msg, float(ratio[w]))]
 
 
-def finite_violation(name, must_be_finite, y2d) -> list[Violation]:
-    """Rows that must be finite (per the caller's reasoning) but hold NaN/inf."""
+def finite_violation(name, must_be_finite, y2d, why: str = "their input is finite") -> list[Violation]:
+    """Rows that must be finite (per the caller's reasoning, ``why`` in the message) but hold NaN/inf."""
     nonfin = must_be_finite & ~np.isfinite(y2d).all(axis=1)
     if not nonfin.any():
         return []
     rows = np.flatnonzero(nonfin)
     count = (~np.isfinite(y2d[rows])).sum(axis=1)
     w = int(rows[np.argmax(count)])
-    msg = (f"{len(rows)} of {len(nonfin)} rows hold NaN/inf although their input is finite; worst row {w}: "
+    msg = (f"{len(rows)} of {len(nonfin)} rows hold NaN/inf although {why}; worst row {w}: "
            f"{int(count.max())} non-finite outputs (rows {rows[:8].tolist()}{'...' if len(rows) > 8 else ''})")
     return [Violation(name, rows, msg, float(count.max()))]
 

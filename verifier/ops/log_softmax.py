@@ -11,7 +11,7 @@ from verifier.numerics.ulp import round_to
 from verifier.numerics.violations import U64, Violation, finite_violation, order_violation, ulp_out, violation
 from verifier.ops import softmax_lse
 from verifier.ops.model import OpCase, Op
-from verifier.ops.softmax import logit_units, row_softmax, softmax_parts, softmax_rows, softmax_units
+from verifier.ops.softmax import LIVE_ROWS, logit_units, row_softmax, softmax_parts, softmax_rows, softmax_units
 from verifier.ops.softmax_inputs import CASES as MASK_CASES
 from verifier.ops.softmax_inputs import MASKED_ROWS, OPTIONAL, PARAMS
 
@@ -44,7 +44,7 @@ def check_log_softmax(x, y, c, dz=0.0):
     live, _ = softmax_rows(x, y)
     # -inf is the correct log-probability of a masked element; everything else must be finite.
     fin_where = np.where(x == -np.inf, 0.0, y)
-    out = finite_violation("log_softmax.finite", live, fin_where)
+    out = finite_violation("log_softmax.finite", live, fin_where, LIVE_ROWS + ", and -inf is due only there")
     ok = live & np.isfinite(fin_where).all(axis=1) & ~np.isnan(y).any(axis=1)
     xs = np.where(ok[:, None], x, 0.0)
     n = (x > -np.inf).sum(axis=1)

@@ -99,11 +99,15 @@ def softmax_rows(x, y):
     return live, live & np.isfinite(y).all(axis=1)
 
 
+# why softmax_rows' live rows must be finite (a row may hold -inf: masked columns)
+LIVE_ROWS = "they hold no NaN or +inf and at least one logit above -inf (-inf ones are masked columns)"
+
+
 def check_softmax(x, y, c, dz=0.0):
     """``dz``: the kernel's error in the logits x in units of u (softmax_inputs), which widens each element's
     relative bound g (the order check sees it: two logits that close may swap)."""
     live, ok = softmax_rows(x, y)
-    out = finite_violation("softmax.finite", live, y)
+    out = finite_violation("softmax.finite", live, y, LIVE_ROWS)
     n = (x > -np.inf).sum(axis=1)
     _, e_units, s_units = softmax_units(np.where(ok[:, None], x, 0.0), n, c)
     # Per element: the kernel's pre-rounding value v_j = p_j(1 + theta_j), |theta_j| <= g_j with
