@@ -114,10 +114,11 @@ def _reference(xs, eps):
 def test_strided_rows_reach_a_cuda_kernel_with_the_stride_its_launch_names(lib, dt):
     spec = _spec("emu-rows", "rows")
     xs = _xs(spec, dt)
-    for layout, stride in ((None, 24), (STRIDED, 24 + L.ROW_PAD)):
+    # strided: each named tensor its own stride (layouts.row_pad): x's N + 64, y's (third of x, w, y) N + 192
+    for layout, strides in ((None, [24, 24]), (STRIDED, [24 + L.ROW_PAD, 24 + 3 * L.ROW_PAD])):
         out = execute(rc.run_cuda, spec, xs, dt, spec.op_params(), "cuda", layout=layout)
         launched = lib.launched[-1]
-        assert launched.types()[5:7] == [c_int32, c_int64] and launched.values()[5:7] == [stride, stride]
+        assert launched.types()[5:7] == [c_int32, c_int64] and launched.values()[5:7] == strides
         assert not (out.unwritten or out.guard_hits or out.gap_hits)
         assert out.outputs["y"].tobytes() == _reference(xs, spec.op_params()["eps"]).tobytes()
     assert not lib.allocs
@@ -127,7 +128,9 @@ def test_a_kernel_ignoring_the_row_stride_fails_the_strided_case_naming_the_fix(
     spec = _spec("emu-no-stride", "no_stride", dts=(BF16,))
     report = run_case(spec, BF16, "strided_rows_pad64", _xs(spec, BF16, M=6), CUDA, layout=STRIDED)
     checks = {f.check for f in report.findings}
-    assert {"value", "out-of-range-write"} <= checks
+    # y's rows N + 192 apart (layouts.row_pad): rows stored at r * N all land in row 0 and its gap, the others stay
+    # poisoned
+    assert {"out-of-range-write", "unwritten"} <= checks
     gap = next(f for f in report.findings if "gaps between rows" in f.message)
     assert "first at row 0, column 24" in gap.message and "Contracts(layout='contiguous')" in gap.message
     # the same kernel on contiguous rows: nothing to see

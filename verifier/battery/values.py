@@ -33,10 +33,11 @@ from verifier.results.options import Options, repro_line
 
 # What a finding on a case of each layout adds: what the layout suggests, and the fix or the declaration.
 _HINTS = {
-    _lay.STRIDED: (f"strided case: rows lie N + {_lay.ROW_PAD} elements apart and the gaps hold the dtype's max "
-                   "(inputs) or the poison (outputs); a kernel reading row r at r*N, or reading or writing past N, "
-                   "fails here. Fix: index rows by the row stride (CUDA: pass 'x.stride' in the launch args), or "
-                   "declare Contracts(layout='contiguous')"),
+    _lay.STRIDED: (f"strided case: each tensor's rows lie a stride of their own apart (x's N + {_lay.ROW_PAD}, the "
+                   f"op's next tensor's N + {2 * _lay.ROW_PAD}, ...) and the gaps hold the dtype's max (inputs) or the "
+                   "poison (outputs); a kernel reading row r at r*N, taking one tensor's stride for another's, or "
+                   "reading or writing past N, fails here. Fix: index each tensor's rows by its own row stride (CUDA: "
+                   "pass 'x.stride', 'y.stride' in the launch args), or declare Contracts(layout='contiguous')"),
     _lay.UNALIGNED: (f"unaligned case: every tensor starts one element past a {_lay.ALIGN}-byte boundary. Fix: check "
                      "the pointers' alignment before vector loads (fall back to scalar loads), or declare "
                      "Contracts(alignment=16)"),

@@ -63,3 +63,11 @@ def check_scratch(kernel: str, op, names, aliases) -> tuple:
 def aliased_inputs(spec) -> dict:
     """input -> the output written over it."""
     return {src: out for out, src in getattr(spec, "outputs_alias", {}).items()}
+
+
+def buffer_of(spec, name: str) -> str:
+    """The tensor whose buffer holds ``name`` in the harness: an input an output is written over lies in that
+    output's buffer, at its row stride (one stride, bound to whichever of the two names a launch passes); any other
+    tensor in its own."""
+    over = {src: out for out, src in getattr(spec, "outputs_alias", {}).items()}
+    return over.get(name, name)

@@ -6,10 +6,11 @@ What PyTorch callers pass besides fresh contiguous tensors, each a catalogue cas
   ``qkv[:, :N]`` of a wider buffer lays them out. The gaps of an input hold ``gap_value`` (the dtype's largest
   value: read into a softmax max, a sum of squares or a sum, it changes the row's result), the gaps of an output
   hold the poison and must keep it. A CUDA launch receives the stride it names (``"x.stride"``); a tensor whose
-  stride no launch passes stays contiguous. A Triton kernel or a callable, which get every 2-D tensor strided,
-  get each its own stride (:func:`row_pad`: x's N + ROW_PAD, the op's next tensor's N + 2·ROW_PAD, ...): a fresh
-  output beside a sliced input does not share its stride, and a kernel indexing y or the residual with x's stride
-  reads or writes the wrong rows.
+  stride no launch passes stays contiguous. A Triton kernel or a callable get every 2-D tensor strided. Each
+  strided tensor, whatever the kernel's kind, has a stride of its own (:func:`row_pad`: x's N + ROW_PAD, the op's
+  next tensor's N + 2·ROW_PAD, ...): a fresh output beside a sliced input does not share its stride, and a kernel
+  indexing y or the residual with x's stride reads or writes the wrong rows. An output written over an input
+  (``outputs_alias``, an in-out tensor) is one buffer: one stride, the output's.
 - ``unaligned``: every tensor starts one element past a 16-byte boundary (element-aligned, as a view into a
   larger buffer can start), so 16-byte vector loads chosen from N alone fault with "misaligned address".
 - ``large``: M·N ≥ 2^31 + 2N elements, so a 32-bit row offset (``int base = row * N``) wraps inside the array
@@ -64,10 +65,11 @@ DEFAULT = Layout()
 
 
 def row_pad(op, name: str) -> int:
-    """Elements past N between two rows of tensor ``name`` in the strided case of a Triton kernel or a callable:
-    ROW_PAD for x, one more ROW_PAD for each tensor the op lists before ``name`` (inputs, then outputs), so a
-    kernel taking one tensor's stride for another (aiter's per-token quant stores its output at x's stride, its
-    fused add + RMSNorm reads the residual at x's) is caught (tests/test_strided_own_stride.py)."""
+    """Elements past N between two rows of tensor ``name`` in the strided case (every kind of kernel): ROW_PAD for
+    x, one more ROW_PAD for each tensor the op lists before ``name`` (inputs, then outputs), so a kernel taking one
+    tensor's stride for another (aiter's per-token quant stores its output at x's stride, its fused add + RMSNorm
+    reads the residual at x's; a CUDA kernel writing y at the x stride its launch passes) is caught
+    (tests/test_strided_own_stride.py, tests/test_cuda_own_stride.py)."""
     order = list(dict.fromkeys(["x"] + list(op.inputs) + list(op.outputs)))
     return ROW_PAD * (1 + order.index(name)) if name in order else ROW_PAD
 

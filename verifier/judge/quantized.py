@@ -143,16 +143,20 @@ def _why(f, a: float, q: float, t: float, E: float, mode: str, truncation_like: 
         return "NaN where t is a number"
     if abs(a) < f.qmax and abs(a) in OTHER_MAX and abs(t) - E > abs(a):
         return f"saturated at {abs(a):g} but {f.dtype}'s max is {f.qmax:g} ({OTHER_MAX[abs(a)]}'s max was used)"
-    other = "half_away" if mode == "nearest_even" else "nearest_even"
-    if a == float(f.quantize(t, other)) and a != q:
-        return {"half_away": "rounded half-away from zero where nearest-even was declared (t is a tie)",
-                "nearest_even": "rounded half-to-even where half-away was declared (t is a tie)"}[other]
+    if mode == "toward_zero":
+        if a == float(f.quantize(t, "nearest_even")) and a != q:
+            return "rounded to nearest where truncation toward zero was declared"
+    else:
+        other = "half_away" if mode == "nearest_even" else "nearest_even"
+        if a == float(f.quantize(t, other)) and a != q:
+            return {"half_away": "rounded half-away from zero where nearest-even was declared (t is a tie)",
+                    "nearest_even": "rounded half-to-even where half-away was declared (t is a tie)"}[other]
     steps = int(f.steps(a, q))
     if steps == 1:
-        d = abs(t - float(f.nearest_boundary(t)))
+        d = abs(t - float(f.nearest_boundary(t, mode)))
         toward_zero = abs(a) < abs(q) and np.sign(a) * np.sign(q) >= 0
         where = f"{d / E:.1f} budgets from any boundary" if E > 0 else f"t is exact and {d:.3g} from any boundary"
-        hint = " (truncated?)" if truncation_like else ""
+        hint = " (truncated?)" if truncation_like and mode != "toward_zero" else ""
         return f"one step off{' toward zero' + hint if toward_zero else ''}, {where}"
     return f"{steps} steps off"
 
@@ -189,7 +193,7 @@ def compare_quantized(name: str, actual, t, E, dtype: str, rounding: str = "near
         order = np.argsort(-(steps + value_bad).ravel(), kind="stable")[:min(WORST, int(value_bad.sum()))]
     else:
         with np.errstate(invalid="ignore"):
-            dist = np.where(tnan, np.inf, np.abs(t - f.nearest_boundary(t)))
+            dist = np.where(tnan, np.inf, np.abs(t - f.nearest_boundary(t, rounding)))
         order = np.argsort(dist.ravel(), kind="stable")[:min(WORST, t.size)]
     worst = []
     with np.errstate(invalid="ignore"):
@@ -225,18 +229,24 @@ def _per_element(ok, t):
     return ok.reshape(ok.shape + (1,) * (t.ndim - ok.ndim))
 
 
-def _free_zero_scales(op, outputs: dict, ref, plain) -> dict:
-    """Per dynamic scale output: where the reference's scale is 0 (floor 0 on a zero row or group: x is all zeros)
-    and the kernel wrote a finite scale > 0 of its own (aiter's ``where(scale == 0, 1, scale)``): any such scale
-    dequantizes y = 0 to x exactly, so it is not compared with 0; y is judged under it as under any kernel scale
-    within budget (t = x / scale = 0: y must be 0)."""
+def _zero_scale(r, inverse: bool):
+    """Where a reference scale stands for an all-zero row (group) without a floor: 0, or an inverse's qmax / 0."""
+    return np.isposinf(r) if inverse else r == 0
+
+
+def _free_zero_scales(op, outputs: dict, ref, plain, params: dict) -> dict:
+    """Per dynamic scale output: where the reference's scale is 0 (floor 0 on a zero row or group: x is all zeros;
+    a declared inverse: infinite there) and the kernel wrote a finite scale > 0 of its own (aiter's
+    ``where(scale == 0, 1, scale)``, CTranslate2's inverse 1): any such scale dequantizes y = 0 to x exactly, so it
+    is not compared with the reference's; y is judged under it as under any kernel scale within budget (t = 0: y
+    must be 0)."""
     free = {}
     for qd in op.quantized.values():
         if qd.scale not in plain or qd.scale in free:
             continue
         r = np.asarray(ref.exact[qd.scale], dtype=np.float64)
         s_k = np.asarray(_dt.to_numpy(outputs[qd.scale]), dtype=np.float64)
-        mask = (r == 0) & np.isfinite(s_k) & (s_k > 0)
+        mask = _zero_scale(r, params.get(qd.form_param) == "inverse") & np.isfinite(s_k) & (s_k > 0)
         if mask.any():
             free[qd.scale] = mask
     return free
@@ -264,7 +274,7 @@ def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
 
     params = resolve_params(op, {**op.params, **params}, dtypes.output)
     plain = [k for k in op.outputs if k not in op.quantized]
-    free = _free_zero_scales(op, outputs, ref, plain)
+    free = _free_zero_scales(op, outputs, ref, plain, params)
     if free:  # the kernel's own scale stands for the reference's 0 there: y is judged under it below (x / s = 0)
         ref = _with_kernel_scales(ref, outputs, free)
     got = {}
@@ -278,11 +288,12 @@ def compare_op(op, outputs: dict, ref, errs, dtypes, params: dict, inputs: dict,
     for k, qd in op.quantized.items():
         t, E = np.asarray(ref.exact[k], dtype=np.float64), np.asarray(errs.E[k], dtype=np.float64)
         rows = 0
-        if qd.scale in plain:  # a reference scale of 0 (floor 0, a zero row or group): x is all zeros there, and
-            # any finite y dequantizes to y·0 = 0, exactly x (a guarded reciprocal writes 0, an unguarded 0·inf = NaN
+        if qd.scale in plain:  # a reference scale of 0 (floor 0, a zero row or group; a declared inverse's inf):
+            # x is all zeros there, and any finite y dequantizes to y·0 = y / inf = 0, exactly x (a guarded reciprocal writes 0, an unguarded 0·inf = NaN
             # clamped by fmaxf / fminf writes qmax: both harmless); a NaN y poisons the GEMM that consumes it, so NaN
             # stays a finding (t = 0 is a number).
-            zero = _per_element(np.asarray(ref.exact[qd.scale], dtype=np.float64) == 0, t)
+            zero = _per_element(_zero_scale(np.asarray(ref.exact[qd.scale], dtype=np.float64),
+                                            params.get(qd.form_param) == "inverse"), t)
             t, E = np.where(zero, 0.0, t), np.where(zero, np.inf, E)
         if qd.scale in plain:  # a dynamic scale: the kernel's own, where it is within budget
             s_k = _dt.to_numpy(outputs[qd.scale]).astype(np.float64)

@@ -28,7 +28,7 @@ from verifier.declare.kernels import Launch
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
-from verifier.inputs.layouts import CONTIGUOUS, ROW_PAD, STRIDED, UNALIGNED
+from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED, row_pad
 from verifier.launch.symbols import cubin_entries, resolve
 
 _SMEM_DEFAULT = 48 * 1024  # dynamic shared memory above this needs the function's attribute raised
@@ -133,15 +133,18 @@ class ModelTensor:
 
 def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> dict:
     """name -> ModelTensor of the op's tensors as a case of layout ``kind`` (verifier.inputs.layouts) places them:
-    256-byte aligned and contiguous; the strided case's rows N + ROW_PAD apart (the tensors a launch passes the
-    stride of); the unaligned case's one element past a 16-byte boundary. Where no tensor exists yet (the build
-    step, lint, the gate) launches are evaluated on these."""
+    256-byte aligned and contiguous; the strided case's rows a stride of their own apart (the tensors a launch
+    passes the stride of; x's N + ROW_PAD, the next tensor's N + 2·ROW_PAD, ...: verifier.inputs.layouts.row_pad),
+    as the harness lays them out; the unaligned case's one element past a 16-byte boundary. Where no tensor exists
+    yet (the build step, lint, the gate) launches are evaluated on these."""
     from verifier import dtypes as _dtypes
     from verifier.declare import out_layouts as _olay
+    from verifier.declare.aliases import buffer_of
     from verifier.ops import get_op
 
     op = get_op(spec.op)
-    strided = strided_tensors(spec, M, N, dt, params) if kind == STRIDED else set()
+    named = strided_tensors(spec, M, N, dt, params) if kind == STRIDED else set()
+    strided = {buffer_of(spec, t) for t in named}  # an input written over by an output: that output's buffer
     out = {}
     for i, (t, dtype) in enumerate(tensor_dtypes(spec, dt, params).items()):
         itemsize = _dtypes.numpy_dtype(dtype).itemsize
@@ -152,7 +155,8 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
         if declared and len(shape) == 2:  # an output at its declared layout (verifier.declare.out_layouts)
             stride = declared[0]
         elif len(shape) == 2:
-            stride = shape[1] + ROW_PAD if t in strided else shape[1]
+            buf = buffer_of(spec, t)
+            stride = shape[1] + row_pad(op, buf) if buf in strided else shape[1]
         out[t] = ModelTensor(address, int(np.prod(shape)), itemsize, stride)
     return out
 

@@ -24,8 +24,8 @@ each buffer's start (verifier.launch.cuda): no torch in the process, whichever p
 and callables get torch tensors, views of whole buffers copied to the device the same way.
 
 A case's layout (verifier.inputs.layouts) changes where the tensors lie, not the judgement: in the strided case
-2-D tensors have rows ``N + ROW_PAD`` elements apart (CUDA: the tensors whose stride a launch passes; a Triton
-kernel's or a callable's each a stride of its own, verifier.inputs.layouts.row_pad), the gaps
+2-D tensors have their rows apart by a stride of their own, x's ``N + ROW_PAD``, the next tensor's
+``N + 2·ROW_PAD``, ... (verifier.inputs.layouts.row_pad; CUDA: the tensors whose stride a launch passes), the gaps
 of inputs (and of an in-out tensor) holding the dtype's max and those of outputs the poison; a gap element
 changed after the launch is an out-of-range write. In the unaligned case every tensor starts one element past a
 16-byte boundary (the element before it is guard). An output the spec declares at a layout of its own
@@ -143,12 +143,11 @@ def strided_tensors(spec, op, M: int, N: int, dt, params, layout) -> set:
     return _strides.strided_tensors(spec, op, M, N, dt, params)
 
 
-def _layout_of(name, values_shape, dtype, strided, layout, own=None) -> dict:
-    """guarded()'s stride and lead for tensor ``name`` in ``layout``; ``own``: the op, where each 2-D tensor gets a
-    row stride of its own (a Triton kernel or a callable: layouts.row_pad), else every one N + ROW_PAD."""
+def _layout_of(name, values_shape, dtype, strided, layout, op) -> dict:
+    """guarded()'s stride and lead for tensor ``name`` in ``layout``: a strided tensor's rows a stride of its own
+    apart (layouts.row_pad), whatever the kernel's kind."""
     lead = _lay.misalign_elements(_dt.numpy_dtype(dtype).itemsize, 0) if layout.kind == _lay.UNALIGNED else 0
-    pad = _lay.row_pad(own, name) if own is not None else _lay.ROW_PAD
-    stride = values_shape[1] + pad if name in strided else None
+    stride = values_shape[1] + _lay.row_pad(op, name) if name in strided else None
     return {"stride": stride, "lead": lead}
 
 
@@ -202,7 +201,6 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
               input_guard: bool = True) -> Outcome:
     M, N = inputs_np["x"].shape
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
-    own = None if getattr(spec, "builds_source", False) else op  # CUDA: the strides its launches name, N + ROW_PAD
     bufs, ins = {}, {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt, params)
@@ -214,14 +212,14 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
         lays = strided | ({name} if any(h in strided for h in held) else set())  # written over a strided input
         declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # its own layout, whatever the case's rows
         bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap, declared=declared,
-                             **_layout_of(name, shape, dtype, lays, layout, own))
+                             **_layout_of(name, shape, dtype, lays, layout, op))
     held_all = {h for name in bufs for h in _held(name, op, spec)}
     for name, v in inputs_np.items():
         if name not in bufs and name not in held_all:
             dtype = _dt.canonical(v.dtype)
             fill = value_bits(_lay.gap_value(dtype), dtype)
             ins[name] = guarded(v.shape, dtype, fill, v, guard=input_guard,
-                                **_layout_of(name, v.shape, dtype, strided, layout, own))
+                                **_layout_of(name, v.shape, dtype, strided, layout, op))
     body = _launch_torch if getattr(spec, "imports_torch", True) else _launch_device  # raw driver memory
     after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})

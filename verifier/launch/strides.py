@@ -1,5 +1,6 @@
-"""Which tensors a case with row strides lays out with them: the strided case (rows N + 64 apart,
-verifier.launch.harness) and the large case with rows 2^31 + 64 apart (verifier.launch.large)."""
+"""Which tensors a case with row strides lays out with them: the strided case (each tensor's rows a stride of its
+own apart, x's N + 64, verifier.inputs.layouts.row_pad, verifier.launch.harness) and the large case with rows
+2^31 + 64 apart (verifier.launch.large)."""
 from __future__ import annotations
 
 

@@ -1,9 +1,11 @@
 """Quantized formats: fp8 e4m3fn, fp8 e5m2 and int8 as grids of representable values, with saturation at the
-format's own maximum and the rounding modes kernels use (nearest-even, or int8's half-away-from-zero).
+format's own maximum and the rounding modes kernels use (nearest-even, int8's half-away-from-zero, or a plain
+cast's truncation toward zero: C's float -> int8 conversion, CTranslate2's quantize_kernel).
 
 A quantized output is ``y_q = saturate(round(t))``: ``t`` is the exact pre-quantization value (``y / scale``),
 ``saturate`` clamps to [-qmax, qmax] (448 for e4m3fn, 57344 for e5m2, 127 for int8) and ``round`` picks the nearer
-of the two grid values around ``t``, a tie going to the even code (nearest-even) or away from zero (half-away).
+of the two grid values around ``t``, a tie going to the even code (nearest-even) or away from zero (half-away); or
+the one of the two nearer to zero (toward_zero: truncation, whose boundaries are the grid values themselves).
 Every finite value of an 8-bit format is in one sorted table of at most 255 values, so rounding, the neighbours of a
 value and the rounding boundaries (midpoints between neighbours) are table look-ups, the same for every format.
 """
@@ -18,7 +20,7 @@ from verifier import dtypes as _dt
 from verifier.errors import UsageError
 
 QUANT_DTYPES = ("float8_e4m3fn", "float8_e5m2", "int8")
-ROUNDINGS = ("nearest_even", "half_away")
+ROUNDINGS = ("nearest_even", "half_away", "toward_zero")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Format:
         hi = np.clip(np.searchsorted(g, c, side="left"), 1, len(g) - 1)  # g[hi-1] < c <= g[hi], or c at an end
         lo = hi - 1
         a, b = g[lo], g[hi]
+        if rounding == "toward_zero":  # a <= c <= b, neighbours: the one nearer to zero unless c is the other
+            out = np.where(c == b, b, np.where(c == a, a, np.where(c > 0, a, b)))
+            return np.where(np.isnan(t), np.nan, out)
         mid = (a + b) / 2  # exact: two values of an 8-bit format
         if rounding == "nearest_even":
             tie = np.where(self.even[hi], b, a)
@@ -58,11 +63,12 @@ class Format:
         ib = np.searchsorted(self.grid, np.asarray(b, dtype=np.float64))
         return np.abs(ia - ib)
 
-    def nearest_boundary(self, t) -> np.ndarray:
+    def nearest_boundary(self, t, rounding: str = "nearest_even") -> np.ndarray:
         """The rounding boundary nearest to ``t`` (a midpoint between two neighbours, or ±qmax, past which every
-        value saturates)."""
+        value saturates; truncation's: the grid values)."""
         t = np.asarray(t, dtype=np.float64)
-        mids = np.concatenate([[-self.qmax], (self.grid[1:] + self.grid[:-1]) / 2, [self.qmax]])
+        mids = self.grid if rounding == "toward_zero" else \
+            np.concatenate([[-self.qmax], (self.grid[1:] + self.grid[:-1]) / 2, [self.qmax]])
         c = np.where(np.isnan(t), 0.0, t)
         i = np.clip(np.searchsorted(mids, c), 1, len(mids) - 1)
         lo, hi = mids[i - 1], mids[i]

@@ -4,7 +4,9 @@
 per_token_quant: x[M,N] -> y[M,N] quantized, scale[M] float32: scale = max(amax(|x_row|), floor) / qmax (the amax
 first capped at scale_ub where a kernel declares one, as vLLM's dynamic per-token fp8 quantizers may),
 y = saturate(round(x / scale)) (vLLM's dynamic per-token fp8 / int8 quantization; qmax is the output format's max
-unless the kernel declares a smaller one, as ROCm's fnuz 224 kernels would).
+unless the kernel declares a smaller one, as ROCm's fnuz 224 kernels would). ``scale_form="inverse"``: the scale
+output holds the inverse, s = qmax / max(amax, floor), and y = saturate(round(x · s)) (CTranslate2's
+quantize_kernel, which writes 1 for an all-zero row: any finite s > 0 is taken there, y must be 0).
 
 rmsnorm_quant: x[M,N], w[N], scale[1] float32 (static) -> y[M,N] quantized:
 y = saturate(round(rmsnorm(x, w) / scale)) (vLLM's rms_norm_static_fp8_quant). A kernel that stores x·rsqrt in the
@@ -20,8 +22,9 @@ fused_add_rms_norm_static_fp8_quant); y may normalize the stored (rounded) h or 
 
 All compare y in the quantized domain (verifier.judge.quantized): t = value / scale exactly, its budget E in the
 units of t, one step of slack only where [t - E, t + E] holds a rounding boundary. ``rounding``: 'nearest_even' (the
-fp8 cvt.rn, and int8's __float2int_rn / torch.round) or 'half_away' (int8 kernels using roundf / llrintf-free
-paths), declared by the kernel.
+fp8 cvt.rn, and int8's __float2int_rn / torch.round), 'half_away' (int8 kernels using roundf / llrintf-free
+paths) or 'toward_zero' (a plain cast: static_cast<int8_t>, torch's .to(torch.int8), CTranslate2's default
+round_before_cast=false), declared by the kernel.
 """
 from __future__ import annotations
 
@@ -45,9 +48,23 @@ def qmax_of(params: dict, dtype: str) -> float:
 
 # --------------------------------------------------------------------------- per_token_quant
 
+SCALE_FORMS = ("scale", "inverse")  # what a dynamic scale output holds: max(amax, floor) / qmax, or its inverse
+
+
+def inverse(p) -> bool:
+    """Whether the kernel declares its scale output the inverse, qmax / max(amax, floor) (``scale_form``)."""
+    return p.get("scale_form", "scale") == "inverse"
+
+
 def check_bounds(p) -> None:
     """floor a number >= 0 and scale_ub None or a number > 0: a scale_ub of 0 with floor 0 would make every scale 0,
-    which the judge takes as a zero row's (any finite y), so it is refused rather than judged."""
+    which the judge takes as a zero row's (any finite y), so it is refused rather than judged. scale_form one of
+    SCALE_FORMS."""
+    form = p.get("scale_form", "scale")
+    if form not in SCALE_FORMS:
+        raise SpecError(f"param scale_form={form!r} is not one of {', '.join(SCALE_FORMS)}",
+                        fix="scale_form='scale' for a scale output max(amax, floor) / qmax (y = x / scale), "
+                            "'inverse' for qmax / max(amax, floor) (y = x · scale)")
     floor, ub = p.get("floor", 0.0), p.get("scale_ub")
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0 or floor == float("inf"):
         raise SpecError(f"param floor={floor!r} is not a finite number >= 0",
@@ -57,14 +74,19 @@ def check_bounds(p) -> None:
                         fix="declare the kernel's cap on the amax, e.g. scale_ub=1200.0, or None for none")
 
 
-def row_scale(v, p):
-    """max(min(amax of the rows' |v|, scale_ub), floor) / qmax: scale_ub (None: none) caps the amax first (vLLM's
-    dynamic per-token fp8 quantizers take an optional scale_ub; values past it saturate)."""
+def _row_amax(v, p):
+    """max(min(amax of the rows' |v|, scale_ub), floor): scale_ub (None: none) caps the amax first (vLLM's dynamic
+    per-token fp8 quantizers take an optional scale_ub; values past it saturate)."""
     check_bounds(p)
     amax = v.abs().amax(-1)
     if p.get("scale_ub") is not None:
         amax = amax.clamp(max=p["scale_ub"])
-    return amax.clamp(min=p["floor"]) / p["qmax"]
+    return amax.clamp(min=p["floor"])
+
+
+def row_scale(v, p):
+    """max(min(amax of the rows' |v|, scale_ub), floor) / qmax."""
+    return _row_amax(v, p) / p["qmax"]
 
 
 def nonzero(scale):
@@ -76,6 +98,9 @@ def nonzero(scale):
 
 def ptq_reference(i, p):
     x = i["x"]
+    if inverse(p):  # a zero row without a floor: s = qmax / 0 = inf, and t = 0 there, not 0·inf
+        s = p["qmax"] / _row_amax(x, p)
+        return {"y": x * s.clamp(max=float(np.finfo(np.float64).max))[:, None], "scale": s}
     scale = row_scale(x, p)
     return {"y": x / nonzero(scale)[:, None], "scale": scale}
 
@@ -86,18 +111,31 @@ def scale_units(c) -> float:
     return max(c.intr.div, 2.0) + 1.0 + c.c_in
 
 
+def inverse_units(c) -> float:
+    """qmax / max(amax, floor) (scale_form='inverse'): one division (div units), qmax·fl(1/amax) (div + 1),
+    1 / fl(amax / qmax) (two divisions) or 1 / (amax·fl(1/qmax)) (div + 2): the largest, with the floor's rounding
+    and the input conversion as for the scale."""
+    return max(2.0 * c.intr.div, c.intr.div + 2.0) + 1.0 + c.c_in
+
+
 def y_units(c) -> float:
     """t = x / s from the kernel's scale s: x / s (div units), x·fl(1/s) (div + 1), or x·fl(qmax / amax), whose
     factor is 1/s within the scale's own units plus its one-ULP base (2u) and a division: the largest of them."""
     return scale_units(c) + 2.0 + c.intr.div + 1.0 + c.c_in
 
 
+def inverse_y_units(c) -> float:
+    """t = x·s from the kernel's inverse s: x·s (one product), or x·s' / x / fl(amax / qmax) with a factor of its own
+    computed apart, within the inverse's own units plus its one-ULP base (2u), and a product or a division."""
+    return inverse_units(c) + 2.0 + max(c.intr.div, 1.0) + c.c_in
+
+
 def k_scale(x, s, p, c, xs):
-    return gamma(scale_units(c), c.u) * np.abs(s) + c.eta
+    return gamma(inverse_units(c) if inverse(p) else scale_units(c), c.u) * np.abs(s) + c.eta
 
 
 def k_ptq_y(x, t, p, c, xs):
-    return gamma(y_units(c), c.u) * np.abs(t) + c.eta
+    return gamma(inverse_y_units(c) if inverse(p) else y_units(c), c.u) * np.abs(t) + c.eta
 
 
 def ptq_rescale(xs, p, s, c):
@@ -105,20 +143,23 @@ def ptq_rescale(xs, p, s, c):
     row ([M, N/G], per_token_group_quant). Where s is a power of two with s·qmax exactly its row's (group's)
     max(amax, floor), x/s a float32 normal (or 0) and x·qmax a float32, every form the kernel may compute (x/s,
     x·(1/s), x·(qmax/amax), (x·qmax)/amax) is exact under correctly rounded division: E = 0, so an exact tie must
-    round as declared."""
+    round as declared. scale_form='inverse': s is the inverse, t = x·s, exact under the same conditions with s·amax
+    exactly qmax."""
     x = xs["x"]
     M, N = x.shape
     s = np.asarray(s, dtype=np.float64).reshape(M, -1)
     xg = x.reshape(M, s.shape[1], -1)  # [M, groups, G]
+    inv = inverse(p)
     with np.errstate(invalid="ignore", divide="ignore"):  # a zero scale's rows: t = 0 (verifier.judge.quantized)
-        t = xg / s[..., None]
-    E = gamma(y_units(c), c.u) * np.abs(t) + c.eta
+        t = xg * s[..., None] if inv else xg / s[..., None]
+    E = gamma(inverse_y_units(c) if inv else y_units(c), c.u) * np.abs(t) + c.eta
     amax = np.abs(xg).max(axis=-1)
     if p.get("scale_ub") is not None:
         amax = np.minimum(amax, float(np.float32(p["scale_ub"])))
     amax = np.maximum(amax, float(np.float32(p["floor"])))
     pow2 = np.frexp(s)[0] == 0.5
-    exact_scale = pow2 & (s * float(p["qmax"]) == amax)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact_scale = pow2 & ((s * amax == float(p["qmax"])) if inv else (s * float(p["qmax"]) == amax))
     with np.errstate(over="ignore", invalid="ignore"):
         t32 = t.astype(np.float32).astype(np.float64)
         xq = xg * float(p["qmax"])
@@ -212,7 +253,7 @@ def ptq_bytes(M, N, dt, p):
 
 PER_TOKEN_QUANT = Op(
     "per_token_quant", inputs={"x": "MxN"}, outputs={"y": "MxN", "scale": Tensor("M", dtype="float32")},
-    params={"floor": 1e-10, "qmax": None, "rounding": "nearest_even", "scale_ub": None},
+    params={"floor": 1e-10, "qmax": None, "rounding": "nearest_even", "scale_ub": None, "scale_form": "scale"},
     reference=ptq_reference, recipe={"y": (0.0, "ptq_y"), "scale": (1.0, "ptq_scale")},
     kappas={"ptq_y": k_ptq_y, "ptq_scale": k_scale}, out_dtypes=QUANT_OUT, float64=False,
     quantized={"y": Quantized(scale="scale", rescale=ptq_rescale)}, cases=PTQ_CASES, bytes_moved=ptq_bytes,

@@ -18,12 +18,14 @@ class Quantized:
     its own dtype with its own budget). rescale: for a dynamic scale, ``fn(inputs, params, scale, ctx) -> (t, E)``,
     the pre-quantization value under the kernel's own scale ``scale`` ([M], float64) and the error bound of the
     kernel's t (``ctx``: verifier.numerics.errmodel.Ctx), so that a scale within its budget does not move y's
-    verdict. rounding_param: the param naming the rounding mode ('nearest_even', or 'half_away' for int8
-    kernels that declare it)."""
+    verdict. rounding_param: the param naming the rounding mode ('nearest_even', or 'half_away' / 'toward_zero' for
+    kernels that declare it). form_param: the param saying a dynamic scale output holds the inverse ('inverse':
+    qmax / max(amax, floor), infinite for an all-zero row without a floor; the rescale then takes it so)."""
 
     scale: str
     rescale: Optional[Callable] = field(default=None, repr=False, compare=False)
     rounding_param: str = "rounding"
+    form_param: str = "scale_form"
 
 
 def check_quantized(where: str, op) -> None:
