@@ -79,21 +79,27 @@ def launch_facts(spec, dts) -> dict:
     pick is analysed."""
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
-    from verifier.launch.cuda import launches_for, model_layout, takes_layout
-    from verifier.lint.large import param_label
+    from verifier.launch.cuda import launches_for, model_layout, model_tensors, takes_layout
+    from verifier.lint.large import param_label, probe_launch
 
     blocks: dict = {}
     grids: dict = {}
     nulls: dict = {}  # entry -> the pointers null in every launch of it so far
     labels: dict = {}  # entry -> how its first launch names each parameter (for messages)
+    probes: dict = {}  # entry -> {LargeLaunch of each launch at a probe shape: None} (its argument values)
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in probe_rows(spec, N, dt):
                 kinds = (CONTIGUOUS, STRIDED, UNALIGNED) if takes_layout(spec.launches) else (CONTIGUOUS,)
-                launches = [launch for kind in kinds
+                launches = [(launch, kind) for kind in kinds
                             for launch in launches_for(spec, M, N, dt, spec.op_params(),
                                                        model_layout(spec, M, N, dt, spec.op_params(), kind))]
-                for launch in launches:
+                tensors: dict = {}
+                for launch, kind in launches:
+                    if kind not in tensors:
+                        tensors[kind] = model_tensors(spec, M, N, dt, spec.op_params(), kind)
+                    probes.setdefault(launch.entry, {})[
+                        probe_launch(spec, launch, M, N, dt, spec.op_params(), tensors[kind])] = None
                     b = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
                     g = 1
                     for x in launch.grid:
@@ -115,7 +121,8 @@ def launch_facts(spec, dts) -> dict:
                 nulls.setdefault(e, ll.nulls)
             nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
-                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()))
+                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()),
+                          probes=tuple(probes.get(e, ())))
             for e, bs in blocks.items()}
 
 
