@@ -51,7 +51,7 @@ class EntryAnalysis:
                 if not once:
                     self.null_note = note(full, self.cfg, decider, decided)
         if once:  # the launches' trip count: one iteration per block
-            self.cfg = CFG(fn, {**decided, **dict.fromkeys(once, False)})
+            self.cfg = CFG(fn, {**dict.fromkeys(once, False), **decided})  # a null test's decision stands
             self.values = Values(fn, self.cfg, shared, decide=folding)
         self._variants: dict = {}  # frozenset of decided latches -> the EntryAnalysis with them decided
         self._bfreach: dict = {}

@@ -72,11 +72,26 @@ def in_ptx(path, facts: dict, missing: Optional[dict] = None) -> dict:
     return out
 
 
+_FACTS: dict = {}  # (id(spec), dtype tags) -> (spec, facts): plan() and lint_spec() ask for one spec's facts in turn
+
+
 def launch_facts(spec, dts) -> dict:
     """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts. No tensor exists
     here: a launches(..., layout) is evaluated on the layouts the cases give (verifier.launch.cuda.model_layout:
     contiguous and 256-byte aligned, strided rows, one element past 16 bytes), so every path a host dispatch can
     pick is analysed."""
+    key = (id(spec), tuple(dt.tag for dt in dts))
+    got = _FACTS.get(key)
+    if got is not None and got[0] is spec:  # the same spec object (it is held here, so its id is not reused)
+        return got[1]
+    if len(_FACTS) > 512:
+        _FACTS.clear()
+    facts = _launch_facts(spec, dts)
+    _FACTS[key] = (spec, facts)
+    return facts
+
+
+def _launch_facts(spec, dts) -> dict:
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
     from verifier.launch.cuda import launches_for, model_layout, model_tensors, takes_layout
