@@ -35,7 +35,6 @@ class GridLoop:
     inclusive: bool  # counter <= bound (else <)
     bits: int  # the comparison's width
     signed: bool
-    header: int  # instruction the back edge enters (for the message)
 
 
 def grid_loops(values) -> list:
@@ -63,7 +62,7 @@ def grid_loops(values) -> list:
         fam = counters.family(reg)
         if fam is None or not any(_mentions(nodes, i, "ctaid") for i in fam[0]) or not _mentions(nodes, step, "nctaid"):
             continue  # not a counter from the block index stepping by the grid
-        out.append(GridLoop(last.idx, reg, step, bound, inclusive, bits, signed, cfg.blocks[taken[0]].start))
+        out.append(GridLoop(last.idx, reg, step, bound, inclusive, bits, signed))
     values.grid_loops = out
     return out
 
