@@ -11,7 +11,7 @@ import pytest
 from verifier.gpu.probe import CPU_BUILD_ARCHES
 from verifier.lint.step import lint_spec
 from verifier.results.kernel import KernelReport
-from verifier.spec import CudaKernel, Launch, dtypes
+from verifier.spec import CudaKernel, Launch, Scalar, dtypes
 from verifier.toolchain.nvcc import nvcc_version
 
 DATA = Path(__file__).resolve().parent / "data" / "lint" / "grid_stride.cu"
@@ -33,6 +33,15 @@ def _races(entry, grid, args=("x", "y", "M", "N"), supports=_int_rows):
 
 def test_a_grid_covering_the_rows_runs_each_block_once_no_race_across_rows():
     assert _races("row_sums", lambda M: (M,)) == []
+
+
+def test_a_64_bit_counter_covered_by_the_grid_is_clean_at_the_large_shapes_too():
+    # `long long row` does not wrap where `int row` does (2^30 + 64 rows of 2: row + gridDim.x passes 2^31 - 1)
+    def grid_rows(M, N, dt):
+        return None if M < 2 ** 31 else f"{M} rows: more than a grid's 2^31 - 1 blocks"
+
+    assert _races("row_sums_wide", lambda M: (M,), args=("x", "y", Scalar("int64", "M"), "N"), supports=grid_rows) == []
+    assert _races("row_sums", lambda M: (M,), supports=grid_rows)  # the 32-bit counter's wrap, as below
 
 
 def test_a_capped_grid_runs_two_rows_in_a_block_the_race_stays_and_names_the_launch():

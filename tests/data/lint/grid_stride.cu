@@ -29,3 +29,7 @@ extern "C" __global__ void row_sums_counted(const float* x, float* y, const int*
     const int rows = *count;
     for (int row = blockIdx.x; row < rows; row += gridDim.x) row_sum<true>(x, y, rows, n, row);
 }
+
+extern "C" __global__ void row_sums_wide(const float* x, float* y, long long rows, int n) {  // a 64-bit counter
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) row_sum<true>(x, y, (int)rows, n, (int)row);
+}
