@@ -182,5 +182,5 @@ def across_rows(values, loop_branch: int, launch, why: str, labels=()) -> str:
         f"{launch.case} ({launch.M}x{launch.N})"
     grid = "x".join(map(str, launch.grid))
     return (f"; only across two iterations of a grid-stride loop, which one block runs at {where} (grid {grid}): "
-            f"{why.format(bound=name)} (fix: a __syncthreads() at the end of each iteration; where every launch's "
+            f"{why.format(bound=name)} (fix: the missing barrier at the end of each iteration; where every launch's "
             f"grid covers the loop's rows, each block runs it once and this is no hazard)")
