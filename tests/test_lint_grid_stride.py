@@ -71,3 +71,12 @@ def test_a_race_within_one_row_stays():
 def test_a_bound_no_launch_value_gives_keeps_the_race():
     races = _races("row_sums_counted", lambda M: (M,), args=("x", "y", "x", "N"))
     assert races and not any("only across two iterations" in m for m in races), races
+
+
+def test_a_grid_that_is_no_tuple_is_the_specs_error_not_an_internal_one():
+    # the launch facts read every launch's grid: `grid=M` made `verifier lint` end in an internal TypeError
+    from verifier.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"grid 1 is not 1 to 3 whole numbers") as e:
+        _races("row_sums", lambda M: 1)
+    assert "grid=(M,)" in e.value.fix

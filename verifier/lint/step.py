@@ -111,14 +111,11 @@ def _launch_facts(spec, dts) -> dict:
                                                        model_layout(spec, M, N, dt, spec.op_params(), kind))]
                 tensors: dict = {}
                 for launch, kind in launches:
+                    b, g = _dims(spec, launch, "block"), math.prod(_dims(spec, launch, "grid"))
                     if kind not in tensors:
                         tensors[kind] = model_tensors(spec, M, N, dt, spec.op_params(), kind)
                     probes.setdefault(launch.entry, {})[
                         probe_launch(spec, launch, M, N, dt, spec.op_params(), tensors[kind])] = None
-                    b = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
-                    g = 1
-                    for x in launch.grid:
-                        g *= int(x)
                     blocks.setdefault(launch.entry, set()).add(b)
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
                     here = null_slots(launch.args)
@@ -139,6 +136,17 @@ def _launch_facts(spec, dts) -> dict:
                           unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()),
                           probes=tuple(probes.get(e, ())))
             for e, bs in blocks.items()}
+
+
+def _dims(spec, launch, what: str) -> tuple:
+    """A launch's grid or block as (x, y, z); one that is not 1 to 3 whole numbers is the spec's error (not the
+    run's: the build step's launch check says the same)."""
+    v = getattr(launch, what)
+    if not isinstance(v, (tuple, list)) or not 1 <= len(v) <= 3 or any(
+            isinstance(x, bool) or not hasattr(x, "__index__") for x in v):
+        raise SpecError(f"kernel {spec.name}: launch of entry {launch.entry}: {what} {v!r} is not 1 to 3 whole numbers",
+                        fix=f"a tuple of 1 to 3 ints, e.g. {what}=" + ("(M,)" if what == "grid" else "(256,)"))
+    return tuple(int(x) for x in v) + (1,) * (3 - len(v))
 
 
 @functools.lru_cache(maxsize=16)
