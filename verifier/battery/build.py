@@ -50,6 +50,7 @@ def build_and_resources(spec, opts, report, dts) -> bool:
         # the launches at every shape the battery uses, checked on any machine (verifier.battery.launch_check)
         evaluated = launch_check.evaluate(spec, group, opts.level)
         entries = {l.entry for ev in evaluated for l in ev.launches}
+        linted = _linted_only(spec, group, entries)
         problems = launch_check.Problems()
         launch_check.check_launches(spec, evaluated, problems)
         for arch in arches:
@@ -75,8 +76,12 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                               include_dirs=spec.include_paths())  # the one the cubin was built from (cached)
             launch_check.check_parameters(spec, evaluated, found, entry_params(ptx), arch, problems)
             launch_check.check_smem(evaluated, found, res.resources, arch, problems)
-            if entries:
-                _check_resources(spec, opts, report, group, arch, {s: res.resources[s] for s in found.values()})
+            # an entry only lint's shapes reach has its resources checked too; one the cubin lacks is the static
+            # step's finding (not in the PTX), not said twice
+            also, _ = resolve_launch_entries(sorted(linted), cubin_entries(res), f"the cubin of {spec.source}")
+            if entries or also:
+                _check_resources(spec, opts, report, group, arch,
+                                 {s: res.resources[s] for s in {*found.values(), *also.values()}})
             else:  # no launch at any shape evaluated: nothing was checked, which is not a pass
                 for dt in group:
                     report.mark(dt.tag, "resources", skipped(
@@ -89,6 +94,18 @@ def build_and_resources(spec, opts, report, dts) -> bool:
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
+
+
+def _linted_only(spec, dts, entries: set) -> set:
+    """The entries verifier lint analyses that none of the build step's shapes reaches: one a host picks only at
+    65537 rows (verifier.lint.step.MANY_ROWS) or only at the large shapes (a 64-bit-index variant). Launches that
+    cannot be made there are the static step's to report, a malformed grid or block this step's (launch_check)."""
+    from verifier.lint.step import launch_facts
+
+    try:
+        return set(launch_facts(spec, dts)) - entries
+    except (VerifierError, TypeError, ValueError, ArithmeticError):
+        return set()
 
 
 def _compiled_triton_refusals(spec, opts, report, dts) -> None:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from verifier.lint import isa, races
+from verifier.lint import gridstride, isa, races
 from verifier.lint.absent import AbsentReads
 from verifier.lint.cfg import CFG, EXIT
 from verifier.lint.dataflow import CTAID, DATA, VARYING, WARP, Values
@@ -29,22 +29,31 @@ FULL_MASK = 0xFFFFFFFF
 class EntryAnalysis:
     """CFG and value nodes of one entry; ``run(facts)`` checks it for each launched block shape."""
 
-    def __init__(self, mod, fn, nulls=()):
-        self.mod, self.fn = mod, fn
+    def __init__(self, mod, fn, nulls=(), once=frozenset()):
+        """``once``: latch branches of grid-stride loops no launch takes (verifier.lint.gridstride): decided not
+        taken, as the null tests are."""
+        self.mod, self.fn, self.nulls, self.once = mod, fn, tuple(nulls), frozenset(once)
         self.cfg = CFG(fn)
         shared = dict(mod.shared)
         shared.update(fn.shared)
         self.shared = shared
         self.values = Values(fn, self.cfg, shared)
         self.null_note = None  # what the null pointer arguments left out (verifier.lint.nulls)
+        decided, folding = {}, None
         if nulls:
             decider = Decider(self.values, nulls)
             decided = decider.decided()
             if decided or decider.selects:  # the analysis of the launches as made: code under those tests never runs
+                folding = Folding(nulls)
                 full = self.cfg
                 self.cfg = CFG(fn, decided)
-                self.values = Values(fn, self.cfg, shared, decide=Folding(nulls))
-                self.null_note = note(full, self.cfg, decider, decided)
+                self.values = Values(fn, self.cfg, shared, decide=folding)
+                if not once:
+                    self.null_note = note(full, self.cfg, decider, decided)
+        if once:  # the launches' trip count: one iteration per block
+            self.cfg = CFG(fn, {**dict.fromkeys(once, False), **decided})  # a null test's decision stands
+            self.values = Values(fn, self.cfg, shared, decide=folding)
+        self._variants: dict = {}  # frozenset of decided latches -> the EntryAnalysis with them decided
         self._bfreach: dict = {}
         self.collectives = [(ins, arg) for ins in fn.instrs if ins.parts[0] in isa.MASKED_BASES
                             and (arg := isa.mask_arg(ins)) is not None
@@ -57,11 +66,7 @@ class EntryAnalysis:
         for iss in OffsetCheck(self).issues(facts):  # of the launches' argument values, not of a block shape
             issues.setdefault((iss.cls, iss.at, iss.other), iss)
         for block in facts.blocks:
-            sem = Semantics(self.values, block)
-            stepping = Stepping(self, sem, lambda bind, free, block=block: Semantics(self.values, block, bind, free))
-            for iss in (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
-                        races.shared_races(self, sem, stepping) + self.global_races(sem, facts) +
-                        unwritten_reads(self, sem)):
+            for iss in self.at_shape(block, facts):
                 key = (iss.cls, iss.at, iss.other)
                 prev = issues.get(key)
                 if prev is None or (prev.severity == "warning" and iss.severity == "error"):
@@ -69,6 +74,39 @@ class EntryAnalysis:
                 elif prev.severity == iss.severity and prev.blocks:
                     issues[key] = replace(prev, blocks=prev.blocks + (block,))
         return list(issues.values())
+
+    def at_shape(self, block: tuple, facts: EntryFacts) -> list:
+        """The block-shape checks' issues at one shape, with the grid-stride loops that every launch there runs once
+        per block taken as running once (verifier.lint.gridstride); a hazard found only across two iterations of
+        one some launch repeats names that launch."""
+        once, twice = gridstride.decide(self.values, facts, block)
+        found = self.variant(once).checks(block, facts)
+        if not twice:
+            return found
+        alone = {(iss.cls, iss.at, iss.other): iss.severity
+                 for iss in self.variant(set(once) | set(twice)).checks(block, facts)}
+        branch, (launch, reason) = min(twice.items(), key=lambda kv: gridstride.first_shown(kv[1][0]))
+        why = gridstride.across_rows(self.values, branch, launch, reason, facts.labels)
+        return [replace(iss, message=iss.message + why)
+                if iss.cls == "shared-race" and iss.severity in ("error", "warning") and
+                alone.get((iss.cls, iss.at, iss.other)) not in (iss.severity, "error") else iss for iss in found]
+
+    def variant(self, once) -> "EntryAnalysis":
+        """This entry with the back edges at the latches ``once`` decided not taken (self where none)."""
+        once = frozenset(once) | self.once
+        if once == self.once:
+            return self
+        if once not in self._variants:
+            self._variants[once] = EntryAnalysis(self.mod, self.fn, self.nulls, once)
+        return self._variants[once]
+
+    def checks(self, block: tuple, facts: EntryFacts) -> list:
+        """The issues of the checks that depend on the block shape, at one."""
+        sem = Semantics(self.values, block)
+        stepping = Stepping(self, sem, lambda bind, free: Semantics(self.values, block, bind, free))
+        return (self.divergent_barriers(sem) + self.inactive_lanes(sem, block) +
+                races.shared_races(self, sem, stepping) + self.global_races(sem, facts) +
+                unwritten_reads(self, sem))
 
     def not_followed(self) -> list:
         """What the analysis does not follow is said, never passed silently (one warning per kind of thing)."""

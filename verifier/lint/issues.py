@@ -22,12 +22,17 @@ class Issue:
     skipped: tuple = ()  # a note's: the instructions it says were not analysed
 
 
+PROBE = "probe"  # LargeLaunch.case of a launch at a probe shape
+
+
 @dataclass(frozen=True)
 class LargeLaunch:
-    """One launch of an entry at a large shape the spec supports (verifier.inputs.large_family's: M·N past 2^31 or
-    2^32 elements, rows 2^31 + 64 apart): what the offset check evaluates a 32-bit offset's range with."""
+    """One launch of an entry with its grid and argument values: at a large shape the spec supports
+    (verifier.inputs.large_family's: M·N past 2^31 or 2^32 elements, rows 2^31 + 64 apart), what the offset check
+    evaluates a 32-bit offset's range with; at a probe shape (case ``PROBE``), what verifier.lint.gridstride decides
+    a grid-stride loop's trip count with."""
 
-    case: str  # the large case's name
+    case: str  # the large case's name, or PROBE
     M: int
     N: int
     grid: tuple  # (x, y, z)
@@ -48,6 +53,11 @@ class EntryFacts:
     unbound: str = ""  # why the launches cannot be made at a large shape supports() accepts ('' if any could)
     nulls: tuple = ()  # (parameter, byte offset) of the pointers null in every launch of it (verifier.lint.nulls)
     labels: tuple = ()  # per kernel parameter: how the spec's first launch of it names it ('N', 'x.stride', ...)
+    probes: tuple = ()  # LargeLaunch (case PROBE) of each distinct launch of it at the probe shapes
+
+    def launches_at(self, block: tuple) -> tuple:
+        """Every launch of the entry (probe and large shapes) with this block shape."""
+        return tuple(ll for ll in self.probes + self.large if tuple(ll.block) == tuple(block))
 
 
 def short_name(name: str) -> str:

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from verifier.errors import SpecError, VerifierError
-from verifier.lint.issues import LargeLaunch
+from verifier.lint.issues import PROBE, LargeLaunch
 from verifier.lint.nulls import null_slots
 
 WRAP31, WRAP32 = 2 ** 31, 2 ** 32
@@ -73,6 +73,21 @@ def _shapes(spec, dt):
         yield lf.LARGE_2POW32, lay.large_rows(N, WRAP32), N, None
         yield lf.ROW_STRIDE_2POW31, lf.STRIDE_ROWS, N, lay.WRAP + lay.ROW_PAD
         yield LARGEST, max(1, LARGEST_BYTES // (N * itemsize)), N, None
+
+
+def probe_launch(spec, launch, M: int, N: int, dt, params, tensors: dict) -> LargeLaunch:
+    """The LargeLaunch (case PROBE) of one launch at a probe shape, on model ``tensors``; an argument the spec's
+    launch cannot bind there has no value (None), so nothing is decided from it."""
+    from verifier.launch.cuda import bind_model
+
+    try:
+        values = _values(launch, bind_model(spec, launch, M, N, dt, params, tensors))
+    except (VerifierError, ArithmeticError, TypeError, ValueError):  # the build step reports a launch it cannot bind
+        values = (None,) * len(launch.args)
+    grid = tuple(int(x) for x in launch.grid) + (1,) * (3 - len(launch.grid))
+    block = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
+    return LargeLaunch(PROBE, M, N, grid, block, values, tuple(param_label(a, i) for i, a in enumerate(launch.args)),
+                       null_slots(launch.args))
 
 
 def large_launches(spec, dts) -> tuple:

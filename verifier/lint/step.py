@@ -72,32 +72,50 @@ def in_ptx(path, facts: dict, missing: Optional[dict] = None) -> dict:
     return out
 
 
+_FACTS: dict = {}  # (id(spec), dtype tags) -> (spec, facts): plan() and lint_spec() ask for one spec's facts in turn
+
+
 def launch_facts(spec, dts) -> dict:
     """entry -> EntryFacts from the spec's launches at the probe shapes its supports() accepts. No tensor exists
     here: a launches(..., layout) is evaluated on the layouts the cases give (verifier.launch.cuda.model_layout:
     contiguous and 256-byte aligned, strided rows, one element past 16 bytes), so every path a host dispatch can
     pick is analysed."""
+    key = (id(spec), tuple(dt.tag for dt in dts))
+    got = _FACTS.get(key)
+    if got is not None and got[0] is spec:  # the same spec object (it is held here, so its id is not reused)
+        return got[1]
+    if len(_FACTS) > 512:
+        _FACTS.clear()
+    facts = _launch_facts(spec, dts)
+    _FACTS[key] = (spec, facts)
+    return facts
+
+
+def _launch_facts(spec, dts) -> dict:
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
-    from verifier.launch.cuda import launches_for, model_layout, takes_layout
-    from verifier.lint.large import param_label
+    from verifier.launch.cuda import launches_for, model_layout, model_tensors, takes_layout
+    from verifier.lint.large import param_label, probe_launch
 
     blocks: dict = {}
     grids: dict = {}
     nulls: dict = {}  # entry -> the pointers null in every launch of it so far
     labels: dict = {}  # entry -> how its first launch names each parameter (for messages)
+    probes: dict = {}  # entry -> {LargeLaunch of each launch at a probe shape: None} (its argument values)
     for dt in dts:
         for N in probe_lengths(spec, dt):  # every declared size class, as the build step
             for M in probe_rows(spec, N, dt):
                 kinds = (CONTIGUOUS, STRIDED, UNALIGNED) if takes_layout(spec.launches) else (CONTIGUOUS,)
-                launches = [launch for kind in kinds
+                launches = [(launch, kind) for kind in kinds
                             for launch in launches_for(spec, M, N, dt, spec.op_params(),
                                                        model_layout(spec, M, N, dt, spec.op_params(), kind))]
-                for launch in launches:
-                    b = tuple(int(x) for x in launch.block) + (1,) * (3 - len(launch.block))
-                    g = 1
-                    for x in launch.grid:
-                        g *= int(x)
+                tensors: dict = {}
+                for launch, kind in launches:
+                    b, g = _dims(spec, launch, "block"), math.prod(_dims(spec, launch, "grid"))
+                    if kind not in tensors:
+                        tensors[kind] = model_tensors(spec, M, N, dt, spec.op_params(), kind)
+                    probes.setdefault(launch.entry, {})[
+                        probe_launch(spec, launch, M, N, dt, spec.op_params(), tensors[kind])] = None
                     blocks.setdefault(launch.entry, set()).add(b)
                     grids[launch.entry] = max(grids.get(launch.entry, 0), g)
                     here = null_slots(launch.args)
@@ -115,8 +133,20 @@ def launch_facts(spec, dts) -> dict:
                 nulls.setdefault(e, ll.nulls)
             nulls[e] &= ll.nulls
     return {e: EntryFacts(blocks=tuple(sorted(bs)), max_grid_blocks=grids[e], large=large.get(e, ()), refused=refused,
-                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()))
+                          unbound=unbound, nulls=tuple(sorted(nulls[e])), labels=labels.get(e, ()),
+                          probes=tuple(probes.get(e, ())))
             for e, bs in blocks.items()}
+
+
+def _dims(spec, launch, what: str) -> tuple:
+    """A launch's grid or block as (x, y, z); one that is not 1 to 3 whole numbers is the spec's error (not the
+    run's: the build step's launch check says the same)."""
+    v = getattr(launch, what)
+    if not isinstance(v, (tuple, list)) or not 1 <= len(v) <= 3 or any(
+            isinstance(x, bool) or not hasattr(x, "__index__") for x in v):
+        raise SpecError(f"kernel {spec.name}: launch of entry {launch.entry}: {what} {v!r} is not 1 to 3 whole numbers",
+                        fix=f"a tuple of 1 to 3 ints, e.g. {what}=" + ("(M,)" if what == "grid" else "(256,)"))
+    return tuple(int(x) for x in v) + (1,) * (3 - len(v))
 
 
 @functools.lru_cache(maxsize=16)
