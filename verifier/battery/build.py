@@ -98,9 +98,9 @@ def build_and_resources(spec, opts, report, dts) -> bool:
 
 def _linted_only(spec, dts, entries: set) -> set:
     """The entries verifier lint analyses that none of the build step's shapes reaches: one a host picks only at
-    65537 rows (verifier.lint.step.MANY_ROWS) or only at the large shapes (a 64-bit-index variant). Launches that
+    65537 rows (verifier.lint.probes.MANY_ROWS) or only at the large shapes (a 64-bit-index variant). Launches that
     cannot be made there are the static step's to report, a malformed grid or block this step's (launch_check)."""
-    from verifier.lint.step import launch_facts
+    from verifier.lint.probes import launch_facts
 
     try:
         return set(launch_facts(spec, dts)) - entries

@@ -81,8 +81,8 @@ def shapes(spec, dt, level: str) -> list:
     out = []
     for N in probe_lengths(spec, dt):
         M = next((m for m in (PROBE_ROWS, *MORE_ROWS) if spec.check_supported(m, N, dt) is None), None)
-        if M is None:  # rows in whole N x N blocks (verifier.lint.step.probe_rows)
-            from verifier.lint.step import SQUARE_M
+        if M is None:  # rows in whole N x N blocks (verifier.lint.probes.probe_rows)
+            from verifier.lint.probes import SQUARE_M
 
             M = next((k * N for k in SQUARE_M if spec.check_supported(k * N, N, dt) is None), None)
         if M is not None:
