@@ -355,6 +355,9 @@ def after_run(spec, dt, name: str, device: str, fault=None, bf16_ops=()) -> Opti
     missing = missing_triton_api(fault) if fault is not None else None
     if missing is not None:  # any device: compiled Triton of this release lacks it too
         return Closed(TRITON, missing, f"case {name} not run: {missing}")
+    oom = out_of_memory(fault) if fault is not None else None
+    if oom is not None:  # the machine's limit at this moment, not the kernel's refusal
+        return Closed(DEVICE, oom, f"case {name} not run: {oom}")
     if not spec.interpreted(device):
         return None
     how = "run compiled on a GPU to check it"
@@ -404,3 +407,18 @@ def all_nan_caveat(spec, dt, name: str) -> Closed:
               "only NaN, whose index compiled Triton leaves to its reduction order, and this case fails with one "
               "choice of it and passes with another; run compiled on a GPU to check it")
     return Closed(INTERPRETER, reason, f"case {name} not judged: {reason}")
+
+
+def out_of_memory(fault) -> Optional[str]:
+    """Why a case is not run when torch's allocator ran out of GPU memory inside the kernel's call (a callable's
+    or a launcher's intermediates past 2^31 elements; the kernels checked at once share the GPU), or None. It
+    says nothing of the kernel: neither a refusal nor a crash (a fault of the GPU itself stays a crash)."""
+    if getattr(fault, "cuda", False):
+        return None
+    for c in _causes(getattr(fault, "original", fault)):
+        text = str(c)
+        if type(c).__name__ == "OutOfMemoryError" or text.startswith("CUDA out of memory"):
+            first = text.splitlines()[0][:200] if text else type(c).__name__
+            return (f"the GPU ran out of memory for it ({first}); other kernels checked at the same time hold some: "
+                    "check this kernel alone (`verifier check SPEC --kernel NAME -j 1`)")
+    return None
