@@ -3,18 +3,10 @@ interpreter raised AssertionError('Assume failed') there, so every case was a cr
 Now it is one finding per dtype naming the line, and the values are checked past it."""
 import os
 
-import pytest
 
-from verifier.launch.triton import activate, triton_mode
+from interpreter_process import interpreter  # noqa: F401 (the fixture)
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "blind_tri6", "false_assume.py")
-
-
-@pytest.fixture(scope="module")
-def interpreter():
-    if os.environ.get("VERIFIER_TRITON_MODE", "") == "compiled" or triton_mode() != "interpreter":
-        pytest.skip("this process runs Triton compiled; these tests concern the interpreter")
-    activate("interpreter")
 
 
 def _check(launcher):

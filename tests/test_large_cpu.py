@@ -13,17 +13,10 @@ from verifier.gpu import aliasing
 from verifier.launch import host_alias
 from verifier.launch import row_owners as ro
 from verifier.launch.sparse_grid import Launch, grid_limit_error
-from verifier.launch.triton import activate, triton_mode
+from interpreter_process import interpreter  # noqa: F401 (the fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFECTS = os.path.join(ROOT, "kernels", "defects", "triton", "defects.py")
-
-
-@pytest.fixture(scope="module")
-def interpreter():
-    if os.environ.get("VERIFIER_TRITON_MODE", "") == "compiled" or triton_mode() != "interpreter":
-        pytest.skip("this process runs Triton compiled; these tests concern the interpreter")
-    activate("interpreter")
 
 
 def _check(spec, case):

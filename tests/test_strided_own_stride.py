@@ -5,16 +5,9 @@ import os
 
 import pytest
 
-from verifier.launch.triton import activate, triton_mode
+from interpreter_process import interpreter  # noqa: F401 (the fixture)
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "blind_tri6", "shared_stride.py")
-
-
-@pytest.fixture(scope="module")
-def interpreter():
-    if os.environ.get("VERIFIER_TRITON_MODE", "") == "compiled" or triton_mode() != "interpreter":
-        pytest.skip("this process runs Triton compiled; these tests concern the interpreter")
-    activate("interpreter")
 
 
 def _check(launcher, op):
