@@ -82,11 +82,28 @@ setup() {
 
 main_job() {
   local t0 t1
+  local tcache vcache
+  tcache=$(mktemp -d) vcache=$(mktemp -d)
   t0=$(date +%s.%N)
-  VERIFIER_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d) "$PY" -m verifier.cli check kernels/ -j auto \
+  VERIFIER_CACHE_DIR=$vcache TRITON_CACHE_DIR=$tcache "$PY" -m verifier.cli check kernels/ -j auto \
     --level ci --format json --no-progress > "$LOGS/main_ci.json"
   t1=$(date +%s.%N)
   echo "$t0 $t1" | awk '{print $2 - $1}' > "$LOGS/main_wall.txt"
+  # where a cold run's time goes: Triton compilations per function (one cache entry each), the slowest kernels
+  "$PY" - "$tcache" "$vcache" "$LOGS/main_ci.json" > "$OUT/main_costs.txt" <<'PYEOF'
+import json, pathlib, sys
+from collections import Counter
+t = pathlib.Path(sys.argv[1])
+names = Counter(p.stem for p in t.glob("*/*.json") if not p.name.startswith("__grp__"))
+print(f"triton compilations: {sum(names.values())} of {len(names)} functions")
+for n, c in names.most_common(60):
+    print(f"  {c:4d} {n}")
+print(f"verifier cache entries: {sum(1 for _ in pathlib.Path(sys.argv[2]).rglob('*') if _.is_file())}")
+ks = json.load(open(sys.argv[3]))["kernels"]
+print(f"kernel seconds: sum {sum(k.get('seconds', 0) for k in ks):.0f}")
+for k in sorted(ks, key=lambda k: -k.get("seconds", 0))[:60]:
+    print(f"  {k.get('seconds', 0):7.1f} {k['name']} {k['verdict']}")
+PYEOF
   "$PY" - "$LOGS/main_ci.json" "$t0" "$t1" <<'PYEOF'
 import json, sys
 from collections import Counter
