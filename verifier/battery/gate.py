@@ -156,6 +156,11 @@ def large_device_reason(spec, dt, M: int, N: int, device: Optional[str], layout=
     from verifier.gpu.probe import free_memory
 
     free = free_memory()
+    if free is not None and free < need:  # other kernels' large cases may hold it: wait for them, alone
+        from verifier.gpu import lease
+
+        with lease.exclusive():
+            free = free_memory()
     if free is None or free < need:
         have = "no GPU memory information" if free is None else f"{free / 1e9:.1f} GB free"
         return f"needs a GPU with >= {gb} free; device 0 has {have}"
@@ -419,6 +424,7 @@ def out_of_memory(fault) -> Optional[str]:
         text = str(c)
         if type(c).__name__ == "OutOfMemoryError" or text.startswith("CUDA out of memory"):
             first = text.splitlines()[0][:200] if text else type(c).__name__
-            return (f"the GPU ran out of memory for it ({first}); other kernels checked at the same time hold some: "
-                    "check this kernel alone (`verifier check SPEC --kernel NAME -j 1`)")
+            return (f"the GPU ran out of memory for it ({first}), a large case even when run with no other "
+                    "kernel's large case beside it (verifier.gpu.lease); other kernels checked at the same time may "
+                    "hold some: check this kernel alone (`verifier check SPEC --kernel NAME -j 1`)")
     return None

@@ -51,7 +51,7 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
     case the Triton interpreter cannot run faithfully (verifier.battery.gate.after_run): it is not judged."""
     with recording() as bf16_ops:
         try:
-            outcome = execute(run, spec, xs, dt, spec.op_params(), opts.device, layout=layout)
+            outcome = _execute_in_turn(run, spec, xs, dt, opts.device, layout)
         except KernelFault as e:
             closed = gate.after_run(spec, dt, name, opts.device, fault=e)
             if closed is not None:
@@ -83,6 +83,24 @@ def evaluate(spec, run, dt, opts, xs, name: str = "", layout=None) -> tuple:
         # the kernel as compiled Triton rounds, judged as it stands.
         return replayed, again, True
     return outcome, verdict, not (converted and spec.interpreted(opts.device))
+
+
+def _execute_in_turn(run, spec, xs, dt, device: str, layout):
+    """execute(); a large case on a GPU in its turn at the memory (verifier.gpu.lease): beside the other kernels'
+    large cases, and alone once more where that ran out of memory (out of memory alone too: gate.after_run says
+    the case was not run)."""
+    if layout is None or not layout.large or device != "cuda":
+        return execute(run, spec, xs, dt, spec.op_params(), device, layout=layout)
+    from verifier.gpu import lease
+
+    with lease.shared():
+        try:
+            return execute(run, spec, xs, dt, spec.op_params(), device, layout=layout)
+        except KernelFault as e:
+            if gate.out_of_memory(e) is None:
+                raise
+    with lease.exclusive():
+        return execute(run, spec, xs, dt, spec.op_params(), device, layout=layout)
 
 
 def pooled_rounding(spec, dt, opts, report, pool: RoundingPool) -> None:
