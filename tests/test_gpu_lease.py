@@ -148,3 +148,30 @@ class _turn:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_mappings_are_unmapped_only_after_the_queued_work_ends():
+    """A composition that ran out of memory mid-call leaves its earlier launches running; the large case's
+    mappings were unmapped under them (an illegal address in torch's own kernels, H100 2026-12-05)."""
+    from verifier.launch.large import _Mapped
+
+    log = []
+
+    class Maps:
+        chunk, shared_chunks = 1 << 21, 16
+
+        def settle(self):
+            log.append("synchronize")
+
+    class Buf:
+        def close(self):
+            log.append("unmap")
+
+    class Inner:
+        def close(self):
+            log.append("inner")
+
+    m = _Mapped(Inner(), rows=[0], maps=Maps())
+    m.bufs = [Buf(), Buf()]
+    m.close()
+    assert log == ["synchronize", "inner", "unmap", "unmap"]

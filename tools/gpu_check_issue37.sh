@@ -90,7 +90,7 @@ main_job() {
   t1=$(date +%s.%N)
   echo "$t0 $t1" | awk '{print $2 - $1}' > "$LOGS/main_wall.txt"
   # where a cold run's time goes: Triton compilations per function (one cache entry each), the slowest kernels
-  "$PY" - "$tcache" "$vcache" "$LOGS/main_ci.json" > "$OUT/main_costs.txt" <<'PYEOF'
+  "$PY" - "$tcache" "$vcache" "$LOGS/main_ci.json" > "$LOGS/main_costs.txt" <<'PYEOF'
 import json, pathlib, sys
 from collections import Counter
 t = pathlib.Path(sys.argv[1])

@@ -30,6 +30,7 @@ from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
 from verifier.launch.outcome import (GUARD_BYTES, INT_VIEW, POISON, KernelFault, Outcome, Unwritten,
                                      confirmed_unwritten, out_dtype, signed)
+from verifier.launch.strides import restrided
 from verifier.ops import get_op
 
 CHUNK_BYTES = 1 << 28  # poison counted this many bytes of an output at a time
@@ -90,32 +91,6 @@ def execute_large(run, spec, inputs_np: dict, dt, params: dict, device: str, che
             where = f"first at index ({r},)" if len(op.shape_of(name, M, N, params)) == 1 else f"first in row {r}"
             out.unwritten[name] = Unwritten(int(c.sum()), int(np.prod(op.shape_of(name, M, N, params))), where)
     out.rows = rows
-    return out
-
-
-def strided(spec, op, M: int, N: int, dt, params, layout) -> set:
-    """The tensors a large case with a row stride (``layout.stride``) lays out with it: those the strided case
-    would (every 2-D tensor; CUDA: those whose stride a launch passes, verifier.launch.strides)."""
-    if not layout.stride:
-        return set()
-    from verifier.launch.strides import strided_tensors
-
-    return strided_tensors(spec, op, M, N, dt, params)
-
-
-def restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
-    """The inputs with rows ``layout.stride`` apart where that tensor is strided, contiguous elsewhere; the
-    outputs follow (an output in ``strided`` gets the stride: _run_in)."""
-    if not layout.stride:
-        return inputs_np
-    M, N = inputs_np["x"].shape
-    keep = strided(spec, op, M, N, dt, params, layout)
-    out = {}
-    for name, v in inputs_np.items():
-        if isinstance(v, _lay.SparseRows) and name not in keep:
-            v = _lay.SparseRows(v.shape, v.dtype, v.rows, v.pattern)
-        out[name] = v
-    out["__strided__"] = (keep, layout.stride)
     return out
 
 
@@ -390,8 +365,14 @@ class _DeviceMaps:
 
     def synchronize(self) -> None:
         from verifier.gpu import libcuda
-
         libcuda.synchronize()
+
+    def settle(self) -> None:
+        """synchronize(); a fault it reports was the call's, raised there (or next): not raised over it here."""
+        try:
+            self.synchronize()
+        except Exception:
+            pass
 
 
 class _Mapped:
@@ -491,7 +472,8 @@ class _Mapped:
         return self.inner.whole(b)
 
     def close(self):
-        try:
+        try:  # the work queued on the mappings first: a call that raised (torch out of memory) leaves earlier
+            self.bufs and self.maps.settle()  # launches running, and unmapping under them faulted (an H100, 2026-12-05)
             self.inner.close()
         finally:
             for b in self.bufs:

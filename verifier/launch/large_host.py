@@ -19,6 +19,7 @@ from verifier.errors import VerifierError
 from verifier.inputs import layouts as _lay
 from verifier.launch import large as _large
 from verifier.launch.outcome import KernelFault, Outcome
+from verifier.launch.strides import restrided
 from verifier.ops import get_op
 
 
@@ -85,6 +86,8 @@ class _HostMaps:
 
     def synchronize(self) -> None:
         pass
+
+    settle = synchronize  # host memory: nothing queued
 
 
 class _HostMapped(_large._Mapped):
@@ -178,7 +181,7 @@ def _owners(run, spec, op, inputs_np, dt, params, rows, layout, ordinary):
 
     M, N = inputs_np["x"].shape
     seen: list = []
-    _run_on_host(run, spec, op, _large.restrided(spec, op, inputs_np, dt, params, layout), dt, params, "cpu", 0,
+    _run_on_host(run, spec, op, restrided(spec, op, inputs_np, dt, params, layout), dt, params, "cpu", 0,
                  rows, _sg.recording(seen))
     large = _ro.one(seen, f"at {M} rows")
     if M <= _ro.ALL_ROWS and large.programs <= _ro.ALL_PROGRAMS:

@@ -3,6 +3,8 @@ own apart, x's N + 64, verifier.inputs.layouts.row_pad, verifier.launch.harness)
 2^31 + 64 apart (verifier.launch.large)."""
 from __future__ import annotations
 
+from verifier.inputs import layouts as _lay
+
 
 def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
     """Every 2-D tensor of the op (CUDA: those whose row stride a launch passes, verifier.launch.cuda.strided_tensors):
@@ -15,3 +17,19 @@ def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
 
         rows &= named(spec, M, N, dt, params)
     return rows
+
+
+def restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
+    """A large case's inputs with rows ``layout.stride`` apart where that tensor is strided (strided_tensors),
+    contiguous elsewhere; the outputs follow (verifier.launch.large: an output in the strided set gets the stride)."""
+    if not layout.stride:
+        return inputs_np
+    M, N = inputs_np["x"].shape
+    keep = strided_tensors(spec, op, M, N, dt, params)
+    out = {}
+    for name, v in inputs_np.items():
+        if isinstance(v, _lay.SparseRows) and name not in keep:
+            v = _lay.SparseRows(v.shape, v.dtype, v.rows, v.pattern)
+        out[name] = v
+    out["__strided__"] = (keep, layout.stride)
+    return out
