@@ -4,6 +4,7 @@
 #   OUT=/some/dir bash tools/gpu_check_issue37.sh [STEP ...]      (default: every step)
 # GPU_TEST_IDS / SANITIZE_ARGS replace gputests' test ids / sanitize's paths and options (reruns).
 # Steps (each prints PASS / FAIL with its seconds; logs in $OUT/logs.tgz, a summary in $OUT/summary.txt):
+#   main67     main over the 67 kernels bundled when issue #36 measured 41 s (benchmarks/kernels_at_5f9ab5c.txt)
 #   main       README's main job, cold (fresh verifier and Triton caches), alone on the GPU and timed: `verifier check
 #              kernels/ -j auto --level ci` without the third-party packages, as a fresh machine has it (issue #36:
 #              at most 45 s, no finding on a correct kernel)
@@ -81,17 +82,17 @@ setup() {
   cp -r .whl/flashinfer-0.7.4-include/flashinfer "$SITE/"
 }
 
-main_job() {
-  local t0 t1
-  local tcache vcache
+main_job() {  # main_job TAG [verifier check options...]: $LOGS/TAG_ci.json, TAG_wall.txt, TAG_costs.txt
+  local tag=$1 t0 t1 tcache vcache
+  shift
   tcache=$(mktemp -d) vcache=$(mktemp -d)
   t0=$(date +%s.%N)
   VERIFIER_CACHE_DIR=$vcache TRITON_CACHE_DIR=$tcache "$PY" -m verifier.cli check kernels/ -j auto \
-    --level ci --format json --no-progress > "$LOGS/main_ci.json"
+    --level ci --format json --no-progress "$@" > "$LOGS/${tag}_ci.json"
   t1=$(date +%s.%N)
-  echo "$t0 $t1" | awk '{print $2 - $1}' > "$LOGS/main_wall.txt"
+  echo "$t0 $t1" | awk '{print $2 - $1}' > "$LOGS/${tag}_wall.txt"
   # where a cold run's time goes: Triton compilations per function (one cache entry each), the slowest kernels
-  "$PY" - "$tcache" "$vcache" "$LOGS/main_ci.json" > "$LOGS/main_costs.txt" <<'PYEOF'
+  "$PY" - "$tcache" "$vcache" "$LOGS/${tag}_ci.json" > "$LOGS/${tag}_costs.txt" <<'PYEOF'
 import json, pathlib, sys
 from collections import Counter
 t = pathlib.Path(sys.argv[1])
@@ -105,7 +106,7 @@ print(f"kernel seconds: sum {sum(k.get('seconds', 0) for k in ks):.0f}")
 for k in sorted(ks, key=lambda k: -k.get("seconds", 0))[:60]:
     print(f"  {k.get('seconds', 0):7.1f} {k['name']} {k['verdict']}")
 PYEOF
-  "$PY" - "$LOGS/main_ci.json" "$t0" "$t1" <<'PYEOF'
+  "$PY" - "$LOGS/${tag}_ci.json" "$t0" "$t1" <<'PYEOF'
 import json, sys
 from collections import Counter
 d = json.load(open(sys.argv[1]))
@@ -246,7 +247,13 @@ bench() {  # builds first, 8 at once (their timings thrown away), then each spec
 }
 
 step setup setup
-want main && step main main_job
+want main && step main main_job main
+# main67: the same, over the 67 kernels bundled when issue #36 measured 41 s (5f9ab5c): these checks' own cost
+if want main67; then
+  k67=()
+  while read -r n; do [[ -z "$n" || "$n" == \#* ]] || k67+=(--kernel "$n"); done < benchmarks/kernels_at_5f9ab5c.txt
+  step main67 main_job main67 "${k67[@]}"
+fi
 # phases: where the time goes; with PHASES_IF_SLOW=1 only when main was over 45 s
 if want phases && { [ -z "${PHASES_IF_SLOW:-}" ] || awk '{exit !($1 > 45)}' "$LOGS/main_wall.txt" 2>/dev/null; }; then
   step phases phases
