@@ -219,3 +219,84 @@ def test_the_copy_baseline_can_be_checked_as_a_graph_replay_like_the_kernels():
     assert not dev.all_written([dst])  # a replay that escaped the capture is seen
     dst.copy_(src)
     assert dev.all_written([dst])
+
+
+def test_the_copy_baseline_draws_from_a_generator_of_its_own(monkeypatch):
+    """A kernel whose CUDA graph capture failed left torch's default CUDA generator in capture mode, and the copy
+    baseline's next draw from it ended `verifier bench` with an internal error (Liger's cross entropy, H200
+    2026-12-05): the copy draws from its own generator."""
+    import torch
+
+    from verifier.bench.timing import copy_buffers
+
+    seen = []
+    real = torch.randn
+    monkeypatch.setattr(torch, "randn", lambda *a, **k: seen.append(k.get("generator")) or real(*a, **k))
+    copy_buffers(64, device="cpu")
+    assert seen and isinstance(seen[0], torch.Generator)
+
+
+def test_a_failed_capture_puts_the_generators_back(monkeypatch):
+    """clock.TorchDevice.capture: a capture that raised restores each default CUDA generator's state copied
+    before it (graphsafe_set_state), then raises for the call to be timed behind the delay."""
+    from verifier.bench import clock
+
+    log = []
+
+    class Gen:
+        def clone_state(self):
+            return "copy"
+
+        def graphsafe_set_state(self, state):
+            log.append(state)
+
+    class Graph:
+        def __init__(self, g):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Cuda:
+        default_generators = (Gen(), Gen())
+        CUDAGraph = object
+        graph = Graph
+
+        @staticmethod
+        def Stream():
+            class S:
+                def wait_stream(self, other):
+                    pass
+            return S()
+
+        @staticmethod
+        def current_stream():
+            return Cuda.Stream()
+
+        @staticmethod
+        def stream(s):
+            return Graph(s)
+
+        @staticmethod
+        def synchronize():
+            pass
+
+    class Torch:
+        cuda = Cuda
+
+    dev = clock.TorchDevice.__new__(clock.TorchDevice)
+    dev.torch = Torch
+
+    calls = []
+
+    def syncs():
+        calls.append(1)
+        if len(calls) == 2:  # the second call is the captured one
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    with pytest.raises(RuntimeError):
+        dev.capture(syncs)
+    assert log == ["copy", "copy"]

@@ -165,8 +165,16 @@ class TorchDevice:
             fn()  # once more on the side stream: lazy initializations happen outside the capture
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        with torch.cuda.graph(graph):
-            ret = fn()
+        kept = _generator_states(torch)
+        try:
+            with torch.cuda.graph(graph):
+                ret = fn()
+        except Exception:
+            # A capture that failed (a call that synchronizes) leaves torch's default CUDA generators in capture
+            # mode: every later draw from them raised "Offset increment outside graph capture encountered
+            # unexpectedly" (Liger's cross entropy, then the copy baseline's input, H200 2026-12-05).
+            _restore_generators(kept)
+            raise
         torch.cuda.synchronize()
         return graph.replay, ret  # the bound method keeps the graph (and its memory pool) alive
 
@@ -178,3 +186,23 @@ class TorchDevice:
     def all_written(self, tensors) -> bool:
         floats = [t for t in tensors if t.is_floating_point()]
         return bool(floats) and all(not bool(self.torch.isnan(t).all()) for t in floats)
+
+
+def _generator_states(torch) -> list:
+    """(generator, a copy of its state) for torch's default CUDA generators, where this torch can copy them."""
+    kept = []
+    for g in getattr(torch.cuda, "default_generators", ()):
+        try:
+            kept.append((g, g.clone_state()))
+        except (AttributeError, RuntimeError):
+            continue
+    return kept
+
+
+def _restore_generators(kept: list) -> None:
+    """Each generator back on its copied state (not capturing): graphsafe_set_state swaps the state in."""
+    for g, state in kept:
+        try:
+            g.graphsafe_set_state(state)
+        except (AttributeError, RuntimeError):
+            continue

@@ -106,7 +106,8 @@ def copy_buffers(nbytes: int, device: str = "cuda") -> tuple:
     docs/gpu-runs/2026-12-02-issue-24.md). Rounded down to whole floats (at most 3 bytes of a half)."""
     import torch
 
-    src = torch.randn(max(nbytes // 2 // 4, 1), dtype=torch.float32, device=device)
+    g = torch.Generator(device=device).manual_seed(0)  # its own: a kernel's failed graph capture may leave the
+    src = torch.randn(max(nbytes // 2 // 4, 1), dtype=torch.float32, device=device, generator=g)  # default stuck
     return src, torch.empty_like(src)
 
 
@@ -116,6 +117,18 @@ def _copy_timing(timer: Timer, nbytes: int, cache: dict):
         src, dst = copy_buffers(nbytes)
         cache[nbytes] = timer.time(lambda: dst.copy_(src), lambda ret: [dst])
     return cache[nbytes]
+
+
+def _copy_ms(timer: Timer, nbytes: int, cache: dict):
+    """The copy's median (ms), or None where timing it failed (``cache[nbytes]`` then says why)."""
+    try:
+        return summarize(_copy_timing(timer, nbytes, cache).times_ms).median_ms
+    except Exception as e:  # noqa: BLE001 - the machine's or an earlier kernel's doing: said on the copy's row
+        import torch
+
+        cache[nbytes] = _one_line(f"the copy baseline failed: {type(e).__name__}: {e}")
+        torch.cuda.synchronize()
+        return None
 
 
 def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
@@ -146,7 +159,7 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
                 why = l2_warning(nbytes, timer.l2_bytes)
                 if why:
                     result.warnings.append((M, N, dt.tag, why))
-                copy_ms = None
+                copy_ms, timed = None, False
                 for role, group in (("kernel", mains), ("against", others)):
                     for spec in group:
                         if dt not in spec.dtypes:
@@ -157,11 +170,14 @@ def run_bench(kernels, against, shapes, dtypes, runs: int, warmup: int = 5,
                             continue
                         if progress:
                             progress(f"{spec.name} {dt.tag} {M}x{N}")
-                        if copy_ms is None:
-                            copy_ms = summarize(_copy_timing(timer, nbytes, copies).times_ms).median_ms
+                        if copy_ms is None and not isinstance(copies.get(nbytes), str):
+                            copy_ms = _copy_ms(timer, nbytes, copies)
+                        timed = True
                         result.rows.append(_time_one(timer, spec, role, op, dt, M, N, nbytes, copy_ms))
-                if copy_ms is not None:
-                    copy = copies[nbytes]
+                copy = copies.get(nbytes)
+                if timed and isinstance(copy, str):  # the copy itself failed: its row says why, the kernels' stand
+                    result.rows.append(Row("d2d-copy", "copy", op, dt.tag, M, N, nbytes, status="error", note=copy))
+                elif copy_ms is not None:
                     result.rows.append(Row("d2d-copy", "copy", op, dt.tag, M, N, nbytes,
                                            stats=summarize(copy.times_ms), copy_ms=copy_ms, host_ms=copy.host_ms,
                                            method=copy.method, note=copy.note))
