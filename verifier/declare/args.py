@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -150,11 +150,15 @@ def stride_of(arg) -> Optional[Stride]:
 class Workspace:
     """A device buffer the kernel gets as scratch (a launch argument): ``count`` elements of ``dtype``, left
     uninitialized (as ``torch.empty`` leaves it). ``count`` is an int or a function ``count(M, N) -> int``.
-    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it)."""
+    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it).
+    ``values``: the buffer's contents when the call starts instead, a sequence of ``count`` numbers or a function
+    ``values(M, N)`` giving them: the shape metadata a host copies to the device for its kernel (candle's
+    ``info`` array of dims and strides)."""
 
     name: str
     count: Any
     dtype: str = "float32"
+    values: Any = field(default=None, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
@@ -166,6 +170,34 @@ class Workspace:
             object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
         except Exception as e:
             raise SpecError(f"Workspace {self.name!r}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
+        if self.values is not None and not callable(self.values) and isinstance(self.values, (str, bytes)):
+            raise SpecError(f"Workspace {self.name!r}: values {self.values!r} is neither numbers nor a function of "
+                            "(M, N)", fix="e.g. values=lambda M, N: (M, N, N, 1)")
+
+    def contents(self, M: int, N: int) -> Optional[np.ndarray]:
+        """The buffer's contents at the start of an M x N call (None: left uninitialized); a SpecError names the
+        workspace where they are not ``size(M, N)`` numbers of its dtype."""
+        if self.values is None:
+            return None
+        n = self.size(M, N)
+        got = self.values(M, N) if callable(self.values) else self.values
+        fix = f"give {n} numbers that fit {self.dtype} (values=lambda M, N: ...)"
+        try:
+            seq = [v for v in got]
+        except TypeError:
+            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {got!r}, not a sequence", fix=fix) from None
+        if len(seq) != n:
+            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {len(seq)} numbers for {n} elements",
+                            fix=fix)
+        from verifier.dtypes import numpy_dtype
+
+        arr = np.asarray(seq, dtype=np.float64 if self.dtype.startswith(("float", "bfloat")) else object)
+        kind = {"int8": "int8", "int32": "int32", "int64": "int64"}.get(self.dtype)
+        if kind is not None:  # integers: each checked against the C type's range, never wrapped
+            for i, v in enumerate(seq):
+                check_value(kind, v, f"Workspace {self.name!r}: values({M}, {N})[{i}]")
+            return np.asarray([int(v) for v in seq], dtype=SCALAR_KINDS[kind])
+        return arr.astype(numpy_dtype(self.dtype))
 
     def size(self, M: int, N: int) -> int:
         """Elements for an M x N call; a negative or non-integer count is a SpecError naming the workspace."""
