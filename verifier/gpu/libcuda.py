@@ -238,11 +238,17 @@ def dims(v) -> tuple:
     return (tuple(int(x) for x in v) + (1, 1))[:3]
 
 
-def launch(fn: int, grid, block, params, smem: int = 0, stream: int = 0, name: str = "kernel") -> None:
+def launch(fn: int, grid, block, params, smem: int = 0, stream: int = 0, name: str = "kernel",
+           cooperative: bool = False) -> None:
     """cuLaunchKernel of ``fn`` on ``stream`` (0: the default stream) with ``params``, the void** array of
-    kernel_params (whose values must stay alive until this returns). Asynchronous: a fault of the kernel shows at
+    kernel_params (whose values must stay alive until this returns); ``cooperative``: cuLaunchCooperativeKernel
+    (every block resident at once: a grid larger than that is refused). Asynchronous: a fault of the kernel shows at
     the next synchronize; a refused launch (bad configuration, a sticky earlier fault) raises LaunchError here."""
     g, b = dims(grid), dims(block)
-    _check(_lib().cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
-                                 ctypes.c_uint(smem), ctypes.c_void_p(stream or None), params, None),
-           f"launch {name} grid={g} block={b}", LaunchError)
+    shape = (*(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b), ctypes.c_uint(smem),
+             ctypes.c_void_p(stream or None), params)
+    if cooperative:
+        _check(_lib().cuLaunchCooperativeKernel(ctypes.c_void_p(fn), *shape),
+               f"cooperative launch {name} grid={g} block={b}", LaunchError)
+        return
+    _check(_lib().cuLaunchKernel(ctypes.c_void_p(fn), *shape, None), f"launch {name} grid={g} block={b}", LaunchError)

@@ -455,7 +455,7 @@ def launch(prepared: Prepared, sync: bool = True) -> None:
     for b in prepared.launches:
         l = b.launch
         try:
-            cd.launch(b.fn, l.grid, l.block, b.params, l.smem, prepared.stream, l.entry)
+            cd.launch(b.fn, l.grid, l.block, b.params, l.smem, prepared.stream, l.entry, l.cooperative)
             if sync:
                 cd.stream_synchronize(prepared.stream, f"launch {l.entry} (synchronize)", cd.LaunchError)
         except cd.LaunchError as e:
