@@ -459,17 +459,28 @@ def alignment_of(address: int) -> int:
     return MAX_ALIGN if address % MAX_ALIGN == 0 else address & -address
 
 
+# What a host reads of the device to pick a path or a grid (ggml: the SM count picks sum_rows' block size and the
+# split-row softmax's grid, the opt-in shared memory whether its softmax keeps the row in shared memory): where no
+# GPU call is made (the build step, lint, the gate), those of the smallest GPU the CPU build targets, an sm_80 A100.
+MODEL_SM_COUNT, MODEL_SMEM_OPTIN = 108, 163 * 1024
+
+
 class LaunchLayout:
     """Where a call's tensors lie, as a five-parameter ``launches(M, N, dt, params, layout)`` sees them:
     ``alignment(name)`` the bytes its first element is aligned to (the largest power of two <= 256 dividing its
     address), ``stride(name)`` the row stride of a 2-D tensor in elements. Built from the real tensors where they
-    exist (each launch), and from the case's layout where they do not yet (build, lint, the gate)."""
+    exist (each launch), and from the case's layout where they do not yet (build, lint, the gate). ``sm_count``
+    and ``smem_optin`` (bytes of shared memory a block may opt in to): the GPU's on a launch, else the model
+    device's (MODEL_SM_COUNT, MODEL_SMEM_OPTIN)."""
 
-    def __init__(self, alignments: dict, strides: dict, what: str = "this call"):
+    def __init__(self, alignments: dict, strides: dict, what: str = "this call", sm_count: Optional[int] = None,
+                 smem_optin: Optional[int] = None):
         self._alignments = dict(alignments)
         self._strides = dict(strides)
         self.what = what
         self.asked: set = set()  # the tensors whose stride launches() read: it handles their rows at any stride
+        self.sm_count = MODEL_SM_COUNT if sm_count is None else int(sm_count)
+        self.smem_optin = MODEL_SMEM_OPTIN if smem_optin is None else int(smem_optin)
 
     @property
     def tensors(self) -> tuple:

@@ -21,6 +21,8 @@ from verifier.errors import ToolMissing, VerifierError
 
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
@@ -86,6 +88,18 @@ def device_count() -> int:
     _check(lib.cuInit(0), "cuInit")
     _check(lib.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
     return count.value
+
+
+def device_limits() -> tuple:
+    """(multiprocessor count, opt-in shared memory per block in bytes) of device 0: what a host reads to pick a
+    kernel's path and grid (ggml's nsm and smpbo)."""
+    lib, sms, optin = _lib(), ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuInit(0), "cuInit")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(sms), _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
+           "cuDeviceGetAttribute")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0),
+           "cuDeviceGetAttribute")
+    return sms.value, optin.value
 
 
 def device_capability() -> tuple:

@@ -414,8 +414,9 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     from verifier.ops.other_names import with_other_names
 
     op = get_op(spec.op)  # launches(..., layout) may name a tensor by an alias of the op
+    sm_count, smem_optin = cd.device_limits()  # this GPU's, as a host asks them
     layout = LaunchLayout(with_other_names(op, {n: alignment_of(p) for n, p in pointers.items()}),
-                          with_other_names(op, strides), "this call")
+                          with_other_names(op, strides), "this call", sm_count, smem_optin)
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
     res = build(spec, arch or probe.device_arch(), dt)
 
