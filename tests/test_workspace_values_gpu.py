@@ -26,14 +26,14 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_R
 
 
 def test_the_kernel_sees_the_declared_values():
-    from verifier.battery import check_kernel
     from verifier.declare.registry import load_spec_file
+    from verifier.isolation import check_all
     from verifier.results.options import Options
 
-    specs = {k.name: k for k in load_spec_file(str(SPEC))}
-    opts = Options(level="quick", device="cuda")
-    good = check_kernel(specs["dims-sum"], opts)
+    reports = {r.spec.name: r for r in check_all(load_spec_file(str(SPEC)), Options(level="quick", device="cuda"),
+                                                 isolate=True)}
+    good = reports["dims-sum"]
     assert good.verdict == "pass", [f.message for f in good.findings]
-    wrong = check_kernel(specs["dims-sum-wrong-dims"], opts)
+    wrong = reports["dims-sum-wrong-dims"]
     assert wrong.verdict == "fail" and any(f.check == "value" for f in wrong.findings), \
         [f.message for f in wrong.findings]
