@@ -11,7 +11,8 @@ verifier.launch.cuda resolves (tensor addresses, M, N, params) and packs into th
 
 A value may be a number or one of the symbols 'M', 'N', 'eps', a Stride or 'x.stride' (resolved per call). Values
 are range-checked for their C type: numbers here, symbols when they are bound.
-:class:`LaunchLayout` (verifier.declare.layout) is what a five-parameter ``launches(M, N, dt, params, layout)`` receives: each tensor's
+:class:`LaunchLayout` (verifier.declare.layout) is what a five-parameter ``launches(M, N, dt, params, layout)``
+receives: each tensor's
 alignment and row stride, so a spec can model a host dispatch on them.
 """
 from __future__ import annotations
@@ -187,7 +188,8 @@ class Workspace:
         try:
             seq = [v for v in got]
         except TypeError:
-            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {got!r}, not a sequence", fix=fix) from None
+            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {got!r}, not a sequence",
+                            fix=fix) from None
         if len(seq) != n:
             raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {len(seq)} numbers for {n} elements",
                             fix=fix)

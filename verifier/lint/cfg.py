@@ -107,7 +107,8 @@ class CFG:
         check, ``__trap()``, an assert), so no thread is left waiting at a barrier and nothing after it runs. The
         blocks ending in an unguarded trap lose the edges into them (a guarded trap its exit edge), unless that
         leaves a block with no way out. Returns the abort blocks."""
-        aborts = {b.id for b in self.blocks if b.id != 0 and ins[b.end - 1].base == "trap" and ins[b.end - 1].pred is None}
+        aborts = {b.id for b in self.blocks
+                  if b.id != 0 and ins[b.end - 1].base == "trap" and ins[b.end - 1].pred is None}
         for b in self.blocks:
             last = ins[b.end - 1]
             if last.base == "trap" and last.pred is not None and len(b.succs) > 1:
