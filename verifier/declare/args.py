@@ -11,9 +11,9 @@ verifier.launch.cuda resolves (tensor addresses, M, N, params) and packs into th
 
 A value may be a number or one of the symbols 'M', 'N', 'eps', a Stride or 'x.stride' (resolved per call). Values
 are range-checked for their C type: numbers here, symbols when they are bound.
-:class:`LaunchLayout` (verifier.declare.layout) is what a five-parameter ``launches(M, N, dt, params, layout)``
-receives: each tensor's
-alignment and row stride, so a spec can model a host dispatch on them.
+:class:`LaunchLayout` (verifier.declare.layout, re-exported here) is what a five-parameter ``launches(M, N, dt,
+params, layout)`` receives: each tensor's alignment and row stride, and the device's SM count and opt-in shared
+memory, so a spec can model a host dispatch on them.
 """
 from __future__ import annotations
 
