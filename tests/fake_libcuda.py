@@ -111,7 +111,7 @@ class FakeLib:
 
     def cuDeviceGetAttribute(self, ref, attr, dev):
         self._call("cuDeviceGetAttribute")
-        _set(ref, {75: 9, 76: 0, 102: int(self.vmm is not None)}[attr])
+        _set(ref, {75: 9, 76: 0, 102: int(self.vmm is not None), 16: 132, 97: 227 * 1024}[attr])  # an H100's
         return 0
 
     # --- the virtual memory management API, as host mappings: each physical allocation a memfd, each cuMemMap an

@@ -68,9 +68,10 @@ def build_and_resources(spec, opts, report, dts) -> bool:
                 return False
             found, missing = resolve_launch_entries(sorted(entries), cubin_entries(res), f"the cubin of {spec.source}")
             for e, err in missing.items():  # a mangled name, an extern "C" one or a C++ name with its template args
-                report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin "
-                                   f"({err.detail})\n  fix: {err.fix}",
-                                   kernel=spec.name, repro=repro_line(spec, opts)))
+                for tag in _naming(evaluated, e, group):  # the dtypes whose launches name it (all: one finding)
+                    report.add(Finding("build", f"[{arch}] entry {e} used by the spec's launches is not in the cubin "
+                                       f"({err.detail})\n  fix: {err.fix}", kernel=spec.name, dtype=tag,
+                                       repro=repro_line(spec, opts, tag)))
             ok = ok and not missing
             ptx = compile_ptx(spec.source_path(), arch=arch, defines=dict(defines), flags=tuple(spec.extra_flags),
                               include_dirs=spec.include_paths())  # the one the cubin was built from (cached)
@@ -94,6 +95,13 @@ def build_and_resources(spec, opts, report, dts) -> bool:
     for dt in dts:
         report.mark(dt.tag, "build", PASS)
     return ok
+
+
+def _naming(evaluated, entry: str, group) -> list:
+    """The dtype tags whose launches name ``entry``, or [""] (the whole kernel) when every dtype of the group's does:
+    a misnamed f16 entry fails the f16 variant, not the f32 one beside it."""
+    tags = {ev.dt.tag for ev in evaluated for l in ev.launches if l.entry == entry}
+    return [""] if not tags or tags >= {dt.tag for dt in group} else sorted(tags)
 
 
 def _linted_only(spec, dts, entries: set) -> set:

@@ -169,6 +169,9 @@ def _geometry(i: int, launch) -> list:
                             "supports(), or loop over rows in the kernel)"))
     if isinstance(launch.smem, bool) or not hasattr(launch.smem, "__index__") or int(launch.smem) < 0:
         out.append((f"{name}: smem={launch.smem!r} is not a byte count", "pass smem as a whole number of bytes >= 0"))
+    if not isinstance(getattr(launch, "cooperative", False), bool):
+        out.append((f"{name}: cooperative={launch.cooperative!r} is not a bool",
+                    "pass cooperative=True for a kernel the host launches with cudaLaunchCooperativeKernel"))
     return out
 
 

@@ -11,20 +11,23 @@ verifier.launch.cuda resolves (tensor addresses, M, N, params) and packs into th
 
 A value may be a number or one of the symbols 'M', 'N', 'eps', a Stride or 'x.stride' (resolved per call). Values
 are range-checked for their C type: numbers here, symbols when they are bound.
-:class:`LaunchLayout` is what a five-parameter ``launches(M, N, dt, params, layout)`` receives: each tensor's
-alignment and row stride, so a spec can model a host dispatch on them.
+:class:`LaunchLayout` (verifier.declare.layout, re-exported here) is what a five-parameter ``launches(M, N, dt,
+params, layout)`` receives: each tensor's alignment and row stride, and the device's SM count and opt-in shared
+memory, so a spec can model a host dispatch on them.
 """
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
 from verifier import dtypes as _dt
 from verifier.errors import SpecError
+from verifier.declare.layout import (MAX_ALIGN, MODEL_SM_COUNT, MODEL_SMEM_OPTIN, LaunchLayout,  # noqa: F401
+                                     alignment_of)  # re-exported: their home is verifier.declare.layout
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -150,11 +153,15 @@ def stride_of(arg) -> Optional[Stride]:
 class Workspace:
     """A device buffer the kernel gets as scratch (a launch argument): ``count`` elements of ``dtype``, left
     uninitialized (as ``torch.empty`` leaves it). ``count`` is an int or a function ``count(M, N) -> int``.
-    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it)."""
+    The same Workspace in several launches of one call is one buffer (a pass writes it, the next reads it).
+    ``values``: the buffer's contents when the call starts instead, a sequence of ``count`` numbers or a function
+    ``values(M, N)`` giving them: the shape metadata a host copies to the device for its kernel (candle's
+    ``info`` array of dims and strides)."""
 
     name: str
     count: Any
     dtype: str = "float32"
+    values: Any = field(default=None, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
@@ -166,6 +173,35 @@ class Workspace:
             object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
         except Exception as e:
             raise SpecError(f"Workspace {self.name!r}: {getattr(e, 'message', e)}", fix=getattr(e, "fix", None)) from None
+        if self.values is not None and not callable(self.values) and isinstance(self.values, (str, bytes)):
+            raise SpecError(f"Workspace {self.name!r}: values {self.values!r} is neither numbers nor a function of "
+                            "(M, N)", fix="e.g. values=lambda M, N: (M, N, N, 1)")
+
+    def contents(self, M: int, N: int) -> Optional[np.ndarray]:
+        """The buffer's contents at the start of an M x N call (None: left uninitialized); a SpecError names the
+        workspace where they are not ``size(M, N)`` numbers of its dtype."""
+        if self.values is None:
+            return None
+        n = self.size(M, N)
+        got = self.values(M, N) if callable(self.values) else self.values
+        fix = f"give {n} numbers that fit {self.dtype} (values=lambda M, N: ...)"
+        try:
+            seq = [v for v in got]
+        except TypeError:
+            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {got!r}, not a sequence",
+                            fix=fix) from None
+        if len(seq) != n:
+            raise SpecError(f"Workspace {self.name!r}: values({M}, {N}) gave {len(seq)} numbers for {n} elements",
+                            fix=fix)
+        from verifier.dtypes import numpy_dtype
+
+        arr = np.asarray(seq, dtype=np.float64 if self.dtype.startswith(("float", "bfloat")) else object)
+        kind = {"int8": "int8", "int32": "int32", "int64": "int64"}.get(self.dtype)
+        if kind is not None:  # integers: each checked against the C type's range, never wrapped
+            for i, v in enumerate(seq):
+                check_value(kind, v, f"Workspace {self.name!r}: values({M}, {N})[{i}]")
+            return np.asarray([int(v) for v in seq], dtype=SCALAR_KINDS[kind])
+        return arr.astype(numpy_dtype(self.dtype))
 
     def size(self, M: int, N: int) -> int:
         """Elements for an M x N call; a negative or non-integer count is a SpecError naming the workspace."""
@@ -417,52 +453,3 @@ def as_arg(a):
                     fix="use a tensor name, 'M', 'N', 'eps', '<tensor>.stride', Scalar(kind, value), Pointer(...), "
                         "Struct([...]), Stride(...) or Workspace(...)")
 
-
-MAX_ALIGN = 256  # LaunchLayout.alignment's ceiling: what cudaMalloc guarantees and more than any vector needs
-
-
-def alignment_of(address: int) -> int:
-    """The largest power of two <= MAX_ALIGN dividing ``address``."""
-    address = int(address)
-    return MAX_ALIGN if address % MAX_ALIGN == 0 else address & -address
-
-
-class LaunchLayout:
-    """Where a call's tensors lie, as a five-parameter ``launches(M, N, dt, params, layout)`` sees them:
-    ``alignment(name)`` the bytes its first element is aligned to (the largest power of two <= 256 dividing its
-    address), ``stride(name)`` the row stride of a 2-D tensor in elements. Built from the real tensors where they
-    exist (each launch), and from the case's layout where they do not yet (build, lint, the gate)."""
-
-    def __init__(self, alignments: dict, strides: dict, what: str = "this call"):
-        self._alignments = dict(alignments)
-        self._strides = dict(strides)
-        self.what = what
-        self.asked: set = set()  # the tensors whose stride launches() read: it handles their rows at any stride
-
-    @property
-    def tensors(self) -> tuple:
-        return tuple(self._alignments)
-
-    def _known(self, name: str) -> None:
-        if name not in self._alignments:
-            raise SpecError(f"layout: {name!r} is not a tensor of {self.what}",
-                            fix=f"name one of {sorted(self._alignments)}")
-
-    def alignment(self, name: str) -> int:
-        self._known(name)
-        return self._alignments[name]
-
-    def stride(self, name: str) -> int:
-        self._known(name)
-        self.asked.add(name)
-        if name not in self._strides:
-            raise SpecError(f"layout.stride({name!r}): {name!r} is not a 2-D tensor: it has no row stride",
-                            fix=f"ask for the stride of one of {sorted(self._strides)}")
-        return self._strides[name]
-
-    def aligned(self, nbytes: int, names=None) -> bool:
-        """Every tensor (or those of ``names``) aligned to ``nbytes``: the usual host test for a vector path."""
-        return all(self.alignment(n) % nbytes == 0 for n in (names or self._alignments))
-
-    def __repr__(self):
-        return f"LaunchLayout(alignments={self._alignments}, strides={self._strides})"

@@ -62,13 +62,16 @@ def register_resident() -> Expectations:
 class Launch:
     """One kernel launch. ``args`` are tensor names (see verifier.ops), Scalar values, Pointer, Struct, Workspace
     buffers, row strides ('x.stride' or Stride('x', 'int64')), or the strings 'M', 'N', 'eps' which the runner
-    replaces by int32 / float32 scalars (verifier.declare.args). ``smem``: dynamic shared memory in bytes."""
+    replaces by int32 / float32 scalars (verifier.declare.args). ``smem``: dynamic shared memory in bytes.
+    ``cooperative``: launched as ``cudaLaunchCooperativeKernel`` launches it, every block resident at once, so
+    ``cooperative_groups::this_grid().sync()`` works (a plain launch makes its grid check trap)."""
 
     entry: str
     grid: tuple
     block: tuple
     args: tuple
     smem: int = 0
+    cooperative: bool = False
 
 
 def _check_callable(obj, field_name, kernel_name, signature_hint):

@@ -21,6 +21,8 @@ from verifier.errors import ToolMissing, VerifierError
 
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
@@ -86,6 +88,18 @@ def device_count() -> int:
     _check(lib.cuInit(0), "cuInit")
     _check(lib.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
     return count.value
+
+
+def device_limits() -> tuple:
+    """(multiprocessor count, opt-in shared memory per block in bytes) of device 0: what a host reads to pick a
+    kernel's path and grid (ggml's nsm and smpbo)."""
+    lib, sms, optin = _lib(), ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuInit(0), "cuInit")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(sms), _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0),
+           "cuDeviceGetAttribute")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(optin), _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0),
+           "cuDeviceGetAttribute")
+    return sms.value, optin.value
 
 
 def device_capability() -> tuple:
@@ -238,11 +252,17 @@ def dims(v) -> tuple:
     return (tuple(int(x) for x in v) + (1, 1))[:3]
 
 
-def launch(fn: int, grid, block, params, smem: int = 0, stream: int = 0, name: str = "kernel") -> None:
+def launch(fn: int, grid, block, params, smem: int = 0, stream: int = 0, name: str = "kernel",
+           cooperative: bool = False) -> None:
     """cuLaunchKernel of ``fn`` on ``stream`` (0: the default stream) with ``params``, the void** array of
-    kernel_params (whose values must stay alive until this returns). Asynchronous: a fault of the kernel shows at
+    kernel_params (whose values must stay alive until this returns); ``cooperative``: cuLaunchCooperativeKernel
+    (every block resident at once: a grid larger than that is refused). Asynchronous: a fault of the kernel shows at
     the next synchronize; a refused launch (bad configuration, a sticky earlier fault) raises LaunchError here."""
     g, b = dims(grid), dims(block)
-    _check(_lib().cuLaunchKernel(ctypes.c_void_p(fn), *(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b),
-                                 ctypes.c_uint(smem), ctypes.c_void_p(stream or None), params, None),
-           f"launch {name} grid={g} block={b}", LaunchError)
+    shape = (*(ctypes.c_uint(v) for v in g), *(ctypes.c_uint(v) for v in b), ctypes.c_uint(smem),
+             ctypes.c_void_p(stream or None), params)
+    if cooperative:
+        _check(_lib().cuLaunchCooperativeKernel(ctypes.c_void_p(fn), *shape),
+               f"cooperative launch {name} grid={g} block={b}", LaunchError)
+        return
+    _check(_lib().cuLaunchKernel(ctypes.c_void_p(fn), *shape, None), f"launch {name} grid={g} block={b}", LaunchError)

@@ -281,7 +281,8 @@ def bind_model(spec, launch: Launch, M: int, N: int, dt, params, tensors: dict) 
     """bind_args on model_tensors (no memory): what the build step binds to find a malformed launch on any
     machine."""
     def workspace_pointer(ws):
-        ws.size(M, N)  # a count that is no whole number >= 0 is a SpecError here too
+        ws.contents(M, N)  # a count that is no whole number >= 0, or values not fitting it, is a SpecError here too
+        ws.size(M, N)
         return np.uint64(_MODEL_BASE - 4096)
 
     return bind_args(spec, launch, M, N, params, {t: np.uint64(m.address) for t, m in tensors.items()},
@@ -413,16 +414,20 @@ def prepare(spec, inputs: dict, outputs: dict, params, dt, arch: Optional[str] =
     from verifier.ops.other_names import with_other_names
 
     op = get_op(spec.op)  # launches(..., layout) may name a tensor by an alias of the op
+    sm_count, smem_optin = cd.device_limits()  # this GPU's, as a host asks them
     layout = LaunchLayout(with_other_names(op, {n: alignment_of(p) for n, p in pointers.items()}),
-                          with_other_names(op, strides), "this call")
+                          with_other_names(op, strides), "this call", sm_count, smem_optin)
     prepared = Prepared([], current_stream(tensors) if stream is None else int(stream), {})
     res = build(spec, arch or probe.device_arch(), dt)
 
     def workspace_pointer(ws):
-        if ws.name not in prepared.workspaces:  # uninitialized, as torch.empty leaves it
+        if ws.name not in prepared.workspaces:  # uninitialized, as torch.empty leaves it, unless it has values
             from verifier.dtypes import numpy_dtype
 
-            prepared.workspaces[ws.name] = cd.DeviceBuffer(ws.size(M, N) * numpy_dtype(ws.dtype).itemsize)
+            buf = prepared.workspaces[ws.name] = cd.DeviceBuffer(ws.size(M, N) * numpy_dtype(ws.dtype).itemsize)
+            contents = ws.contents(M, N)
+            if contents is not None and contents.size:
+                buf.upload(contents)
         return np.uint64(prepared.workspaces[ws.name].ptr)
 
     try:
@@ -451,7 +456,7 @@ def launch(prepared: Prepared, sync: bool = True) -> None:
     for b in prepared.launches:
         l = b.launch
         try:
-            cd.launch(b.fn, l.grid, l.block, b.params, l.smem, prepared.stream, l.entry)
+            cd.launch(b.fn, l.grid, l.block, b.params, l.smem, prepared.stream, l.entry, l.cooperative)
             if sync:
                 cd.stream_synchronize(prepared.stream, f"launch {l.entry} (synchronize)", cd.LaunchError)
         except cd.LaunchError as e:

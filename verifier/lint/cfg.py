@@ -89,7 +89,8 @@ class CFG:
                     b.succs.append((EXIT, "exit"))
             else:
                 b.succs.append((nxt, "fall"))
-        if decided:
+        aborts = self._drop_aborts(ins)
+        if decided or aborts:
             self._prune({self.block_of[i] for i in never})
         for b in self.blocks:
             for s, e in b.succs:
@@ -100,6 +101,22 @@ class CFG:
         self.ipdom = self._postdominators()
         self.cdeps = self._control_dependence()
         self.bf_cyclic = self._barrier_free_cycles()
+
+    def _drop_aborts(self, ins) -> set:
+        """Paths into a ``trap`` are not followed: a trap aborts the whole grid (cooperative groups' invalid-grid
+        check, ``__trap()``, an assert), so no thread is left waiting at a barrier and nothing after it runs. The
+        blocks ending in an unguarded trap lose the edges into them (a guarded trap its exit edge), unless that
+        leaves a block with no way out. Returns the abort blocks."""
+        aborts = {b.id for b in self.blocks
+                  if b.id != 0 and ins[b.end - 1].base == "trap" and ins[b.end - 1].pred is None}
+        for b in self.blocks:
+            last = ins[b.end - 1]
+            if last.base == "trap" and last.pred is not None and len(b.succs) > 1:
+                b.succs = [(s, e) for s, e in b.succs if e != "exit"]
+            kept = [(s, e) for s, e in b.succs if s not in aborts]
+            if kept and len(kept) < len(b.succs):
+                b.succs = kept
+        return aborts
 
     def _prune(self, never: set) -> None:
         """Edges into a block of an instruction that never runs go past it; then the blocks no path from the

@@ -115,6 +115,8 @@ class EntryAnalysis:
         for ins in self.fn.instrs:
             if ins.parts[0] not in isa.NOT_FOLLOWED_BASES or ins.idx in left_out:
                 continue
+            if isa.call_target(ins) in isa.SYSTEM_CALLS:  # assert() / printf(): nothing there to follow
+                continue
             why = isa.not_modelled(ins)
             if ins.base in ("call", "brx"):
                 what = "calls " + next((a for a in ins.args if not a.startswith("(")), "a function") \

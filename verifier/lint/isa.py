@@ -66,6 +66,16 @@ def cp_async_wait(ins) -> Optional[int]:
 
 _CHECKED = frozenset("mbarrier cp st red bar barrier ld atom wgmma sust sured multimem tensormap tcgen05 wmma".split())
 NOT_FOLLOWED_BASES = _CHECKED | {"call", "brx"}  # the instructions a not-followed warning can be about
+# The CUDA runtime's device functions that assert() and printf() compile to: they print (__assertfail then ends the
+# kernel), touching no shared memory, with no barrier and no warp collective: nothing in them for the checks to follow.
+SYSTEM_CALLS = frozenset({"__assertfail", "vprintf"})
+
+
+def call_target(ins) -> Optional[str]:
+    """The function a ``call`` instruction calls (its first operand that is not a parenthesized list), or None."""
+    if ins.base != "call":
+        return None
+    return next((a.strip().rstrip(",") for a in ins.args if not a.strip().startswith("(")), None)
 
 
 def not_modelled(ins) -> Optional[str]:

@@ -58,8 +58,9 @@ class Counters:
                         self._init_regs.setdefault(terms[0] if len(terms) == 1 else d, []).append(reg)
         return self._init_regs
 
-    def step(self, d: int, reg: str) -> Optional[int]:
-        """The step of ``R = R + step`` (node ``d``), else None."""
+    def step(self, d: int, reg: str, depth: int = 0) -> Optional[int]:
+        """The step of ``R = R + step`` (node ``d``), else None. ``R = (R + a) + b`` is a step of ``a + b``: an
+        unrolled loop's last update, nvcc's ``mad.lo R, ntid, 7, R1`` with R1 = R + ntid (ggml's reduce_rows)."""
         u = self.values.nodes[d]
         if u[0] == "op" and u[1] == "trunc32u":
             u = self.values.nodes[u[2][0]]
@@ -68,6 +69,10 @@ class Counters:
                 qn = self.values.nodes[q]
                 if qn[0] == "phi" and qn[1] == reg:
                     return step
+            for q, rest in (u[2], u[2][::-1]) if depth < 8 else ():
+                inner = self.step(q, reg, depth + 1)
+                if inner is not None:
+                    return self.values.mk("op", "add", (inner, rest))
         return None
 
     def bounds(self, reg: str) -> list:

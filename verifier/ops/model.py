@@ -282,6 +282,8 @@ class Op:
         for k in sorted(dtype_params):  # topk_softmax's values_dtype: refused here, not as a UsageError mid-run
             from verifier import dtypes as _dt
 
+            if p[k] is None and k not in self.out_dtype_params.values():  # an input's: its role's default dtype
+                continue
             try:
                 _dt.canonical(p[k])
             except UsageError as e:
@@ -380,15 +382,17 @@ class Op:
         r = self.role(tensor)
         if r.dtype is not None:
             return r.dtype
-        if r.dtype_param is None:
-            if r.kind in ("weight", "bias") and getattr(dt, "weight", None):
-                return dt.weight
-            if r.kind == "scale":
-                return "float32"
-            if r.kind == "labels":
-                return "int64"
-            return dt.input
-        return {**self.params, **(params or {})}[r.dtype_param]
+        if r.dtype_param is not None:
+            named = {**self.params, **(params or {})}[r.dtype_param]
+            if named is not None:  # None: the role's default below (softmax's mask_dtype)
+                return named
+        if r.kind in ("weight", "bias") and getattr(dt, "weight", None):
+            return dt.weight
+        if r.kind == "scale":
+            return "float32"
+        if r.kind == "labels":
+            return "int64"
+        return dt.input
 
     def output_dtype(self, tensor: str, dt, params: Optional[dict] = None) -> str:
         """The dtype a kernel writes ``tensor`` in: its declared dtype (or the dtype its dtype param names, with

@@ -103,7 +103,10 @@ def make_sinks(rng, x, params, policy):
 # masked_fill(mask, -10000.0): a finite fill replaces every masked logit, so such a row is the op of a row of equal
 # logits, softmax 1/N), a contract the kernel declares.
 PARAMS = {"scale": 1.0, "softcap": 0.0, "causal": False, "causal_offset": 0, "q_len": 0,
-          "mask": None, "alibi_slopes": None, "sinks": None, "mask_mode": "add", "logits_dtype": None}
+          "mask": None, "alibi_slopes": None, "sinks": None, "mask_mode": "add", "logits_dtype": None,
+          "mask_dtype": None}
+# mask_dtype: None (the mask in the input dtype) or the dtype the kernel reads its mask in, whatever x's: ggml's
+# soft_max_f32 takes f32 logits with an f16 or f32 mask (llama.cpp's KQ mask)
 # logits_dtype: None (z formed in the kernel's accumulation dtype, as fused kernels do) or 'input' (each stage of z,
 # x·scale, the softcap, + bias, + mask, stored in the input dtype before the softmax: PyTorch's unfused attention,
 # HF's eager_attention_forward, whose bf16 scores are scaled and masked in bf16, then softmaxed in float32)
@@ -127,7 +130,7 @@ def apply_mask(z, mk, params: dict):
     """z with the mask ``mk`` (broadcast to z's shape) applied as ``mask_mode`` says."""
     return np.where(mk != 0, mk, z) if mask_mode(params) == "fill" else z + mk
 OPTIONAL = {
-    "mask": Tensor("MxN", make=make_mask, optional=True),
+    "mask": Tensor("MxN", dtype="mask_dtype", make=make_mask, optional=True),
     "alibi_slopes": Tensor("M", dtype="float32", make=make_slopes, optional=True),
     "sinks": Tensor("M", dtype="float32", make=make_sinks, optional=True),
 }

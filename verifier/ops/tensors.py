@@ -95,8 +95,8 @@ def input_role(where: str, name: str, decl, params: dict) -> Role:
         raise SpecError(f"{where}: input {name!r} has role {role!r}", fix=f"use one of {', '.join(ROLE_NAMES)}")
     kind = ROLE_NAMES[role]
     dtype = dtype_param = None
-    if isinstance(t.dtype, str) and isinstance(params.get(t.dtype), str):
-        dtype_param = t.dtype  # the param that holds it, e.g. label_dtype='int64'
+    if isinstance(t.dtype, str) and t.dtype in params and (params[t.dtype] is None or isinstance(params[t.dtype], str)):
+        dtype_param = t.dtype  # the param that holds it, e.g. label_dtype='int64' (None: the role's default dtype)
     elif t.dtype is not None:
         from verifier import dtypes as _dt
 
