@@ -46,8 +46,16 @@ def _in_place(lib, a, io):
     _rmsnorm(lib, [x, w, x, m, n, s, s, eps], io)
 
 
+def _one_stride(lib, a, io):
+    """RMSNorm over (x, w, y, M, N, stride, eps): one stride for x's and y's rows (PyTorch's softmax_warp_forward
+    takes one stride for its input and output)."""
+    x, w, y, m, n, s, eps = a
+    _rmsnorm(lib, [x, w, y, m, n, s, s, eps], io)
+
+
 BODIES = {"own": _rmsnorm, "y_at_x_stride": lambda lib, a, io: _rmsnorm(lib, a, io, write="x"),
-          "x_at_y_stride": lambda lib, a, io: _rmsnorm(lib, a, io, read="y"), "in_place": _in_place}
+          "x_at_y_stride": lambda lib, a, io: _rmsnorm(lib, a, io, read="y"), "in_place": _in_place,
+          "one_stride": _one_stride}
 KERNELS = {f"{n}_{tag}": (lambda b, io: lambda lib, a: b(lib, a, io))(b, io) for n, b in BODIES.items()
            for tag, io in _IO.items()}
 ROWS = ("x", "w", "y", "M", "N", Stride("x", "int64"), Stride("y", "int64"), "eps")
@@ -117,3 +125,32 @@ def test_an_output_written_over_its_input_is_one_buffer_at_one_stride(lib, dt):
     assert stride == N + 3 * L.ROW_PAD  # the buffer is y's: its stride, bound as x's
     model = rc.model_tensors(spec, M, N, dt, spec.op_params(), L.STRIDED)
     assert model["x"].stride == model["y"].stride == stride
+
+
+@pytest.mark.parametrize("dt", [F32, BF16], ids=lambda d: d.tag)
+def test_one_stride_declared_shared_lays_both_tensors_at_it_and_passes(lib, dt):
+    # PyTorch's persistent warp softmax indexes src and dst with one stride: declared so, it is right; declared as
+    # x's alone, y stays contiguous while the kernel writes it at x's stride, and that is caught
+    shared = _spec("one_stride", args=("x", "w", "y", "M", "N", Stride("x", "int64", shared_with=("y",)), "eps"))
+    report = _case(shared, dt)
+    assert not report.findings, [f.message for f in report.findings][:3]
+    assert lib.launched[-1].values()[5] == N + L.ROW_PAD
+    model = rc.model_tensors(shared, M, N, dt, shared.op_params(), L.STRIDED)
+    assert model["x"].stride == model["y"].stride == N + L.ROW_PAD and model["w"].stride is None
+    alone = _spec("one_stride", args=("x", "w", "y", "M", "N", Stride("x", "int64"), "eps"))
+    bad = _case(alone, dt)
+    assert {f.check for f in bad.findings} & {"value", "out-of-range-write", "unwritten"}, bad.findings
+
+
+def test_a_shared_stride_naming_no_other_tensor_or_a_1d_one_is_a_spec_error(lib):
+    from verifier.errors import SpecError
+
+    with pytest.raises(SpecError, match="shared_with"):
+        Stride("x", shared_with=("x",))
+    assert Stride("x", shared_with="y").shared_with == ("y",)
+    spec = _spec("one_stride", args=("x", "w", "y", "M", "N", Stride("x", "int64", shared_with=("w",)), "eps"))
+    with pytest.raises(SpecError, match="'w', which is not a 2-D tensor"):
+        rc.model_tensors(spec, M, N, F32, spec.op_params(), L.STRIDED) and [
+            rc.bind_model(spec, launch, M, N, F32, spec.op_params(),
+                          rc.model_tensors(spec, M, N, F32, spec.op_params(), L.STRIDED))
+            for launch in rc.launches_for(spec, M, N, F32, spec.op_params())]

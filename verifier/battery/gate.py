@@ -110,7 +110,8 @@ def narrow_stride(spec, M: int, N: int, dt) -> Optional[str]:
     """Why a CUDA kernel cannot be given rows 2^31 or more elements apart: a launch passes a row stride as int32
     (None: every stride it passes is int64)."""
     from verifier.declare.args import as_arg, stride_of
-    from verifier.launch.cuda import launches_for, model_layout, takes_layout
+    from verifier.declare.layout import takes_layout
+    from verifier.launch.cuda import launches_for, model_layout
 
     params = spec.op_params()
     try:

@@ -123,18 +123,28 @@ class Scalar(_OneScalar):
 class Stride(_OneScalar):
     """The row stride of a 2-D tensor of the op, in elements, as a launch argument of C type ``kind`` ('int32' or
     'int64'); the string ``"x.stride"`` is ``Stride("x")``. A launch that passes a tensor's stride is given that
-    tensor with rows N + 64 elements apart in the strided cases (verifier.inputs.layouts)."""
+    tensor with rows N + 64 elements apart in the strided cases (verifier.inputs.layouts). ``shared_with``: the
+    other tensors the kernel indexes with this one stride (PyTorch's softmax_warp_forward takes one stride for its
+    input and output): the strided cases lay them out at ``tensor``'s stride, the others at strides of their own."""
 
     tensor: str
     kind: str = "int32"
+    shared_with: tuple = ()
 
     def __post_init__(self):
         if self.kind not in ("int32", "int64"):
             raise SpecError(f"Stride({self.tensor!r}, {self.kind!r}): kind must be 'int32' or 'int64'",
                             fix=f"write Stride({self.tensor!r}, 'int64') for a 64-bit stride")
+        shared = (self.shared_with,) if isinstance(self.shared_with, str) else tuple(self.shared_with)
+        if not all(isinstance(t, str) and t for t in shared) or self.tensor in shared:
+            raise SpecError(f"Stride({self.tensor!r}, shared_with={self.shared_with!r}): name the other tensors "
+                            f"indexed with {self.tensor!r}'s stride", fix=f"e.g. Stride({self.tensor!r}, "
+                            "shared_with=('y',))")
+        object.__setattr__(self, "shared_with", shared)
 
     def describe(self) -> str:
-        return f"{self.kind} {self.tensor}.stride"
+        also = f" (also {', '.join(self.shared_with)}'s)" if self.shared_with else ""
+        return f"{self.kind} {self.tensor}.stride{also}"
 
     def leaves(self, base: int = 0):
         return [(base, self.kind, self)]

@@ -3,6 +3,7 @@ stride, and what a host reads of the device (its SM count, the shared memory a b
 ``LaunchLayout``; from the real tensors and GPU on a launch, from the case's model where none exist yet."""
 from __future__ import annotations
 
+import inspect
 from typing import Optional
 
 from verifier.errors import SpecError
@@ -66,3 +67,14 @@ class LaunchLayout:
 
     def __repr__(self):
         return f"LaunchLayout(alignments={self._alignments}, strides={self._strides})"
+
+
+def takes_layout(fn) -> bool:
+    """Whether a launches function names a fifth positional parameter (``layout``). A bare ``*args`` does not
+    count: a wrapper passing its arguments on to a four-parameter function would break on a fifth."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 5

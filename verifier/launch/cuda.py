@@ -14,7 +14,6 @@ is raised naming the launch that caused it (benchmarks pass sync=False).
 """
 from __future__ import annotations
 
-import inspect
 import sys
 from dataclasses import dataclass, field
 from typing import Optional
@@ -25,6 +24,7 @@ from verifier import dtypes as _np_dtypes
 from verifier.declare.args import (PTR, SCALAR_KINDS, LaunchLayout, Pointer, Stride, Struct, Workspace, alignment_of,
                                    as_arg, check_value, stride_of, workspace_of)
 from verifier.declare.kernels import Launch
+from verifier.declare.layout import takes_layout
 from verifier.errors import SpecError, ToolMissing, Unsupported, UsageError
 from verifier.gpu import libcuda as cd
 from verifier.gpu import probe
@@ -51,17 +51,6 @@ def scalar_arg(kind: str, value):
     return np.dtype(SCALAR_KINDS[kind]).type(check_value(kind, value, f"{kind} argument"))
 
 
-def takes_layout(fn) -> bool:
-    """Whether a launches function names a fifth positional parameter (``layout``). A bare ``*args`` does not
-    count: a wrapper passing its arguments on to a four-parameter function would break on a fifth."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 5
-
-
 def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout] = None) -> list[Launch]:
     """The spec's launches for one call. A ``launches(M, N, dt, params, layout)`` gets ``layout`` (a LaunchLayout:
     each tensor's alignment and row stride); None: the contiguous layout of fresh tensors (model_layout)."""
@@ -85,15 +74,25 @@ def launches_for(spec, M: int, N: int, dt, params, layout: Optional[LaunchLayout
 
 def strided_tensors(spec, M: int, N: int, dt, params) -> set:
     """The tensors whose row stride some launch of the spec passes ('x.stride', Stride('x', 'int64'), a Struct
-    member) or reads (``layout.stride('x')`` in a five-parameter launches): the ones the strided cases lay out with
-    gaps between rows (the others stay contiguous)."""
-    layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
+    member, a Stride's shared_with) or reads (``layout.stride('x')`` in a five-parameter launches): the ones the
+    strided cases lay out with gaps between rows (the others stay contiguous)."""
+    return set(stride_map(spec, M, N, dt, params))
+
+
+def stride_map(spec, M: int, N: int, dt, params) -> dict:
+    """strided tensor -> the tensor whose row stride it is laid out at: itself, or for a tensor indexed with
+    another's stride (Stride(owner, shared_with=(tensor,))) that owner."""
     from verifier.ops import get_op
 
-    named = {v.tensor for launch in launches_for(spec, M, N, dt, params, layout) for a in launch.args
-             for v in _stride_leaves(a) if v is not None}
+    layout = model_layout(spec, M, N, dt, params) if takes_layout(spec.launches) else None
     names = get_op(spec.op).other_names  # a stride passed by another name of the tensor is its stride
-    return {names.get(t, t) for t in named | (layout.asked if layout is not None else set())}
+    passed = [v for launch in launches_for(spec, M, N, dt, params, layout) for a in launch.args
+              for v in _stride_leaves(a) if v is not None]  # evaluating them fills layout.asked
+    own = [v.tensor for v in passed] + sorted(layout.asked if layout is not None else ())
+    out = {names.get(t, t): names.get(t, t) for t in own}
+    out.update({names.get(m, m): names.get(v.tensor, v.tensor) for v in passed for m in v.shared_with
+                if names.get(m, m) not in out})
+    return out
 
 
 def _stride_leaves(a) -> list:
@@ -143,8 +142,8 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
     from verifier.ops import get_op
 
     op = get_op(spec.op)
-    named = strided_tensors(spec, M, N, dt, params) if kind == STRIDED else set()
-    strided = {buffer_of(spec, t) for t in named}  # an input written over by an output: that output's buffer
+    owners = stride_map(spec, M, N, dt, params) if kind == STRIDED else {}
+    strided = {buffer_of(spec, t) for t in owners}  # an input written over by an output: that output's buffer
     out = {}
     for i, (t, dtype) in enumerate(tensor_dtypes(spec, dt, params).items()):
         itemsize = _dtypes.numpy_dtype(dtype).itemsize
@@ -156,7 +155,7 @@ def model_tensors(spec, M: int, N: int, dt, params, kind: str = CONTIGUOUS) -> d
             stride = declared[0]
         elif len(shape) == 2:
             buf = buffer_of(spec, t)
-            stride = shape[1] + row_pad(op, buf) if buf in strided else shape[1]
+            stride = shape[1] + row_pad(op, owners.get(buf, buf)) if buf in strided else shape[1]
         out[t] = ModelTensor(address, int(np.prod(shape)), itemsize, stride)
     return out
 
@@ -215,10 +214,10 @@ class _Binder:
     def value(self, v):
         stride = stride_of(v)
         if stride is not None:
-            if stride.tensor not in self.strides:
-                rows = sorted(self.strides)
-                raise self._error(f"passes the row stride of {stride.tensor!r}, which is not a 2-D tensor of the op",
-                                  fix=f"name one of {rows} ('x.stride' or Stride('x', 'int64'))")
+            for t in (stride.tensor,) + stride.shared_with:
+                if t not in self.strides:
+                    raise self._error(f"passes the row stride of {t!r}, which is not a 2-D tensor of the op",
+                                      fix=f"name one of {sorted(self.strides)} ('x.stride' or Stride('x', 'int64'))")
             return self.strides[stride.tensor]
         if v == "M":
             return self.M

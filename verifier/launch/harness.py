@@ -143,11 +143,12 @@ def strided_tensors(spec, op, M: int, N: int, dt, params, layout) -> set:
     return _strides.strided_tensors(spec, op, M, N, dt, params)
 
 
-def _layout_of(name, values_shape, dtype, strided, layout, op) -> dict:
+def _layout_of(name, values_shape, dtype, strided, layout, op, owners=None) -> dict:
     """guarded()'s stride and lead for tensor ``name`` in ``layout``: a strided tensor's rows a stride of its own
-    apart (layouts.row_pad), whatever the kernel's kind."""
+    apart (layouts.row_pad), whatever the kernel's kind; ``owners``: a tensor declared at another's stride
+    (verifier.launch.strides.stride_owners) has that one."""
     lead = _lay.misalign_elements(_dt.numpy_dtype(dtype).itemsize, 0) if layout.kind == _lay.UNALIGNED else 0
-    stride = values_shape[1] + _lay.row_pad(op, name) if name in strided else None
+    stride = values_shape[1] + _lay.row_pad(op, (owners or {}).get(name, name)) if name in strided else None
     return {"stride": stride, "lead": lead}
 
 
@@ -201,6 +202,7 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
               input_guard: bool = True) -> Outcome:
     M, N = inputs_np["x"].shape
     strided = strided_tensors(spec, op, M, N, dt, params, layout)
+    owners = _strides.stride_owners(spec, M, N, dt, params) if strided else {}
     bufs, ins = {}, {}
     for name in op.outputs:
         dtype = _out_dtype(name, op, dt, params)
@@ -212,14 +214,14 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
         lays = strided | ({name} if any(h in strided for h in held) else set())  # written over a strided input
         declared = _olay.strides_of(spec, name, shape, M, N, params, dt)  # its own layout, whatever the case's rows
         bufs[name] = guarded(shape, dtype, _POISON[dtype][which], middle, gap_bits=gap, declared=declared,
-                             **_layout_of(name, shape, dtype, lays, layout, op))
+                             **_layout_of(name, shape, dtype, lays, layout, op, owners))
     held_all = {h for name in bufs for h in _held(name, op, spec)}
     for name, v in inputs_np.items():
         if name not in bufs and name not in held_all:
             dtype = _dt.canonical(v.dtype)
             fill = value_bits(_lay.gap_value(dtype), dtype)
             ins[name] = guarded(v.shape, dtype, fill, v, guard=input_guard,
-                                **_layout_of(name, v.shape, dtype, strided, layout, op))
+                                **_layout_of(name, v.shape, dtype, strided, layout, op, owners))
     body = _launch_torch if getattr(spec, "imports_torch", True) else _launch_device  # raw driver memory
     after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})

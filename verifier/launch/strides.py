@@ -19,6 +19,16 @@ def strided_tensors(spec, op, M: int, N: int, dt, params) -> set:
     return rows
 
 
+def stride_owners(spec, M: int, N: int, dt, params) -> dict:
+    """member -> owner: a tensor a CUDA launch indexes with another's row stride (Stride(owner, shared_with=...)),
+    whose strided-case rows lie at the owner's stride (verifier.inputs.layouts.row_pad of the owner)."""
+    if not getattr(spec, "builds_source", False):
+        return {}
+    from verifier.launch.cuda import stride_map
+
+    return {t: o for t, o in stride_map(spec, M, N, dt, params).items() if t != o}
+
+
 def restrided(spec, op, inputs_np: dict, dt, params, layout) -> dict:
     """A large case's inputs with rows ``layout.stride`` apart where that tensor is strided (strided_tensors),
     contiguous elsewhere; the outputs follow (verifier.launch.large: an output in the strided set gets the stride)."""

@@ -97,7 +97,8 @@ def large_launches(spec, dts) -> tuple:
     shape ``supports`` accepts (an argument its C type cannot hold: ggml's ``int ne_elements`` given M·N)."""
     from verifier.declare.args import LaunchLayout, alignment_of
     from verifier.inputs.layouts import CONTIGUOUS
-    from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors, takes_layout
+    from verifier.declare.layout import takes_layout
+    from verifier.launch.cuda import bind_model, launches_for, model_tensors, strided_tensors
 
     out: dict = {}
     refused, unbound, accepted = "", "", False

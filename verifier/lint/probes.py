@@ -50,7 +50,8 @@ def launch_facts(spec, dts) -> dict:
 def _launch_facts(spec, dts) -> dict:
     from verifier.inputs.cases import probe_lengths
     from verifier.inputs.layouts import CONTIGUOUS, STRIDED, UNALIGNED
-    from verifier.launch.cuda import launches_for, model_layout, model_tensors, takes_layout
+    from verifier.declare.layout import takes_layout
+    from verifier.launch.cuda import launches_for, model_layout, model_tensors
     from verifier.lint.large import param_label, probe_launch
 
     blocks: dict = {}
