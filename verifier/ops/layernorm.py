@@ -6,7 +6,7 @@ import numpy as np
 from verifier.numerics.errmodel import gamma
 from verifier.numerics.violations import U64, finite_violation, inv1m, ulp_out, violation
 from verifier.ops.model import Op, Tensor
-from verifier.ops.rmsnorm import scale_violation
+from verifier.ops.rmsnorm import scale_violation, underflow_abs
 
 
 def k_layernorm(x, y, p, c, xs):
@@ -37,7 +37,7 @@ def k_layernorm(x, y, p, c, xs):
     centred = dmu * (1 + c.u) + c.u * np.abs(x - mu)
     return (np.abs(w) * rstd * centred
             + (r_rel + gamma(2 + 2 * c.c_in, c.u)) * np.abs(y - b)
-            + c.u * (np.abs(y) + c.c_in * np.abs(b)) + c.eta)
+            + c.u * (np.abs(y) + c.c_in * np.abs(b)) + underflow_abs(rstd, w, c))
 
 
 def check_layernorm(x, w, b, y, eps, c):

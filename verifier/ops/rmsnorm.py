@@ -29,6 +29,16 @@ def rms_units(h, eps, c, k_h):
     return v_rel / 2 / c.u + c.intr.rsqrt
 
 
+def underflow_abs(r, w, c):
+    """The absolute error of y = h·r·w where a product underflows: an intermediate below the smallest normal holds
+    eta/2 absolutely (eta its spacing there, or the smallest normal where the math mode flushes), scaled by the
+    factor applied after it, r or |w| in whichever order the kernel multiplies (ONNX Runtime's skip layer norm
+    takes h·w first: on rows of subnormals, r = 1/sqrt(eps), its output erred by 199 ULP where eta alone allowed
+    23, an H100 run on 2026-12-05). Beside the output's own rounding, eta once more."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return c.eta * (1.0 + 0.5 * np.maximum(np.abs(r), np.abs(w)))
+
+
 def offset_units(p) -> float:
     """The rounding of offset + w in acc (y = x·r·(offset + w)): one unit of the weight factor, none without an
     offset."""
@@ -43,7 +53,13 @@ def weights(inp, p):
 def k_rmsnorm(x, y, p, c, xs):
     r_units = rms_units(x, p["eps"], c, c.c_in)
     # y = x·r·(offset + w): two products; x and w converted to acc; offset + w rounded once.
-    return mul(gamma(r_units + 2 + 2 * c.c_in + offset_units(p), c.u), np.abs(y)) + c.eta
+    return (mul(gamma(r_units + 2 + 2 * c.c_in + offset_units(p), c.u), np.abs(y))
+            + underflow_abs(_rstd(x, p["eps"]), weights(xs, p), c))
+
+
+def _rstd(h, eps):
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps)
 
 
 # --------------------------------------------------------------------------- invariants
