@@ -54,7 +54,7 @@ def k_rmsnorm(x, y, p, c, xs):
     r_units = rms_units(x, p["eps"], c, c.c_in)
     # y = x·r·(offset + w): two products; x and w converted to acc; offset + w rounded once.
     return (mul(gamma(r_units + 2 + 2 * c.c_in + offset_units(p), c.u), np.abs(y))
-            + underflow_abs(_rstd(x, p["eps"]), weights(xs, p), c))
+            + underflow_abs(_rstd(x, p["eps"]), weights(xs, p) if "w" in xs else 1.0, c))  # noweight: w = 1
 
 
 def _rstd(h, eps):
