@@ -8,7 +8,10 @@ its last) without benchmarking: ``Autotuner.run`` is wrapped once per process an
 config. The configs the autotuner's ``early_config_prune`` drops for a call are not run (it declares them invalid
 there: a single-block kernel pruning BLOCK < N); its ``perf_model`` ranking is a speed estimate for this GPU, not
 validity, so every config it ranks stays. Autotuners met while pinned are remembered per pin scope:
-``config_count`` is the longest list among the module's and those, ``label`` says a config in words for findings."""
+``config_count`` is the longest list among the module's and those, ``label`` says a config in words for findings.
+A library autotuner that subclasses Autotuner with a ``run`` of its own (FlagGems' LibTuner: its own cache and
+benchmark policy, never calling Autotuner.run) is pinned the same way: that ``run`` is wrapped too, for every such
+subclass defined when a pin starts and for any instantiated later (Autotuner.__init__ wraps its class)."""
 from __future__ import annotations
 
 import contextlib
@@ -89,18 +92,8 @@ def _choices(tuner, args, kwargs) -> list:
     return list(prune(configs, nargs, **kwargs)) or configs
 
 
-def wrap_run() -> None:
-    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process, where
-    triton is imported: a pin never imports it, the code that imports it calls this after)."""
-    if _WRAPPED or "triton" not in sys.modules:
-        return
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:  # pragma: no cover - Triton without an autotuner
-        return
-    original = Autotuner.run
-    _WRAPPED.append(original)
-
+def _pinning(original):
+    """``original`` (an autotuner class's run), under a pin, restricted to the pinned config of this call's choices."""
     def run(self, *args, **kwargs):
         if not _PIN:
             return original(self, *args, **kwargs)
@@ -113,13 +106,57 @@ def wrap_run() -> None:
         if _words(chosen) not in words:
             words.append(_words(chosen))
         configs = self.configs
-        self.configs = [chosen]
+        self.configs = [chosen]  # a one-config autotuner launches it without benchmarking
         try:
             return original(self, *args, **kwargs)
         finally:
             self.configs = configs
 
-    Autotuner.run = run
+    run.verifier_pinning = True
+    return run
+
+
+def _wrap_class(cls) -> None:
+    """Wrap ``cls.run`` where the class defines its own (Autotuner's, or a library subclass's), once."""
+    own = vars(cls).get("run")
+    if own is not None and not getattr(own, "verifier_pinning", False):
+        cls.run = _pinning(own)
+
+
+def _wrap_subclasses(base) -> None:
+    """Every subclass of ``base`` (and theirs) defining its own run: those defined so far."""
+    stack = list(base.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        _wrap_class(cls)
+        stack.extend(cls.__subclasses__())
+
+
+def wrap_run() -> None:
+    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process, where
+    triton is imported: a pin never imports it, the code that imports it calls this after); a subclass's own run
+    too, and Autotuner.__init__ wraps the class of each autotuner made later."""
+    if "triton" not in sys.modules:
+        return
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover - Triton without an autotuner
+        return
+    if _WRAPPED:
+        _wrap_subclasses(Autotuner)  # library tuners defined since (cheap: a walk of the subclass tree)
+        return
+    _WRAPPED.append(Autotuner.run)
+    _wrap_class(Autotuner)
+    _wrap_subclasses(Autotuner)
+    init = Autotuner.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        for cls in type(self).__mro__:  # a library tuner made after the walk above (its module imported late)
+            if cls is not Autotuner and isinstance(cls, type) and issubclass(cls, Autotuner):
+                _wrap_class(cls)
+
+    Autotuner.__init__ = __init__
 
 
 def config_count(module, launcher: str = "") -> int:

@@ -1,0 +1,63 @@
+"""A library autotuner subclassing Triton's Autotuner with a ``run`` of its own (FlagGems' LibTuner: its own cache
+and benchmark policy) is pinned to each config in turn like any @triton.autotune (verifier.launch.triton_configs).
+Before, only Autotuner.run was wrapped: on the CPU the subclass benchmarked ("0 active drivers", verdict error), on a
+GPU it picked the fastest config and every "config i of N" checked that one. tests/data/autotune_own_run/: a row sum
+whose BLOCK=32 config has no loop over the row, behind such a tuner."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "autotune_own_run"
+if importlib.util.find_spec("triton") is None:  # find_spec: importing triton at collection fixes its mode
+    pytest.skip("triton is not installed", allow_module_level=True)
+
+
+def test_a_library_tuners_own_run_is_pinned_and_its_wrong_config_found():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(DATA / "spec.py"), "--device", "cpu",
+                        "--level", "quick", "--format", "json", "--no-progress"], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 1, r.stderr[-2000:]
+    (kernel,) = json.loads(r.stdout)["kernels"]
+    assert kernel["verdict"] == "fail", (kernel["verdict"], kernel.get("error"))
+    values = [f for f in kernel["findings"] if f["check"] in ("value", "invariant")]
+    assert values and all("under autotune config 2 of 2 (_rowsum: BLOCK=32" in f["message"] for f in values)
+    assert not any("config 1 of 2" in f["message"] for f in kernel["findings"])  # BLOCK=4096 holds every row here
+
+
+def test_a_tuner_class_defined_after_the_first_pin_is_pinned_too():
+    from verifier.launch.triton import activate, triton_mode
+
+    activate("interpreter") if triton_mode() == "interpreter" else pytest.skip("a compiled-mode worker")
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+
+    from verifier.launch.triton_configs import pinned
+
+    with pinned(None, 0):  # the first pin wraps what exists now; the class below comes later
+        pass
+
+    class LateTuner(Autotuner):
+        def run(self, *args, **kwargs):  # benchmarks with more than one config, as a library tuner does
+            assert len(self.configs) == 1, "not pinned: the tuner would benchmark"
+            return self.fn.run(*args, **kwargs, **self.configs[0].all_kwargs())
+
+    @triton.jit
+    def _fill(y_ptr, BLOCK: tl.constexpr):
+        tl.store(y_ptr + tl.arange(0, 1), tl.full((1,), BLOCK, tl.float32))
+
+    tuner = LateTuner(_fill, _fill.arg_names, [triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], [],
+                      None, None)
+    y = torch.zeros(1)
+    with pinned(None, 1):
+        tuner[(1,)](y)
+    assert y.item() == 8.0
