@@ -61,3 +61,17 @@ def test_a_tuner_class_defined_after_the_first_pin_is_pinned_too():
     with pinned(None, 1):
         tuner[(1,)](y)
     assert y.item() == 8.0
+
+
+def test_launches_that_go_around_the_autotuner_under_a_config_are_said_not_checked():
+    # A cache above the autotuner (FlagGems' libentry) relaunches config 1's kernel for every signature it met, so
+    # under config 2 the autotuner is never asked: before, config 2 "passed" with config 1's values, unsaid.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(DATA / "cached_spec.py"), "--device", "cpu",
+                        "--level", "quick", "--format", "json", "--no-progress"], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=ROOT)
+    (kernel,) = json.loads(r.stdout)["kernels"]
+    around = [n for n in kernel["notes"] if "went around the autotuner" in n]
+    assert len(around) == 1 and around[0].startswith("autotune config 2 of 2 (_rowsum: BLOCK=32"), kernel["notes"]
+    assert "_rowsum (0 of " in around[0]

@@ -377,6 +377,13 @@ def autotune_variants(spec) -> list:
     return [(0, "")] if n < 2 else [(i, triton_configs.label(mod, i, where)) for i in range(n)]
 
 
+def autotune_calls(spec) -> dict:
+    """{id: (name, pinned calls so far)} of the autotuners met while the kernel ran (triton_configs.calls_met)."""
+    from verifier.launch import triton_configs
+
+    return triton_configs.calls_met(*_tuned_scope(spec))
+
+
 def _tuned_scope(spec) -> tuple:
     """(module, launcher) the autotuners of a spec are found and remembered under: a TritonKernel's module and
     launcher; for a callable launching Triton kernels of its own (a library's), no module, its name."""

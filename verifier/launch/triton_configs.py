@@ -31,6 +31,7 @@ class Met:
     tuner: object
     most: int = 0
     ran: dict = field(default_factory=dict)  # config index -> [config words], in the order first run
+    calls: int = 0  # its pinned calls so far (a cache above it that relaunches a kernel makes fewer: calls_met)
 
 
 def autotuners(module, launcher: str = "") -> list:
@@ -102,6 +103,7 @@ def _pinning(original):
         chosen = choices[min(index, len(choices) - 1)]
         met = _MET.setdefault(scope, {}).setdefault(id(self), Met(_tuner_name(self), self))
         met.most = max(met.most, len(choices))
+        met.calls += 1
         words = met.ran.setdefault(index, [])
         if _words(chosen) not in words:
             words.append(_words(chosen))
@@ -157,6 +159,14 @@ def wrap_run() -> None:
                 _wrap_class(cls)
 
     Autotuner.__init__ = __init__
+
+
+def calls_met(module, launcher: str = "") -> dict:
+    """{id(autotuner): (name, pinned calls so far)} of those met under the module and launcher: a step's calls are
+    the difference across it. Fewer under one config than under the first, over the same inputs, means launches
+    went around the autotuner (a library's cache above it, FlagGems' libentry: one compiled kernel per argument
+    signature, relaunched without asking the autotuner again)."""
+    return {k: (m.name, m.calls) for k, m in _MET.get(_scope(module, launcher), {}).items()}
 
 
 def config_count(module, launcher: str = "") -> int:
