@@ -75,3 +75,19 @@ def test_launches_that_go_around_the_autotuner_under_a_config_are_said_not_check
     around = [n for n in kernel["notes"] if "went around the autotuner" in n]
     assert len(around) == 1 and around[0].startswith("autotune config 2 of 2 (_rowsum: BLOCK=32"), kernel["notes"]
     assert "_rowsum (0 of " in around[0]
+
+
+def test_configs_differing_only_in_compile_options_run_once_in_the_interpreter():
+    # The interpreter ignores num_warps / num_stages: FlagGems' var_mean lists 24 configs, 8 of them distinct there.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "TRITON_INTERPRET"}
+    env["VERIFIER_TRITON_MODE"] = "interpreter"
+    r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(DATA / "warps_spec.py"), "--device", "cpu",
+                        "--level", "quick", "--format", "json", "--no-progress"], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=ROOT)
+    (kernel,) = json.loads(r.stdout)["kernels"]
+    again = [n for n in kernel["notes"] if "not run again in the Triton interpreter" in n]
+    assert len(again) == 1 and again[0].startswith("autotune config 2 of 3 (_rowsum: BLOCK=4096, num_warps=8"), again
+    assert "differs from autotune config 1 of 3 only" in again[0]
+    values = [f for f in kernel["findings"] if f["check"] in ("value", "invariant")]
+    assert kernel["verdict"] == "fail" and values  # BLOCK=32, config 3, is still run and found
+    assert all("under autotune config 3 of 3 (_rowsum: BLOCK=32" in f["message"] for f in values)

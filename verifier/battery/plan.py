@@ -25,7 +25,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError, VerifierError
 from verifier.launch import watchdog
 from verifier.launch.harness import KernelFault
-from verifier.results.notes import case_not_run
+from verifier.results.notes import Note, case_not_run
 from verifier.results.options import PSEUDO_CASES
 
 
@@ -92,9 +92,16 @@ def each_config(spec, report, step, say=None) -> None:
     """``step()`` under every config of config_variants, its findings labelled with the config. The list is read
     again after each run: an autotuner the launcher reached in another module (a library's wrapper) is known only
     once it ran, pinned, and its other configs run then; a label names the configs that ran."""
-    variants, i, first = config_variants(spec), 0, None
+    variants, i, first, ran = config_variants(spec), 0, None, {}
     while i < len(variants):
         index, config = variants[i]
+        key = _values_key(spec, index)
+        if key is not None and key in ran:  # the interpreter computes it as a config already run: the same values
+            _same_values(report, config, ran[key])
+            i += 1
+            continue
+        if key is not None:
+            ran[key] = config
         if config and say is not None:
             say(f"{CONFIG_STEP}{config}")
         before, calls = len(report.findings), _calls(spec, index)
@@ -109,6 +116,23 @@ def each_config(spec, report, step, say=None) -> None:
         else:
             _went_around(report, config, first, made)
         i += 1
+
+
+def _values_key(spec, index):
+    """What config ``index`` computes with in the interpreter (None: compiled, or not known)."""
+    if index is None or not getattr(spec, "uses_triton", False):
+        return None
+    from verifier.launch.triton import interpreted_values_key
+
+    return interpreted_values_key(spec, index)
+
+
+def _same_values(report, config: str, same: str) -> None:
+    note = Note(f"{config}: not run again in the Triton interpreter: it differs from {same.split(' (')[0]} only in "
+                "num_warps / num_stages / num_ctas, which the interpreter does not model (the same values); a GPU "
+                "run checks it")
+    if note not in report.notes:
+        report.notes.append(note)
 
 
 def _calls(spec, index) -> dict:

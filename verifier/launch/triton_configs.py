@@ -169,6 +169,19 @@ def calls_met(module, launcher: str = "") -> dict:
     return {k: (m.name, m.calls) for k, m in _MET.get(_scope(module, launcher), {}).items()}
 
 
+def values_key(module, i: int, launcher: str = ""):
+    """What config ``i`` hands the kernels for their values: each autotuner's config ``i`` (of a shorter list, its
+    last) as its meta-parameters and pre_hook, without num_warps / num_stages / num_ctas, which only compiled Triton
+    reads. None where a call may prune the list (early_config_prune: index ``i`` is another config per call)."""
+    key = []
+    for name, a in autotuners(module, launcher):
+        if getattr(a, "early_config_prune", None) is not None:
+            return None
+        cfg = a.configs[min(i, len(a.configs) - 1)]
+        key.append((name, tuple(sorted((k, repr(v)) for k, v in cfg.kwargs.items())), id(cfg.pre_hook)))
+    return tuple(key)
+
+
 def config_count(module, launcher: str = "") -> int:
     """How many configs the launcher's autotuned kernels pick from (the longest list; 1 with no autotuner)."""
     met = _MET.get(_scope(module, launcher), {})
