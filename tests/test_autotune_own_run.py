@@ -84,10 +84,17 @@ def test_configs_differing_only_in_compile_options_run_once_in_the_interpreter()
     r = subprocess.run([sys.executable, "-m", "verifier.cli", "check", str(DATA / "warps_spec.py"), "--device", "cpu",
                         "--level", "quick", "--format", "json", "--no-progress"], capture_output=True, text=True,
                        env=env, timeout=600, cwd=ROOT)
-    (kernel,) = json.loads(r.stdout)["kernels"]
+    kernels = {k["name"]: k for k in json.loads(r.stdout)["kernels"]}
+    kernel = kernels["rowsum-warps-only"]
     again = [n for n in kernel["notes"] if "not run again in the Triton interpreter" in n]
     assert len(again) == 1 and again[0].startswith("autotune config 2 of 3 (_rowsum: BLOCK=4096, num_warps=8"), again
     assert "differs from autotune config 1 of 3 only" in again[0]
     values = [f for f in kernel["findings"] if f["check"] in ("value", "invariant")]
     assert kernel["verdict"] == "fail" and values  # BLOCK=32, config 3, is still run and found
     assert all("under autotune config 3 of 3 (_rowsum: BLOCK=32" in f["message"] for f in values)
+    # the autotuner of a library module is known only once it ran (under config 1): config 3 still matches it
+    lib = kernels["rowsum-warps-only-via-library"]
+    again = [n for n in lib["notes"] if "not run again in the Triton interpreter" in n]
+    assert len(again) == 1 and again[0].startswith("autotune config 3 of 3 (_rowsum_lib: BLOCK=4096, num_warps=8"), \
+        lib["notes"]
+    assert lib["verdict"] == "fail"

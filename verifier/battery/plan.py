@@ -110,6 +110,8 @@ def each_config(spec, report, step, say=None) -> None:
         variants = config_variants(spec)  # the labels say what ran (a config early_config_prune dropped is not)
         config = variants[i][1] if i < len(variants) else config
         labelled(report, before, config)
+        if key is not None:  # an autotuner met in this run (a library's) is part of what this config computes with
+            ran.setdefault(_values_key(spec, index), config)
         made = {k: (name, n - calls.get(k, (name, 0))[1]) for k, (name, n) in _calls(spec, index).items()}
         if first is None:
             first = made
