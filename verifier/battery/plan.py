@@ -25,6 +25,7 @@ from verifier.declare.usercode import UserCodeError
 from verifier.errors import SpecError, UsageError, VerifierError
 from verifier.launch import watchdog
 from verifier.launch.harness import KernelFault
+from verifier.results.notes import Note, case_not_run
 from verifier.results.options import PSEUDO_CASES
 
 
@@ -91,17 +92,74 @@ def each_config(spec, report, step, say=None) -> None:
     """``step()`` under every config of config_variants, its findings labelled with the config. The list is read
     again after each run: an autotuner the launcher reached in another module (a library's wrapper) is known only
     once it ran, pinned, and its other configs run then; a label names the configs that ran."""
-    variants, i = config_variants(spec), 0
+    variants, i, first, ran = config_variants(spec), 0, None, {}
     while i < len(variants):
         index, config = variants[i]
+        key = _values_key(spec, index)
+        if key is not None and key in ran:  # the interpreter computes it as a config already run: the same values
+            _same_values(report, config, ran[key])
+            i += 1
+            continue
+        if key is not None:
+            ran[key] = config
         if config and say is not None:
             say(f"{CONFIG_STEP}{config}")
-        before = len(report.findings)
+        before, calls = len(report.findings), _calls(spec, index)
         with pinned(spec, index):
             step()
         variants = config_variants(spec)  # the labels say what ran (a config early_config_prune dropped is not)
-        labelled(report, before, variants[i][1] if i < len(variants) else config)
+        config = variants[i][1] if i < len(variants) else config
+        labelled(report, before, config)
+        if key is not None:  # an autotuner met in this run (a library's) is part of what this config computes with
+            ran.setdefault(_values_key(spec, index), config)
+        made = {k: (name, n - calls.get(k, (name, 0))[1]) for k, (name, n) in _calls(spec, index).items()}
+        if first is None:
+            first = made
+        else:
+            _went_around(report, config, first, made)
         i += 1
+
+
+def _values_key(spec, index):
+    """What config ``index`` computes with in the interpreter (None: compiled, or not known)."""
+    if index is None or not getattr(spec, "uses_triton", False):
+        return None
+    from verifier.launch.triton import interpreted_values_key
+
+    return interpreted_values_key(spec, index)
+
+
+def _same_values(report, config: str, same: str) -> None:
+    note = Note(f"{config}: not run again in the Triton interpreter: it differs from {same.split(' (')[0]} only in "
+                "num_warps / num_stages / num_ctas, which the interpreter does not model (the same values); a GPU "
+                "run checks it")
+    if note not in report.notes:
+        report.notes.append(note)
+
+
+def _calls(spec, index) -> dict:
+    """The pinned calls of the kernel's autotuners so far ({} for a kernel not pinned)."""
+    if index is None:
+        return {}
+    from verifier.launch.triton import autotune_calls
+
+    return autotune_calls(spec)
+
+
+def _went_around(report, config: str, first: dict, made: dict) -> None:
+    """A note where an autotuner was asked less under this config than under the first over the same inputs: the
+    launches it missed ran a kernel compiled under another config (a library cache above the autotuner), so this
+    config's values were not all checked; its findings' label says the config asked for, not the one that ran."""
+    fewer = [f"{name} ({made.get(k, (name, 0))[1]} of {n} calls)" for k, (name, n) in first.items()
+             if n > made.get(k, (name, 0))[1]]
+    if not fewer:
+        return
+    note = case_not_run(
+        f"{config}: not all checked: {', '.join(fewer)} reached the autotuner under it: the other launches went "
+        "around the autotuner (a cache above it, as FlagGems' libentry keeps one compiled kernel per argument "
+        "signature, relaunched a kernel compiled under an earlier config)")
+    if note not in report.notes:
+        report.notes.append(note)
 
 
 def labelled(report, before: int, config: str) -> None:

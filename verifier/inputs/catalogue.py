@@ -25,8 +25,9 @@ from verifier.errors import UsageError
 from verifier.inputs import layouts as _lay
 from verifier.inputs.samplers import (  # noqa: F401 (re-exported: the catalogue's named samplers)
     Sampler, exp_overflow_threshold, is_int, need_inf, rand_constant_rows, rand_fully_masked, rand_increasing_rows,
-    rand_masked_prefix, rand_mean_gg_std, rand_normal, rand_one_neg_inf, rand_partial_neg_inf_mask,
-    rand_past_exp_overflow, rand_signed_zeros, rand_some_nan, rand_subnormals, rand_ulp_bumps, rand_zero_rows)
+    rand_masked_prefix, rand_mean_gg_std, rand_nan_row_ends, rand_normal, rand_one_neg_inf,
+    rand_partial_neg_inf_mask, rand_past_exp_overflow, rand_signed_zeros, rand_some_nan, rand_subnormals,
+    rand_ulp_bumps, rand_zero_rows)
 from verifier.inputs.strategies import cols, eps_values, rows, shapes  # noqa: F401 (re-exported)
 from verifier.numerics.ulp import round_to
 from verifier.ops import OPS, get_op
@@ -37,7 +38,7 @@ __all__ = [
     "rand_normal", "rand_mean_gg_std", "rand_ulp_bumps", "rand_partial_neg_inf_mask", "rand_masked_prefix",
     "rand_one_neg_inf",
     "rand_fully_masked", "rand_past_exp_overflow", "rand_constant_rows", "rand_increasing_rows",
-    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "sparse_maker",
+    "rand_zero_rows", "rand_subnormals", "rand_signed_zeros", "rand_some_nan", "rand_nan_row_ends", "sparse_maker",
     "shapes", "rows", "cols", "eps_values",
 ]
 
@@ -177,6 +178,9 @@ _TABLE = [
     ("masked_prefix_40000", "the first 33,000 of 40,000 elements -inf (left padding): a tile of only -inf before the "
      "first finite value (tiles up to 32,768), where an online max gives exp(-inf - -inf) = NaN", 2, 40000,
      rand_masked_prefix, _EXP, _has_inf, False),
+    ("nan_row_ends_40000", "one NaN at column 0 or at the last of 40,000: an online max starting at -inf drops a NaN "
+     "in its first tile (maxnum(NaN, -inf) = -inf, then a guard skipping -inf lanes skips it); the row must be NaN",
+     2, 40000, rand_nan_row_ends, _EXP, _float, False),
     ("d1", "row of one element", 4, 1, rand_normal, None, None, False),
     ("d7_below_warp", "row shorter than a warp: empty lanes must hold the merge identity", 4, 7, rand_normal,
      None, None, False),

@@ -115,6 +115,19 @@ def rand_masked_prefix(rng: np.random.Generator, frac: float = 0.825) -> Sampler
     return fn
 
 
+def rand_nan_row_ends(rng: np.random.Generator) -> Sampler:
+    """N(0, 1) rows with one NaN: at column 0 in even rows, at the last column in odd rows. Over a row of many tiles,
+    an online max starting at -inf meets the NaN in its first tile: maxnum(NaN, -inf) is -inf, and a guard that skips
+    a lane whose max is still -inf (``where(m_new == -inf, z, ...)``) then skips the NaN too, so the row comes out
+    finite (FlagGems' softmax past 32,768 columns); a NaN met later propagates."""
+    def fn(shape, dtype):
+        v = _fit(rng.standard_normal(shape), dtype)
+        v[0::2, 0] = np.nan
+        v[1::2, -1] = np.nan
+        return v
+    return fn
+
+
 def rand_one_neg_inf(rng: np.random.Generator) -> Sampler:
     """N(0, 1) with exactly one -inf per row."""
     def fn(shape, dtype):

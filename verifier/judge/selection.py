@@ -15,7 +15,7 @@ a kernel computing them in its accumulation dtype may make) and t the exact k-th
   budget of that evaluation (base 1 ULP + E / ulp, as every derived budget; verifier.judge.tolerance).
 
 An expert whose score is NaN is free: picked or not, at any position (torch.topk ranks NaN largest, other kernels
-drop it); the other picks are judged as above among the non-NaN scores, with t their (k - q)-th largest, q the NaN
+drop it; ``Selection(nan='largest')`` ranks it as +inf instead, torch.topk's order, for a torch.topk replacement); the other picks are judged as above among the non-NaN scores, with t their (k - q)-th largest, q the NaN
 experts picked, and in order among themselves. A row of NaN scores (the softmax gate) takes any distinct picks; a
 grouped row holding a NaN is not judged (range and distinctness still hold). A wrong pick is a ``value``
 finding naming the row, the position, the expert picked, its exact score and the exact k-th largest.
@@ -115,9 +115,13 @@ def _kth(s: np.ndarray, e: np.ndarray, k: np.ndarray) -> tuple:
 
 
 def judge_picks(name: str, actual, dtype: str, s: np.ndarray, e: np.ndarray, k: int, ordered: bool = True,
-           groups=None) -> tuple:
+           groups=None, nan_largest: bool = False) -> tuple:
     """(PickComparison, safe int64 picks for evaluating the values, rows whose picks cannot be evaluated).
-    ``groups``: (n_group, topk_group, group_score, u) of a grouped selection (verifier.judge.group_choice)."""
+    ``groups``: (n_group, topk_group, group_score, u) of a grouped selection (verifier.judge.group_choice).
+    ``nan_largest`` (Selection(nan='largest'), torch.topk's ranking): a NaN score ranks as +inf, not free."""
+    if nan_largest:
+        e = np.where(np.isnan(s), 0.0, e)
+        s = np.where(np.isnan(s), np.inf, s)
     a = _dt.to_numpy(actual)
     got = _dt.canonical(a.dtype)
     if got != dtype:
@@ -210,7 +214,7 @@ def compare_selection(op, c, xs: dict, outputs: dict, context=None) -> Compariso
     if groups is not None:  # the group scores' addition rounds in the accumulation dtype
         groups = (*groups, _dt.unit_roundoff(c.dtypes.acc or c.dtypes.input))
     picks, safe, unusable = judge_picks(sel.indices, outputs[sel.indices], idx_dtype, s, e, k, sel.is_ordered(c.params),
-                                   groups)
+                                   groups, nan_largest=sel.nan == "largest")
     at = _tol.derive(c.op, sel.at, c.dtypes, c.math_mode, {**xs, sel.indices: safe}, c.params, c.online)
     missing = [t for t in op.outputs if t != sel.indices and t not in at]
     if missing:

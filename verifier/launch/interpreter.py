@@ -171,6 +171,9 @@ def _wrap_builder() -> None:
     reduce_ops = getattr(interp, "ReduceOps", None)
     if reduce_ops is not None and hasattr(reduce_ops, "min_max"):  # argmax / argmin of an all-NaN slice
         reduce_ops.min_max = min_max(reduce_ops.min_max)
+    from verifier.launch.interpreter_reduce import install
+
+    install(interp)  # tl.reduce with the kernel's own combine function: a tree over slices, not an element fold
     _wrapped = True
 
 

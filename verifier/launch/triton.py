@@ -377,6 +377,25 @@ def autotune_variants(spec) -> list:
     return [(0, "")] if n < 2 else [(i, triton_configs.label(mod, i, where)) for i in range(n)]
 
 
+def autotune_calls(spec) -> dict:
+    """{id: (name, pinned calls so far)} of the autotuners met while the kernel ran (triton_configs.calls_met)."""
+    from verifier.launch import triton_configs
+
+    return triton_configs.calls_met(*_tuned_scope(spec))
+
+
+def interpreted_values_key(spec, index):
+    """In the interpreter, what config ``index`` computes with (triton_configs.values_key): two configs with the
+    same key differ only in compile options the interpreter ignores, so they give the same values there. None in
+    compiled Triton (num_warps changes a reduction's order and its races) or where the key cannot be told."""
+    if index is None or triton_mode() != "interpreter":
+        return None
+    from verifier.launch import triton_configs
+
+    mod, where = _tuned_scope(spec)
+    return triton_configs.values_key(mod, index, where)
+
+
 def _tuned_scope(spec) -> tuple:
     """(module, launcher) the autotuners of a spec are found and remembered under: a TritonKernel's module and
     launcher; for a callable launching Triton kernels of its own (a library's), no module, its name."""

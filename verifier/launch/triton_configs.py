@@ -8,7 +8,10 @@ its last) without benchmarking: ``Autotuner.run`` is wrapped once per process an
 config. The configs the autotuner's ``early_config_prune`` drops for a call are not run (it declares them invalid
 there: a single-block kernel pruning BLOCK < N); its ``perf_model`` ranking is a speed estimate for this GPU, not
 validity, so every config it ranks stays. Autotuners met while pinned are remembered per pin scope:
-``config_count`` is the longest list among the module's and those, ``label`` says a config in words for findings."""
+``config_count`` is the longest list among the module's and those, ``label`` says a config in words for findings.
+A library autotuner that subclasses Autotuner with a ``run`` of its own (FlagGems' LibTuner: its own cache and
+benchmark policy, never calling Autotuner.run) is pinned the same way: that ``run`` is wrapped too, for every such
+subclass defined when a pin starts and for any instantiated later (Autotuner.__init__ wraps its class)."""
 from __future__ import annotations
 
 import contextlib
@@ -28,6 +31,7 @@ class Met:
     tuner: object
     most: int = 0
     ran: dict = field(default_factory=dict)  # config index -> [config words], in the order first run
+    calls: int = 0  # its pinned calls so far (a cache above it that relaunches a kernel makes fewer: calls_met)
 
 
 def autotuners(module, launcher: str = "") -> list:
@@ -89,18 +93,8 @@ def _choices(tuner, args, kwargs) -> list:
     return list(prune(configs, nargs, **kwargs)) or configs
 
 
-def wrap_run() -> None:
-    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process, where
-    triton is imported: a pin never imports it, the code that imports it calls this after)."""
-    if _WRAPPED or "triton" not in sys.modules:
-        return
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:  # pragma: no cover - Triton without an autotuner
-        return
-    original = Autotuner.run
-    _WRAPPED.append(original)
-
+def _pinning(original):
+    """``original`` (an autotuner class's run), under a pin, restricted to the pinned config of this call's choices."""
     def run(self, *args, **kwargs):
         if not _PIN:
             return original(self, *args, **kwargs)
@@ -109,17 +103,83 @@ def wrap_run() -> None:
         chosen = choices[min(index, len(choices) - 1)]
         met = _MET.setdefault(scope, {}).setdefault(id(self), Met(_tuner_name(self), self))
         met.most = max(met.most, len(choices))
+        met.calls += 1
         words = met.ran.setdefault(index, [])
         if _words(chosen) not in words:
             words.append(_words(chosen))
         configs = self.configs
-        self.configs = [chosen]
+        self.configs = [chosen]  # a one-config autotuner launches it without benchmarking
         try:
             return original(self, *args, **kwargs)
         finally:
             self.configs = configs
 
-    Autotuner.run = run
+    run.verifier_pinning = True
+    return run
+
+
+def _wrap_class(cls) -> None:
+    """Wrap ``cls.run`` where the class defines its own (Autotuner's, or a library subclass's), once."""
+    own = vars(cls).get("run")
+    if own is not None and not getattr(own, "verifier_pinning", False):
+        cls.run = _pinning(own)
+
+
+def _wrap_subclasses(base) -> None:
+    """Every subclass of ``base`` (and theirs) defining its own run: those defined so far."""
+    stack = list(base.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        _wrap_class(cls)
+        stack.extend(cls.__subclasses__())
+
+
+def wrap_run() -> None:
+    """Autotuner.run, under a pin, restricted to the pinned config of this call's choices (once per process, where
+    triton is imported: a pin never imports it, the code that imports it calls this after); a subclass's own run
+    too, and Autotuner.__init__ wraps the class of each autotuner made later."""
+    if "triton" not in sys.modules:
+        return
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover - Triton without an autotuner
+        return
+    if _WRAPPED:
+        _wrap_subclasses(Autotuner)  # library tuners defined since (cheap: a walk of the subclass tree)
+        return
+    _WRAPPED.append(Autotuner.run)
+    _wrap_class(Autotuner)
+    _wrap_subclasses(Autotuner)
+    init = Autotuner.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        for cls in type(self).__mro__:  # a library tuner made after the walk above (its module imported late)
+            if cls is not Autotuner and isinstance(cls, type) and issubclass(cls, Autotuner):
+                _wrap_class(cls)
+
+    Autotuner.__init__ = __init__
+
+
+def calls_met(module, launcher: str = "") -> dict:
+    """{id(autotuner): (name, pinned calls so far)} of those met under the module and launcher: a step's calls are
+    the difference across it. Fewer under one config than under the first, over the same inputs, means launches
+    went around the autotuner (a library's cache above it, FlagGems' libentry: one compiled kernel per argument
+    signature, relaunched without asking the autotuner again)."""
+    return {k: (m.name, m.calls) for k, m in _MET.get(_scope(module, launcher), {}).items()}
+
+
+def values_key(module, i: int, launcher: str = ""):
+    """What config ``i`` hands the kernels for their values: each autotuner's config ``i`` (of a shorter list, its
+    last) as its meta-parameters and pre_hook, without num_warps / num_stages / num_ctas, which only compiled Triton
+    reads. None where a call may prune the list (early_config_prune: index ``i`` is another config per call)."""
+    key = []
+    for name, a in autotuners(module, launcher):
+        if getattr(a, "early_config_prune", None) is not None:
+            return None
+        cfg = a.configs[min(i, len(a.configs) - 1)]
+        key.append((name, tuple(sorted((k, repr(v)) for k, v in cfg.kwargs.items())), id(cfg.pre_hook)))
+    return tuple(key)
 
 
 def config_count(module, launcher: str = "") -> int:

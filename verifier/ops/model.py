@@ -447,6 +447,10 @@ def _check_selection(where: str, op: "Op") -> None:
         raise SpecError(f"{where}: selection must be a Selection(...), got {type(sel).__name__}",
                         fix="write selection=Selection(indices='indices', scores=fn, at=fn)")
     dims = op.out_dims.get(sel.indices)
+    if sel.nan not in ("free", "largest") or (sel.nan == "largest" and (sel.dense or sel.groups is not None)):
+        raise SpecError(f"{where}: selection nan={sel.nan!r}",
+                        fix="nan='free' (a NaN score picked or not) or 'largest' (torch.topk: NaN first; not with "
+                            "dense=True or groups)")
     if sel.dense:
         integer = str(op.out_fixed.get(sel.indices, "float")).startswith("int")
         if sel.indices not in op.outputs or dims != ("M", "N") or integer or not callable(sel.scores) \

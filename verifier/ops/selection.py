@@ -35,6 +35,9 @@ class Selection:
     # the values at the picks and 0 elsewhere, whose picks are read off it (verifier.judge.dense_selection); ``at``
     # then gives that output's [M, k] values at the picks it finds in inputs[indices]
     dense: bool = False
+    # a NaN score: 'free' (picked or not, anywhere: a router's gates, where kernels differ) or 'largest' (torch.topk
+    # ranks NaN above every number: a NaN-scored entry must be among the picks, first; a torch.topk replacement)
+    nan: str = "free"
 
     def is_ordered(self, params: dict) -> bool:
         if self.dense:  # a dense row has no order
