@@ -19,9 +19,10 @@ from verifier.declare.sizing import SizeClasses, Tile, grid_limit, max_row, vect
 from verifier.declare.variants import FLOAT_IO, Dtypes, dtypes
 from verifier.errors import SpecError, Unsupported, UsageError
 from verifier.ops.model import ArgMax, Invariant, KeepTopK, Op, OpCase, Quantized, Selection, Tensor, may_round
+from verifier.ops.row_numbers import batch_rows, row_numbers
 
 __all__ = ["ArgMax", "CallableKernel", "Contracts", "CudaKernel", "Dtypes", "Expectations", "FLOAT_IO", "Invariant", "KeepTopK", "KernelSpec",
            "ColumnMajor", "Launch", "LaunchLayout", "OutputLayout", "RowStride", "MATH_MODES", "Op", "OpCase", "Pointer", "Quantized", "Scalar", "Selection", "SizeClasses", "SpecError", "Stride",
-           "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "dtypes", "grid_limit",
-           "ctype", "max_row", "may_round", "package_path", "register_resident",
+           "Struct", "Tensor", "Tile", "TritonKernel", "Unsupported", "UsageError", "Workspace", "batch_rows", "dtypes", "grid_limit",
+           "ctype", "max_row", "may_round", "package_path", "register_resident", "row_numbers",
            "vector_width", "whole_vectors"]

@@ -178,7 +178,10 @@ def large_left_out(spec) -> Optional[str]:
     only, which says nothing of an output that is the whole batch's one value (cross_entropy_reduced's loss[1])."""
     op = _inputs.get_op(spec.op)
     if not op.reduces_rows:
-        return None
+        from verifier.inputs.row_place import row_place_reason
+
+        why = row_place_reason(spec)
+        return f"{', '.join(_large.LARGE_CASES)}: {why}" if why else None
     whole = ", ".join(t for t in op.outputs if op.dims_of(t) == (1,))
     return (f"{', '.join(_large.LARGE_CASES)}: not run: op {spec.op}'s output {whole} depends on every row, and "
             f"these cases judge only the rows around the 32-bit wrap; check the per-row op's kernel at this size "

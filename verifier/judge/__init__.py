@@ -148,7 +148,7 @@ def judge(c: Criteria, inputs: dict, outputs: dict, *, invariants: bool = True, 
         from verifier.ops.row_numbers import judged_rows
 
         xs, ys = _take(c, inputs, outputs, rows)
-        with judged_rows(rows):  # a row's place in the batch (softmax's causal / ALiBi query index) is its own
+        with judged_rows(rows, total=np.shape(inputs["x"])[0]):  # a row's place in the batch (softmax's causal / ALiBi query index) is its own
             return _relabel(judge(c, xs, ys, invariants=invariants, ref=ref, context=context), rows)
     from references import reference  # mpmath: imported on the first judged input, not with the module
 
