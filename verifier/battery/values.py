@@ -239,6 +239,13 @@ def run_case(spec: KernelSpec, dt, case_name: str, inputs: dict, opts: Options,
                              f"as they were, or declare it: outputs_alias={{OUTPUT: {name!r}}} for an output written "
                              f"over it, scratch_inputs=({name!r},) for an input the kernel may use as scratch",
                              score=1.5e9, **ctx))
+    for name, (count, (side, distance)) in outcome.guard_reads.items():  # the interpreter's loads
+        where = f"{distance} bytes before its first element" if side == "before" else \
+            f"{distance} bytes past its last element"
+        found.append(Finding("out-of-range-read", f"tensor {name!r}: {count} element reads outside it, the first "
+                             f"{where} (the Triton interpreter's loads, in the guard bands the harness lays around "
+                             "each tensor; a GPU reads whatever lies there, or faults at a page's end). Fix: mask the "
+                             "load with the tensor's bounds, or clamp the index before it", score=1.8e9, **ctx))
     for name, (count, where) in outcome.gap_hits.items():  # where: the gaps (strided case) or declared padding
         found.append(Finding("out-of-range-write", f"output {name!r}: {count} elements written {where}", score=2e9,
                              **ctx))

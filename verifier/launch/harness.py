@@ -39,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import contextlib
+
 import numpy as np
 
 from verifier import dtypes as _dt
@@ -223,9 +225,10 @@ def _run_once(run, spec, op, inputs_np, dt, params, device, which: int, layout=_
             ins[name] = guarded(v.shape, dtype, fill, v, guard=input_guard,
                                 **_layout_of(name, v.shape, dtype, strided, layout, op, owners))
     body = _launch_torch if getattr(spec, "imports_torch", True) else _launch_device  # raw driver memory
-    after, ins_after = body(run, spec, op, ins, bufs, dt, params, device)
+    after, ins_after, reads = body(run, spec, op, ins, bufs, dt, params, device)
     aliases = getattr(spec, "outputs_alias", {})
     out = _judge(bufs, after, op, aliases)
+    out.guard_reads = reads
     scratch = set(getattr(spec, "scratch_inputs", ()))
     for name, b in ins.items():
         found = clobbered(b, ins_after[name], name in scratch)
@@ -320,15 +323,32 @@ def _launch_torch(run, spec, op, ins, bufs, dt, params, device) -> dict:
             inputs[held] = view
         outputs[name] = view
         whole[name] = buf
+    watched = _guard_bands(spec, device, {**in_whole, **whole}, {**ins, **bufs})
     try:
-        run(spec, inputs, outputs, params, dt, device)
+        with watched as reads:
+            run(spec, inputs, outputs, params, dt, device)
         if device == "cuda":
             torch.cuda.synchronize()
     except VerifierError:
         raise  # refusals, spec errors, missing tools: the runner's verdicts, not the kernel's failure
     except Exception as e:
         raise KernelFault(e) from e
-    return {name: _bits(buf) for name, buf in whole.items()}, {k: _bits(buf) for k, buf in in_whole.items()}
+    after = {name: _bits(buf) for name, buf in whole.items()}
+    return after, {k: _bits(buf) for k, buf in in_whole.items()}, dict(reads or {})
+
+
+def _guard_bands(spec, device: str, tensors: dict, guarded: dict):
+    """A context watching the Triton interpreter's loads for reads in the tensors' guard bands
+    (verifier.launch.interpreter_reads), yielding the hits; nothing elsewhere (compiled code: memcheck's job)."""
+    if not spec.interpreted(device):
+        return contextlib.nullcontext({})
+    from verifier.launch.interpreter_reads import bands_of, guard_reads
+
+    bands = []
+    for name, buf in tensors.items():
+        b, isz = guarded[name], buf.element_size()
+        bands += bands_of(name, buf.data_ptr(), buf.numel() * isz, b.start * isz, (b.start + b.span) * isz)
+    return guard_reads(bands)
 
 
 def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
@@ -366,7 +386,7 @@ def _launch_device(run, spec, op, ins, bufs, dt, params, device) -> dict:
         except Exception as e:
             raise KernelFault(e) from e
         return ({name: whole[name].download(b.host.dtype, b.host.shape) for name, b in bufs.items()},
-                {k: in_whole[k].download(b.host.dtype, b.host.shape) for k, b in ins.items()})
+                {k: in_whole[k].download(b.host.dtype, b.host.shape) for k, b in ins.items()}, {})
     finally:
         for d in dev:
             d.close()

@@ -56,6 +56,8 @@ class Outcome:
     clobbered: dict = field(default_factory=dict)  # input -> what the call changed in it (verifier.launch.harness)
     unchanged: dict = field(default_factory=dict)  # output written over an input -> mask of elements that kept
     # the input's bits (unwritten, unless the result rounds to the input: verifier.battery.values decides)
+    guard_reads: dict = field(default_factory=dict)  # tensor -> [reads, (side, bytes from its edge) of the first]
+    # in its guard bands (the Triton interpreter's loads: verifier.launch.interpreter_reads)
 
 
 @dataclass

@@ -71,6 +71,11 @@ RULES = {
                            "Guard bands around an output tensor changed: the kernel wrote out of bounds.",
                            "Check index arithmetic and bounds guards; run with `verifier check --sanitize` for the "
                            "faulting line."),
+    "out-of-range-read": ("Read outside a tensor",
+                          "A load of the Triton kernel (in the interpreter) landed in the guard band before or after "
+                          "an input or output tensor: on a GPU it reads whatever lies there, or faults.",
+                          "Mask the load with the tensor's bounds, or clamp the index; on a GPU `verifier check "
+                          "--sanitize` (memcheck) names the line."),
     "input-clobbered": ("Input changed by the kernel",
                         "An input tensor's bits differ after the call: the kernel wrote into it (scratch, an in-place "
                         "update, a gradient over the logits), which the caller's tensor does not expect.",

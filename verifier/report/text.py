@@ -5,8 +5,8 @@ from verifier.declare.contracts import NOTE_PREFIX
 from verifier.results.notes import kind
 from verifier.results.run import cell, columns, rows, sorted_findings, verdict_counts
 
-_SHORT = {"out-of-range-write": "oob-write", "input-clobbered": "clobber", "determinism": "determ",
-          "resources": "resource"}
+_SHORT = {"out-of-range-write": "oob-write", "out-of-range-read": "oob-read", "input-clobbered": "clobber",
+          "determinism": "determ", "resources": "resource"}
 MAX_FINDINGS_PER_KERNEL = 8
 
 

@@ -8,7 +8,7 @@ from verifier.constants import SANITIZER_TOOLS
 
 CHECK_CLASSES = (
     "build", "resources", "static", "refusal", "value", "rounding", "invariant", "nan-inf", "unwritten",
-    "out-of-range-write", "input-clobbered", "determinism", "crash", "timeout",
+    "out-of-range-write", "out-of-range-read", "input-clobbered", "determinism", "crash", "timeout",
 ) + SANITIZER_TOOLS
 SEVERITIES = ("error", "warning", "info")
 
