@@ -1,8 +1,8 @@
-"""Case masked_prefix_80000 (logsumexp and online_softmax_stats; cross entropy's ce_masked_prefix_80000 with its labels
-on finite logits): the first 70,000 of 80,000 values -inf, so a kernel splitting a row into blocks of 65,536 (Triton's one-block
-limit) and merging the blocks' lse after meets a whole block of -inf, whose exp(-inf - -inf) = NaN spoils a finite
-row (flash-linear-attention's logsumexp_fwd and cross_entropy_loss). masked_prefix_40000 has no such block (a row of
-40,000 is one block there), so such kernels passed. tests/data/blocked_lse/."""
+"""Case masked_prefix_80000 (logsumexp and online_softmax_stats; cross entropy's ce_masked_prefix_80000 with its
+labels on finite logits): the first 70,000 of 80,000 values -inf, so a kernel splitting a row into blocks of 65,536
+(Triton's one-block limit) and merging the blocks' lse after meets a whole block of -inf, whose exp(-inf - -inf) = NaN
+spoils a finite row (flash-linear-attention's logsumexp_fwd and cross_entropy_loss). masked_prefix_40000 has no such
+block (a row of 40,000 is one block there), so such kernels passed. tests/data/blocked_lse/."""
 import os
 
 from interpreter_process import interpreter  # noqa: F401 (the fixture)
