@@ -381,6 +381,10 @@ CASES = (
     OpCase("ce_masked_prefix_40000", "the first 33,000 of 40,000 logits -inf, the label on a finite one: a tile of "
            "only -inf before the first finite logit, where an unguarded online rescale gives exp(-inf - -inf) = NaN "
            "for a finite loss", 2, 40000, _masked_prefix, dtype_ok=_holds_inf, fixed_m=True, policy="finite"),
+    OpCase("ce_masked_prefix_80000", "the first 70,000 of 80,000 logits -inf, the label on a finite one: a whole "
+           "65,536-logit block of only -inf, whose block lse is NaN in a kernel splitting rows into 64K blocks and "
+           "merging their lse after (flash-attn's and flash-linear-attention's cross entropy)", 2, 80000,
+           lambda rng: _masked_prefix(rng, 0.875), dtype_ok=_holds_inf, fixed_m=True, policy="finite"),
     # Log-domain extremes: -log(softmax(x)[label]) gives +inf where the loss is finite (a few hundred).
     OpCase("ce_wide_rows_randn50", "logits randn·50 (rows spanning far past 104): -log(softmax[label]) gives +inf "
            "for labels far below the max", 4, 1000, wide_rows, dtype_ok=holds(400.0)),
