@@ -350,7 +350,7 @@ class Semantics:
         node = self.v.nodes[nid]
         if node[0] != "phi" or nid in _busy or len(_busy) > 8:
             return None
-        init, steps = None, []
+        init, steps, peeled = None, [], []
         for site in node[2]:
             d = self.v.def_node.get(site)
             if d is None:
@@ -361,12 +361,19 @@ class Semantics:
             moved = None
             if u[0] == "op" and u[1] == "add":
                 for p, c in (u[2], u[2][::-1]):
+                    self.ensure(c)
+                    k = self.evaluate(c)
+                    if k is None or not np.all(k == k[0]) or int(k[0]) == 0:
+                        continue
                     if self.v.nodes[p][0] == "phi":
-                        self.ensure(c)
-                        k = self.evaluate(c)
-                        if k is not None and np.all(k == k[0]) and int(k[0]) != 0:
-                            moved = p, int(k[0])
-                            break
+                        moved = p, int(k[0])
+                        break
+                    # nvcc's peeled remainder iterations before an unrolled loop: ``init + j * step`` straight
+                    peeled.append((p, int(k[0])))  # (the join of their counters), checked against init below
+                    moved = False
+                    break
+            if moved is False:
+                continue
             if moved is None:  # the value the counter starts from
                 if init is not None and d != init:
                     return None
@@ -380,6 +387,12 @@ class Semantics:
                     return None
                 init = sub[0]
                 steps.append(sub[1])
+        for base, c in peeled:
+            if init is None:
+                init = base  # every value past the start: still init + k * step, k >= 0
+            if base != init:
+                return None
+            steps.append(c)
         if init is None or not steps or len({c > 0 for c in steps}) != 1:
             return None
         return init, math.gcd(*[abs(c) for c in steps]) * (1 if steps[0] > 0 else -1)
