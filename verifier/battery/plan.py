@@ -162,11 +162,28 @@ def _went_around(report, config: str, first: dict, made: dict) -> None:
         report.notes.append(note)
 
 
+_UNDER = "\n    under "
+
+
 def labelled(report, before: int, config: str) -> None:
-    """The findings added since ``before`` say which config they used."""
-    if config:
-        report.findings[before:] = [replace(f, message=f"{f.message}\n    under {config}")
-                                    for f in report.findings[before:]]
+    """The findings added since ``before`` say which config they used; one the same as an earlier config's but for
+    that label (a refusal every config meets) joins it, its label listing the configs."""
+    if not config:
+        return
+    kept, seen = report.findings[:before], {}
+    for pos, f in enumerate(kept):
+        base, _, configs = f.message.partition(_UNDER)
+        if configs:
+            seen[(f.check, f.dtype, f.input, f.shape, base)] = pos
+    for f in report.findings[before:]:
+        pos = seen.get((f.check, f.dtype, f.input, f.shape, f.message))
+        if pos is None:
+            seen[(f.check, f.dtype, f.input, f.shape, f.message)] = len(kept)
+            kept.append(replace(f, message=f"{f.message}{_UNDER}{config}"))
+        elif not kept[pos].message.endswith(config):
+            kept[pos] = replace(kept[pos], message=f"{kept[pos].message}; {config}",
+                                score=max(kept[pos].score, f.score))
+    report.findings[:] = kept
 
 
 def guarded(spec, opts, report, step: Callable[[], None], *, on_hang: Callable, on_fault: Optional[Callable] = None,
