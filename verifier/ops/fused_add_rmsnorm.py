@@ -9,7 +9,7 @@ from verifier import dtypes as _dt
 from verifier.numerics.errmodel import gamma, mul
 from verifier.numerics.ulp import ulp
 from verifier.ops.model import Op, Tensor
-from verifier.ops.rmsnorm import check_rms, offset_units, rms_units, underflow_abs, weights
+from verifier.ops.rmsnorm import check_rms, offset_units, rms_units, rstd_of, underflow_abs, weights
 
 
 def k_add_residual(x, h, p, c, xs):
@@ -31,9 +31,7 @@ def k_add_rmsnorm_y(x, y, p, c, xs):
     k_h = 1 + c.c_in
     r_units = rms_units(h, p["eps"], c, k_h)
     k = r_units + 2 + k_h + c.c_in + 2 * c.u_res / c.u + offset_units(p)
-    with np.errstate(divide="ignore"):
-        r = 1.0 / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + p["eps"])
-    return mul(gamma(k, c.u), np.abs(y)) + underflow_abs(r, weights(xs, p), c)
+    return mul(gamma(k, c.u), np.abs(y)) + underflow_abs(rstd_of(h, p["eps"]), weights(xs, p), c)
 
 
 def check(x_raw, inp, ys, params, dtypes, c):

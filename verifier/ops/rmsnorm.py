@@ -54,10 +54,11 @@ def k_rmsnorm(x, y, p, c, xs):
     r_units = rms_units(x, p["eps"], c, c.c_in)
     # y = x·r·(offset + w): two products; x and w converted to acc; offset + w rounded once.
     return (mul(gamma(r_units + 2 + 2 * c.c_in + offset_units(p), c.u), np.abs(y))
-            + underflow_abs(_rstd(x, p["eps"]), weights(xs, p) if "w" in xs else 1.0, c))  # noweight: w = 1
+            + underflow_abs(rstd_of(x, p["eps"]), weights(xs, p) if "w" in xs else 1.0, c))  # noweight: w = 1
 
 
-def _rstd(h, eps):
+def rstd_of(h, eps):
+    """1/sqrt(mean(h²) + eps) per row, in float64 (the factor r of the budgets' underflow term)."""
     with np.errstate(divide="ignore"):
         return 1.0 / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps)
 
